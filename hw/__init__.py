@@ -1,0 +1,1 @@
+"""Amaranth hardware components, one per file."""

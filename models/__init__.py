@@ -1,0 +1,1 @@
+"""NumPy golden models, bit-exact with the hardware they check."""

@@ -1,0 +1,1 @@
+"""Build, run and inspect simulations: Verilog generation, cached simulator builds, cocotb runs, lint, waves, CLI."""

@@ -1,0 +1,183 @@
+"""Simulate an Amaranth component under cocotb: Verilog -> cached simulator build -> test module -> results.
+
+:func:`simulate` is the one function tests, benchmarks and the CLI use to put hardware in a
+simulator.  Data crosses into the cocotb test module as files in a fresh run directory
+(see :mod:`testbench.exchange`): NumPy stimulus arrays and a JSON configuration go in, the
+arrays the test module saves come back in :attr:`SimResult.outputs`.
+
+Waveforms are off unless asked for, with ``waves=True`` or the environment variable
+``NNACCEL_WAVES=1`` (pytest: ``--waves``): then Verilator builds with FST tracing (VCD when
+liblz4's header is missing), Icarus dumps FST, and a GTKWave save file grouping the component's
+ports is written next to the dump.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb_tools.runner import get_results, get_runner
+
+from .build_cache import build_key, cache_root, cached_build
+from .toolchain import simulator_environment, simulator_version
+from .verilog import generate_verilog
+from .waves import write_gtkw
+
+TIMESCALE = ("1ns", "1ps")
+WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
+_LOG_TAIL_LINES = 40
+
+
+class SimulationError(RuntimeError):
+    """A build or a cocotb test failed; the message names the cause and ends with the log's tail."""
+
+
+@dataclass
+class SimResult:
+    outputs: dict
+    run_dir: Path | None
+    build_dir: Path
+    built_now: bool
+    build_seconds: float
+    run_seconds: float
+    waves_path: Path | None = None
+    gtkw_path: Path | None = None
+    log_path: Path | None = field(default=None, repr=False)
+
+
+def waves_requested(waves):
+    if waves is not None:
+        return bool(waves)
+    return os.environ.get("NNACCEL_WAVES", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _verilator_can_write_fst():
+    """Verilator's FST writer compiles against liblz4 (Debian: liblz4-dev); without it, dump VCD."""
+    return any(Path(include, "lz4.h").exists() for include in ("/usr/include", "/usr/local/include"))
+
+
+def _waves_file_name(simulator, name):
+    if simulator == "icarus":
+        return f"{name}.fst"
+    return "dump.fst" if _verilator_can_write_fst() else "dump.vcd"
+
+
+def _log_tail(path):
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log was written)"
+    return "\n".join(lines[-_LOG_TAIL_LINES:])
+
+
+def _check_test_module(test_module):
+    try:
+        spec = importlib.util.find_spec(test_module)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        raise SimulationError(
+            f"cocotb test module {test_module!r} cannot be imported: check the dotted name "
+            f"(e.g. 'testbench.stream_tb') and that the project is installed (`pip install -e .`)")
+
+
+def _build(simulator, verilog_path, name, waves, build_dir):
+    runner = get_runner(simulator)
+    build_args = []
+    if simulator == "verilator":
+        # Warnings are reported by the lint check (sim.lint); a simulation build does not stop on them.
+        build_args = [str(WAIVERS), "-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast"]
+        if waves:
+            build_args += ["--trace-structs"] + (["--trace-fst"] if _verilator_can_write_fst() else [])
+    log_path = build_dir / "build.log"
+    try:
+        runner.build(sources=[verilog_path], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
+                     timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
+    except (Exception, SystemExit) as error:
+        raise SimulationError(
+            f"building {name!r} with {simulator} failed ({error}); the build log is {log_path}:\n"
+            f"{_log_tail(log_path)}") from None
+
+
+def simulate(component, *, name, test_module, stimulus=None, config=None, simulator="verilator",
+             waves=None, testcase=None, seed=1):
+    """Build ``component`` (cached) and run the cocotb ``test_module`` on it.
+
+    Returns a :class:`SimResult`; raises :class:`SimulationError` when the build or any test fails,
+    and :class:`sim.toolchain.SimulatorNotFound` when the simulator is missing.
+    """
+    verilog_text = generate_verilog(component, name)
+    _check_test_module(test_module)
+    os.environ.update(simulator_environment(simulator))
+    waves = waves_requested(waves)
+    key = build_key(verilog_text, simulator=simulator, version=simulator_version(simulator),
+                    cocotb=cocotb.__version__, waves=waves, waivers=WAIVERS.read_text())
+
+    def build(build_dir):
+        verilog_path = build_dir / f"{name}.v"
+        verilog_path.write_text(verilog_text)
+        _build(simulator, verilog_path, name, waves, build_dir)
+
+    build_start = time.perf_counter()
+    build_dir, built_now = cached_build(f"{simulator}-{name}", key, build)
+    build_seconds = time.perf_counter() - build_start
+
+    run_dir = _new_run_dir(name)
+    stimulus_path, config_path, outputs_path = (run_dir / n for n in ("stimulus.npz", "config.json", "outputs.npz"))
+    np.savez(stimulus_path, **(stimulus or {}))
+    config_path.write_text(json.dumps(config or {}))
+    env = {"NNACCEL_STIMULUS": str(stimulus_path), "NNACCEL_CONFIG": str(config_path),
+           "NNACCEL_OUTPUTS": str(outputs_path)}
+
+    waves_path = run_dir / _waves_file_name(simulator, name) if waves else None
+    plusargs = [f"+dumpfile_path={waves_path}"] if waves and simulator == "icarus" else []
+    log_path = run_dir / "sim.log"
+    results_xml = run_dir / "results.xml"
+    run_start = time.perf_counter()
+    try:
+        get_runner(simulator).test(
+            test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog", testcase=testcase,
+            build_dir=build_dir, test_dir=run_dir, extra_env=env, waves=waves, timescale=TIMESCALE, seed=seed,
+            plusargs=plusargs, log_file=log_path, results_xml=str(results_xml))
+    except (Exception, SystemExit):
+        pass  # the results file, or its absence, says what happened
+    run_seconds = time.perf_counter() - run_start
+    try:
+        tests, failures = get_results(results_xml)
+    except RuntimeError:
+        raise SimulationError(f"simulating {name!r} on {simulator} did not complete; "
+                              f"log {log_path}:\n{_log_tail(log_path)}") from None
+    if tests == 0 or failures:
+        raise SimulationError(f"{failures} of {tests} cocotb tests in {test_module} failed on {name!r} "
+                              f"({simulator}); log {log_path}:\n{_log_tail(log_path)}")
+
+    outputs = dict(np.load(outputs_path)) if outputs_path.exists() else {}
+    gtkw_path = None
+    if waves:
+        gtkw_path = write_gtkw(component, waves_path, run_dir / f"{name}.gtkw")
+        print(f"nnaccel: waveform {waves_path}\nnnaccel: GTKWave save file {gtkw_path}")
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)   # a passing run without waves leaves nothing behind
+        run_dir = log_path = None
+    return SimResult(outputs=outputs, run_dir=run_dir, build_dir=build_dir, built_now=built_now,
+                     build_seconds=build_seconds, run_seconds=run_seconds, waves_path=waves_path,
+                     gtkw_path=gtkw_path, log_path=log_path)
+
+
+def _new_run_dir(name):
+    runs = cache_root() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1000):
+        run_dir = runs / f"{name}-{stamp}-{os.getpid()}-{attempt}"
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            continue
+    raise SimulationError(f"could not create a run directory under {runs}")

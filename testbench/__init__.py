@@ -1,0 +1,1 @@
+"""cocotb test modules, drivers, monitors and scoreboards, one module per hardware block."""
