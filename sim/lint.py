@@ -36,18 +36,30 @@ def lint_verilog_text(verilog_text, name):
             if not line.startswith("%Error: Exiting due to") and not _is_unused_alias(line, aliases)]
 
 
-_UNUSED = re.compile(r"^%Warning-UNUSEDSIGNAL: .*Signal is not used: '([^']+)'")
+_UNUSED = re.compile(r"^%Warning-UNUSEDSIGNAL: [^:]+:(\d+):\d+: Signal is not used: '([^']+)'")
+_PORT = re.compile(r"^\s*(?:input|output|inout)\b[^;]*?\\?(\S+)\s*;")
+_WIRE = re.compile(r"^\s*wire\b[^;]*?\\?(\S+)\s*;")
 
 
 def _debug_alias_wires(verilog_text):
-    ports = set(re.findall(r"^\s*(?:input|output|inout)\b[^;]*?\\?(\S+)\s*;", verilog_text, re.M))
-    wires = set(re.findall(r"^\s*wire\b[^;]*?\\?(\S+)\s*;", verilog_text, re.M))
-    return wires - ports
+    """``{line number: alias names of the module around that line}``: wires that are not that module's ports."""
+    aliases_by_line, ports, wires, module_lines = {}, set(), set(), []
+    for number, line in enumerate(verilog_text.splitlines(), start=1):
+        module_lines.append(number)
+        if match := _PORT.match(line):
+            ports.add(match.group(1))
+        elif match := _WIRE.match(line):
+            wires.add(match.group(1))
+        if line.startswith("endmodule"):
+            aliases = wires - ports
+            aliases_by_line.update(dict.fromkeys(module_lines, aliases))
+            ports, wires, module_lines = set(), set(), []
+    return aliases_by_line
 
 
-def _is_unused_alias(finding, aliases):
+def _is_unused_alias(finding, aliases_by_line):
     match = _UNUSED.match(finding)
-    return bool(match) and match.group(1) in aliases
+    return bool(match) and match.group(2) in aliases_by_line.get(int(match.group(1)), ())
 
 
 def lint_verilog(component, name):

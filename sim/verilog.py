@@ -1,10 +1,22 @@
-"""Turning an Amaranth component into Verilog text, the single entry point every build and lint uses."""
+"""Turning an Amaranth component into Verilog text, the single entry point every build and lint uses.
+
+Amaranth elaborates every instance of a component on its own and names each after its place in
+the hierarchy, so a matrix module of 16 lanes comes out as 16 textually identical multiplier
+modules (and the DQN accelerator as hundreds).  :func:`deduplicate_modules` keeps one copy of each
+distinct module body and points every instantiation at it, which leaves the design unchanged and
+lets Verilator compile each distinct module once.
+"""
 
 import re
 
 from amaranth.back import verilog
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A module with the attribute lines "(* ... *)" in front of it.
+_MODULE_START = re.compile(r"^(?:\(\*.*\*\)\n)*module (\\\S+ |\w+)\(", re.M)
+# Yosys numbers a per-module helper register globally ("...dump_module$18"); the number is not part
+# of what the module does.
+_YOSYS_COUNTER = re.compile(r"dump_module\$\d+")
 
 
 def check_module_name(name):
@@ -15,4 +27,50 @@ def check_module_name(name):
 def generate_verilog(component, name):
     """Verilog text for ``component`` with top module ``name`` (ports as the signature's flattened names)."""
     check_module_name(name)
-    return verilog.convert(component, name=name, emit_src=False)
+    return deduplicate_modules(verilog.convert(component, name=name, emit_src=False))
+
+
+def _split_modules(text):
+    """``(preamble, {name: module text})``; a module's text starts with its attribute lines."""
+    starts = [(match.start(), match.group(1).strip()) for match in _MODULE_START.finditer(text)]
+    if not starts:
+        return text, {}
+    ends = [start for start, _ in starts[1:]] + [len(text)]
+    return text[:starts[0][0]], {name: text[start:end] for (start, name), end in zip(starts, ends)}
+
+
+def deduplicate_modules(text):
+    """Verilog text in which modules that differ only in their name are emitted once."""
+    preamble, modules = _split_modules(text)
+    while True:
+        canonical, renames = {}, {}
+        for name, body in modules.items():
+            shape = _module_shape(name, body)
+            if shape in canonical:
+                renames[name] = canonical[shape]
+            else:
+                canonical[shape] = name
+        if not renames:
+            return preamble + "".join(modules.values())
+        modules = {name: _rename_instances(body, renames) for name, body in modules.items() if name not in renames}
+
+
+def _module_shape(name, body):
+    """The module's text without what does not change its meaning: its own name, the order of the port
+    list (instantiations connect ports by name; Yosys lists them in no fixed order), Yosys' counters."""
+    header_start = body.index(f"module {name}")
+    port_list_start = body.index("(", header_start) + 1
+    header_end = body.index(");", port_list_start) + 2
+    ports = sorted(port.strip() for port in body[port_list_start:header_end - 2].split(","))
+    shape = body[:header_start] + "module (" + ", ".join(ports) + ");" + body[header_end:]
+    return _YOSYS_COUNTER.sub("dump_module$", shape).rstrip()
+
+
+def _rename_instances(body, renames):
+    lines = body.split("\n")
+    for index, line in enumerate(lines):
+        stripped = line.lstrip()
+        first = stripped.split(" ", 1)[0]
+        if first in renames and not stripped.startswith("module "):
+            lines[index] = line.replace(first, renames[first], 1)
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""The ``nnaccel`` command line.
+
+    nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
+    nnaccel info                                                       toolchain, simulators and cache
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .build_cache import cache_root
+from .harness import SimulationError
+from .toolchain import SIMULATORS, SimulatorNotFound, simulator_environment, simulator_version
+
+
+def _write_json(path, document):
+    path = Path(path)
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(json.dumps(document, indent=2) + "\n")
+    temporary.replace(path)
+    print(f"nnaccel: report written to {path}")
+
+
+def _run_float(arguments):
+    from . import float_conformance
+
+    results = []
+    for suite in arguments.suite or float_conformance.DEFAULT_SUITES:
+        print(f"nnaccel: {suite}: building (cached after the first run) and simulating on {arguments.simulator} ...",
+              flush=True)
+        results.append(float_conformance.run_suite(suite, simulator=arguments.simulator))
+    print("\n".join(float_conformance.report_rows(results)))
+    document = float_conformance.as_json(results, arguments.simulator)
+    total, passed = sum(r.vectors for r in results), sum(r.passed for r in results)
+    print(f"\n{passed} of {total} TestFloat vectors gave the expected result bits "
+          f"({'all passed' if document['all_passed'] else 'MISMATCHES'})")
+    if arguments.json:
+        _write_json(arguments.json, document)
+    return 0 if document["all_passed"] else 1
+
+
+def _info(arguments):
+    import amaranth
+    import cocotb
+
+    print(f"amaranth {amaranth.__version__}, cocotb {cocotb.__version__}, python {sys.version.split()[0]}")
+    for simulator in SIMULATORS:
+        try:
+            simulator_environment(simulator)
+            print(f"{simulator}: {simulator_version(simulator)}")
+        except SimulatorNotFound as error:
+            print(f"{simulator}: not available ({error})")
+    print(f"build cache: {cache_root()} (set NNACCEL_CACHE_DIR to move it)")
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="nnaccel", description="Cycle-accurate RTL neural-network accelerators")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a job on the simulated hardware")
+    jobs = run.add_subparsers(dest="job", required=True)
+    float_job = jobs.add_parser("float", help="Berkeley TestFloat vectors through the RTL float units")
+    float_job.add_argument("--simulator", choices=SIMULATORS, default="verilator")
+    float_job.add_argument("--suite", action="append", help="TestFloat file (repeatable), e.g. f32_mul_1, f32_add_2")
+    float_job.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    float_job.set_defaults(handler=_run_float)
+
+    info = commands.add_parser("info", help="show toolchain versions and the build cache")
+    info.set_defaults(handler=_info)
+    return parser
+
+
+def main(argv=None):
+    arguments = build_parser().parse_args(argv)
+    start = time.perf_counter()
+    try:
+        status = arguments.handler(arguments)
+    except (SimulationError, SimulatorNotFound, ValueError, RuntimeError) as error:
+        print(f"nnaccel: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nnaccel: interrupted", file=sys.stderr)
+        return 130
+    print(f"nnaccel: wall time {time.perf_counter() - start:.1f} s")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
