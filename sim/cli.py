@@ -1,5 +1,7 @@
 """The ``nnaccel`` command line.
 
+    nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
+    nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel info                                                       toolchain, simulators and cache
 """
@@ -10,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import dqn_job
 from .build_cache import cache_root
 from .harness import SimulationError
 from .toolchain import SIMULATORS, SimulatorNotFound, simulator_environment, simulator_version
@@ -62,11 +65,18 @@ def build_parser():
 
     run = commands.add_parser("run", help="run a job on the simulated hardware")
     jobs = run.add_subparsers(dest="job", required=True)
+    dqn = jobs.add_parser("dqn", help="Atari states through the simulated DQN accelerator, checked bit for bit")
+    dqn_job.add_arguments(dqn)
+    dqn.set_defaults(handler=dqn_job.run)
     float_job = jobs.add_parser("float", help="Berkeley TestFloat vectors through the RTL float units")
     float_job.add_argument("--simulator", choices=SIMULATORS, default="verilator")
     float_job.add_argument("--suite", action="append", help="TestFloat file (repeatable), e.g. f32_mul_1, f32_add_2")
     float_job.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     float_job.set_defaults(handler=_run_float)
+
+    play = commands.add_parser("play", help="the Atari host loop: the simulated accelerator chooses every action")
+    dqn_job.add_play_arguments(play)
+    play.set_defaults(handler=dqn_job.play)
 
     info = commands.add_parser("info", help="show toolchain versions and the build cache")
     info.set_defaults(handler=_info)

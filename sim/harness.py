@@ -24,7 +24,7 @@ import numpy as np
 from cocotb_tools.runner import get_results, get_runner
 
 from .build_cache import build_key, cache_root, cached_build
-from .toolchain import simulator_environment, simulator_version
+from .toolchain import simulator_environment, simulator_version, verilator_make_environment
 from .verilog import generate_verilog
 from .waves import write_gtkw
 
@@ -96,8 +96,9 @@ def _build(simulator, verilog_path, name, waves, build_dir):
             build_args += ["--trace-structs"] + (["--trace-fst"] if _verilator_can_write_fst() else [])
     log_path = build_dir / "build.log"
     try:
-        runner.build(sources=[verilog_path], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
-                     timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
+        with verilator_make_environment():
+            runner.build(sources=[verilog_path], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
+                         timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
     except (Exception, SystemExit) as error:
         raise SimulationError(
             f"building {name!r} with {simulator} failed ({error}); the build log is {log_path}:\n"

@@ -9,6 +9,7 @@ either by hand.  A system Verilator already on ``PATH`` is used as it is.
 import os
 import shutil
 import subprocess
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -73,3 +74,23 @@ def simulator_version(simulator):
     command = ["verilator", "--version"] if simulator == "verilator" else ["iverilog", "-V"]
     output = subprocess.run(command, env=env, capture_output=True, text=True, check=False).stdout
     return output.splitlines()[0] if output else "unknown"
+
+
+@contextmanager
+def verilator_make_environment():
+    """Environment for ``make`` on a Verilator model, applied while the block runs.
+
+    A large design makes Verilator split its C++ into several files compiled against a precompiled
+    header; the PyPI wheel's ``verilated.mk`` leaves ``CFG_CXXFLAGS_PCH_I`` empty (GCC needs
+    ``-include``), so those compiles fail with "__pch.h.fast: linker input file not found".  A
+    variable given in ``MAKEFLAGS`` overrides the makefile's.
+    """
+    previous = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = " ".join(filter(None, [previous, "CFG_CXXFLAGS_PCH_I=-include"]))
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["MAKEFLAGS"]
+        else:
+            os.environ["MAKEFLAGS"] = previous

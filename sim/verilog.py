@@ -5,11 +5,25 @@ the hierarchy, so a matrix module of 16 lanes comes out as 16 textually identica
 modules (and the DQN accelerator as hundreds).  :func:`deduplicate_modules` keeps one copy of each
 distinct module body and points every instantiation at it, which leaves the design unchanged and
 lets Verilator compile each distinct module once.
+
+A component may define ``verilog_cache_key`` (a string naming its configuration); its Verilog is
+then kept in the build cache, keyed by that string and a digest of the ``hw`` sources, and not
+generated again while neither changes.
 """
 
+import hashlib
+import os
 import re
+from functools import cache
+from pathlib import Path
 
+import amaranth
 from amaranth.back import verilog
+
+import hw
+from hw.separate_module import separate_modules
+
+from .build_cache import cache_root
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A module with the attribute lines "(* ... *)" in front of it.
@@ -25,9 +39,45 @@ def check_module_name(name):
 
 
 def generate_verilog(component, name):
-    """Verilog text for ``component`` with top module ``name`` (ports as the signature's flattened names)."""
+    """Verilog text for ``component`` with top module ``name`` (ports as the signature's flattened names).
+
+    Modules the design instantiates through :func:`hw.separate_module.instantiate_separately` are
+    generated once each and appended.
+    """
     check_module_name(name)
-    return deduplicate_modules(verilog.convert(component, name=name, emit_src=False))
+    cache_key = getattr(component, "verilog_cache_key", None)
+    cached = _verilog_cache_path(name, cache_key) if cache_key is not None else None
+    if cached is not None and cached.exists():
+        # The cached text stands for the component, which is therefore used though not elaborated here;
+        # tell Amaranth so (it warns about elaboratables it never saw elaborated).
+        component._MustUse__used = True
+        return cached.read_text()
+    text = verilog.convert(component, name=name, emit_src=False)
+    for module_name, submodule in separate_modules(component).items():
+        text += "\n" + generate_verilog(submodule, module_name).split("\n", 1)[1]   # without the banner line
+    text = deduplicate_modules(text)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+        partial.write_text(text)
+        partial.replace(cached)
+    return text
+
+
+@cache
+def _hardware_sources_digest():
+    """Digest of every source file of the ``hw`` package and of this generator."""
+    digest = hashlib.sha256(amaranth.__version__.encode())
+    for path in sorted(Path(hw.__file__).parent.rglob("*.py")) + [Path(__file__)]:
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _verilog_cache_path(name, cache_key):
+    """Where the Verilog of a component with a ``verilog_cache_key`` is kept: large designs (the DQN
+    accelerator) take a minute or more to generate, and their text only changes with the hardware sources."""
+    key = hashlib.sha256(f"{name}\0{cache_key}\0{_hardware_sources_digest()}".encode()).hexdigest()[:20]
+    return cache_root() / "verilog" / f"{name}-{key}.v"
 
 
 def _split_modules(text):

@@ -6,9 +6,9 @@ from amaranth.lib import wiring
 def port_list(component):
     """``[(verilog_name, width, direction)]`` of the component's ports as ``verilog.convert`` names them."""
     ports = []
-    for path, flow, value in component.signature.flatten(component):
+    for path, member, value in component.signature.flatten(component):
         name = "__".join(str(part) for part in path)
-        direction = "input" if flow == wiring.In else "output"
+        direction = "input" if member.flow == wiring.In else "output"
         ports.append((name, len(value), direction))
     return ports
 

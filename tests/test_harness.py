@@ -107,7 +107,10 @@ def test_waves_write_dump_and_gtkw():
                       stimulus={"data_in": np.arange(5, dtype=np.uint64)}, config=stream_config(5), waves=True)
     assert result.waves_path.exists() and result.waves_path.stat().st_size > 0
     gtkw = result.gtkw_path.read_text()
-    assert "-inputs" in gtkw and "delay2.data_in[15:0]" in gtkw and "delay2.out_valid" in gtkw
+    inputs, outputs = gtkw.split("-inputs")[1], gtkw.split("-outputs")[1]
+    assert "delay2.data_in[15:0]" in inputs and "delay2.in_valid" in inputs
+    assert "delay2.data_out[15:0]" in outputs and "delay2.out_valid" in outputs
+    assert "delay2.data_out" not in inputs.split("-outputs")[0]
 
 
 def test_delay_line_is_lint_clean():
