@@ -8,16 +8,15 @@ result (NaN results: any NaN, as TestFloat itself rules).
 import time
 from dataclasses import asdict, dataclass
 
-from hw.float_adder import FloatAdder
 from hw.float_format import float_format
-from hw.float_multiplier import FloatMultiplier
-from testbench.float_stream import mismatches, run_float_operator
+from testbench.float_stream import FloatUnitPair, mismatches, run_float_stream
 from testbench.testfloat import load_testfloat
 
+# suite -> (format, output port of FloatUnitPair: the multiplier's "product" or the adder's "sum")
 SUITES = {
-    "f32_mul_1": ("binary32", FloatMultiplier), "f32_add_1": ("binary32", FloatAdder),
-    "f16_mul_1": ("binary16", FloatMultiplier), "f16_add_1": ("binary16", FloatAdder),
-    "f32_mul_2": ("binary32", FloatMultiplier), "f32_add_2": ("binary32", FloatAdder),
+    "f32_mul_1": ("binary32", "product"), "f32_add_1": ("binary32", "sum"),
+    "f16_mul_1": ("binary16", "product"), "f16_add_1": ("binary16", "sum"),
+    "f32_mul_2": ("binary32", "product"), "f32_add_2": ("binary32", "sum"),
 }
 DEFAULT_SUITES = ("f32_mul_1", "f32_add_1", "f16_mul_1", "f16_add_1")
 
@@ -37,27 +36,29 @@ class SuiteResult:
 def run_suite(suite, *, simulator="verilator", latency=2):
     if suite not in SUITES:
         raise ValueError(f"unknown TestFloat suite {suite!r}; choose from {', '.join(SUITES)}")
-    format_name, unit_class = SUITES[suite]
+    format_name, port = SUITES[suite]
     fmt = float_format(format_name)
     vectors = load_testfloat(suite)
-    unit = unit_class(fmt=fmt, latency=latency)
-    result = run_float_operator(unit, vectors.a, vectors.b, simulator=simulator)
-    wrong = mismatches(fmt, result.outputs["result"], vectors.expected, any_nan=True)
+    design = FloatUnitPair(fmt=fmt, latency=latency)
+    result = run_float_stream(design, vectors.a, vectors.b, simulator=simulator)
+    got = result.outputs[port]
+    wrong = mismatches(fmt, got, vectors.expected, any_nan=True)
     digits = fmt.width // 4
     first_failures = [f"{int(vectors.a[i]):0{digits}X} {int(vectors.b[i]):0{digits}X} -> "
-                      f"{int(result.outputs['result'][i]):0{digits}X}, expected {int(vectors.expected[i]):0{digits}X}"
+                      f"{int(got[i]):0{digits}X}, expected {int(vectors.expected[i]):0{digits}X}"
                       for i in wrong[:5]]
-    return SuiteResult(suite=suite, unit=unit.module_name, vectors=len(vectors), passed=len(vectors) - len(wrong),
+    unit = f"{design.module_name} ({'multiplier' if port == 'product' else 'adder'})"
+    return SuiteResult(suite=suite, unit=unit, vectors=len(vectors), passed=len(vectors) - len(wrong),
                        first_failures=first_failures, build_seconds=result.build_seconds,
                        run_seconds=result.run_seconds,
                        simulated_ops_per_second=len(vectors) / result.run_seconds)
 
 
 def report_rows(results):
-    header = f"{'suite':<11} {'unit':<30} {'vectors':>8} {'passed':>8} {'build s':>8} {'sim s':>7} {'ops/s':>9}"
+    header = f"{'suite':<11} {'unit':<40} {'vectors':>8} {'passed':>8} {'build s':>8} {'sim s':>7} {'ops/s':>9}"
     lines = [header, "-" * len(header)]
     for r in results:
-        lines.append(f"{r.suite:<11} {r.unit:<30} {r.vectors:>8} {r.passed:>8} {r.build_seconds:>8.1f} "
+        lines.append(f"{r.suite:<11} {r.unit:<40} {r.vectors:>8} {r.passed:>8} {r.build_seconds:>8.1f} "
                      f"{r.run_seconds:>7.1f} {r.simulated_ops_per_second:>9.0f}")
         lines.extend(f"    mismatch: {failure}" for failure in r.first_failures)
     return lines
