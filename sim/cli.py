@@ -3,6 +3,7 @@
     nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
     nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
+    nnaccel run ebp [--epochs N] [--rtl] [--only PART]                 EBP training on the PE ring
     nnaccel info                                                       toolchain, simulators and cache
 """
 
@@ -77,6 +78,11 @@ def build_parser():
     play = commands.add_parser("play", help="the Atari host loop: the simulated accelerator chooses every action")
     dqn_job.add_play_arguments(play)
     play.set_defaults(handler=dqn_job.play)
+
+    ebp_job = jobs.add_parser("ebp", help="EBP training on the SIMD/SRA PE ring: PWL errors, cycle table, training")
+    from . import ebp_job as ebp_module
+    ebp_module.add_arguments(ebp_job)
+    ebp_job.set_defaults(handler=ebp_module.run)
 
     info = commands.add_parser("info", help="show toolchain versions and the build cache")
     info.set_defaults(handler=_info)

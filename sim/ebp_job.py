@@ -1,6 +1,6 @@
-"""EBP on the PE ring: PWL error table and plot, cycle table against the paper, training curves.
+"""EBP on the PE ring (``nnaccel run ebp``): PWL error table and plot, cycle table against the paper, training curves.
 
-    python -m benchmarks.ebp_ring [--epochs 10] [--rtl] [--rtl64] [--only PART] [--out benchmarks/out]
+    nnaccel run ebp [--epochs 10] [--rtl] [--rtl64] [--only PART] [--out nnaccel-ebp]
 
 Training runs the ring program on the instruction-set model (models.ring, equal to the RTL bit for bit
 and cycle for cycle as tests/test_pe_ring.py and tests/test_ebp.py check) and on the fixed-point golden
@@ -9,7 +9,6 @@ Verilator-simulated ring and compare the weights read back with the golden model
 Needs scikit-learn (digits) and matplotlib (plot).
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -169,15 +168,18 @@ def train(shape, pes, samples, epochs, eta, alpha, *, classes=None, seed=0, rtl=
               f"cycles per epoch {[int(c) for c in run.cycles]}; build {run.build_seconds:.0f} s, run {run.run_seconds:.0f} s")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--rtl", action="store_true", help="also train 16-5-1 on the Verilator-simulated ring")
     parser.add_argument("--rtl64", action="store_true",
                         help="also train 64-64-1 on a simulated 64-PE ring (the build takes about 20 minutes)")
     parser.add_argument("--only", choices=("pwl", "cycles", "16-5-1", "64-64-1"), help="run one part only")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
-    arguments = parser.parse_args(argv)
+    parser.add_argument("--out", type=Path, default=Path("nnaccel-ebp"), help="where the PWL plot is written")
+
+
+def run(arguments):
+    if arguments.epochs < 1:
+        raise ValueError(f"--epochs must be at least 1, not {arguments.epochs}")
     arguments.out.mkdir(parents=True, exist_ok=True)
     parts = {arguments.only} if arguments.only else {"pwl", "cycles", "16-5-1", "64-64-1"}
     if "pwl" in parts:
@@ -190,7 +192,4 @@ def main(argv=None):
               rtl=arguments.rtl)
     if "64-64-1" in parts:
         train((64, 64, 1), pes=64, samples=300, epochs=arguments.epochs, eta=0.5, alpha=0.3, rtl=arguments.rtl64)
-
-
-if __name__ == "__main__":
-    main()
+    return 0
