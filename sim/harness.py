@@ -25,7 +25,7 @@ from cocotb_tools.runner import get_results, get_runner
 
 from .build_cache import build_key, cache_root, cached_build
 from .toolchain import simulator_environment, simulator_version, verilator_make_environment
-from .verilog import generate_verilog
+from .verilog import HIERARCHICAL_BLOCK_MARK, generate_verilog
 from .waves import write_gtkw
 
 TIMESCALE = ("1ns", "1ps")
@@ -94,6 +94,9 @@ def _build(simulator, verilog_path, name, waves, build_dir):
         build_args = [str(WAIVERS), "-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast"]
         if waves:
             build_args += ["--trace-structs"] + (["--trace-fst"] if _verilator_can_write_fst() else [])
+        if HIERARCHICAL_BLOCK_MARK in verilog_path.read_text():
+            # Hierarchical blocks are compiled by Verilator's own multi-step make (--build).
+            build_args += ["--hierarchical", "--build", "-j", str(os.cpu_count() or 1)]
     log_path = build_dir / "build.log"
     try:
         with verilator_make_environment():

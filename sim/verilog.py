@@ -54,7 +54,8 @@ def generate_verilog(component, name):
         return cached.read_text()
     text = verilog.convert(component, name=name, emit_src=False)
     for module_name, submodule in separate_modules(component).items():
-        text += "\n" + generate_verilog(submodule, module_name).split("\n", 1)[1]   # without the banner line
+        module_text = generate_verilog(submodule, module_name).split("\n", 1)[1]    # without the banner line
+        text += "\n" + _mark_hierarchical_block(module_text, module_name)
     text = deduplicate_modules(text)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -78,6 +79,18 @@ def _verilog_cache_path(name, cache_key):
     accelerator) take a minute or more to generate, and their text only changes with the hardware sources."""
     key = hashlib.sha256(f"{name}\0{cache_key}\0{_hardware_sources_digest()}".encode()).hexdigest()[:20]
     return cache_root() / "verilog" / f"{name}-{key}.v"
+
+
+HIERARCHICAL_BLOCK_MARK = "/*verilator hier_block*/"
+
+
+def _mark_hierarchical_block(text, module_name):
+    """Mark module ``module_name`` as a Verilator hierarchical block: Verilator then compiles it once
+    and instantiates the compiled model, where it would otherwise generate code per instance (a
+    16-module DQN accelerator: 185 MB of C++ and a 14-minute build without it)."""
+    header = text.index(f"module {module_name}(")
+    header_end = text.index(");", header) + 2
+    return text[:header_end] + "\n  " + HIERARCHICAL_BLOCK_MARK + text[header_end:]
 
 
 def _split_modules(text):
