@@ -9,7 +9,7 @@ from .float_format import BINARY32, FloatFormat
 from .float_multiplier import FloatMultiplier
 from .pipeline import Pipeline
 
-__all__ = ["MatrixModule", "partial_sum_count", "reduction_levels"]
+__all__ = ["MatrixModule", "matrix_module_latency", "partial_sum_count", "reduction_levels"]
 
 
 def partial_sum_count(adder_latency):
@@ -25,6 +25,11 @@ def partial_sum_count(adder_latency):
 def reduction_levels(partials):
     """Adder levels of the pairwise tree that sums ``partials`` values into one: ``ceil(log2(partials))``."""
     return (partials - 1).bit_length()
+
+
+def matrix_module_latency(multiplier_latency, adder_latency):
+    """:attr:`MatrixModule.latency` for these float unit latencies: ``Lm + La * (1 + reduction_levels(P))``."""
+    return multiplier_latency + adder_latency * (1 + reduction_levels(partial_sum_count(adder_latency)))
 
 
 def _select(values, selects):
@@ -175,7 +180,7 @@ class MatrixModule(wiring.Component):
     @property
     def latency(self):
         """Cycles from the last product's ``in_valid`` to the result's ``out_valid``."""
-        return self._multiplier_latency + self._adder_latency * (1 + reduction_levels(self.partials))
+        return matrix_module_latency(self._multiplier_latency, self._adder_latency)
 
     def elaborate(self, platform):
         m = Module()
