@@ -113,6 +113,8 @@ class LayerSequencer(wiring.Component):
         product = Signal(24)                                     # k within the group
         bias_step = Signal()
         in_flight = Signal()                                     # a group's results not yet written
+        current_p0, current_oy0, current_ox0 = (Signal.like(self.group_p0), Signal.like(self.group_oy0),
+                                                Signal.like(self.group_ox0))   # the group taking products
         last_group = Signal()
         layer_count = Signal(6)
 
@@ -151,7 +153,11 @@ class LayerSequencer(wiring.Component):
                     with m.Else():
                         m.d.comb += [self.issue.eq(1), self.bias.eq(1), self.weight_read.eq(1),
                                      self.weight_address.eq(layer.weight_base + layer.products)]
-                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0)]
+                        # The group's results reach the writer after the matrix modules' latency; its
+                        # position stays on the group ports until then (the next bias waits for in_flight).
+                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0),
+                                     self.group_p0.eq(current_p0), self.group_oy0.eq(current_oy0),
+                                     self.group_ox0.eq(current_ox0)]
                         with m.If(last_group):
                             m.next = "DRAIN"
                 with m.Elif((product == 0) & ~taps_ready):
@@ -163,8 +169,8 @@ class LayerSequencer(wiring.Component):
                     with m.If(product == 0):
                         # The group starts: its taps become current, the walker prepares the next group.
                         m.d.sync += [self.tap_slot.eq(next_slot), self.tap_column.eq(next_column),
-                                     group_row.eq(next_row), self.group_p0.eq(next_p0),
-                                     self.group_oy0.eq(next_oy0), self.group_ox0.eq(next_ox0),
+                                     group_row.eq(next_row), current_p0.eq(next_p0),
+                                     current_oy0.eq(next_oy0), current_ox0.eq(next_ox0),
                                      last_group.eq(next_p0 + group_size >= layer.positions)]
                         m.d.comb += start_walk.eq(1)
                     current_row = Mux(product == 0, next_row, group_row)

@@ -1,0 +1,110 @@
+"""The DQN accelerator in simulation, bit for bit against the golden model.
+
+Two builds: a reduced configuration (2 modules x 4 lanes, 12-element rows) running a small conv-conv-dense-dense
+network through the same descriptor-driven controller, and the full-size default configuration running the
+thesis network on a recorded Atari state (``system``).  Each is simulated once per session (module-scoped
+fixtures; the harness caches the builds) and the tests check different aspects of that one run.
+"""
+
+import numpy as np
+import pytest
+
+from hw.dqn_accelerator import DqnAccelerator
+from hw.dqn_config import DqnConfig
+from hw.float_format import BINARY32
+from models.atari import recorded_states
+from models.dqn_golden import golden_forward
+from models.dqn_network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
+from models.dqn_plan import compile_network
+from testbench.dqn_host import run_on_accelerator
+from testbench.dqn_tb import int_to_words, words_to_ints
+
+SEED = 4042
+REDUCED = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
+
+
+def reduced_network():
+    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 6, 2, 1),
+            DenseLayer("d1", 6 * 3 * 3, 7), DenseLayer("d2", 7, 5, relu=False))
+
+
+def reduced_states(rng):
+    """Three ordinary inputs, then one with NaN and infinities (the hardware's behaviour on them is the golden
+    model's: canonical NaNs)."""
+    states = [(rng.standard_normal((2, 10, 10)) * np.exp2(rng.integers(-6, 6, (2, 10, 10)))).astype(np.float32)
+              for _ in range(3)]
+    special = states[0].copy()
+    special[0, 0, 0], special[1, 9, 9], special[1, 4, 4] = np.nan, np.inf, -np.inf
+    return states + [special]
+
+
+def compare_layers(plan, states, run):
+    """(layer, state) pairs whose meaningful output elements differ from the golden model."""
+    wrong = []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        for layer, expected, observed in zip(plan.layers, golden.activations, run.layer_words):
+            width = layer.output.shape[2]
+            if layer.output.packed:
+                same = np.array_equal(observed[index][:, :width].reshape(-1)[:layer.output.elements],
+                                      expected[:, :width].reshape(-1)[:layer.output.elements])
+            else:
+                same = np.array_equal(observed[index][:, :width], expected[:, :width])
+            if not same:
+                wrong.append((layer.name, index))
+    return wrong
+
+
+@pytest.fixture(scope="module")
+def reduced_run():
+    rng = np.random.default_rng(SEED)
+    layers = reduced_network()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED, layers, weights)
+    states = reduced_states(rng)
+    return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED), plan, states, read_layers=True)
+
+
+def test_reduced_configuration_is_bit_exact_in_every_layer(reduced_run):
+    plan, states, run = reduced_run
+    assert compare_layers(plan, states, run) == []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        assert np.array_equal(run.q_values[index], golden.q_values)
+        assert (run.actions[index], run.action_values[index]) == (golden.action, golden.action_value)
+
+
+def test_non_finite_inputs_give_the_golden_nans(reduced_run):
+    plan, states, run = reduced_run
+    assert np.all(run.q_values[3] == BINARY32.canonical_nan) and run.actions[3] == 0
+
+
+def test_reduced_counters(reduced_run):
+    plan, states, run = reduced_run
+    assert np.array_equal(run.load_cycles, [plan.input.words] * len(states))
+    for counters in run.layer_counters:
+        assert [int(c) for c in counters[:, 1]] == [layer.product_cycles for layer in plan.layers]
+    assert np.all(run.total_cycles >= sum(layer.product_cycles for layer in plan.layers))
+    assert len(set(run.total_cycles.tolist())) == 1
+
+
+def test_host_words_round_trip():
+    rng = np.random.default_rng(SEED)
+    words = rng.integers(0, 1 << 32, (3, 84), dtype=np.uint64).astype(np.uint32)
+    assert all(np.array_equal(int_to_words(value, 84, 32), row) for value, row in zip(words_to_ints(words, 32), words))
+    assert words_to_ints(np.array([[1, 2]], np.uint32), 32) == [1 | 2 << 32]
+
+
+@pytest.mark.system
+def test_thesis_network_full_size_is_bit_exact():
+    weights = seeded_weights()
+    plan = compile_network(DqnConfig(), dqn_layers(18), weights)
+    states = recorded_states(1)
+    run = run_on_accelerator(DqnAccelerator(config=DqnConfig()), plan, states, read_layers=True)
+    golden = golden_forward(plan, states[0])
+    assert compare_layers(plan, states, run) == []
+    assert np.array_equal(run.q_values[0], golden.q_values)
+    assert (run.actions[0], run.action_values[0]) == (golden.action, golden.action_value)
+    assert [int(c) for c in run.layer_counters[0][:, 1]] == [layer.product_cycles for layer in plan.layers]
+    assert run.load_cycles[0] == 336
