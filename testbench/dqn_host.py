@@ -8,7 +8,7 @@ from sim.harness import simulate
 
 __all__ = ["AcceleratorRun", "accelerator_module_name", "run_on_accelerator", "COUNTER_NAMES"]
 
-COUNTER_NAMES = ("cycles", "product_cycles", "writer_stall_cycles", "layer_start_stall_cycles")
+COUNTER_NAMES = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
 
 
 @dataclass

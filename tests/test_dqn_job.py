@@ -97,7 +97,7 @@ def test_report_of_a_bit_exact_run(thesis, tmp_path, capsys):
     assert status == 0
     printed = capsys.readouterr().out
     assert "2 states (recorded): bit-exact against the golden model (36 Q-values" in printed
-    assert "CONV_1      6435    6425       2  0.0644    50.9    99.5%  |     0.064    50.0" in printed
+    assert "CONV_1      6435    6425       0      2  0.0644    50.9    99.5%  |     0.064    50.0" in printed
     assert "INPUT        336" in printed
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["bit_exact"] is True and report["simulator"] == "verilator"
