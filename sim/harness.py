@@ -14,6 +14,7 @@ ports is written next to the dump.
 import importlib.util
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -54,6 +55,25 @@ def waves_requested(waves):
     if waves is not None:
         return bool(waves)
     return os.environ.get("NNACCEL_WAVES", "").strip().lower() not in ("", "0", "false", "no")
+
+
+_YOSYS_TIME_ZERO_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\S+)\s+= 0;$", re.MULTILINE)
+
+
+def icarus_time_zero_fix(verilog_text):
+    """Make Icarus run every combinational ``always @*`` block once at time 0.
+
+    Yosys gives each module a dummy register, initialised in its declaration and read by every
+    ``always @*`` block, so that the blocks run once when simulation starts.  Icarus 11 may do that
+    initialisation before the blocks wait on it; a block whose real inputs never change (an FSM's
+    output decode while the FSM waits in its initial state) then never runs and its outputs stay X
+    (the DQN sequencer's ``busy`` did, so it never started).  Assigning the register in an
+    ``initial`` block after ``#0`` orders it after the blocks started waiting.  Applied to the Icarus
+    build copy only; ``hw/`` and the Verilog that synthesis sees are unchanged.
+    """
+    return _YOSYS_TIME_ZERO_TRIGGER.sub(
+        lambda match: f"{match.group(1)}reg {match.group(2)} ;\n{match.group(1)}initial #0 {match.group(2)} = 1'b0;",
+        verilog_text)
 
 
 def _verilator_can_write_fst():
@@ -116,6 +136,8 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     and :class:`sim.toolchain.SimulatorNotFound` when the simulator is missing.
     """
     verilog_text = generate_verilog(component, name)
+    if simulator == "icarus":
+        verilog_text = icarus_time_zero_fix(verilog_text)
     _check_test_module(test_module)
     os.environ.update(simulator_environment(simulator))
     waves = waves_requested(waves)

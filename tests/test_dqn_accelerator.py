@@ -108,3 +108,20 @@ def test_thesis_network_full_size_is_bit_exact():
     assert (run.actions[0], run.action_values[0]) == (golden.action, golden.action_value)
     assert [int(c) for c in run.layer_counters[0][:, 1]] == [layer.product_cycles for layer in plan.layers]
     assert run.load_cycles[0] == 336
+
+
+@pytest.mark.icarus
+def test_reduced_configuration_on_icarus():
+    """The second simulator runs the same controller to the same bits (Icarus needs the harness'
+    time-zero fix: without it the sequencer's busy stays X and the accelerator never starts)."""
+    rng = np.random.default_rng(SEED)
+    layers = reduced_network()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED, layers, weights)
+    states = reduced_states(rng)[:2]
+    run = run_on_accelerator(DqnAccelerator(config=REDUCED), plan, states, simulator="icarus", max_cycles=20_000)
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        assert np.array_equal(run.q_values[index], golden.q_values)
+        assert run.actions[index] == golden.action

@@ -6,7 +6,7 @@ from amaranth import Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.harness import SimulationError, simulate
+from sim.harness import SimulationError, icarus_time_zero_fix, simulate
 from sim.lint import lint_verilog
 from sim.toolchain import SimulatorNotFound, simulator_environment
 
@@ -115,3 +115,11 @@ def test_waves_write_dump_and_gtkw():
 
 def test_delay_line_is_lint_clean():
     assert lint_verilog(DelayLine(2), "delay2") == []
+
+
+def test_icarus_time_zero_fix_moves_the_yosys_trigger_into_an_initial_block():
+    text = "module m(a);\n  reg \\$auto$verilog_backend.cc:2355:dump_module$3  = 0;\n  input a;\nendmodule\n"
+    fixed = icarus_time_zero_fix(text)
+    assert "  reg \\$auto$verilog_backend.cc:2355:dump_module$3 ;\n" in fixed
+    assert "  initial #0 \\$auto$verilog_backend.cc:2355:dump_module$3 = 1'b0;\n" in fixed
+    assert "= 0;" not in fixed
