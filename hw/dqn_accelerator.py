@@ -68,6 +68,15 @@ class DqnAccelerator(wiring.Component):
         """Generating this design's Verilog takes a minute; ``sim.verilog`` caches it under this key."""
         return repr(self._config)
 
+    def _module_vector(self, index, weight_vector, input_row, from_activations):
+        """Module ``index``'s vector: its weight slice, or in a reduction step its lanes of the input word
+        (modules whose lanes lie past the word's ``row_elements`` never take part in a reduction)."""
+        config = self._config
+        bits = config.lanes * config.fmt.width
+        if (index + 1) * config.lanes > config.row_elements:
+            return weight_vector
+        return Mux(from_activations, input_row[index * bits:(index + 1) * bits], weight_vector)
+
     def elaborate(self, platform):
         m = Module()
         config = self._config
@@ -95,7 +104,10 @@ class DqnAccelerator(wiring.Component):
         layer = Signal(layout)
         m.d.comb += [layer.eq(table[sequencer.layer_index]), sequencer.descriptor.eq(layer)]
 
-        # ---- Matrix modules: scalar from the feeder, vector = slot m of the weight word ------------
+        # ---- Matrix modules: scalar from the feeder, vector = slot m of the weight word, or in a
+        # reduction step the elements m*lanes .. m*lanes+lanes-1 of the input RAM's word on port 1 ------
+        input_ram = Mux(layer.in_ram, 1, 0)
+        input_row1 = Mux(input_ram, activations[1].b.read_data, activations[0].b.read_data)
         results = []
         module_name = f"{config.name}_matrix_module"
         for index in range(config.modules):
@@ -107,7 +119,8 @@ class DqnAccelerator(wiring.Component):
             m.d.comb += [
                 module.in_valid.eq(sequencer.product_valid),
                 module.scalar.eq(feeder.scalars[index * width:(index + 1) * width]),
-                module.vector.eq(weight_slices[index].a.read_data),
+                module.vector.eq(self._module_vector(index, weight_slices[index].a.read_data, input_row1,
+                                                     sequencer.vector_from_activations)),
                 module.count.eq(layer.products + 1),
                 module.relu.eq(layer.relu),
             ]
@@ -116,10 +129,9 @@ class DqnAccelerator(wiring.Component):
                 first_module = module
 
         # ---- Feeder: rows from the layer's input RAM --------------------------------------------
-        input_ram = Mux(layer.in_ram, 1, 0)
         m.d.comb += [
             feeder.row0.eq(Mux(input_ram, activations[1].a.read_data, activations[0].a.read_data)),
-            feeder.row1.eq(Mux(input_ram, activations[1].b.read_data, activations[0].b.read_data)),
+            feeder.row1.eq(input_row1),
             feeder.load.eq(sequencer.load), feeder.shift.eq(sequencer.shift), feeder.bias.eq(sequencer.bias),
             feeder.tap_slot.eq(sequencer.tap_slot), feeder.tap_column.eq(sequencer.tap_column),
         ]
@@ -134,12 +146,13 @@ class DqnAccelerator(wiring.Component):
             writer.out_base.eq(layer.out_base), writer.out_height.eq(layer.out_height),
             writer.out_width.eq(layer.out_width), writer.positions.eq(layer.positions),
             writer.out_channels.eq(layer.out_channels), writer.column_blocks_log2.eq(layer.column_blocks_log2),
-            writer.packed_output.eq(layer.packed_output),
+            writer.packed_output.eq(layer.packed_output), writer.position_major.eq(layer.position_major),
+            writer.first_position.eq(layer.first_position),
             sequencer.group_written.eq(writer.done),
         ]
         m.d.comb += [
             argmax.clear.eq(sequencer.start), argmax.in_valid.eq(writer.busy & layer.last & layer.packed_output),
-            argmax.values.eq(writer.write_data[:vector_bits]), argmax.mask.eq(writer.write_enable[:config.lanes]),
+            argmax.values.eq(writer.write_data[:vector_bits]), argmax.mask.eq(writer.lane_enable),
             argmax.base_index.eq(writer.packed_index),
         ]
 
@@ -151,12 +164,15 @@ class DqnAccelerator(wiring.Component):
             reading = sequencer.busy & (layer.in_ram == index)
             writing = sequencer.busy & (layer.out_ram == index)
             host_selected = self.host_target == HostTarget.ACTIVATIONS0 + index
+            # Port 1 reads for the datapath; port 0 writes the layer's results, or else reads (a reduction
+            # layer may read and write one RAM: it reads on port 1 only).
             with m.If(reading):
-                m.d.comb += [ram.a.address.eq(sequencer.row_address0), ram.a.read_enable.eq(sequencer.row_read),
-                             ram.b.address.eq(sequencer.row_address1), ram.b.read_enable.eq(sequencer.row_read)]
-            with m.Elif(writing):
+                m.d.comb += [ram.b.address.eq(sequencer.row_address1), ram.b.read_enable.eq(sequencer.row_read)]
+            with m.If(writing):
                 m.d.comb += [ram.a.address.eq(writer.write_address), ram.a.write_data.eq(writer.write_data),
                              ram.a.write_enable.eq(Mux(writer.busy, writer.write_enable, 0))]
+            with m.Elif(reading):
+                m.d.comb += [ram.a.address.eq(sequencer.row_address0), ram.a.read_enable.eq(sequencer.row_read)]
             with m.Else():
                 m.d.comb += [ram.a.address.eq(self.host_address), ram.a.write_data.eq(self.host_write_data),
                              ram.a.read_enable.eq(host_read_enable & host_selected),

@@ -9,6 +9,7 @@ of the descriptor table; :func:`descriptor_layout` gives its fields (LSB first) 
 from amaranth.lib import data
 
 from .dqn_config import DqnConfig
+from .result_writer import GEOMETRY_BITS, POSITION_BITS
 
 __all__ = ["descriptor_layout", "encode_descriptor", "DESCRIPTOR_FIELDS"]
 
@@ -28,9 +29,14 @@ def _field_widths(config):
         "kernel_height": 8,
         "kernel_width": _bits_for(config.row_elements),
         "stride": 4,
-        "out_height": 10,
-        "out_width": 10,
-        "positions": 20,                               # out_height * out_width
+        "out_height": GEOMETRY_BITS,
+        "out_width": GEOMETRY_BITS,
+        "positions": POSITION_BITS,                    # end of the layer's positions (exclusive)
+        "first_position": POSITION_BITS,               # first output position the layer computes
+        "first_oy": GEOMETRY_BITS,                     # its output row and column
+        "first_ox": GEOMETRY_BITS,
+        "first_row": GEOMETRY_BITS + 4,                # first_oy * stride
+        "first_column": _bits_for(config.row_elements), # first_ox * stride
         "column_blocks_log2": _bits_for(config.modules.bit_length() - 1),
         "out_channels": 12,
         "products": 24,                                # in_channels * kernel_height * kernel_width
@@ -38,6 +44,8 @@ def _field_widths(config):
         "out_ram": 1,
         "out_base": activation_address,
         "packed_output": 1,                            # 1: output n -> word out_base + n // lanes, element n % lanes
+        "position_major": 1,                           # with packed_output: position p -> word out_base + p, element n
+        "reduce": 1,                                   # sum in_channels vectors read from words in_base + k
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
     }

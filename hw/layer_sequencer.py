@@ -14,9 +14,12 @@ __all__ = ["LayerSequencer"]
 class LayerSequencer(wiring.Component):
     """Walks layers -> groups of output positions -> steps ``(c, kh)`` -> columns ``kw``, plus the bias step.
 
-    For each layer (``descriptor``, selected by ``layer_index``) the output positions are taken in
-    groups of ``P = modules >> column_blocks_log2``; every group is ``products + 1`` products (the
-    last one the bias) for all modules at once. On the first cycle of each step the rows of the
+    For each layer (``descriptor``, selected by ``layer_index``) the output positions
+    ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
+    every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
+    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` reads input
+    word ``in_base + k`` on ``row_address1``; ``vector_from_activations`` (Out 1, aligned with
+    ``product_valid``) tells the datapath to take the modules' vectors from that word. On the first cycle of each step the rows of the
     *next* step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the
     feeder reload without a bubble; within a step the feeder shifts one element per product.
 
@@ -28,15 +31,16 @@ class LayerSequencer(wiring.Component):
     and ``layer_index`` (Out); activation reads ``row_address0``, ``row_address1``, ``row_read``;
     weight reads ``weight_address``, ``weight_read``; feeder control ``load``, ``shift``, ``bias``,
     ``tap_slot``, ``tap_column``; ``product_valid`` (Out 1: the matrix modules take a product, one
-    cycle after the control above); the writer's group (``group_p0``, ``group_oy0``, ``group_ox0``)
+    cycle after the control above) and ``vector_from_activations``; the writer's group (``group_p0``, ``group_oy0``, ``group_ox0``)
     and ``group_written`` (In 1, pulse when the writer is done with it); ``busy``, ``done`` (Out 1);
     events for the performance counters: ``issue`` (a product issued), ``stall`` (a product could
     not issue: the writer still holds the previous group, or the taps are not ready), ``draining``
     (waiting at the end of a layer for its last writes).
 
-    Timing per layer: 1 cycle to load the descriptor, ``P`` cycles to walk the first group, 1 cycle
+    Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
+    positions) to walk the first group, 1 cycle
     to read its first rows, ``groups * (products + 1)`` product cycles plus stalls, then the drain:
-    matrix module latency + the last group's writes + 1.  Stalls: the bias product of a group waits
+    matrix module latency + the last group's writes + 3.  Stalls: the bias product of a group waits
     until the previous group is written (never in the thesis network: a group is >= 257 cycles, its
     writes <= 64).
     FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.
@@ -55,7 +59,7 @@ class LayerSequencer(wiring.Component):
             "load": Out(1), "shift": Out(1), "bias": Out(1),
             "tap_slot": Out(config.modules),
             "tap_column": Out(data.ArrayLayout(range(config.row_elements), config.modules)),
-            "product_valid": Out(1),
+            "product_valid": Out(1), "vector_from_activations": Out(1),
             "group_p0": Out(POSITION_BITS), "group_oy0": Out(GEOMETRY_BITS), "group_ox0": Out(GEOMETRY_BITS),
             "group_written": In(1),
             "busy": Out(1), "done": Out(1), "issue": Out(1), "stall": Out(1), "draining": Out(1),
@@ -87,7 +91,8 @@ class LayerSequencer(wiring.Component):
         reset_walk = Signal()
 
         with m.If(reset_walk):
-            m.d.sync += [walk_position.eq(0), walk_oy.eq(0), walk_ox.eq(0), walk_column.eq(0), walk_row.eq(0)]
+            m.d.sync += [walk_position.eq(layer.first_position), walk_oy.eq(layer.first_oy),
+                         walk_ox.eq(layer.first_ox), walk_column.eq(layer.first_column), walk_row.eq(layer.first_row)]
         with m.Elif(start_walk):
             m.d.sync += [next_p0.eq(walk_position), next_oy0.eq(walk_oy), next_ox0.eq(walk_ox), next_row.eq(walk_row),
                          walk_active.eq(1), walk_step.eq(0)]
@@ -102,7 +107,7 @@ class LayerSequencer(wiring.Component):
                              walk_row.eq(walk_row + layer.stride)]
             with m.Else():
                 m.d.sync += [walk_ox.eq(walk_ox + 1), walk_column.eq(walk_column + layer.stride)]
-            with m.If(walk_step + 1 == group_size):
+            with m.If((walk_step + 1 == group_size) | (walk_position + 1 == layer.positions)):
                 m.d.sync += walk_active.eq(0)
         taps_ready = ~walk_active
 
@@ -125,7 +130,8 @@ class LayerSequencer(wiring.Component):
 
         with m.If(self.group_written):
             m.d.sync += in_flight.eq(0)
-        m.d.sync += self.product_valid.eq(self.issue)
+        m.d.sync += [self.product_valid.eq(self.issue),
+                     self.vector_from_activations.eq(self.issue & layer.reduce & ~bias_step)]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -163,9 +169,13 @@ class LayerSequencer(wiring.Component):
                 with m.Elif((product == 0) & ~taps_ready):
                     m.d.comb += self.stall.eq(1)
                 with m.Else():
-                    m.d.comb += [self.issue.eq(1), self.weight_read.eq(1),
-                                 self.weight_address.eq(layer.weight_base + product),
-                                 self.load.eq(kernel_column == 0), self.shift.eq(kernel_column != 0)]
+                    m.d.comb += self.issue.eq(1)
+                    with m.If(layer.reduce):
+                        # A reduction step: scalar 1.0 times word in_base + k of the input RAM (port 1).
+                        m.d.comb += self.bias.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.weight_read.eq(1), self.weight_address.eq(layer.weight_base + product),
+                                     self.load.eq(kernel_column == 0), self.shift.eq(kernel_column != 0)]
                     with m.If(product == 0):
                         # The group starts: its taps become current, the walker prepares the next group.
                         m.d.sync += [self.tap_slot.eq(next_slot), self.tap_column.eq(next_column),
@@ -176,7 +186,9 @@ class LayerSequencer(wiring.Component):
                     current_row = Mux(product == 0, next_row, group_row)
                     last_kernel_row = kernel_row + 1 == layer.kernel_height
                     last_channel = channel + 1 == layer.in_channels
-                    with m.If(kernel_column == 0):
+                    with m.If(layer.reduce):
+                        m.d.comb += [self.row_address1.eq(layer.in_base + product), self.row_read.eq(1)]
+                    with m.Elif(kernel_column == 0):
                         # Read the rows of the step after this one.
                         with m.If(~last_kernel_row):
                             read_rows(current_row, channel_base, kernel_row + 1)

@@ -23,18 +23,23 @@ class ResultWriter(wiring.Component):
     ``((x - ox0 + r*out_width) << log2 C) | n // lanes``, lane ``n % lanes``, enabled where that is
     one of the group's valid positions.  Packed layout (single-position layers): one write per
     column block ``b``: word ``out_base + b``, elements ``0 .. lanes-1`` = module ``b``'s lanes,
-    enabled for outputs ``< out_channels``; ``packed_index`` gives the output index of element 0.
+    enabled for outputs ``< out_channels``; ``packed_index`` gives the output index of element 0 and
+    ``lane_enable`` the lanes written.  Position-major layout (``packed_output`` and
+    ``position_major``; partial sums for a reduction layer): one write per valid position ``q`` and
+    column block ``b``: word ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the
+    lanes of module ``(q << log2 C) | b``.
 
     Ports: ``results_valid`` (In 1) and ``results`` (In modules x lanes x width, module-major) from
     the matrix modules; the group (``group_p0``, ``group_oy0``, ``group_ox0``) and layer fields
     (``out_base``, ``out_height``, ``out_width``, ``positions``, ``out_channels``,
-    ``column_blocks_log2``, ``packed_output``), stable from the group's last product until ``done``;
+    ``column_blocks_log2``, ``packed_output``, ``position_major``, ``first_position``), stable from the group's last product until ``done``;
     ``write_address``, ``write_data`` (row_elements x width), ``write_enable`` (row_elements: one bit per
     element, all zero = no write), ``packed_index`` (Out); ``busy`` (Out 1) and ``done`` (Out 1, one
     cycle after the last write).  ``results_valid`` must not come while ``busy``.
 
     Timing: the first write on the cycle after ``results_valid``, then one write per cycle:
-    ``2 * out_channels`` writes at most (image), ``ceil(out_channels / lanes)`` (packed).
+    ``2 * out_channels`` writes at most (image), ``ceil(out_channels / lanes)`` (packed), that times
+    the valid positions (position-major).
     FPGA: a ``modules x lanes x width`` staging register, per module a lanes:1 mux and per row
     element a modules:1 mux (the crossbar), in ALMs.
     """
@@ -50,8 +55,10 @@ class ResultWriter(wiring.Component):
             "out_base": In(address_bits), "out_height": In(GEOMETRY_BITS), "out_width": In(GEOMETRY_BITS),
             "positions": In(POSITION_BITS), "out_channels": In(GEOMETRY_BITS),
             "column_blocks_log2": In(range(config.modules.bit_length())), "packed_output": In(1),
+            "position_major": In(1), "first_position": In(POSITION_BITS),
             "write_address": Out(address_bits), "write_data": Out(config.row_elements * config.fmt.width),
             "write_enable": Out(config.row_elements), "packed_index": Out(GEOMETRY_BITS),
+            "lane_enable": Out(config.lanes),
             "busy": Out(1), "done": Out(1),
         })
 
@@ -88,16 +95,23 @@ class ResultWriter(wiring.Component):
             image_data.append(lane_of_module[source])
             image_enable.append((element < self.out_width) & (position >= 0) & (position < valid_positions))
 
-        # ---- Packed layout: module `block` (position p0 + 0), all lanes
+        # ---- Packed layouts: module (q << log2 C) | block, its lanes repeated along the word; the
+        # write enables pick elements 0 .. lanes-1 (packed) or block*lanes .. (position-major)
+        packed_position = Signal(range(modules))                 # q: the group's position being written
         packed_module = Array(staging[module * lanes * width:(module + 1) * lanes * width] for module in range(modules))
-        packed_enable = [(block * lanes + l) < self.out_channels for l in range(lanes)]
+        packed_lanes = packed_module[(packed_position << self.column_blocks_log2) | block]
+        packed_enable = Cat((block * lanes + l) < self.out_channels for l in range(lanes))
+        element_block = Mux(self.position_major, block, 0)
+        packed_data = Cat(packed_lanes.word_select(e % lanes, width) for e in range(config.row_elements))
+        packed_element_enable = Cat((e // lanes == element_block) & packed_enable[e % lanes]
+                                    for e in range(config.row_elements))
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.results_valid):
                     remaining = self.positions - self.group_p0
                     m.d.sync += [
-                        staging.eq(self.results), lane.eq(0), block.eq(0), channel.eq(0),
+                        staging.eq(self.results), lane.eq(0), block.eq(0), channel.eq(0), packed_position.eq(0),
                         channel_rows.eq(0), second_row.eq(0),
                         valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules)),
                     ]
@@ -106,14 +120,17 @@ class ResultWriter(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 with m.If(self.packed_output):
                     m.d.comb += [
-                        self.write_address.eq(self.out_base + block),
-                        self.write_data.eq(packed_module[block]),
-                        self.write_enable.eq(Cat(*packed_enable)),
-                        self.packed_index.eq(block * lanes),
+                        self.write_address.eq(self.out_base + Mux(self.position_major,
+                                                                  self.group_p0 - self.first_position + packed_position,
+                                                                  block)),
+                        self.write_data.eq(packed_data), self.write_enable.eq(packed_element_enable),
+                        self.packed_index.eq(block * lanes), self.lane_enable.eq(packed_enable),
                     ]
                     m.d.sync += block.eq(block + 1)
                     with m.If((block + 1) * lanes >= self.out_channels):
-                        m.next = "DONE"
+                        m.d.sync += [block.eq(0), packed_position.eq(packed_position + 1)]
+                        with m.If(~self.position_major | (packed_position + 1 == valid_positions)):
+                            m.next = "DONE"
                 with m.Else():
                     m.d.comb += [
                         self.write_address.eq(self.out_base + channel_rows + self.group_oy0 + second_row),

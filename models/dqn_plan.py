@@ -24,6 +24,12 @@ Weight image.  Layer weights start at ``weight_base``: word ``k`` (``k = (c*Kh +
 ``m`` (elements ``m*lanes .. m*lanes + lanes - 1``), the weights of output channels ``(m % C)*lanes ..`` for
 step ``k``; word ``weight_base + products`` is the bias row in the same slots.  Channels past the layer's
 output count are zero.
+
+Passes.  A layer is one pass (one descriptor), or, when it leaves matrix modules idle, a K-split into
+partial-sum passes on the idle position slots plus a reduction pass (docs/dqn_accelerator.md, "Splitting a
+layer"): a dense layer's kernel columns are cut into chunks (:func:`_split_dense`), a convolution's lone last
+position is cut by kernel column (:func:`_split_tail`).  ``split="auto"`` splits where the cycle estimate
+:func:`_pass_cycles` says it pays; partial sums live in the layer's output RAM after the tensors placed so far.
 """
 
 from collections.abc import Mapping
@@ -34,6 +40,7 @@ import numpy as np
 from hw.dqn_config import DqnConfig
 from hw.float_format import BINARY32
 from hw.layer_descriptor import encode_descriptor
+from hw.matrix_module import matrix_module_latency
 from models.dqn_network import WEIGHT_KEYS, ConvLayer, DenseLayer
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "compile_network", "network_weights", "pack_image", "unpack_image"]
@@ -66,9 +73,11 @@ class Tensor:
 
 @dataclass(frozen=True)
 class LayerPlan:
-    """One layer as the hardware runs it (see the module docstring for the mapping)."""
+    """One pass of the hardware: one descriptor (see the module docstring for the mapping).  A network layer is
+    one pass, or several when the compiler splits it (``network_layer`` names the layer)."""
 
     name: str
+    network_layer: str
     descriptor: dict          # field -> value, as hw.layer_descriptor names them
     encoded: int              # encode_descriptor(config, **descriptor)
     input: Tensor
@@ -77,9 +86,13 @@ class LayerPlan:
     positions_per_group: int
     groups: int
     out_channels: int
-    ideal_macs: int           # multiply-accumulates of the layer itself (no padding, no bias)
-    weights: np.ndarray       # (products, column_blocks * lanes) raw bits, padded with zeros
-    bias: np.ndarray          # (column_blocks * lanes,) raw bits, padded with zeros
+    ideal_macs: int           # multiply-accumulates of the network layer done here (no padding, no bias)
+    estimated_cycles: int     # the sequencer's timing for this pass (set-up, products, drain; no stalls)
+    weight_words: np.ndarray  # (products + 1, modules * lanes) raw bits: the pass's weight RAM rows, bias last
+
+    @property
+    def reduce(self):
+        return bool(self.descriptor["reduce"])
 
     @property
     def products(self):
@@ -192,10 +205,10 @@ def _column_blocks(config, name, out_channels):
     return blocks
 
 
-def _check_groups(name, positions, positions_per_group, out_width):
+def _check_groups(name, start, end, positions_per_group, out_width):
     """Every group's output positions must lie in at most two output rows (the feeder holds two rows)."""
-    for first in range(0, positions, positions_per_group):
-        last = min(first + positions_per_group, positions) - 1
+    for first in range(start, end, positions_per_group):
+        last = min(first + positions_per_group, end) - 1
         if last // out_width - first // out_width > 1:
             raise ValueError(f"{name}: a group of {positions_per_group} output positions spans "
                              f"{last // out_width - first // out_width + 1} rows of {out_width} "
@@ -217,6 +230,13 @@ class _Allocator:
     def __init__(self, config):
         self._depth = config.activation_depth
         self._top = [0, 0]
+
+    def mark(self):
+        return tuple(self._top)
+
+    def release(self, mark):
+        """Free everything placed since :meth:`mark` returned ``mark``."""
+        self._top = list(mark)
 
     def place(self, name, ram, shape, *, packed, elements):
         base, words = self._top[ram], shape[0] * shape[1]
@@ -248,12 +268,16 @@ def _check_follows(layer, source):
         raise ValueError(f"{layer.name}: expects {layer.inputs} inputs, the previous layer makes {source.elements}")
 
 
-def compile_network(config, layers, weights, *, input_ram=0):
+def compile_network(config, layers, weights, *, input_ram=0, split="auto"):
     """Compile ``layers`` (``ConvLayer`` / ``DenseLayer``) with their ``weights`` for ``config`` into a :class:`Plan`.
 
     ``weights``: one ``(weight, bias)`` pair per layer (float32, shapes ``layer.weight_shape`` and
     ``(out_channels,)``), or a dict in the layout of :mod:`models.dqn_network` for the thesis network.
+    ``split``: "auto" splits a layer's accumulations over idle matrix modules where the cycle estimate says
+    it pays (see the module docstring), "always" wherever possible, "never" keeps one pass per layer.
     """
+    if split not in SPLIT_MODES:
+        raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
     if not isinstance(config, DqnConfig):
         raise TypeError(f"config must be a DqnConfig, not {config!r}")
     if config.fmt != BINARY32:
@@ -262,8 +286,6 @@ def compile_network(config, layers, weights, *, input_ram=0):
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")
-    if len(layers) > config.max_layers:
-        raise ValueError(f"the network has {len(layers)} layers; the descriptor table holds {config.max_layers}")
     for layer in layers:
         if not isinstance(layer, (ConvLayer, DenseLayer)):
             raise TypeError(f"layers must be ConvLayer or DenseLayer, not {layer!r}")
@@ -273,19 +295,50 @@ def compile_network(config, layers, weights, *, input_ram=0):
 
     allocator = _Allocator(config)
     source = _input_tensor(config, layers[0], input_ram, allocator)
-    planned, weight_rows, weight_base = [], [], 0
-    for index, (layer, (weight, bias)) in enumerate(zip(layers, pairs)):
+    work = []
+    for layer, (weight, bias) in zip(layers, pairs):
         _check_follows(layer, source)
-        plan = _plan_layer(config, layer, weight, bias, source, allocator, weight_base,
-                           last=index == len(layers) - 1)
-        planned.append(plan)
-        weight_rows.append(_weight_words(config, plan))
-        weight_base += plan.cycles_per_group
-        source = plan.output
-    return Plan(config=config, layers=tuple(planned), weight_image=np.concatenate(weight_rows))
+        geometry = _geometry(config, layer, weight, bias, source)
+        work += _layer_passes(config, layer, geometry, allocator, split)
+        source = work[-1].output
+    if len(work) > config.max_layers:
+        raise ValueError(f"the network needs {len(work)} passes ({', '.join(item.name for item in work)}); "
+                         f"the descriptor table holds {config.max_layers}")
+    planned, weight_base = [], 0
+    for index, item in enumerate(work):
+        planned.append(_place_pass(config, item, weight_base, last=index == len(work) - 1))
+        weight_base += len(planned[-1].weight_words)
+    return Plan(config=config, layers=tuple(planned),
+                weight_image=np.concatenate([layer.weight_words for layer in planned]))
 
 
-def _plan_layer(config, layer, weight, bias, source, allocator, weight_base, *, last):
+@dataclass(frozen=True)
+class _Geometry:
+    """A network layer as a convolution over its input tensor (a dense layer: kernel = the whole input)."""
+
+    name: str
+    source: Tensor
+    kernel_height: int
+    kernel_width: int
+    stride: int
+    out_height: int
+    out_width: int
+    out_channels: int
+    column_blocks: int
+    relu: bool
+    weights: np.ndarray       # (in_channels, kernel_height, kernel_width, out_channels) raw bits
+    bias: np.ndarray          # (out_channels,) raw bits
+
+    @property
+    def positions(self):
+        return self.out_height * self.out_width
+
+    @property
+    def products(self):
+        return self.source.shape[0] * self.kernel_height * self.kernel_width
+
+
+def _geometry(config, layer, weight, bias, source):
     name = layer.name
     if isinstance(layer, ConvLayer):
         if layer.kernel > layer.in_size or layer.stride < 1:
@@ -296,7 +349,7 @@ def _plan_layer(config, layer, weight, bias, source, allocator, weight_base, *, 
     else:
         out_channels, kernel_height, kernel_width = layer.outputs, source.shape[1], source.shape[2]
         stride, out_height, out_width = 1, 1, 1
-    in_channels, in_height, in_width = source.shape
+    in_channels, _, in_width = source.shape
     if in_width > config.row_elements:
         raise ValueError(f"{name}: input rows of {in_width} elements are wider than a word "
                          f"(row_elements = {config.row_elements})")
@@ -306,51 +359,216 @@ def _plan_layer(config, layer, weight, bias, source, allocator, weight_base, *, 
     if isinstance(layer, DenseLayer) and config.lanes > config.row_elements:
         raise ValueError(f"{name}: packed outputs need lanes ({config.lanes}) <= row_elements "
                          f"({config.row_elements})")
+    weight = _check_array(name, "weight", weight, layer.weight_shape)
+    bias = _check_array(name, "bias", bias, (out_channels,))
+    # Row (c*Kh + kh)*Kw + kw of the kernel is the dense input index; a packed input's padding has zero weights.
+    kernel = np.zeros((in_channels * kernel_height * kernel_width, out_channels), np.uint32)
+    flat = weight.reshape(-1, out_channels)
+    kernel[:flat.shape[0]] = flat.view(np.uint32)
+    kernel = kernel.reshape(in_channels, kernel_height, kernel_width, out_channels)
+    return _Geometry(name=name, source=source, kernel_height=kernel_height, kernel_width=kernel_width,
+                     stride=stride, out_height=out_height, out_width=out_width, out_channels=out_channels,
+                     column_blocks=_column_blocks(config, name, out_channels), relu=layer.relu,
+                     weights=kernel, bias=bias.view(np.uint32))
 
-    column_blocks = _column_blocks(config, name, out_channels)
+
+@dataclass(frozen=True)
+class _Pass:
+    """What one hardware pass computes, before weight RAM and descriptor placement."""
+
+    name: str
+    layer: str                # the network layer it belongs to
+    input: Tensor
+    output: Tensor
+    kernel: tuple             # (kernel_height, kernel_width)
+    stride: int
+    grid: tuple               # (out_height, out_width): the output position grid
+    first: tuple              # (oy, ox) of the first position computed
+    count: int                # positions computed: first .. first + count - 1 in row-major order
+    out_channels: int
+    slots: np.ndarray         # (products + 1, modules, lanes) raw bits: the weight rows, bias row last
+    relu: bool
+    layout: str               # "image", "packed" or "position_major"
+    reduce: bool = False
+    macs: int = 0
+
+
+def _replicated_slots(config, geometry, weights, bias):
+    """Weight rows where every group position uses the same weights: slot m = channel block m % C."""
+    rows = np.concatenate([weights.reshape(-1, geometry.out_channels), bias[None, :]])
+    padded = np.zeros((rows.shape[0], geometry.column_blocks * config.lanes), np.uint32)
+    padded[:, :geometry.out_channels] = rows
+    blocks = padded.reshape(rows.shape[0], geometry.column_blocks, config.lanes)
+    return blocks[:, np.arange(config.modules) % geometry.column_blocks]
+
+
+def _chunk_slots(config, geometry, chunks):
+    """Weight rows of a partial-sum pass: group position q uses ``chunks[q]`` ((products, out_channels) bits);
+    no bias (the reduction adds it)."""
+    column_blocks, lanes = geometry.column_blocks, config.lanes
+    products = chunks[0].shape[0]
+    slots = np.zeros((products + 1, config.modules, lanes), np.uint32)
+    for q, chunk in enumerate(chunks):
+        padded = np.zeros((products, column_blocks * lanes), np.uint32)
+        padded[:, :geometry.out_channels] = chunk
+        slots[:products, q * column_blocks:(q + 1) * column_blocks] = padded.reshape(products, column_blocks, lanes)
+    return slots
+
+
+def _bias_slots(config, geometry, reductions):
+    """Weight rows of a reduction pass: ``reductions`` unused rows (its vectors come from the input RAM), then
+    the bias row."""
+    return _replicated_slots(config, geometry, np.zeros((reductions, geometry.out_channels), np.uint32),
+                             geometry.bias)
+
+
+def _pass_cycles(config, work):
+    """Estimated cycles of a pass (the sequencer's timing, docs/dqn_accelerator.md): set-up (3 + the positions of
+    its first group), groups x (products + 1), then the drain: matrix-module latency + the last group's writes
+    + 3."""
+    positions_per_group = config.modules // _column_blocks(config, work.name, work.out_channels)
+    groups = -(-work.count // positions_per_group)
+    products = work.slots.shape[0] - 1
+    last = work.count - (groups - 1) * positions_per_group
+    blocks = -(-work.out_channels // config.lanes)
+    if work.layout == "image":
+        rows = 1 if (work.first[1] + (groups - 1) * positions_per_group) % work.grid[1] + last <= work.grid[1] else 2
+        writes = work.out_channels * rows
+    else:
+        writes = blocks * (last if work.layout == "position_major" else 1)
+    return 3 + min(positions_per_group, work.count) + groups * (products + 1) + matrix_module_latency(config.multiplier_latency, config.adder_latency) + writes + 3
+
+
+def _whole_layer(config, geometry, output, *, count=None):
+    layout = "packed" if output.packed else "image"
+    count = geometry.positions if count is None else count
+    return _Pass(name=geometry.name, layer=geometry.name, input=geometry.source, output=output,
+                 kernel=(geometry.kernel_height, geometry.kernel_width), stride=geometry.stride,
+                 grid=(geometry.out_height, geometry.out_width), first=(0, 0), count=count,
+                 out_channels=geometry.out_channels,
+                 slots=_replicated_slots(config, geometry, geometry.weights, geometry.bias),
+                 relu=geometry.relu, layout=layout,
+                 macs=count * geometry.products * geometry.out_channels)
+
+
+def _reduction(config, geometry, partials, output, position, reductions):
+    """Sum ``reductions`` partial vectors (words of ``partials``) plus the bias into output ``position``."""
+    oy, ox = divmod(position, geometry.out_width)
+    return _Pass(name=f"{geometry.name} sum", layer=geometry.name, input=partials, output=output, kernel=(1, 1), stride=1,
+                 grid=(geometry.out_height, geometry.out_width), first=(oy, ox), count=1,
+                 out_channels=geometry.out_channels, slots=_bias_slots(config, geometry, reductions),
+                 relu=geometry.relu, layout="packed" if output.packed else "image", reduce=True)
+
+
+def _split_dense(config, geometry, output, allocator):
+    """A dense layer whose single position leaves P - 1 position slots idle: its kernel columns are cut into S
+    chunks (S = the largest divisor of the kernel width <= P), one per slot, computed as S partial sums, then
+    summed by a reduction pass.  None if the layer cannot be split."""
+    slots = config.modules // geometry.column_blocks
+    width = geometry.kernel_width
+    chunks = max(divisor for divisor in range(1, min(slots, width) + 1) if width % divisor == 0)
+    if chunks < 2 or geometry.column_blocks * config.lanes > config.row_elements:
+        return None
+    chunk = width // chunks
+    partials = allocator.place(f"{geometry.name} partial sums", output.ram, (chunks, 1, geometry.column_blocks * config.lanes),
+                               packed=True, elements=chunks * geometry.column_blocks * config.lanes)
+    in_channels = geometry.source.shape[0]
+    weights = [geometry.weights[:, :, q * chunk:(q + 1) * chunk].reshape(-1, geometry.out_channels)
+               for q in range(chunks)]
+    partial_pass = _Pass(name=f"{geometry.name} partials", layer=geometry.name, input=geometry.source, output=partials,
+                         kernel=(geometry.kernel_height, chunk), stride=chunk, grid=(1, chunks), first=(0, 0),
+                         count=chunks, out_channels=geometry.out_channels,
+                         slots=_chunk_slots(config, geometry, weights), relu=False, layout="position_major",
+                         macs=chunks * in_channels * geometry.kernel_height * chunk * geometry.out_channels)
+    return [partial_pass, _reduction(config, geometry, partials, output, 0, chunks)]
+
+
+def _split_tail(config, geometry, output, allocator):
+    """A convolution whose last group holds one position: that position is computed as kernel-width partial
+    sums (kernel column q on group position q, a ``Kh x 1`` convolution over the input at stride 1), then
+    summed by a reduction pass; the other positions run as before.  None if the layer cannot be split."""
+    slots = config.modules // geometry.column_blocks
+    kernel_width = geometry.kernel_width
+    if geometry.positions % slots != 1 or geometry.positions == 1 or not 2 <= kernel_width <= slots \
+            or geometry.column_blocks * config.lanes > config.row_elements:
+        return None
+    tail = geometry.positions - 1
+    oy, ox = divmod(tail, geometry.out_width)
+    in_channels, in_height, in_width = geometry.source.shape
+    partials = allocator.place(f"{geometry.name} tail partial sums", output.ram,
+                               (kernel_width, 1, geometry.column_blocks * config.lanes), packed=True,
+                               elements=kernel_width * geometry.column_blocks * config.lanes)
+    weights = [geometry.weights[:, :, q:q + 1].reshape(-1, geometry.out_channels) for q in range(kernel_width)]
+    partial_pass = _Pass(name=f"{geometry.name} tail", layer=geometry.name, input=geometry.source, output=partials,
+                         kernel=(geometry.kernel_height, 1), stride=1,
+                         grid=(in_height - geometry.kernel_height + 1, in_width),
+                         first=(oy * geometry.stride, ox * geometry.stride), count=kernel_width,
+                         out_channels=geometry.out_channels, slots=_chunk_slots(config, geometry, weights),
+                         relu=False, layout="position_major",
+                         macs=in_channels * geometry.kernel_height * kernel_width * geometry.out_channels)
+    return [_whole_layer(config, geometry, output, count=tail), partial_pass,
+            _reduction(config, geometry, partials, output, tail, kernel_width)]
+
+
+SPLIT_MODES = ("auto", "always", "never")
+
+
+def _layer_passes(config, layer, geometry, allocator, split):
+    """The passes that compute ``layer``: the whole layer, or a K-split (see :func:`_split_dense`,
+    :func:`_split_tail`) when ``split`` is "always", or "auto" and the estimate says it is faster."""
+    out_ram = 1 - geometry.source.ram
+    if isinstance(layer, ConvLayer):
+        output = allocator.place(f"{layer.name} output", out_ram,
+                                 (geometry.out_channels, geometry.out_height, geometry.out_width), packed=False,
+                                 elements=geometry.out_channels * geometry.positions)
+    else:
+        output = allocator.place(f"{layer.name} output", out_ram,
+                                 (-(-geometry.out_channels // config.lanes), 1, config.lanes), packed=True,
+                                 elements=geometry.out_channels)
+    whole = [_whole_layer(config, geometry, output)]
+    if split == "never":
+        return whole
+    mark = allocator.mark()
+    splitter = _split_dense if isinstance(layer, DenseLayer) else _split_tail
+    passes = splitter(config, geometry, output, allocator)
+    if passes is None:
+        return whole
+    if split == "auto" and sum(_pass_cycles(config, work) for work in passes) >= _pass_cycles(config, whole[0]):
+        allocator.release(mark)
+        return whole
+    return passes
+
+
+def _place_pass(config, work, weight_base, *, last):
+    """The :class:`LayerPlan` of one pass whose weight rows start at ``weight_base``."""
+    name = work.name
+    column_blocks = _column_blocks(config, name, work.out_channels)
     positions_per_group = config.modules // column_blocks
-    positions = out_height * out_width
-    _check_groups(name, positions, positions_per_group, out_width)
-    products = in_channels * kernel_height * kernel_width
+    out_height, out_width = work.grid
+    first = work.first[0] * out_width + work.first[1]
+    end = first + work.count
+    _check_groups(name, first, end, positions_per_group, out_width)
+    products = work.slots.shape[0] - 1
     if weight_base + products + 1 > config.weight_depth:
         raise ValueError(f"{name}: the weight RAM is too small: the layers up to {name} need "
                          f"{weight_base + products + 1} words, the RAM has {config.weight_depth}")
-
-    weight = _check_array(name, "weight", weight, layer.weight_shape)
-    bias = _check_array(name, "bias", bias, (out_channels,))
-    padded_channels = column_blocks * config.lanes
-    weight_bits = np.zeros((products, padded_channels), np.uint32)
-    flat = weight.reshape(-1, out_channels)       # row = (c*Kh + kh)*Kw + kw, or the dense input index
-    weight_bits[:flat.shape[0], :out_channels] = flat.view(np.uint32)
-    bias_bits = np.zeros(padded_channels, np.uint32)
-    bias_bits[:out_channels] = bias.view(np.uint32)
-
-    out_ram = 1 - source.ram
-    if isinstance(layer, ConvLayer):
-        output = allocator.place(f"{name} output", out_ram, (out_channels, out_height, out_width), packed=False,
-                                 elements=out_channels * positions)
-    else:
-        output = allocator.place(f"{name} output", out_ram, (-(-out_channels // config.lanes), 1, config.lanes),
-                                 packed=True, elements=out_channels)
-
+    source, output = work.input, work.output
+    in_channels = products if work.reduce else source.shape[0]
     descriptor = dict(
-        in_ram=source.ram, in_base=source.base, in_channels=in_channels, in_height=in_height,
-        kernel_height=kernel_height, kernel_width=kernel_width, stride=stride, out_height=out_height,
-        out_width=out_width, positions=positions, column_blocks_log2=column_blocks.bit_length() - 1,
-        out_channels=out_channels, products=products, weight_base=weight_base, out_ram=out_ram,
-        out_base=output.base, packed_output=int(output.packed), relu=int(layer.relu), last=int(last))
+        in_ram=source.ram, in_base=source.base, in_channels=in_channels, in_height=source.shape[1],
+        kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride=work.stride, out_height=out_height,
+        out_width=out_width, positions=end, first_position=first, first_oy=work.first[0], first_ox=work.first[1],
+        first_row=work.first[0] * work.stride, first_column=work.first[1] * work.stride,
+        column_blocks_log2=column_blocks.bit_length() - 1, out_channels=work.out_channels, products=products,
+        weight_base=weight_base, out_ram=output.ram, out_base=output.base,
+        packed_output=int(work.layout != "image"), position_major=int(work.layout == "position_major"),
+        reduce=int(work.reduce), relu=int(work.relu), last=int(last))
     try:
         encoded = encode_descriptor(config, **descriptor)
     except ValueError as error:
         raise ValueError(f"{name}: {error}") from None
-    return LayerPlan(name=name, descriptor=descriptor, encoded=encoded, input=source, output=output,
-                     column_blocks=column_blocks, positions_per_group=positions_per_group,
-                     groups=-(-positions // positions_per_group), out_channels=out_channels,
-                     ideal_macs=layer.macs, weights=weight_bits, bias=bias_bits)
-
-
-def _weight_words(config, plan):
-    """The layer's weight RAM words: ``(products + 1, modules * lanes)``, slot ``m`` = channel block ``m % C``."""
-    rows = np.concatenate([plan.weights, plan.bias[None, :]])          # (products + 1, C * lanes)
-    blocks = rows.reshape(rows.shape[0], plan.column_blocks, config.lanes)
-    return blocks[:, np.arange(config.modules) % plan.column_blocks].reshape(rows.shape[0], -1)
+    return LayerPlan(name=name, network_layer=work.layer, descriptor=descriptor, encoded=encoded,
+                     input=source, output=output, column_blocks=column_blocks,
+                     positions_per_group=positions_per_group, groups=-(-work.count // positions_per_group),
+                     out_channels=work.out_channels, ideal_macs=work.macs,
+                     estimated_cycles=_pass_cycles(config, work), weight_words=work.slots.reshape(products + 1, -1))

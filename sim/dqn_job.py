@@ -204,46 +204,61 @@ def _gflops(macs, cycles):
 
 
 def _layer_rows(plan, run):
-    """Per layer: the counters of the first inference, with time, GFLOPS and MAC utilisation derived."""
+    """Per network layer: the counters of the first inference summed over its passes, with time, GFLOPS and
+    MAC utilisation derived; ``passes`` lists the passes of a layer the compiler split."""
     counters = run.layer_counters[0]
     macs_per_cycle = plan.config.macs
-    rows = []
+    rows = {}
     for layer, (cycles, products, stalls, drains) in zip(plan.layers, counters):
-        rows.append({"name": layer.name, "cycles": int(cycles), "product_cycles": int(products),
-                     "ideal_cycles": layer.product_cycles, "stall_cycles": int(stalls),
-                     "drain_cycles": int(drains), "macs": layer.ideal_macs,
-                     "time_ms": cycles / CLOCK_HZ * 1e3, "gflops": _gflops(layer.ideal_macs, cycles),
-                     "mac_utilisation": layer.ideal_macs / (cycles * macs_per_cycle) if cycles else 0.0,
-                     "thesis_ms": THESIS_TABLE.get(layer.name, (None, None))[0],
-                     "thesis_gflops": THESIS_TABLE.get(layer.name, (None, None))[1]})
-    return rows
+        row = rows.setdefault(layer.network_layer, {
+            "name": layer.network_layer, "cycles": 0, "product_cycles": 0, "ideal_cycles": 0, "stall_cycles": 0,
+            "drain_cycles": 0, "macs": 0, "passes": []})
+        counted = {"cycles": int(cycles), "product_cycles": int(products), "ideal_cycles": layer.product_cycles,
+                   "stall_cycles": int(stalls), "drain_cycles": int(drains)}
+        for key, value in counted.items():
+            row[key] += value
+        row["macs"] += layer.ideal_macs
+        row["passes"].append({"name": layer.name, **counted})
+    for row in rows.values():
+        cycles, thesis = row["cycles"], THESIS_TABLE.get(row["name"], (None, None))
+        row.update({"time_ms": cycles / CLOCK_HZ * 1e3, "gflops": _gflops(row["macs"], cycles),
+                    "mac_utilisation": row["macs"] / (cycles * macs_per_cycle) if cycles else 0.0,
+                    "thesis_ms": thesis[0], "thesis_gflops": thesis[1]})
+    return list(rows.values())
 
 
 def _table(plan, run, rows):
     def thesis(value, digits):
         return f"{value:.{digits}f}" if value is not None else "-"
 
-    header = (f"{'layer':<8}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}{'MAC use':>9}  |"
+    def counts(name, row):
+        return (f"{name:<12}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
+                f"{row['drain_cycles']:>7}")
+
+    header = (f"{'layer':<12}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}{'MAC use':>9}  |"
               f"{'thesis ms':>10}{'GFLOPS':>8}")
     lines = [header, "-" * len(header)]
     load = int(run.load_cycles[0])
-    lines.append(f"{'INPUT':<8}{load:>8}{'':>8}{'':>8}{'':>7}{load / CLOCK_HZ * 1e3:>8.4f}{'-':>8}{'-':>9}  |"
+    lines.append(f"{'INPUT':<12}{load:>8}{'':>8}{'':>8}{'':>7}{load / CLOCK_HZ * 1e3:>8.4f}{'-':>8}{'-':>9}  |"
                  f"{THESIS_INPUT_CYCLES / CLOCK_HZ * 1e3:>10.3f}{'-':>8}")
     for row in rows:
-        lines.append(f"{row['name']:<8}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
-                     f"{row['drain_cycles']:>7}{row['time_ms']:>8.4f}"
+        lines.append(f"{counts(row['name'], row)}{row['time_ms']:>8.4f}"
                      f"{row['gflops']:>8.1f}{row['mac_utilisation']:>9.1%}  |{thesis(row['thesis_ms'], 3):>10}"
                      f"{thesis(row['thesis_gflops'], 1):>8}")
+        if len(row["passes"]) > 1:
+            for part in row["passes"]:
+                lines.append(counts("  " + (part["name"][len(row["name"]):].strip() or "main"), part))
     total = int(run.total_cycles[0])
     macs = sum(layer.ideal_macs for layer in plan.layers)
     lines.append("-" * len(header))
-    lines.append(f"{'total':<8}{total:>8}{sum(r['ideal_cycles'] for r in rows):>8}{'':>8}{'':>7}"
+    lines.append(f"{'total':<12}{total:>8}{sum(r['ideal_cycles'] for r in rows):>8}{'':>8}{'':>7}"
                  f"{total / CLOCK_HZ * 1e3:>8.4f}{_gflops(macs, total):>8.1f}"
                  f"{macs / (total * plan.config.macs):>9.1%}  |{THESIS_TOTAL[0]:>10.3f}{THESIS_TOTAL[1]:>8.1f}")
-    lines.append(f"(cycles: TOTAL_CYCLES and the per-layer counters of the first inference; ideal = groups x "
-                 f"(products + 1); stalls = cycles a product waited for the writer or the taps; drain = cycles at a "
-                 f"layer's end waiting for its last writes; thesis total {THESIS_TOTAL[2]:,} cycles; input {load} cycles vs the thesis' "
-                 f"{THESIS_INPUT_CYCLES:,})")
+    lines.append(f"(cycles: TOTAL_CYCLES and the per-pass counters of the first inference; a split layer's passes are "
+                 f"listed under it (main, tail / partials: partial sums on idle modules, sum: their reduction); "
+                 f"ideal = groups x (products + 1); stalls = cycles a product waited for the writer or the taps; "
+                 f"drain = cycles at a pass's end waiting for its last writes; thesis total {THESIS_TOTAL[2]:,} "
+                 f"cycles; input {load} cycles vs the thesis' {THESIS_INPUT_CYCLES:,})")
     return lines
 
 

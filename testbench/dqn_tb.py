@@ -19,6 +19,7 @@ Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``t
 ``play``, ``frames`` (N, 4, 84, 84) uint8, the frame stacks the accelerator saw.
 """
 
+import os
 import time
 
 import cocotb
@@ -114,9 +115,12 @@ async def _infer(host, config, state_words, tensors):
 
 
 def _report_progress(config, done, total):
+    """Replace the progress file atomically, so the job's reader never sees it empty."""
     if config.get("progress_file"):
-        with open(config["progress_file"], "w") as progress:
+        partial = f"{config['progress_file']}.partial"
+        with open(partial, "w") as progress:
             progress.write(f"{done} {total}\n")
+        os.replace(partial, config["progress_file"])
 
 
 @cocotb.test()

@@ -6,6 +6,8 @@ thesis network on a recorded Atari state (``system``).  Each is simulated once p
 fixtures; the harness caches the builds) and the tests check different aspects of that one run.
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -16,16 +18,19 @@ from models.atari import recorded_states
 from models.dqn_golden import golden_forward
 from models.dqn_network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
 from models.dqn_plan import compile_network
+from sim.cli import main
 from testbench.dqn_host import run_on_accelerator
 from testbench.dqn_tb import int_to_words, words_to_ints
 
 SEED = 4042
-REDUCED = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
+REDUCED = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8)
 
 
 def reduced_network():
-    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 6, 2, 1),
-            DenseLayer("d1", 6 * 3 * 3, 7), DenseLayer("d2", 7, 5, relu=False))
+    """Compiled with ``split="always"``: c2's last position (9 positions, 2 per group) and d2 (one position of
+    two slots) are split into partial sums and reductions, so every kind of pass runs."""
+    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 4, 2, 1),
+            DenseLayer("d1", 4 * 3 * 3, 7), DenseLayer("d2", 7, 3, relu=False))
 
 
 def reduced_states(rng):
@@ -61,13 +66,14 @@ def reduced_run():
     layers = reduced_network()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED, layers, weights)
+    plan = compile_network(REDUCED, layers, weights, split="always")
     states = reduced_states(rng)
     return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED), plan, states, read_layers=True)
 
 
 def test_reduced_configuration_is_bit_exact_in_every_layer(reduced_run):
     plan, states, run = reduced_run
+    assert [layer.name for layer in plan.layers] == ["c1", "c2", "c2 tail", "c2 sum", "d1", "d2 partials", "d2 sum"]
     assert compare_layers(plan, states, run) == []
     for index, state in enumerate(states):
         golden = golden_forward(plan, state)
@@ -85,7 +91,9 @@ def test_reduced_counters(reduced_run):
     assert np.array_equal(run.load_cycles, [plan.input.words] * len(states))
     for counters in run.layer_counters:
         assert [int(c) for c in counters[:, 1]] == [layer.product_cycles for layer in plan.layers]
-    assert np.all(run.total_cycles >= sum(layer.product_cycles for layer in plan.layers))
+        # The compiler's timing model (set-up, products, drain) is the hardware's, cycle for cycle.
+        assert [int(c) for c in counters[:, 0]] == [layer.estimated_cycles for layer in plan.layers]
+    assert np.all(run.total_cycles == sum(layer.estimated_cycles for layer in plan.layers))
     assert len(set(run.total_cycles.tolist())) == 1
 
 
@@ -97,7 +105,9 @@ def test_host_words_round_trip():
 
 
 @pytest.mark.system
-def test_thesis_network_full_size_is_bit_exact():
+def test_thesis_network_full_size_is_bit_exact(tmp_path):
+    """One recorded state through every pass, then ``nnaccel play`` for two steps on the same (cached) build:
+    the emulator's frames, the accelerator's actions, each checked against the golden model."""
     weights = seeded_weights()
     plan = compile_network(DqnConfig(), dqn_layers(18), weights)
     states = recorded_states(1)
@@ -107,7 +117,13 @@ def test_thesis_network_full_size_is_bit_exact():
     assert np.array_equal(run.q_values[0], golden.q_values)
     assert (run.actions[0], run.action_values[0]) == (golden.action, golden.action_value)
     assert [int(c) for c in run.layer_counters[0][:, 1]] == [layer.product_cycles for layer in plan.layers]
+    assert [int(c) for c in run.layer_counters[0][:, 0]] == [layer.estimated_cycles for layer in plan.layers]
     assert run.load_cycles[0] == 336
+    report_path = tmp_path / "play.json"
+    assert main(["play", "--steps", "2", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["bit_exact"] is True and report["states"] == 2
+    assert report["actions"] == report["golden_actions"] and report["total_cycles"] == run.total_cycles[0]
 
 
 @pytest.mark.icarus
@@ -118,7 +134,7 @@ def test_reduced_configuration_on_icarus():
     layers = reduced_network()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED, layers, weights)
+    plan = compile_network(REDUCED, layers, weights, split="always")
     states = reduced_states(rng)[:2]
     run = run_on_accelerator(DqnAccelerator(config=REDUCED), plan, states, simulator="icarus", max_cycles=20_000)
     for index, state in enumerate(states):

@@ -6,7 +6,7 @@ import pytest
 from hw.dqn_config import DqnConfig
 from hw.float_format import BINARY32
 from models.atari import recorded_states
-from models.dqn_golden import golden_forward, golden_layer, hardware_argmax, order_key
+from models.dqn_golden import golden_forward, golden_pass, hardware_argmax, order_key
 from models.dqn_network import ConvLayer, DenseLayer, dqn_layers, reference_q_values, seeded_weights
 from models.dqn_plan import compile_network, unpack_image
 from models.matrix_module import matrix_accumulate
@@ -23,46 +23,81 @@ def wide_range_pairs(layers, rng):
 
 
 def tiny_network(adder_latency):
-    config = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4,
+    """c2 (9 positions, 2 per group) and d2 (one position, two slots) are split by ``split="always"``."""
+    config = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8,
                        adder_latency=adder_latency)
-    layers = (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 6, 2, 1),
-              DenseLayer("d1", 6 * 3 * 3, 7), DenseLayer("d2", 7, 5, relu=False))
+    layers = (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 4, 2, 1),
+              DenseLayer("d1", 4 * 3 * 3, 7), DenseLayer("d2", 7, 3, relu=False))
     return config, layers
 
 
+def final_rams(plan, state, run):
+    """The activation RAMs after the run (every tensor as the host reads it back)."""
+    rams = np.zeros((2, plan.config.activation_depth, plan.config.row_elements), np.uint32)
+    words = plan.input_words(state)
+    rams[plan.input.ram, plan.input.base:plan.input.base + len(words)] = words
+    for layer, output_words in zip(plan.layers, run.activations):
+        rams[layer.output.ram, layer.output.base:layer.output.base + len(output_words)] = output_words
+    return rams
+
+
 @pytest.mark.parametrize("adder_latency", [0, 2, 3])
-def test_every_layer_matches_matrix_accumulate_per_output(adder_latency):
+def test_every_pass_matches_matrix_accumulate_per_output(adder_latency):
+    """Each output of each pass, recomputed one matrix module at a time from its scalars and weight slot."""
     rng = np.random.default_rng([SEED, adder_latency])
     config, layers = tiny_network(adder_latency)
-    plan = compile_network(config, layers, wide_range_pairs(layers, rng))
+    plan = compile_network(config, layers, wide_range_pairs(layers, rng), split="always")
     state = (rng.standard_normal((2, 10, 10)) * np.exp2(rng.integers(-8, 8, (2, 10, 10)))).astype(np.float32)
     run = golden_forward(plan, state)
-    words = plan.input_words(state)
+    rams = final_rams(plan, state, run)
     lanes = config.lanes
-    for layer, output_words in zip(plan.layers, run.activations):
-        image = unpack_image(layer.input, words)
+    assert [layer.reduce for layer in plan.layers] == [False, False, False, True, False, False, True]
+    for layer in plan.layers:
         d = layer.descriptor
-        results = golden_layer(config, layer, image)
-        for position in range(d["positions"]):
+        results = golden_pass(config, layer, rams)
+        image = unpack_image(layer.input, rams[layer.input.ram, layer.input.base:])
+        for index, position in enumerate(range(d["first_position"], d["positions"])):
             oy, ox = divmod(position, d["out_width"])
-            rows = slice(oy * d["stride"], oy * d["stride"] + d["kernel_height"])
-            columns = slice(ox * d["stride"], ox * d["stride"] + d["kernel_width"])
-            scalars = np.append(image[:, rows, columns].reshape(-1), ONE)
+            if layer.reduce:
+                words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
+                scalars = np.full(d["products"] + 1, ONE)
+            else:
+                rows = slice(oy * d["stride"], oy * d["stride"] + d["kernel_height"])
+                columns = slice(ox * d["stride"], ox * d["stride"] + d["kernel_width"])
+                scalars = np.append(image[:, rows, columns].reshape(-1), ONE)
             for block in range(layer.column_blocks):
-                channels = slice(block * lanes, (block + 1) * lanes)
-                vectors = np.concatenate([layer.weights[:, channels], layer.bias[None, channels]])
+                module = (index % layer.positions_per_group) * layer.column_blocks + block
+                lanes_of_module = slice(module * lanes, (module + 1) * lanes)
+                vectors = layer.weight_words[:, lanes_of_module]
+                if layer.reduce:
+                    vectors = np.concatenate([words[:, lanes_of_module], vectors[-1:]])
                 expected = matrix_accumulate(BINARY32, scalars, vectors, adder_latency=adder_latency,
                                              relu=bool(d["relu"]))
-                assert np.array_equal(results[position, channels], expected), (layer.name, position, block)
-        words = output_words
+                channels = slice(block * lanes, (block + 1) * lanes)
+                assert np.array_equal(results[index, channels], expected), (layer.name, position, block)
     assert np.array_equal(run.q_values, plan.output_values(run.activations[-1]))
     assert run.action == hardware_argmax(BINARY32, run.q_values)
+
+
+@pytest.mark.parametrize("split", ["never", "always"])
+def test_splitting_changes_only_the_summation_order(split):
+    """Split or not, the Q-values agree with the float64 reference to float32 rounding, and the unsplit
+    layers' outputs are the same bits."""
+    rng = np.random.default_rng(SEED)
+    config, layers = tiny_network(2)
+    pairs = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    state = rng.random((2, 10, 10), dtype=np.float32)
+    baseline = golden_forward(compile_network(config, layers, pairs, split="never"), state)
+    run = golden_forward(compile_network(config, layers, pairs, split=split), state)
+    assert np.array_equal(run.activations[0], baseline.activations[0])          # c1 is never split
+    assert np.allclose(run.q_values.view(np.float32), baseline.q_values.view(np.float32), rtol=1e-5, atol=1e-6)
 
 
 def test_packed_outputs_leave_the_padding_at_plus_zero():
     rng = np.random.default_rng(SEED)
     config, layers = tiny_network(2)
-    plan = compile_network(config, layers, wide_range_pairs(layers, rng))
+    plan = compile_network(config, layers, wide_range_pairs(layers, rng), split="never")
     run = golden_forward(plan, rng.random((2, 10, 10), dtype=np.float32))
     d1_words = run.activations[2]
     assert d1_words.shape == (2, 12)

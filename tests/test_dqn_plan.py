@@ -27,6 +27,12 @@ def tiny_layers():
 
 @pytest.fixture(scope="module")
 def thesis_plan():
+    """The one-pass-per-layer mapping (the doc's first table)."""
+    return compile_network(DqnConfig(), dqn_layers(18), seeded_weights(), split="never")
+
+
+@pytest.fixture(scope="module")
+def split_plan():
     return compile_network(DqnConfig(), dqn_layers(18), seeded_weights())
 
 
@@ -42,6 +48,7 @@ def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
     ]
     assert [layer.ideal_macs for layer in thesis_plan.layers] == [1_638_400, 663_552, 663_552, 4_608]
     assert sum(layer.product_cycles for layer in thesis_plan.layers) == 12_102
+    assert sum(layer.estimated_cycles for layer in thesis_plan.layers) == 12_242
     assert [layer.descriptor["weight_base"] for layer in thesis_plan.layers] == [0, 257, 514, 3107]
     assert thesis_plan.weight_image.shape == (3364, 256) and thesis_plan.weight_image.dtype == np.uint32
     assert [layer.descriptor["last"] for layer in thesis_plan.layers] == [0, 0, 0, 1]
@@ -54,10 +61,54 @@ def test_descriptors_are_encoded_from_their_fields(thesis_plan):
     for layer in thesis_plan.layers:
         assert layer.encoded == encode_descriptor(config, **layer.descriptor)
         d = layer.descriptor
-        assert d["positions"] == d["out_height"] * d["out_width"]
+        assert (d["first_position"], d["positions"]) == (0, d["out_height"] * d["out_width"])
         assert d["products"] == d["in_channels"] * d["kernel_height"] * d["kernel_width"]
-        assert d["in_ram"] != d["out_ram"]
+        assert d["in_ram"] != d["out_ram"] and not d["reduce"] and not d["position_major"]
     assert thesis_plan.descriptors == [layer.encoded for layer in thesis_plan.layers]
+
+
+def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
+    """CONV_2's 81st position (alone in its group) and FC_2 (one position, 8 idle slots) become partial sums on
+    idle modules plus a reduction: 11,700 product cycles instead of 12,102."""
+    rows = [(layer.name, layer.network_layer, layer.descriptor["first_position"], layer.descriptor["positions"],
+             layer.groups, layer.product_cycles, layer.reduce, layer.descriptor["position_major"],
+             layer.output.describe()) for layer in split_plan.layers]
+    assert rows == [
+        ("CONV_1", "CONV_1", 0, 400, 25, 6425, False, 0, "RAM1 @0 image [16,20,20]"),
+        ("CONV_2", "CONV_2", 0, 80, 10, 2570, False, 0, "RAM0 @336 image [32,9,9]"),
+        ("CONV_2 tail", "CONV_2", 16 * 20 + 16, 16 * 20 + 20, 1, 65, False, 1, "RAM0 @624 packed [4,1,32]"),
+        ("CONV_2 sum", "CONV_2", 80, 81, 1, 5, True, 0, "RAM0 @336 image [32,9,9]"),
+        ("FC_1", "FC_1", 0, 1, 1, 2593, False, 0, "RAM1 @320 packed [16,1,16]"),
+        ("FC_2 partials", "FC_2", 0, 8, 1, 33, False, 1, "RAM0 @630 packed [8,1,32]"),
+        ("FC_2 sum", "FC_2", 0, 1, 1, 9, True, 0, "RAM0 @628 packed [2,1,16]"),
+    ]
+    assert sum(layer.product_cycles for layer in split_plan.layers) == 11_700
+    # With set-up and drains (the sequencer's timing, checked against the counters in test_dqn_accelerator):
+    assert [layer.estimated_cycles for layer in split_plan.layers] == [6469, 2622, 89, 50, 2622, 69, 24]
+    assert sum(layer.estimated_cycles for layer in split_plan.layers) == 11_945
+    assert sum(layer.ideal_macs for layer in split_plan.layers) == sum(layer.macs for layer in dqn_layers(18))
+    weights, lanes = seeded_weights(), 16
+    tail, tail_sum, fc2_partials, fc2_sum = (split_plan.layers[i] for i in (2, 3, 5, 6))
+    # The tail: kernel column q of every (c, kh) step on group position q (modules 2q, 2q + 1); no bias.
+    slots = tail.weight_words.reshape(-1, 16, lanes)
+    assert (tail.descriptor["kernel_height"], tail.descriptor["kernel_width"], tail.descriptor["stride"]) == (4, 1, 1)
+    assert np.array_equal(slots[5, 2 * 3 + 1], weights["conv2_w"][1, 1, 3, 16:].view(np.uint32))
+    assert not slots[-1].any() and not slots[:, 8:].any()
+    # The reductions: the bias row last, in_channels = number of partial sums, reading the partials' RAM.
+    assert (tail_sum.descriptor["in_channels"], tail_sum.descriptor["in_base"], tail_sum.descriptor["in_ram"]) == \
+        (4, 624, 0)
+    assert np.array_equal(tail_sum.weight_words[-1, :32], weights["conv2_b"].view(np.uint32))
+    assert (fc2_sum.descriptor["in_channels"], fc2_sum.descriptor["last"], fc2_partials.descriptor["stride"]) == (8, 1, 2)
+    fc2_slots = fc2_partials.weight_words.reshape(-1, 16, lanes)     # step (c, kw): input c*16 + q*2 + kw
+    assert np.array_equal(fc2_slots[5 * 2 + 1, 2 * 6, :], weights["fc2_w"][5 * 16 + 6 * 2 + 1, :16].view(np.uint32))
+
+
+def test_split_modes(split_plan):
+    layers, weights = dqn_layers(18), seeded_weights()
+    always = compile_network(DqnConfig(), layers, weights, split="always")
+    assert always.descriptors == split_plan.descriptors
+    with pytest.raises(ValueError, match="split must be one of auto, always, never, not 'sometimes'"):
+        compile_network(DqnConfig(), layers, weights, split="sometimes")
 
 
 def test_weight_words_replicate_channel_blocks_into_slots(thesis_plan):
@@ -87,7 +138,7 @@ def test_weight_words_replicate_channel_blocks_into_slots(thesis_plan):
 
 def test_tiny_network_on_two_modules():
     layers = tiny_layers()
-    plan = compile_network(SMALL, layers, random_pairs(layers))
+    plan = compile_network(SMALL, layers, random_pairs(layers), split="never")
     c1, c2, d1, d2 = plan.layers
     assert [(layer.column_blocks, layer.positions_per_group, layer.groups) for layer in plan.layers] == [
         (1, 2, 8), (2, 1, 9), (2, 1, 1), (2, 1, 1)]
@@ -97,14 +148,14 @@ def test_tiny_network_on_two_modules():
     assert d2.input.describe() == "RAM1 @16 packed [2,1,4]" and d2.products == 8
     assert (d2.descriptor["kernel_height"], d2.descriptor["kernel_width"], d2.descriptor["in_channels"]) == (1, 4, 2)
     # The padding input of d2 (element 7) has zero weights; d2's padding channels 5..7 too.
-    assert not d2.weights[7].any() and not d2.weights[:, 5:].any() and not d2.bias[5:].any()
+    assert not d2.weight_words[7].any() and not d2.weight_words[:, 5:].any()
     assert plan.output.describe() == "RAM0 @38 packed [2,1,4]" and plan.actions == 5
     assert plan.weight_image.shape == (19 + 17 + 55 + 9, 8)
 
 
 def test_input_ram_one_swaps_every_ram():
     layers = tiny_layers()
-    plan = compile_network(SMALL, layers, random_pairs(layers), input_ram=1)
+    plan = compile_network(SMALL, layers, random_pairs(layers), input_ram=1, split="never")
     assert [(layer.input.ram, layer.output.ram) for layer in plan.layers] == [(1, 0), (0, 1), (1, 0), (0, 1)]
 
 
@@ -145,7 +196,7 @@ def test_weights_dict_and_pairs_agree():
 
 
 @pytest.mark.parametrize("config, layers, message", [
-    (SMALL, (DenseLayer("d", 4, 4),) * 5, "the network has 5 layers; the descriptor table holds 4"),
+    (SMALL, (DenseLayer("d", 4, 4),) * 5, r"the network needs \d+ passes \(d, .*\); the descriptor table holds 4"),
     (SMALL, (), "the network has no layers"),
     (SMALL, (ConvLayer("wide", 1, 13, 4, 3, 1),),
      r"wide: input rows of 13 elements are wider than a word \(row_elements = 12\)"),
