@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up nnaccel on a fresh machine: a virtual environment in .venv with the project and its test
 # tools, plus the system packages the simulators need (Icarus Verilog; liblz4 for Verilator FST
-# waveforms). Safe to run again: it only installs what is missing.
+# waveforms) and Yosys for `nnaccel synth` resource estimates. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,7 @@ command -v iverilog >/dev/null 2>&1 || missing+=(iverilog)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v perl >/dev/null 2>&1 || missing+=(perl)
+command -v yosys >/dev/null 2>&1 || missing+=(yosys)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "nnaccel setup: installing system packages: ${missing[*]}"
     if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
@@ -18,7 +19,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
