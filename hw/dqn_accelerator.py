@@ -41,7 +41,7 @@ class DqnAccelerator(wiring.Component):
 
     Timing: ``products + 1`` cycles per group of output positions, groups back to back; per layer a
     few cycles of set-up and the drain of the last group (matrix module latency + its writes).
-    The thesis network: 12,249 cycles per inference with the default configuration (`nnaccel run dqn`).
+    The thesis network: 11,945 cycles per inference with the default configuration (`nnaccel run dqn`).
 
     FPGA (Stratix V, default configuration): 256 DSP blocks for the multipliers (one binary32
     multiplier each), the adders and the feeder/writer muxes in ALMs, the weight RAM (16 slices of

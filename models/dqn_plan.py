@@ -43,7 +43,10 @@ from hw.layer_descriptor import encode_descriptor
 from hw.matrix_module import matrix_module_latency
 from models.dqn_network import WEIGHT_KEYS, ConvLayer, DenseLayer
 
-__all__ = ["Tensor", "LayerPlan", "Plan", "compile_network", "network_weights", "pack_image", "unpack_image"]
+__all__ = ["Tensor", "LayerPlan", "Plan", "SPLIT_MODES", "compile_network", "network_weights", "pack_image",
+           "unpack_image"]
+
+SPLIT_MODES = ("auto", "always", "never")
 
 
 @dataclass(frozen=True)
@@ -509,8 +512,6 @@ def _split_tail(config, geometry, output, allocator):
     return [_whole_layer(config, geometry, output, count=tail), partial_pass,
             _reduction(config, geometry, partials, output, tail, kernel_width)]
 
-
-SPLIT_MODES = ("auto", "always", "never")
 
 
 def _layer_passes(config, layer, geometry, allocator, split):

@@ -24,7 +24,7 @@ from models.atari import recorded_states
 from models.dqn_golden import golden_forward
 from models.dqn_network import check_states, dqn_layers, load_weights, reference_q_values, save_weights, \
     seeded_weights
-from models.dqn_plan import compile_network
+from models.dqn_plan import SPLIT_MODES, compile_network
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE"]
 
@@ -59,6 +59,9 @@ def _hardware_arguments(parser):
     parser.add_argument("--lanes", type=_positive, default=DqnConfig.lanes,
                         help=f"lanes per module (default {DqnConfig.lanes}); modules x lanes must cover FC_1's "
                              f"256 outputs")
+    parser.add_argument("--split", choices=SPLIT_MODES, default="auto",
+                        help="split accumulations over idle matrix modules: auto (where the compiler's cycle "
+                             "estimate says it pays; default), always, never (one pass per layer)")
 
 
 def add_arguments(parser):
@@ -114,7 +117,7 @@ def _weights(arguments):
 def _compile(arguments, weights):
     config = DqnConfig(modules=arguments.modules, lanes=arguments.lanes)
     actions = weights["fc2_w"].shape[1]
-    return compile_network(config, dqn_layers(actions), weights)
+    return compile_network(config, dqn_layers(actions), weights, split=arguments.split)
 
 
 # ---- Simulation with progress ---------------------------------------------------------------------------------

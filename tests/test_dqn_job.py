@@ -23,8 +23,11 @@ def parse(*argv):
 
 def test_arguments():
     arguments = parse()
-    assert (arguments.states, arguments.states_file, arguments.simulator, arguments.modules, arguments.lanes) == \
-        (5, None, "verilator", 16, 16)
+    assert (arguments.states, arguments.states_file, arguments.simulator, arguments.modules, arguments.lanes,
+            arguments.split) == (5, None, "verilator", 16, 16, "auto")
+    assert dqn_job._compile(parse("--split", "never"), seeded_weights()).layers[-1].name == "FC_2"
+    with pytest.raises(SystemExit):
+        parse("--split", "sometimes")
     with pytest.raises(SystemExit):
         parse("--states", "2", "--states-file", "x.npy")
     with pytest.raises(SystemExit):
