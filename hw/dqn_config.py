@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .float_format import BINARY32, FloatFormat
 
-__all__ = ["DqnConfig"]
+__all__ = ["DqnConfig", "REDUCED_CONFIG"]
 
 
 def _check_range(name, value, low, high=None):
@@ -85,3 +85,8 @@ class DqnConfig:
     @property
     def name(self):
         return f"dqn_m{self.modules}_l{self.lanes}_{self.fmt.name}"
+
+
+# A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
+# benchmarks use (with models.dqn_network.reduced_layers).
+REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8)

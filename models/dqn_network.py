@@ -75,6 +75,14 @@ def dqn_layers(actions=18):
             DenseLayer("FC_2", 256, actions, relu=False))
 
 
+def reduced_layers():
+    """A small conv-conv-dense-dense network for :data:`hw.dqn_config.REDUCED_CONFIG` (2 modules x 4 lanes).
+    Compiled with ``split="always"``, c2's last position (9 positions, 2 per group) and d2 (one position of
+    two slots) become partial sums and reductions, so every kind of pass runs."""
+    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 4, 2, 1),
+            DenseLayer("d1", 4 * 3 * 3, 7), DenseLayer("d2", 7, 3, relu=False))
+
+
 def weight_shapes(actions=18):
     shapes = {}
     for key, layer in zip(("conv1", "conv2", "fc1", "fc2"), dqn_layers(actions)):

@@ -12,27 +12,17 @@ import numpy as np
 import pytest
 
 from hw.dqn_accelerator import DqnAccelerator
-from hw.dqn_config import DqnConfig
+from hw.dqn_config import REDUCED_CONFIG, DqnConfig
 from hw.float_format import BINARY32
 from models.atari import recorded_states
 from models.dqn_golden import golden_forward
-from models.dqn_network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
+from models.dqn_network import dqn_layers, reduced_layers, seeded_weights
 from models.dqn_plan import compile_network
 from sim.cli import main
 from testbench.dqn_host import run_on_accelerator
 from testbench.dqn_tb import int_to_words, words_to_ints
 
 SEED = 4042
-REDUCED = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8)
-
-
-def reduced_network():
-    """Compiled with ``split="always"``: c2's last position (9 positions, 2 per group) and d2 (one position of
-    two slots) are split into partial sums and reductions, so every kind of pass runs."""
-    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 4, 2, 1),
-            DenseLayer("d1", 4 * 3 * 3, 7), DenseLayer("d2", 7, 3, relu=False))
-
-
 def reduced_states(rng):
     """Three ordinary inputs, then one with NaN and infinities (the hardware's behaviour on them is the golden
     model's: canonical NaNs)."""
@@ -63,12 +53,12 @@ def compare_layers(plan, states, run):
 @pytest.fixture(scope="module")
 def reduced_run():
     rng = np.random.default_rng(SEED)
-    layers = reduced_network()
+    layers = reduced_layers()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED, layers, weights, split="always")
+    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
     states = reduced_states(rng)
-    return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED), plan, states, read_layers=True)
+    return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
 
 
 def test_reduced_configuration_is_bit_exact_in_every_layer(reduced_run):
@@ -131,12 +121,12 @@ def test_reduced_configuration_on_icarus():
     """The second simulator runs the same controller to the same bits (Icarus needs the harness'
     time-zero fix: without it the sequencer's busy stays X and the accelerator never starts)."""
     rng = np.random.default_rng(SEED)
-    layers = reduced_network()
+    layers = reduced_layers()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED, layers, weights, split="always")
+    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
     states = reduced_states(rng)[:2]
-    run = run_on_accelerator(DqnAccelerator(config=REDUCED), plan, states, simulator="icarus", max_cycles=20_000)
+    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, simulator="icarus", max_cycles=20_000)
     for index, state in enumerate(states):
         golden = golden_forward(plan, state)
         assert np.array_equal(run.q_values[index], golden.q_values)

@@ -1,13 +1,15 @@
 """The DQN golden model: bit for bit the matrix modules' sums, close to the float64 reference, the argmax order."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from hw.dqn_config import DqnConfig
+from hw.dqn_config import REDUCED_CONFIG, DqnConfig
 from hw.float_format import BINARY32
 from models.atari import recorded_states
 from models.dqn_golden import golden_forward, golden_pass, hardware_argmax, order_key
-from models.dqn_network import ConvLayer, DenseLayer, dqn_layers, reference_q_values, seeded_weights
+from models.dqn_network import dqn_layers, reduced_layers, reference_q_values, seeded_weights
 from models.dqn_plan import compile_network, unpack_image
 from models.matrix_module import matrix_accumulate
 
@@ -23,12 +25,7 @@ def wide_range_pairs(layers, rng):
 
 
 def tiny_network(adder_latency):
-    """c2 (9 positions, 2 per group) and d2 (one position, two slots) are split by ``split="always"``."""
-    config = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8,
-                       adder_latency=adder_latency)
-    layers = (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 4, 2, 1),
-              DenseLayer("d1", 4 * 3 * 3, 7), DenseLayer("d2", 7, 3, relu=False))
-    return config, layers
+    return dataclasses.replace(REDUCED_CONFIG, adder_latency=adder_latency), reduced_layers()
 
 
 def final_rams(plan, state, run):
