@@ -2,9 +2,9 @@
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from .dqn_config import DqnConfig
+from .host_port import host_port_members
 from .dual_port_buffer import DualPortBuffer
 from .float_argmax import FloatArgmax
 from .layer_descriptor import descriptor_layout
@@ -28,7 +28,6 @@ class ControlRegister:
 LAYER_COUNTER_BASE = 16
 COUNTERS_PER_LAYER = 4          # cycles, product cycles, stall cycles, drain cycles
 COUNTER_BITS = 40
-HOST_ADDRESS_BITS = 20
 
 
 class DqnAccelerator(wiring.Component):
@@ -52,12 +51,7 @@ class DqnAccelerator(wiring.Component):
         if not isinstance(config, DqnConfig):
             raise TypeError(f"config must be a DqnConfig, not {config!r}")
         self._config = config
-        super().__init__({
-            "host_write": In(1), "host_read": In(1), "host_target": In(3), "host_address": In(HOST_ADDRESS_BITS),
-            "host_write_data": In(config.host_data_bits),
-            "host_read_data": Out(config.host_data_bits), "host_read_valid": Out(1),
-            "busy": Out(1), "done": Out(1),
-        })
+        super().__init__(host_port_members(config.host_data_bits))
 
     @property
     def config(self):

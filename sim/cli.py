@@ -4,6 +4,9 @@
     nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel run ebp [--epochs N] [--rtl] [--only PART]                 EBP training on the PE ring
+    nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
+    nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
+    nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
     nnaccel info                                                       toolchain, simulators and cache
 """
 
@@ -83,6 +86,20 @@ def build_parser():
     from . import ebp_job as ebp_module
     ebp_module.add_arguments(ebp_job)
     ebp_job.set_defaults(handler=ebp_module.run)
+
+    capsnet_job = jobs.add_parser("capsnet", help="MNIST digits through the simulated CapsNet accelerator, checked "
+                                  "bit for bit, cycles per step against the paper")
+    from . import capsnet_job as capsnet_module
+    capsnet_module.add_arguments(capsnet_job)
+    capsnet_job.set_defaults(handler=capsnet_module.run)
+
+    from . import fpga_job
+    verilog = commands.add_parser("verilog", help="Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board")
+    fpga_job.add_verilog_arguments(verilog)
+    verilog.set_defaults(handler=fpga_job.run_verilog)
+    synth = commands.add_parser("synth", help="resource estimate by Yosys for Cyclone V (not a Quartus fit)")
+    fpga_job.add_synth_arguments(synth)
+    synth.set_defaults(handler=fpga_job.run_synth)
 
     info = commands.add_parser("info", help="show toolchain versions and the build cache")
     info.set_defaults(handler=_info)

@@ -39,7 +39,7 @@ _PROGRESS_SECONDS = 30       # a progress line at least this often, and whenever
 
 # ---- Arguments ------------------------------------------------------------------------------------------------
 
-def _positive(text):
+def positive_int(text):
     value = int(text)
     if value < 1:
         raise ValueError(f"must be a positive integer, not {text!r}")
@@ -54,9 +54,9 @@ def _hardware_arguments(parser):
     parser.add_argument("--simulator", choices=SIMULATORS, default="verilator")
     parser.add_argument("--waves", action="store_true", help="dump a waveform (large: every cycle of every run)")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    parser.add_argument("--modules", type=_positive, default=DqnConfig.modules,
+    parser.add_argument("--modules", type=positive_int, default=DqnConfig.modules,
                         help=f"matrix modules (power of two; default {DqnConfig.modules})")
-    parser.add_argument("--lanes", type=_positive, default=DqnConfig.lanes,
+    parser.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes,
                         help=f"lanes per module (default {DqnConfig.lanes}); modules x lanes must cover FC_1's "
                              f"256 outputs")
     parser.add_argument("--split", choices=SPLIT_MODES, default="auto",
@@ -67,7 +67,7 @@ def _hardware_arguments(parser):
 def add_arguments(parser):
     """Options of ``nnaccel run dqn``."""
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--states", type=_positive, default=5, metavar="N",
+    source.add_argument("--states", type=positive_int, default=5, metavar="N",
                         help="run the first N recorded Breakout states (default 5, at most 8)")
     source.add_argument("--states-file", metavar="FILE",
                         help="states from a .npy or .npz file: N x 4 x 84 x 84 float32 (an .npz holds one array)")
@@ -77,7 +77,7 @@ def add_arguments(parser):
 
 def add_play_arguments(parser):
     """Options of ``nnaccel play``."""
-    parser.add_argument("--steps", type=_positive, default=20, help="agent steps (default 20)")
+    parser.add_argument("--steps", type=positive_int, default=20, help="agent steps (default 20)")
     parser.add_argument("--game", default="breakout", help="Atari game shipped with ale-py (default breakout)")
     parser.add_argument("--seed", type=int, default=0, help="emulator seed (default 0)")
     _hardware_arguments(parser)
@@ -122,7 +122,7 @@ def _compile(arguments, weights):
 
 # ---- Simulation with progress ---------------------------------------------------------------------------------
 
-class _Progress:
+class Progress:
     """Prints, every few seconds while the simulator runs, the elapsed time and the inferences done so far."""
 
     def __init__(self, progress_file, what):
@@ -163,7 +163,7 @@ def _simulate(arguments, plan, *, states=None, play=None, what="states"):
     progress_file = cache_root() / f"dqn-progress-{threading.get_native_id()}-{time.time_ns()}.txt"
     print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
           f"(cached after the first run) and simulating ...", flush=True)
-    with _Progress(progress_file, what):
+    with Progress(progress_file, what):
         return run_on_accelerator(DqnAccelerator(config=plan.config), plan, states, play=play,
                                   simulator=arguments.simulator, waves=arguments.waves or None,
                                   progress_file=progress_file)

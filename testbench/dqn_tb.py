@@ -48,7 +48,7 @@ def int_to_words(value, elements, element_bits):
     return np.frombuffer(value.to_bytes(elements * element_bits // 8, "little"), dtype=dtype).astype(np.uint32)
 
 
-def _cycle():
+def current_cycle():
     return int(get_sim_time("ns")) // CLOCK_PERIOD_NS
 
 
@@ -97,10 +97,10 @@ async def _infer(host, config, state_words, tensors):
     """Load one state, run the network, read everything back: a dict of this inference's observations."""
     bits, elements = config["element_bits"], config["row_elements"]
     layers = len(config["descriptors"])
-    first = _cycle()
+    first = current_cycle()
     await host.write_block(ACTIVATIONS + config["input"]["ram"], config["input"]["base"],
                            words_to_ints(state_words, bits))
-    observed = {"load_cycles": _cycle() - first, "run_wall_seconds": await host.run(layers, config["max_cycles"])}
+    observed = {"load_cycles": current_cycle() - first, "run_wall_seconds": await host.run(layers, config["max_cycles"])}
     observed["tensors"] = []
     for tensor in tensors:
         addresses = range(tensor["base"], tensor["base"] + tensor["words"])
@@ -114,7 +114,7 @@ async def _infer(host, config, state_words, tensors):
     return observed
 
 
-def _report_progress(config, done, total):
+def report_progress(config, done, total):
     """Replace the progress file atomically, so the job's reader never sees it empty."""
     if config.get("progress_file"):
         partial = f"{config['progress_file']}.partial"
@@ -142,12 +142,12 @@ async def run_states(dut):
             frames.append(game.state())
             state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
             runs.append(await _infer(host, config, state_words, tensors))
-            _report_progress(config, len(runs), play["steps"])
+            report_progress(config, len(runs), play["steps"])
             game.step(int(runs[-1]["action"]))
     else:
         for state_words in stimulus["states"]:
             runs.append(await _infer(host, config, state_words, tensors))
-            _report_progress(config, len(runs), len(stimulus["states"]))
+            report_progress(config, len(runs), len(stimulus["states"]))
 
     arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name == "run_wall_seconds" else np.uint64)
               for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles",

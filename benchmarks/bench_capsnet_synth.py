@@ -1,0 +1,38 @@
+"""Yosys resource estimate (Cyclone V) of the CapsNet accelerator's two engines, DSP vs logic multipliers.
+
+    python benchmarks/bench_capsnet_synth.py [--conv-modules M] [--conv-lanes L] [--matvec-lanes E]
+
+Synthesizes :class:`hw.capsnet_conv_engine.CapsNetConvEngine` and :class:`hw.capsnet_matvec_engine.CapsNetMatvecEngine`
+(without their RAMs) with ``sim.synth.estimate`` (``synth_intel_alm -family cyclonev``, hierarchical; an
+estimate, not a Quartus fit) for both multiplier styles and prints ALMs and DSP blocks; the RAMs are counted
+separately by the ``nnaccel synth`` of the whole system.  Slow: minutes per engine.
+"""
+
+import argparse
+
+from hw.capsnet_config import CapsNetConfig
+from hw.capsnet_conv_engine import CapsNetConvEngine
+from hw.capsnet_matvec_engine import CapsNetMatvecEngine
+from sim.synth import ESTIMATE_NOTE, estimate
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conv-modules", type=int, default=CapsNetConfig.conv_modules)
+    parser.add_argument("--conv-lanes", type=int, default=CapsNetConfig.conv_lanes)
+    parser.add_argument("--matvec-lanes", type=int, default=CapsNetConfig.matvec_lanes)
+    arguments = parser.parse_args()
+    print(f"{'engine':<8}{'multipliers':>12}{'ALMs (est.)':>13}{'DSP blocks':>12}{'LUTs':>8}{'carry':>8}{'FFs':>8}")
+    for style in ("dsp", "logic"):
+        config = CapsNetConfig(conv_modules=arguments.conv_modules, conv_lanes=arguments.conv_lanes,
+                               matvec_lanes=arguments.matvec_lanes, conv_multipliers=style, matvec_multipliers=style)
+        engines = (("conv", CapsNetConvEngine(config=config)), ("matvec", CapsNetMatvecEngine(config=config)))
+        for label, engine in engines:
+            total = estimate(engine, f"capsnet_{label}_engine_{config.name}").total
+            print(f"{label:<8}{style:>12}{total.alms:>13,}{total.dsp_blocks:>12.1f}{total.luts:>8,}{total.carry:>8,}"
+                  f"{total.flip_flops:>8,}", flush=True)
+    print(ESTIMATE_NOTE)
+
+
+if __name__ == "__main__":
+    main()
