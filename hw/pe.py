@@ -46,8 +46,9 @@ class ProcessingElement(wiring.Component):
     edge), one instruction per cycle; ``act`` writes its register one cycle later (the PWL unit's
     latency). An LM word written by an instruction is read back by the next one (write-first read port).
     FPGA mapping: the LM is one block RAM (1 K x 16 bit: one M20K or two M10K; simple dual port),
-    the PWL table another; the ALU multiplier and the PWL multiplier one DSP block each; registers
-    and multiplexers ALMs.
+    the PWL table another; the ALU multiplier and the PWL multiplier in DSP blocks (one each up to
+    18-bit formats; at 32 bits Yosys' Cyclone V mapping uses about 4.7 DSP blocks per PE, see
+    `nnaccel synth pe_ring`); registers and multiplexers ALMs.
     """
 
     def __init__(self, *, table, registers=8, lm_depth=1024):

@@ -38,8 +38,8 @@ class PERing(wiring.Component):
     * control: ``start`` (pulse: run from address 0 in SIMD mode), ``busy``, ``done`` (high from the
       cycle after ``halt`` until the next start), ``cycles``.
 
-    FPGA mapping: per PE one LM block RAM, one PWL-table block RAM and two DSP blocks (ALU and PWL
-    multipliers); the program memory ``program_depth`` x 36 bits block RAM; sequencer in ALMs. The
+    FPGA mapping: per PE one LM block RAM, one PWL-table block RAM and the ALU and PWL multipliers in
+    DSP blocks (two blocks up to 18-bit formats; 74.7 for 16 PEs of Q15.16 in the Yosys estimate); the program memory ``program_depth`` x 36 bits block RAM; sequencer in ALMs. The
     broadcast instruction bus and the PE-to-neighbour links are the only inter-PE wiring.
     """
 
