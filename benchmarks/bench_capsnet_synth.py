@@ -5,7 +5,8 @@
 Synthesizes :class:`hw.capsnet_conv_engine.CapsNetConvEngine` and :class:`hw.capsnet_matvec_engine.CapsNetMatvecEngine`
 (without their RAMs) with ``sim.synth.estimate`` (``synth_intel_alm -family cyclonev``, hierarchical; an
 estimate, not a Quartus fit) for both multiplier styles and prints ALMs and DSP blocks; the RAMs are counted
-separately by the ``nnaccel synth`` of the whole system.  Slow: minutes per engine.
+separately by the ``nnaccel synth`` of the whole system.  Then prints the full CapsNet's step-1 cycles at this
+size and its GOP/s/DSP per multiplier choice (the paper's 2.35).  Slow: minutes per engine.
 """
 
 import argparse
@@ -32,6 +33,27 @@ def main():
             print(f"{label:<8}{style:>12}{total.alms:>13,}{total.dsp_blocks:>12.1f}{total.luts:>8,}{total.carry:>8,}"
                   f"{total.flip_flops:>8,}", flush=True)
     print(ESTIMATE_NOTE)
+    _print_step1_rates(arguments)
+
+
+def _print_step1_rates(arguments):
+    """Step 1 of the full CapsNet at this size: cycles from the compiler's formula (the hardware's counters
+    match it on every configuration simulated), and GOP/s/DSP for each multiplier choice (paper: 2.35)."""
+    from models.capsnet import OPS_PER_ADD, OPS_PER_MUL
+    from models.capsnet_fixed import load_capsnet
+    from models.capsnet_plan import compile_capsnet
+
+    net = load_capsnet("full")
+    for conv_style, matvec_style in (("dsp", "dsp"), ("logic", "dsp"), ("logic", "logic")):
+        config = CapsNetConfig(conv_modules=arguments.conv_modules, conv_lanes=arguments.conv_lanes,
+                               matvec_lanes=arguments.matvec_lanes, conv_multipliers=conv_style,
+                               matvec_multipliers=matvec_style, conv_weight_depth=1 << 22)
+        layers = [layer for layer in compile_capsnet(config, net).layers if layer.name in ("conv1", "primary")]
+        cycles = sum(layer.expected_cycles for layer in layers)
+        gops = sum(layer.macs for layer in layers) * (OPS_PER_ADD + OPS_PER_MUL) / (cycles / 100e6) / 1e9
+        per_dsp = f"{gops / config.dsp_blocks:.2f} GOP/s/DSP" if config.dsp_blocks else "no DSP block"
+        print(f"full CapsNet step 1, conv {conv_style} / matvec {matvec_style}: {cycles:,} cycles = "
+              f"{cycles / 1e5:.1f} ms at 100 MHz, {gops:.1f} GOP/s, {config.dsp_blocks} DSP blocks, {per_dsp}")
 
 
 if __name__ == "__main__":
