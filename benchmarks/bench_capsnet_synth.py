@@ -47,7 +47,7 @@ def _print_step1_rates(arguments):
     for conv_style, matvec_style in (("dsp", "dsp"), ("logic", "dsp"), ("logic", "logic")):
         config = CapsNetConfig(conv_modules=arguments.conv_modules, conv_lanes=arguments.conv_lanes,
                                matvec_lanes=arguments.matvec_lanes, conv_multipliers=conv_style,
-                               matvec_multipliers=matvec_style, conv_weight_depth=1 << 22)
+                               matvec_multipliers=matvec_style, conv_weight_depth=1 << 20)
         layers = [layer for layer in compile_capsnet(config, net).layers if layer.name in ("conv1", "primary")]
         cycles = sum(layer.expected_cycles for layer in layers)
         gops = sum(layer.macs for layer in layers) * (OPS_PER_ADD + OPS_PER_MUL) / (cycles / 100e6) / 1e9
