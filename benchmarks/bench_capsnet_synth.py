@@ -10,6 +10,7 @@ size and its GOP/s/DSP per multiplier choice (the paper's 2.35).  Slow: minutes 
 """
 
 import argparse
+import dataclasses
 
 from hw.capsnet_config import CapsNetConfig
 from hw.capsnet_conv_engine import CapsNetConvEngine
@@ -44,17 +45,16 @@ def _print_step1_rates(arguments):
     from models.capsnet_plan import compile_capsnet
 
     net = load_capsnet("full")
+    base = CapsNetConfig(conv_modules=arguments.conv_modules, conv_lanes=arguments.conv_lanes,
+                         matvec_lanes=arguments.matvec_lanes, conv_weight_depth=1 << 20)
+    layers = [layer for layer in compile_capsnet(base, net).layers if layer.name in ("conv1", "primary")]
+    cycles = sum(layer.expected_cycles for layer in layers)        # the same for every multiplier style
+    gops = sum(layer.macs for layer in layers) * (OPS_PER_ADD + OPS_PER_MUL) / (cycles / 100e6) / 1e9
     for conv_style, matvec_style in (("dsp", "dsp"), ("logic", "dsp"), ("logic", "logic")):
-        config = CapsNetConfig(conv_modules=arguments.conv_modules, conv_lanes=arguments.conv_lanes,
-                               matvec_lanes=arguments.matvec_lanes, conv_multipliers=conv_style,
-                               matvec_multipliers=matvec_style, conv_weight_depth=1 << 20)
-        layers = [layer for layer in compile_capsnet(config, net).layers if layer.name in ("conv1", "primary")]
-        cycles = sum(layer.expected_cycles for layer in layers)
-        gops = sum(layer.macs for layer in layers) * (OPS_PER_ADD + OPS_PER_MUL) / (cycles / 100e6) / 1e9
+        config = dataclasses.replace(base, conv_multipliers=conv_style, matvec_multipliers=matvec_style)
         per_dsp = f"{gops / config.dsp_blocks:.2f} GOP/s/DSP" if config.dsp_blocks else "no DSP block"
         print(f"full CapsNet step 1, conv {conv_style} / matvec {matvec_style}: {cycles:,} cycles = "
               f"{cycles / 1e5:.1f} ms at 100 MHz, {gops:.1f} GOP/s, {config.dsp_blocks} DSP blocks, {per_dsp}")
-
 
 if __name__ == "__main__":
     main()

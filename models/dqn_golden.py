@@ -31,6 +31,7 @@ class GoldenRun:
     q_values: np.ndarray  # (actions,) raw bits of the last layer's outputs
     action: int
     action_value: int     # raw bits of q_values[action]
+    rams: np.ndarray      # (2, activation_depth, row_elements): both activation RAMs after the run
 
 
 def order_key(fmt, bits):
@@ -116,4 +117,5 @@ def golden_forward(plan, state):
                    for layer in plan.layers]
     q_values = plan.output_values(activations[-1])
     action = hardware_argmax(config.fmt, q_values)
-    return GoldenRun(activations=activations, q_values=q_values, action=action, action_value=int(q_values[action]))
+    return GoldenRun(activations=activations, q_values=q_values, action=action, action_value=int(q_values[action]),
+                     rams=rams)
