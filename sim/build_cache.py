@@ -12,17 +12,12 @@ The cache lives in ``$NNACCEL_CACHE_DIR`` or, by default, ``~/.cache/nnaccel``.
 import fcntl
 import hashlib
 import json
-import os
 import shutil
 from contextlib import contextmanager
-from pathlib import Path
+
+from models.shared.cache import cache_root
 
 _COMPLETE_MARKER = "build-complete.json"
-
-
-def cache_root():
-    root = os.environ.get("NNACCEL_CACHE_DIR") or Path.home() / ".cache" / "nnaccel"
-    return Path(root)
 
 
 def build_key(verilog_text, **options):

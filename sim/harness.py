@@ -2,7 +2,7 @@
 
 :func:`simulate` is the one function tests, benchmarks and the CLI use to put hardware in a
 simulator.  Data crosses into the cocotb test module as files in a fresh run directory
-(see :mod:`testbench.exchange`): NumPy stimulus arrays and a JSON configuration go in, the
+(see :mod:`testbench.shared.exchange`): NumPy stimulus arrays and a JSON configuration go in, the
 arrays the test module saves come back in :attr:`SimResult.outputs`.
 
 Waveforms are off unless asked for, with ``waves=True`` or the environment variable
@@ -24,7 +24,9 @@ import cocotb
 import numpy as np
 from cocotb_tools.runner import get_results, get_runner
 
-from .build_cache import build_key, cache_root, cached_build
+from models.shared.cache import cache_root
+
+from .build_cache import build_key, cached_build
 from .toolchain import simulator_environment, simulator_version, verilator_make_environment
 from .verilog import HIERARCHICAL_BLOCK_MARK, generate_verilog
 from .waves import write_gtkw
@@ -103,7 +105,7 @@ def _check_test_module(test_module):
     if spec is None:
         raise SimulationError(
             f"cocotb test module {test_module!r} cannot be imported: check the dotted name "
-            f"(e.g. 'testbench.stream_tb') and that the project is installed (`pip install -e .`)")
+            f"(e.g. 'testbench.shared.stream_tb') and that the project is installed (`pip install -e .`)")
 
 
 def _build(simulator, verilog_path, name, waves, build_dir):

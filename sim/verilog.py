@@ -21,9 +21,9 @@ import amaranth
 from amaranth.back import verilog
 
 import hw
-from hw.separate_module import separate_modules
+from hw.shared.separate_module import separate_modules
 
-from .build_cache import cache_root
+from models.shared.cache import cache_root
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A module with the attribute lines "(* ... *)" in front of it.
@@ -41,7 +41,7 @@ def check_module_name(name):
 def generate_verilog(component, name):
     """Verilog text for ``component`` with top module ``name`` (ports as the signature's flattened names).
 
-    Modules the design instantiates through :func:`hw.separate_module.instantiate_separately` are
+    Modules the design instantiates through :func:`hw.shared.separate_module.instantiate_separately` are
     generated once each and appended.
     """
     check_module_name(name)

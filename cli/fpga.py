@@ -1,0 +1,84 @@
+"""``nnaccel verilog`` (Verilog + Quartus project for a board) and ``nnaccel synth`` (Yosys resource estimate)."""
+
+import json
+import sys
+from pathlib import Path
+
+from sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_project
+from sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
+from sim.fpga.systems import SYSTEMS, system
+
+__all__ = ["add_verilog_arguments", "add_synth_arguments", "run_verilog", "run_synth", "CYCLONE_V_5CSEMA5",
+           "fit_summary"]
+
+# The DE1-SoC's device (Cyclone V SE 5CSEMA5, Cyclone V Device Overview): ALMs, DSP blocks, M10K blocks.
+CYCLONE_V_5CSEMA5 = {"name": "Cyclone V 5CSEMA5", "alms": 32_070, "dsp_blocks": 87, "m10k": 397}
+
+
+def add_verilog_arguments(parser):
+    parser.add_argument("system", choices=sorted(SYSTEMS), help="the system or component to generate")
+    parser.add_argument("--board", choices=BOARDS, required=True, help="target board")
+    parser.add_argument("--out", metavar="DIR", help="output directory (default build/<module>_<board>)")
+    parser.add_argument("--clock-mhz", type=float, default=DEFAULT_CLOCK_MHZ,
+                        help=f"clock constraint in the .sdc (default {DEFAULT_CLOCK_MHZ:g} MHz)")
+
+
+def add_synth_arguments(parser):
+    parser.add_argument("systems", nargs="*", metavar="SYSTEM",
+                        help=f"one or more of {', '.join(SYSTEMS)} (default: all)")
+    parser.add_argument("--json", metavar="FILE", help="also write the estimate as JSON (- for standard output)")
+
+
+def run_verilog(arguments):
+    chosen = system(arguments.system)
+    component = chosen.build()
+    module_name = component.module_name
+    print(f"nnaccel: generating {module_name} ({chosen.description}) for the {arguments.board} ...", flush=True)
+    project_name, paths = write_project(component, module_name, board=arguments.board, clock_mhz=arguments.clock_mhz,
+                                        out_dir=arguments.out or Path("build") / f"{module_name}_{arguments.board}")
+    directory = paths[0].parent
+    print(f"nnaccel: Quartus project {project_name} in {directory}: "
+          f"{', '.join(sorted(path.name for path in paths))}")
+    print(f"nnaccel: compile with `cd {directory} && sh build_{project_name}.sh` (Quartus on PATH)")
+    return 0
+
+
+def fit_summary(report, device=CYCLONE_V_5CSEMA5):
+    """One line: whether ``report``'s total fits ``device``, and by how much each resource is used."""
+    total = report.total
+    used = {"ALMs": (total.alms, device["alms"]), "DSP blocks": (total.dsp_blocks, device["dsp_blocks"]),
+            "M10K": (total.m10k, device["m10k"])}
+    over = [kind for kind, (need, have) in used.items() if need > have]
+    shares = ", ".join(f"{kind} {need:,.0f}/{have:,} ({100 * need / have:.0f}%)" for kind, (need, have) in used.items())
+    verdict = "fits" if not over else f"does NOT fit ({', '.join(over)} exceeded)"
+    return f"{report.name} on {device['name']}: {verdict}: {shares}"
+
+
+def run_synth(arguments):
+    names = arguments.systems or list(SYSTEMS)
+    chosen = [system(name) for name in names]
+    reports = []
+    for entry in chosen:
+        component = entry.build()
+        module_name = component.module_name
+        print(f"nnaccel: {entry.name}: Yosys on {module_name} (cached after the first run) ...", flush=True)
+        reports.append(estimate(component, module_name))
+    print()
+    print(format_table(reports))
+    print()
+    for entry, report in zip(chosen, reports):
+        if entry.reference:
+            print(f"{entry.name}: published: {entry.reference}")
+        print(fit_summary(report))
+    if arguments.json:
+        document = {"note": ESTIMATE_NOTE, "device": CYCLONE_V_5CSEMA5,
+                    "systems": [{"system": entry.name, "description": entry.description, "reference": entry.reference,
+                                 "fit": fit_summary(report), **report.as_dict()}
+                                for entry, report in zip(chosen, reports)]}
+        text = json.dumps(document, indent=2) + "\n"
+        if arguments.json == "-":
+            sys.stdout.write(text)
+        else:
+            Path(arguments.json).write_text(text)
+            print(f"nnaccel: estimate written to {arguments.json}")
+    return 0

@@ -1,0 +1,205 @@
+"""The integer matrix module: int8 scalar times int8 vector, exact 32-bit accumulation, then requantization.
+
+It is the CapsNet accelerator's counterpart of :class:`hw.dqn.matrix_module.MatrixModule` (same port contract:
+``in_valid``, ``scalar``, ``vector``, ``count``, ``relu``, ``out_valid``, ``result``) for the arithmetic of
+:mod:`models.capsnet.int8_layers`.  It is a separate component rather than a number-format parameter of the float
+module because nothing inside is shared: the float module is built around the float adder's latency
+(interleaved partial sums and a reduction tree), while an integer sum is exact and one cycle, so one
+accumulator per lane suffices, and the result passes through a requantizer the float module has no use for.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.capsnet.config import ACCUMULATOR_BITS, MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
+
+__all__ = ["IntMatrixModule", "INT_MATRIX_MODULE_LATENCY", "multiply_int8", "requantize"]
+
+INT_MATRIX_MODULE_LATENCY = 3   # product register, accumulator, result register
+PRODUCT_BITS = 2 * OPERAND_BITS
+INT8_MIN, INT8_MAX = -(1 << (OPERAND_BITS - 1)), (1 << (OPERAND_BITS - 1)) - 1
+
+
+def multiply_int8(a, b, style):
+    """The exact signed product of two signed 8-bit values, as a ``*`` (``style="dsp"``: synthesis infers a DSP
+    multiplier) or as the sum of shifted partial products (``style="logic"``: adders in ALMs, no multiplier for
+    synthesis to map).  Partial product ``i`` is ``a << i`` where bit ``i`` of ``b`` is set; bit 7 of ``b`` weighs
+    ``-2**7`` (two's complement), so its partial product is subtracted."""
+    if style == "dsp":
+        return a * b
+    partials = [Mux(b[bit], a << bit, 0) for bit in range(OPERAND_BITS - 1)]
+    partials.append(Mux(b[OPERAND_BITS - 1], -(a << (OPERAND_BITS - 1)), 0))
+    while len(partials) > 1:                       # balanced adder tree
+        partials = [partials[i] + partials[i + 1] if i + 1 < len(partials) else partials[i]
+                    for i in range(0, len(partials), 2)]
+    return partials[0]
+
+
+def requantize(accumulator, shift, relu):
+    """``models.capsnet.int8_layers.requantize`` as logic: ReLU (if ``relu``), ``(acc + 2**(shift-1)) >> shift`` (an
+    arithmetic shift, rounding half up; nothing added when ``shift = 0``), saturation to int8; a signed 8-bit value.
+
+    The rounding sum is one bit wider than the accumulator so that ``2**31 - 1 + 2**30`` does not wrap (the
+    golden model computes in int64)."""
+    rectified = Mux(relu & accumulator[-1], 0, accumulator)
+    half = (Const(1, ACCUMULATOR_BITS + 1) << shift) >> 1
+    rounded = (rectified + half) >> shift
+    saturated = Mux(rounded > INT8_MAX, INT8_MAX, Mux(rounded < INT8_MIN, INT8_MIN, rounded[:OPERAND_BITS]))
+    return saturated[:OPERAND_BITS].as_signed()                # exactly 8 bits (the Mux is wider)
+
+
+class IntMatrixModule(wiring.Component):
+    """``lanes`` int8 multipliers and 32-bit accumulators: each valid cycle adds ``scalar * vector[l]`` into lane
+    ``l``; the accumulation starts from ``bias`` and ends with :func:`requantize` (or, with ``requantized=False``,
+    gives the 32-bit sums for a requantizer shared by several modules).
+
+    Ports
+    -----
+    in_valid : In(1)
+        High for one product; idle cycles between products are allowed anywhere.
+    scalar : In(signed 8)
+        The scalar shared by all lanes.
+    vector : In(lanes * 8)
+        One int8 element per lane, lane 0 at the LSB.
+    bias : In(signed 32), count : In(count_bits), shift : In(5), relu : In(1)
+        Sampled with an accumulation's first product: the accumulator's initial value (shared by every lane),
+        the number of products (``count = 0`` acts as 1), the requantize shift and ReLU flag (``shift`` and
+        ``relu`` only when ``requantized``).
+    out_valid : Out(1)
+        High for one cycle per finished accumulation.
+    result : Out(lanes * 8), or Out(lanes * 32) when not ``requantized``
+        The lanes' int8 results (or 32-bit sums), lane 0 at the LSB; held until the next ``out_valid``.
+
+    Arithmetic: exactly :mod:`models.capsnet.int8_layers` (integer sums are exact, so the order does not matter); the
+    accumulator wraps at 32 bits where the golden model raises ``OverflowError``.
+
+    Timing
+    ------
+    Latency :data:`INT_MATRIX_MODULE_LATENCY` = 3: ``out_valid`` rises 3 cycles after the cycle on which the
+    accumulation's last product had ``in_valid`` (product register, accumulator, result register).
+    Throughput: one product (``lanes`` MACs) per cycle, no bubble between accumulations, also for ``count = 1``.
+
+    Resources and FPGA mapping (Cyclone V)
+    --------------------------------------
+    Per lane one 8x8 multiplier, one 32-bit adder, a 16-bit product and a 32-bit accumulator register, and (when
+    ``requantized``) a requantizer: ReLU mux, 33-bit rounding adder, barrel shifter, saturation, several times
+    larger than the rest of the lane (Yosys ``synth_intel_alm`` estimate, 6 lanes, DSP multipliers: about 1,860
+    ALMs with requantizers, 235 without; logic multipliers add about 85 ALMs each).  With ``multipliers="dsp"`` the
+    multipliers are DSP multipliers (three 9x9 per variable-precision DSP block: ``ceil(lanes / 3)`` blocks);
+    with ``"logic"`` they are adder trees in ALMs and the module uses no DSP block.
+
+    Parameters
+    ----------
+    lanes : int
+        Vector width.
+    multipliers : str
+        ``"dsp"`` or ``"logic"`` (see :func:`multiply_int8`).
+    count_bits : int
+        Width of ``count``; the longest accumulation is ``2**count_bits - 1`` products.
+    requantized : bool
+        Requantize in the module (int8 results) or give the 32-bit sums.
+    """
+
+    def __init__(self, *, lanes=16, multipliers="dsp", count_bits=16, requantized=True):
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        if multipliers not in MULTIPLIER_STYLES:
+            raise ValueError(f"multipliers must be one of {MULTIPLIER_STYLES}, not {multipliers!r}")
+        if not isinstance(count_bits, int) or isinstance(count_bits, bool) or count_bits < 1:
+            raise ValueError(f"count_bits must be a positive integer, not {count_bits!r}")
+        if not isinstance(requantized, bool):
+            raise TypeError(f"requantized must be a bool, not {requantized!r}")
+        self._lanes = lanes
+        self._multipliers = multipliers
+        self._count_bits = count_bits
+        self._requantized = requantized
+        members = {
+            "in_valid": In(1),
+            "scalar": In(signed(OPERAND_BITS)),
+            "vector": In(lanes * OPERAND_BITS),
+            "bias": In(signed(ACCUMULATOR_BITS)),
+            "count": In(count_bits),
+        }
+        if requantized:
+            members |= {"shift": In(SHIFT_BITS), "relu": In(1)}
+        members |= {"out_valid": Out(1),
+                    "result": Out(lanes * (OPERAND_BITS if requantized else ACCUMULATOR_BITS))}
+        super().__init__(members)
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def multipliers(self):
+        return self._multipliers
+
+    @property
+    def count_bits(self):
+        return self._count_bits
+
+    @property
+    def requantized(self):
+        return self._requantized
+
+    @property
+    def latency(self):
+        return INT_MATRIX_MODULE_LATENCY
+
+    @property
+    def module_name(self):
+        """Verilog module name carrying the parameters, e.g. ``int_matrix_module_w16_dsp_c16`` (``..._sums`` when
+        not requantized)."""
+        return (f"int_matrix_module_w{self._lanes}_{self._multipliers}_c{self._count_bits}"
+                f"{'' if self._requantized else '_sums'}")
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # ---- Input cycle: accumulation bookkeeping; bias, shift and ReLU of the accumulation -------------
+        busy = Signal()                            # an accumulation is open: the next product is not its first
+        remaining = Signal(self._count_bits)       # products of the open accumulation still to come
+        accumulation_bias = Signal(signed(ACCUMULATOR_BITS))
+        accumulation_shift, final_shift = Signal(SHIFT_BITS), Signal(SHIFT_BITS)   # used when requantized
+        accumulation_relu, final_relu = Signal(), Signal()
+        first = ~busy
+        last = Mux(first, self.count <= 1, remaining == 1)
+        with m.If(self.in_valid):
+            m.d.sync += [busy.eq(~last), remaining.eq(Mux(first, self.count, remaining) - 1)]
+            with m.If(first):
+                m.d.sync += accumulation_bias.eq(self.bias)
+                if self._requantized:
+                    m.d.sync += [accumulation_shift.eq(self.shift), accumulation_relu.eq(self.relu)]
+
+        # ---- Pipeline cycle 1: products --------------------------------------------------------------------
+        product_valid, product_first, product_last = Signal(), Signal(), Signal()
+        m.d.sync += [product_valid.eq(self.in_valid), product_first.eq(first), product_last.eq(last)]
+        products = [Signal(signed(PRODUCT_BITS), name=f"product_{lane}") for lane in range(self._lanes)]
+        for lane, product in enumerate(products):
+            element = self.vector.word_select(lane, OPERAND_BITS).as_signed()
+            m.d.sync += product.eq(multiply_int8(self.scalar, element, self._multipliers))
+
+        # ---- Pipeline cycle 2: accumulate (the first product adds to the bias) ----------------------------
+        # The accumulation's bias/shift/relu registers are read here, one cycle after its first product
+        # entered: a following accumulation overwrites them at the earliest at the end of this cycle.
+        final_valid = Signal()
+        accumulators = [Signal(signed(ACCUMULATOR_BITS), name=f"accumulator_{lane}") for lane in range(self._lanes)]
+        with m.If(product_valid):
+            for accumulator, product in zip(accumulators, products):
+                m.d.sync += accumulator.eq(Mux(product_first, accumulation_bias, accumulator) + product)
+        m.d.sync += final_valid.eq(product_valid & product_last)
+        if self._requantized:
+            with m.If(product_valid & product_last):
+                m.d.sync += [final_shift.eq(accumulation_shift), final_relu.eq(accumulation_relu)]
+
+        # ---- Pipeline cycle 3: requantize into the result register ----------------------------------------
+        m.d.sync += self.out_valid.eq(final_valid)
+        with m.If(final_valid):
+            for lane, accumulator in enumerate(accumulators):
+                if self._requantized:
+                    m.d.sync += self.result.word_select(lane, OPERAND_BITS).eq(
+                        requantize(accumulator, final_shift, final_relu))
+                else:
+                    m.d.sync += self.result.word_select(lane, ACCUMULATOR_BITS).eq(accumulator)
+        return m

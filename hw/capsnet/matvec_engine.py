@@ -1,0 +1,149 @@
+"""The CapsNet accelerator's matrix-vector engine (step 2): the prediction vectors u_hat_j|i = W_ij u_i."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.capsnet.config import OPERAND_BITS, CapsNetConfig
+from hw.capsnet.descriptor import descriptor_layout
+from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
+
+__all__ = ["CapsNetMatvecEngine"]
+
+COUNT_BITS = 8
+
+
+class CapsNetMatvecEngine(wiring.Component):
+    """One integer matrix module of ``matvec_lanes`` lanes computing a batch of int8 matrix-vector products
+    (``models.capsnet.int8_layers.matvec`` without bias): ``u_hat[i, j] = requantize(W[i, j] @ u[i])``, ``W[i, j]`` of
+    ``rows <= matvec_lanes`` x ``N``.
+
+    Input capsules
+    --------------
+    Capsule ``i = (t*H + y)*W + x`` (``t < capsule_types``, ``y < grid_height``, ``x < grid_width``) has ``N =
+    in_dims`` elements; element ``k`` is element ``x`` of activation word ``in_base + t*type_words + k*dim_words +
+    y``, i.e. the PrimaryCaps convolution output read in place (channel-major image layout: ``type_words =
+    N*H``, ``dim_words = H`` when channel ``t*N + k`` holds dimension ``k`` of capsule type ``t``).
+
+    Order and memories
+    ------------------
+    ``for i: for j < out_capsules: for k < N``: one product per cycle, the scalar ``u[i, k]`` times the vector
+    ``W[i, j][:, k]`` (matrix-vector weight word ``matvec_weight_base + (i*J + j)*N + k``, lane ``r`` = row
+    ``r``: the weight words are read in address order).  Result ``(i, j)`` goes to prediction word
+    ``prediction_base + i*J + j`` (lane ``r`` = row ``r``), written on the module's ``out_valid``: results come
+    in issue order, so a counter gives the address.  The accumulators start from 0; shift and ReLU come from the
+    descriptor.
+
+    Ports
+    -----
+    ``start`` (In 1) with ``layer`` (In, the descriptor); ``busy``, ``done`` (Out 1: ``done`` on the cycle of
+    the last write); activation reads ``read_address``, ``read_enable``, ``read_data`` (one cycle later); weight
+    reads ``weight_address``, ``weight_read``, ``weight_data``; ``write_address``, ``write_data``,
+    ``write_enable`` into the prediction RAM; counter events ``issue``, ``draining``.
+
+    Timing
+    ------
+    ``capsules * out_capsules * N`` product cycles, no stall, plus 1 + :data:`INT_MATRIX_MODULE_LATENCY` cycles of
+    drain.  (Full CapsNet: 1152 * 10 * 8 = 92,160 cycles.)
+
+    FPGA mapping (Cyclone V)
+    ------------------------
+    ``matvec_lanes`` multipliers (DSP blocks or ALMs), a ``row_elements``:1 byte mux for the scalar, counters in
+    ALMs.  The weights (1.47 M for the full CapsNet) would stream from SDRAM on the board: one
+    ``matvec_lanes``-byte word per cycle (1.6 GB/s at 100 MHz for 16 lanes); here they are a block RAM.
+    """
+
+    def __init__(self, *, config=CapsNetConfig()):
+        if not isinstance(config, CapsNetConfig):
+            raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
+        self._config = config
+        super().__init__({
+            "start": In(1), "layer": In(descriptor_layout(config)), "busy": Out(1), "done": Out(1),
+            "read_address": Out(range(config.activation_depth)), "read_enable": Out(1),
+            "read_data": In(config.activation_word_bits),
+            "weight_address": Out(range(config.matvec_weight_depth)), "weight_read": Out(1),
+            "weight_data": In(config.matvec_word_bits),
+            "write_address": Out(range(config.prediction_depth)), "write_data": Out(config.matvec_word_bits),
+            "write_enable": Out(1),
+            "issue": Out(1), "draining": Out(1),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def module_name(self):
+        return f"{self._config.name}_matvec_engine"
+
+    def elaborate(self, platform):
+        m = Module()
+        layer = self.layer
+        address_bits = len(self.read_address)
+
+        # ---- Walk: capsule (t, y, x), output capsule j, dimension k ------------------------------------------
+        capsule_type, grid_row, grid_column = Signal(8), Signal(8), Signal(8)
+        out_capsule, dimension = Signal(8), Signal(7)
+        type_offset, dimension_offset = Signal(address_bits + 8), Signal(address_bits + 8)
+        element = Signal(8)                                   # grid column of the word read last cycle
+        drain = Signal(range(INT_MATRIX_MODULE_LATENCY + 1))
+        last_dimension = dimension + 1 == layer.in_dims
+        last_out_capsule = out_capsule + 1 == layer.out_capsules
+        last_column = grid_column + 1 == layer.grid_width
+        last_row = grid_row + 1 == layer.grid_height
+        last_type = capsule_type + 1 == layer.capsule_types
+
+        m.d.comb += self.read_address.eq(layer.in_base + type_offset + dimension_offset + grid_row)
+        with m.If(self.issue):
+            m.d.sync += [self.weight_address.eq(self.weight_address + 1), element.eq(grid_column),
+                         dimension.eq(dimension + 1), dimension_offset.eq(dimension_offset + layer.dim_words)]
+            with m.If(last_dimension):
+                m.d.sync += [dimension.eq(0), dimension_offset.eq(0), out_capsule.eq(out_capsule + 1)]
+                with m.If(last_out_capsule):
+                    m.d.sync += [out_capsule.eq(0), grid_column.eq(grid_column + 1)]
+                    with m.If(last_column):
+                        m.d.sync += [grid_column.eq(0), grid_row.eq(grid_row + 1)]
+                        with m.If(last_row):
+                            m.d.sync += [grid_row.eq(0), capsule_type.eq(capsule_type + 1),
+                                         type_offset.eq(type_offset + layer.type_words)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [capsule_type.eq(0), grid_row.eq(0), grid_column.eq(0), out_capsule.eq(0),
+                                 dimension.eq(0), type_offset.eq(0), dimension_offset.eq(0),
+                                 self.weight_address.eq(layer.matvec_weight_base),
+                                 self.write_address.eq(layer.prediction_base)]
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += [self.busy.eq(1), self.issue.eq(1), self.read_enable.eq(1), self.weight_read.eq(1)]
+                with m.If(last_dimension & last_out_capsule & last_column & last_row & last_type):
+                    m.d.sync += drain.eq(0)
+                    m.next = "DRAIN"
+            with m.State("DRAIN"):
+                m.d.comb += [self.busy.eq(1), self.draining.eq(1)]
+                m.d.sync += drain.eq(drain + 1)
+                with m.If(drain == INT_MATRIX_MODULE_LATENCY):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "IDLE"
+
+        # ---- The matrix module and the prediction writes ----------------------------------------------------
+        config = self._config
+        m.submodules.module = module = IntMatrixModule(lanes=config.matvec_lanes, multipliers=config.matvec_multipliers,
+                                                       count_bits=COUNT_BITS)
+        product_valid = Signal()
+        m.d.sync += product_valid.eq(self.issue)
+        m.d.comb += [
+            module.in_valid.eq(product_valid),
+            module.scalar.eq(self.read_data.word_select(element, OPERAND_BITS)),
+            module.vector.eq(self.weight_data),
+            module.bias.eq(0),
+            module.count.eq(layer.in_dims),
+            module.shift.eq(layer.shift),
+            module.relu.eq(layer.relu),
+            self.write_data.eq(module.result),
+            self.write_enable.eq(module.out_valid),
+        ]
+        with m.If(module.out_valid):
+            m.d.sync += self.write_address.eq(self.write_address + 1)
+        return m

@@ -1,0 +1,98 @@
+"""Configuration of the DQN accelerator: one object from which every size of the hardware derives.
+
+Software (the layer compiler, the testbench, the report) reads the same object, so hardware and
+software never disagree on a width, a depth or an address.
+"""
+
+from dataclasses import dataclass, field
+
+from hw.shared.float_format import BINARY32, FloatFormat
+
+__all__ = ["DqnConfig", "REDUCED_CONFIG"]
+
+
+def _check_range(name, value, low, high=None):
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bounds = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an integer {bounds}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class DqnConfig:
+    """Sizes of a DQN accelerator instance.
+
+    modules, lanes
+        Matrix modules and lanes per module (16 x 16 = 256 float MACs in the thesis). ``modules`` must
+        be a power of two (output positions are spread over modules by shifts).
+    fmt, multiplier_latency, adder_latency
+        Number format and pipeline depths of the float units inside each matrix module.
+    row_elements
+        Elements in one activation word: the widest image row a layer may read or write (84).
+    activation_depth
+        Words in each of the two activation RAMs (ping-pong between layers).
+    weight_depth
+        Words in the weight RAM; a weight word holds ``modules * lanes`` elements, slot ``m`` feeding
+        module ``m``.
+    max_layers
+        Entries of the layer descriptor table.
+    """
+
+    modules: int = 16
+    lanes: int = 16
+    fmt: FloatFormat = field(default=BINARY32)
+    multiplier_latency: int = 2
+    adder_latency: int = 2
+    row_elements: int = 84
+    activation_depth: int = 1024
+    weight_depth: int = 4096
+    max_layers: int = 8
+
+    def __post_init__(self):
+        _check_range("modules", self.modules, 1, 64)
+        if self.modules & (self.modules - 1):
+            raise ValueError(f"modules must be a power of two, not {self.modules!r}")
+        _check_range("lanes", self.lanes, 1, 64)
+        if not isinstance(self.fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
+        _check_range("multiplier_latency", self.multiplier_latency, 0, 8)
+        _check_range("adder_latency", self.adder_latency, 0, 8)
+        _check_range("row_elements", self.row_elements, 1, 1024)
+        _check_range("activation_depth", self.activation_depth, 2, 1 << 16)
+        _check_range("weight_depth", self.weight_depth, 2, 1 << 20)
+        _check_range("max_layers", self.max_layers, 1, 64)
+
+    @property
+    def macs(self):
+        return self.modules * self.lanes
+
+    @property
+    def element_bits(self):
+        return self.fmt.width
+
+    @property
+    def activation_word_bits(self):
+        return self.row_elements * self.fmt.width
+
+    @property
+    def weight_word_bits(self):
+        return self.modules * self.lanes * self.fmt.width
+
+    @property
+    def host_data_bits(self):
+        """Width of the host data port: the widest memory word."""
+        return max(self.activation_word_bits, self.weight_word_bits)
+
+    @property
+    def name(self):
+        return f"dqn_m{self.modules}_l{self.lanes}_{self.fmt.name}"
+
+    @property
+    def module_name(self):
+        """Verilog module name of an accelerator built from this config: every size that changes the hardware."""
+        return (f"{self.name}_r{self.row_elements}_a{self.activation_depth}_w{self.weight_depth}_"
+                f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}")
+
+
+# A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
+# benchmarks use (with models.dqn.network.reduced_layers).
+REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8)

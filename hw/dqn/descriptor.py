@@ -1,0 +1,75 @@
+"""Layer descriptors of the DQN accelerator: what the host writes to run one layer.
+
+Every layer, convolution or fully connected, runs as a convolution: a fully connected layer is a
+convolution whose kernel covers its whole input (one output position).  A descriptor is one word
+of the descriptor table; :func:`descriptor_layout` gives its fields (LSB first) and
+:func:`encode_descriptor` packs them for the host.  docs/dqn_accelerator.md explains the fields.
+"""
+
+from amaranth.lib import data
+
+from hw.dqn.config import DqnConfig
+from hw.dqn.result_writer import GEOMETRY_BITS, POSITION_BITS
+
+__all__ = ["descriptor_layout", "encode_descriptor", "DESCRIPTOR_FIELDS"]
+
+
+def _bits_for(limit):
+    """Bits of an unsigned field holding 0 .. limit."""
+    return max(1, int(limit).bit_length())
+
+
+def _field_widths(config):
+    activation_address = _bits_for(config.activation_depth - 1)
+    return {
+        "in_ram": 1,                                   # activation RAM (0/1) the layer reads
+        "in_base": activation_address,                 # word of input channel 0, row 0
+        "in_channels": 12,
+        "in_height": 10,                               # rows per input channel (word stride of a channel)
+        "kernel_height": 8,
+        "kernel_width": _bits_for(config.row_elements),
+        "stride": 4,
+        "out_height": GEOMETRY_BITS,
+        "out_width": GEOMETRY_BITS,
+        "positions": POSITION_BITS,                    # end of the layer's positions (exclusive)
+        "first_position": POSITION_BITS,               # first output position the layer computes
+        "first_oy": GEOMETRY_BITS,                     # its output row and column
+        "first_ox": GEOMETRY_BITS,
+        "first_row": GEOMETRY_BITS + 4,                # first_oy * stride
+        "first_column": _bits_for(config.row_elements), # first_ox * stride
+        "column_blocks_log2": _bits_for(config.modules.bit_length() - 1),
+        "out_channels": 12,
+        "products": 24,                                # in_channels * kernel_height * kernel_width
+        "weight_base": _bits_for(config.weight_depth - 1),
+        "out_ram": 1,
+        "out_base": activation_address,
+        "packed_output": 1,                            # 1: output n -> word out_base + n // lanes, element n % lanes
+        "position_major": 1,                           # with packed_output: position p -> word out_base + p, element n
+        "reduce": 1,                                   # sum in_channels vectors read from words in_base + k
+        "relu": 1,
+        "last": 1,                                     # the network's last layer: argmax over its outputs
+    }
+
+
+DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))
+
+
+def descriptor_layout(config):
+    return data.StructLayout({name: width for name, width in _field_widths(config).items()})
+
+
+def encode_descriptor(config, **fields):
+    """The descriptor word (an int) for ``fields``; every field must be given and fit its width."""
+    widths = _field_widths(config)
+    unknown = sorted(set(fields) - set(widths))
+    missing = [name for name in widths if name not in fields]
+    if unknown or missing:
+        raise ValueError(f"descriptor fields unknown: {unknown}, missing: {missing}")
+    word, offset = 0, 0
+    for name, width in widths.items():
+        value = fields[name]
+        if not isinstance(value, int) or isinstance(value, bool) and width != 1 or not 0 <= value < (1 << width):
+            raise ValueError(f"descriptor field {name} must be an integer from 0 to {(1 << width) - 1}, not {value!r}")
+        word |= int(value) << offset
+        offset += width
+    return word

@@ -1,0 +1,79 @@
+"""Running argmax over a stream of float vectors: the DQN accelerator's on-chip action choice."""
+
+from amaranth.hdl import Const, Module, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.shared.float_format import BINARY32, FloatFormat
+
+__all__ = ["FloatArgmax", "order_key"]
+
+
+def order_key(fmt, bits):
+    """An unsigned value that orders floats like their values: -inf < ... < -0 < +0 < ... < +inf.
+
+    Positive floats get the sign bit set, negative ones are inverted (so a larger magnitude sorts
+    lower).  NaNs sort beyond the infinities of their sign.  ``bits`` is an Amaranth value.
+    """
+    sign = bits[fmt.width - 1]
+    return bits ^ Mux(sign, Const((1 << fmt.width) - 1, fmt.width), Const(1 << (fmt.width - 1), fmt.width))
+
+
+class FloatArgmax(wiring.Component):
+    """Index and value of the largest float seen since ``clear``, fed ``lanes`` values per cycle.
+
+    Ports: ``clear`` (In 1) forgets everything; ``in_valid`` (In 1) with ``values`` (In lanes x width,
+    lane 0 at the LSB), ``mask`` (In lanes: which lanes take part) and ``base_index`` (In 16: the index
+    of lane 0); ``index`` (Out 16), ``value`` (Out width), ``found`` (Out 1: some lane has been seen).
+
+    Order: :func:`order_key` (so -0 < +0); among equal values the lowest index wins, whether the tie is
+    inside one beat or across beats (beats must come in increasing ``base_index``).
+
+    Timing: the result of a beat is in ``index``/``value`` on the next cycle; one beat per cycle.
+    FPGA: a tree of ``lanes - 1`` comparators of ``width`` bits plus one against the running best, in ALMs.
+    """
+
+    def __init__(self, *, fmt=BINARY32, lanes=16):
+        if not isinstance(fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        self._fmt = fmt
+        self._lanes = lanes
+        super().__init__({
+            "clear": In(1), "in_valid": In(1), "values": In(lanes * fmt.width), "mask": In(lanes),
+            "base_index": In(16), "index": Out(16), "value": Out(fmt.width), "found": Out(1),
+        })
+
+    @property
+    def fmt(self):
+        return self._fmt
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    def elaborate(self, platform):
+        m = Module()
+        width = self._fmt.width
+        # Candidates: (present, key, value, lane offset); a pairwise tree keeps the left one on ties.
+        candidates = []
+        for lane in range(self._lanes):
+            value = self.values[lane * width:(lane + 1) * width]
+            candidates.append((self.mask[lane], order_key(self._fmt, value), value, Const(lane, 16)))
+        while len(candidates) > 1:
+            merged = []
+            for left, right in zip(candidates[0::2], candidates[1::2]):
+                take_right = right[0] & (~left[0] | (right[1] > left[1]))
+                merged.append(tuple(Mux(take_right, r, l) for l, r in zip(left, right)))
+            if len(candidates) % 2:
+                merged.append(candidates[-1])
+            candidates = merged
+        present, key, value, offset = candidates[0]
+
+        better = present & (~self.found | (key > order_key(self._fmt, self.value)))
+        with m.If(self.clear):
+            m.d.sync += [self.found.eq(0), self.index.eq(0), self.value.eq(0)]
+        with m.Elif(self.in_valid & better):
+            m.d.sync += [self.found.eq(1), self.index.eq(self.base_index + offset), self.value.eq(value)]
+        return m

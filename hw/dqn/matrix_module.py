@@ -1,0 +1,305 @@
+"""The DQN accelerator's "16-width matrix operation module" (SPEC section 1): a scalar times a vector, accumulated."""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.shared.float_adder import FloatAdder
+from hw.shared.float_format import BINARY32, FloatFormat
+from hw.shared.float_multiplier import FloatMultiplier
+from hw.shared.pipeline import Pipeline
+
+__all__ = ["MatrixModule", "matrix_module_latency", "partial_sum_count", "reduction_levels"]
+
+
+def partial_sum_count(adder_latency):
+    """How many interleaved partial sums each lane keeps for an adder of ``adder_latency`` register stages.
+
+    A sum leaves a ``La``-stage adder ``La`` cycles after its operands entered, so one running sum can take a new
+    product only every ``La`` cycles; ``La`` partial sums, used in turn, keep the adder busy every cycle.  A
+    combinational adder (``La = 0``) needs a single accumulator register.
+    """
+    return max(adder_latency, 1)
+
+
+def reduction_levels(partials):
+    """Adder levels of the pairwise tree that sums ``partials`` values into one: ``ceil(log2(partials))``."""
+    return (partials - 1).bit_length()
+
+
+def matrix_module_latency(multiplier_latency, adder_latency):
+    """:attr:`MatrixModule.latency` for these float unit latencies: ``Lm + La * (1 + reduction_levels(P))``."""
+    return multiplier_latency + adder_latency * (1 + reduction_levels(partial_sum_count(adder_latency)))
+
+
+def _select(values, selects):
+    """The value whose select is high (``values[0]`` when none is): a mux chain over one-hot ``selects``."""
+    chosen = values[0]
+    for value, select in zip(values[1:], selects[1:]):
+        chosen = Mux(select, value, chosen)
+    return chosen
+
+
+class MatrixModule(wiring.Component):
+    """``lanes`` float multipliers and accumulators: each valid cycle adds ``scalar * vector[l]`` into lane ``l``.
+
+    Ports
+    -----
+    in_valid : In(1)
+        High for one product: ``scalar`` and ``vector`` (and, on an accumulation's first product, ``count`` and
+        ``relu``) are sampled on that cycle.  Idle cycles between products are allowed anywhere.
+    scalar : In(fmt.width)
+        The scalar shared by all lanes.
+    vector : In(lanes * fmt.width)
+        One element per lane, lane 0 at the LSB.
+    count : In(count_bits)
+        Number of products in this accumulation, sampled with its first product (``count = 0`` acts as 1).
+    relu : In(1)
+        Apply ReLU to this accumulation's results, sampled with its first product.  ReLU replaces every result
+        whose sign bit is set (negative numbers, ``-0``, NaNs with the sign set) by ``+0``.
+    out_valid : Out(1)
+        High for one cycle per finished accumulation; ``result`` is only meaningful on that cycle.
+    result : Out(lanes * fmt.width)
+        The lanes' sums, lane 0 at the LSB.
+
+    Summation order (the golden model ``models.dqn.matrix_module.accumulate_products`` repeats it)
+    ------------------------------------------------------------------------------------------
+    Each lane keeps ``P = partial_sum_count(adder_latency) = max(La, 1)`` partial sums.  Product ``k`` of an
+    accumulation (``k = 0 .. count - 1``, counting valid cycles) goes to partial ``k mod P``:
+    ``partial[k mod P] = product_k + partial[k mod P]``, where a partial not yet used in this accumulation is
+    ``-0``: the additive identity (``x + -0 = x`` for every ``x``, ``+0`` and ``-0`` included, and a NaN product
+    is already the canonical NaN the adder returns), so each partial starts exactly from its first product, and
+    the first product goes through the adder like every other.  Partials never used (``count < P``) stay ``-0``.
+    When the last product's sum leaves the adder, the P partials are summed by a pairwise tree (level by level,
+    ``v[2i] + v[2i+1]``, an odd last value passing to the next level unchanged), then ReLU is applied if
+    requested.
+
+    Pipeline: drain while the next accumulation starts
+    --------------------------------------------------
+    ``lanes`` multipliers (latency ``Lm``) feed ``lanes`` accumulating adders (latency ``La``).  The running
+    partials live in the accumulating adder's pipeline and in ``P`` registers per lane; the adder's output is
+    forwarded to its own input when a partial comes back exactly when its next product arrives (the normal
+    back-to-back case), otherwise it is read from the register it was written to.  On the cycle the last
+    product's sum leaves the adder, the P final partials (the forwarded one and the registered ones) enter a
+    separate pipelined reduction tree of ``P - 1`` adders per lane, while the next accumulation's products already
+    overwrite the partial registers: no bubble between accumulations and no second bank of partials (the price:
+    per lane P forwarding muxes, a P-way operand mux and the ``P - 1`` tree adders; with double-buffered partials
+    the tree would still be needed to keep up with ``count = 1`` accumulations).  The tree takes one set of
+    partials per cycle, so back-to-back accumulations of ``count = 1`` give one result per cycle.
+
+    Timing
+    ------
+    Latency: ``out_valid`` rises ``latency = Lm + La * (1 + reduction_levels(P))`` cycles after the cycle on which
+    the accumulation's last product had ``in_valid`` high, ``reduction_levels(P) = ceil(log2(P))``
+    (``Lm = La = 2``, the default: ``2 + 2 * (1 + 1) = 6`` cycles).  Throughput: one product (``lanes``
+    multiply-adds) per cycle, without bubbles between accumulations.
+
+    Resources (per module, besides the float units' own pipeline registers)
+    -----------------------------------------------------------------------
+    * ``lanes`` multipliers and ``lanes * P`` adders (``lanes`` accumulating, ``lanes * (P - 1)`` in the tree);
+    * ``lanes * P * fmt.width`` partial-sum register bits, plus ``lanes * fmt.width * La`` bits of delay for
+      each tree level with an odd number of values (none when ``P`` is a power of two);
+    * control shared by all lanes: ``count_bits + P + 3`` bookkeeping bits and, per register stage, a tag of
+      ``P + 5`` bits after the multipliers, ``P + 4`` after the accumulators and 2 in the tree (one-hot partial
+      index, seed, last, full, relu, valid).
+    Default (16 lanes, binary32, ``Lm = La = 2``, ``P = 2``): 16 multipliers, 32 adders, 1024 partial-sum bits
+    and 51 control bits.
+
+    FPGA mapping (Intel Stratix V): each binary32 multiplier is one variable-precision DSP block (27x27 mantissa
+    product), so 16 lanes use 16 DSP blocks and 16 modules the DE5-Net's 256; the adders (alignment shifter,
+    adder, normalizer), the ReLU and the partial-sum registers are in ALMs.
+
+    Parameters
+    ----------
+    lanes : int
+        Vector width (16 in the thesis).
+    fmt : FloatFormat
+        Number format of every operand and result (binary32 by default; ``BINARY16``, ``BFLOAT16`` presets).
+    multiplier_latency, adder_latency : int
+        Register stages ``Lm`` and ``La`` of the float units (0 = combinational).
+    count_bits : int
+        Width of ``count``; the longest accumulation is ``2**count_bits - 1`` products.
+    """
+
+    def __init__(self, *, lanes=16, fmt=BINARY32, multiplier_latency=2, adder_latency=2, count_bits=16):
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        if not isinstance(fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+        for parameter, value in (("multiplier_latency", multiplier_latency), ("adder_latency", adder_latency)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{parameter} must be a non-negative integer, not {value!r}")
+        if not isinstance(count_bits, int) or isinstance(count_bits, bool) or count_bits < 1:
+            raise ValueError(f"count_bits must be a positive integer, not {count_bits!r}")
+        self._lanes = lanes
+        self._fmt = fmt
+        self._multiplier_latency = multiplier_latency
+        self._adder_latency = adder_latency
+        self._count_bits = count_bits
+        super().__init__({
+            "in_valid": In(1),
+            "scalar": In(fmt.width),
+            "vector": In(lanes * fmt.width),
+            "count": In(count_bits),
+            "relu": In(1),
+            "out_valid": Out(1),
+            "result": Out(lanes * fmt.width),
+        })
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def fmt(self):
+        return self._fmt
+
+    @property
+    def multiplier_latency(self):
+        return self._multiplier_latency
+
+    @property
+    def adder_latency(self):
+        return self._adder_latency
+
+    @property
+    def count_bits(self):
+        return self._count_bits
+
+    @property
+    def module_name(self):
+        """Verilog module name carrying the parameters, e.g. ``matrix_module_w16_binary32_m2_a2_c16``."""
+        return (f"matrix_module_w{self._lanes}_{self._fmt.name}_m{self._multiplier_latency}"
+                f"_a{self._adder_latency}_c{self._count_bits}")
+
+    @property
+    def partials(self):
+        """Partial sums kept per lane (``P`` in the class docstring)."""
+        return partial_sum_count(self._adder_latency)
+
+    @property
+    def latency(self):
+        """Cycles from the last product's ``in_valid`` to the result's ``out_valid``."""
+        return matrix_module_latency(self._multiplier_latency, self._adder_latency)
+
+    def elaborate(self, platform):
+        m = Module()
+        width = self._fmt.width
+        partials = self.partials
+        negative_zero = Const(1 << (width - 1), width)
+
+        # ---- Accumulation bookkeeping, on the input cycle -------------------------------------------------
+        # Each product is tagged with what the later stages need: the partial it goes to, whether it is the
+        # first product of that partial (seed: add it to -0), whether it is the accumulation's last, and then
+        # whether every partial was used (full) and the accumulation's ReLU flag.
+        busy = Signal()                       # an accumulation is open: its next product is not its first
+        remaining = Signal(self._count_bits)  # products of the open accumulation still to come
+        wrapped = Signal()                    # every partial has had a product in the open accumulation
+        accumulation_relu = Signal()
+
+        first = Signal()
+        last = Signal()                       # this product ends its accumulation
+        m.d.comb += [
+            first.eq(~busy),
+            # count <= 1 and remaining == 1, spelt with bits (Yosys narrows the constant of a comparison).
+            last.eq(Mux(first, ~self.count[1:].any(), remaining[0] & ~remaining[1:].any())),
+        ]
+        input_tag = {"seed": ~wrapped, "last": last, "relu": Mux(first, self.relu, accumulation_relu)}
+        if partials > 1:
+            next_partial = Signal(partials, init=1)  # one-hot: bit p set when the next product goes to partial p
+            completes_round = next_partial[-1]
+            input_tag |= {"partial": next_partial, "full": wrapped | completes_round}
+        else:
+            completes_round = Const(1)
+
+        with m.If(self.in_valid):
+            m.d.sync += [
+                busy.eq(~last),
+                remaining.eq(Mux(first, self.count, remaining) - 1),
+                wrapped.eq(~last & (wrapped | completes_round)),
+            ]
+            if partials > 1:
+                m.d.sync += next_partial.eq(Mux(last | completes_round, 1, next_partial << 1))
+            with m.If(first):
+                m.d.sync += accumulation_relu.eq(self.relu)
+
+        multiply = Pipeline(m, latency=self._multiplier_latency, cut_priority=("product",), valid=self.in_valid)
+        product_tag = multiply.cut("product", input_tag)
+        product_valid = multiply.valid
+        accumulate = Pipeline(m, latency=self._adder_latency, cut_priority=("sum",), valid=product_valid)
+        sum_tag = accumulate.cut("sum", {key: value for key, value in product_tag.items() if key != "seed"})
+        sum_valid = accumulate.valid
+
+        if partials > 1:
+            product_selects = list(product_tag["partial"])
+            sum_updates = [sum_valid & selected for selected in sum_tag["partial"]]
+            # This accumulation put products into partials 0 .. (its last product's partial), or into all of them.
+            partial_used = [Const(1)] + [sum_tag["full"] | sum_tag["partial"][index:].any()
+                                         for index in range(1, partials)]
+        else:
+            product_selects, sum_updates, partial_used = [Const(1)], [sum_valid], [Const(1)]
+
+        # ---- Per lane: multiply, accumulate into the interleaved partial sums --------------------------------
+        final_partials = []
+        for lane in range(self._lanes):
+            multiplier = m.submodules[f"multiplier_{lane}"] = FloatMultiplier(
+                fmt=self._fmt, latency=self._multiplier_latency)
+            m.d.comb += [
+                multiplier.a.eq(self.scalar),
+                multiplier.b.eq(self.vector.word_select(lane, width)),
+                multiplier.in_valid.eq(self.in_valid),
+            ]
+
+            accumulator = m.submodules[f"accumulator_{lane}"] = FloatAdder(
+                fmt=self._fmt, latency=self._adder_latency)
+            stored = [Signal(width, name=f"partial_{lane}_{index}", reset_less=True) for index in range(partials)]
+            latest = [Mux(sum_updates[index], accumulator.result, stored[index]) for index in range(partials)]
+            # A combinational adder's output is this cycle's own sum: its running value is the register.
+            running = latest if self._adder_latency else stored
+            m.d.comb += [
+                accumulator.a.eq(multiplier.result),
+                accumulator.b.eq(Mux(product_tag["seed"], negative_zero, _select(running, product_selects))),
+                accumulator.in_valid.eq(product_valid),
+            ]
+            for index in range(partials):
+                with m.If(sum_updates[index]):
+                    m.d.sync += stored[index].eq(accumulator.result)
+            # Read on the cycle the last product's sum leaves the adder; partials this accumulation did not use
+            # hold older values and count as -0.
+            final_partials.append([Mux(partial_used[index], latest[index], negative_zero)
+                                   for index in range(partials)])
+
+        # ---- Reduce the final partials (pairwise tree), while the next accumulation runs --------------------
+        values = final_partials
+        reduction_valid = sum_valid & sum_tag["last"]
+        relu = sum_tag["relu"]
+        for level in range(reduction_levels(partials)):
+            sums = [[] for _ in range(self._lanes)]
+            for lane in range(self._lanes):
+                for pair in range(len(values[lane]) // 2):
+                    adder = m.submodules[f"reducer_{lane}_{level}_{pair}"] = FloatAdder(
+                        fmt=self._fmt, latency=self._adder_latency)
+                    m.d.comb += [
+                        adder.a.eq(values[lane][2 * pair]),
+                        adder.b.eq(values[lane][2 * pair + 1]),
+                        adder.in_valid.eq(reduction_valid),
+                    ]
+                    sums[lane].append(adder.result)
+            # The level's odd value (if any) and the ReLU flag wait for the level's adders.
+            carried = {"relu": relu}
+            if len(values[0]) % 2:
+                carried |= {f"lane{lane}": values[lane][-1] for lane in range(self._lanes)}
+            level_stage = Pipeline(m, latency=self._adder_latency, cut_priority=(f"level{level + 1}",),
+                                   valid=reduction_valid)
+            carried = level_stage.cut(f"level{level + 1}", carried)
+            reduction_valid, relu = level_stage.valid, carried["relu"]
+            if len(values[0]) % 2:
+                for lane in range(self._lanes):
+                    sums[lane].append(carried[f"lane{lane}"])
+            values = sums
+
+        # ---- ReLU ---------------------------------------------------------------------------------------------
+        m.d.comb += self.out_valid.eq(reduction_valid)
+        for lane, (total,) in enumerate(values):
+            m.d.comb += self.result.word_select(lane, width).eq(Mux(relu & total[width - 1], 0, total))
+        return m

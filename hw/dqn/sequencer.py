@@ -1,0 +1,220 @@
+"""Layer sequencer of the DQN accelerator: runs the descriptor table, one product per cycle."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dqn.config import DqnConfig
+from hw.dqn.descriptor import descriptor_layout
+from hw.dqn.result_writer import GEOMETRY_BITS, POSITION_BITS
+
+__all__ = ["LayerSequencer"]
+
+
+class LayerSequencer(wiring.Component):
+    """Walks layers -> groups of output positions -> steps ``(c, kh)`` -> columns ``kw``, plus the bias step.
+
+    For each layer (``descriptor``, selected by ``layer_index``) the output positions
+    ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
+    every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
+    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` reads input
+    word ``in_base + k`` on ``row_address1``; ``vector_from_activations`` (Out 1, aligned with
+    ``product_valid``) tells the datapath to take the modules' vectors from that word. On the first cycle of each step the rows of the
+    *next* step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the
+    feeder reload without a bubble; within a step the feeder shifts one element per product.
+
+    Group taps: a position walker computes, one position per cycle in the background, each
+    module's tap (row slot and first window column) for the next group; the taps switch on the
+    group's first product.
+
+    Ports: ``start`` (In 1) with ``layer_count`` (In 6); ``descriptor`` (In, the current layer's fields)
+    and ``layer_index`` (Out); activation reads ``row_address0``, ``row_address1``, ``row_read``;
+    weight reads ``weight_address``, ``weight_read``; feeder control ``load``, ``shift``, ``bias``,
+    ``tap_slot``, ``tap_column``; ``product_valid`` (Out 1: the matrix modules take a product, one
+    cycle after the control above) and ``vector_from_activations``; the writer's group (``group_p0``, ``group_oy0``, ``group_ox0``)
+    and ``group_written`` (In 1, pulse when the writer is done with it); ``busy``, ``done`` (Out 1);
+    events for the performance counters: ``issue`` (a product issued), ``stall`` (a product could
+    not issue: the writer still holds the previous group, or the taps are not ready), ``draining``
+    (waiting at the end of a layer for its last writes).
+
+    Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
+    positions) to walk the first group, 1 cycle
+    to read its first rows, ``groups * (products + 1)`` product cycles plus stalls, then the drain:
+    matrix module latency + the last group's writes + 3.  Stalls: the bias product of a group waits
+    until the previous group is written (never in the thesis network: a group is >= 257 cycles, its
+    writes <= 64).
+    FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.
+    """
+
+    def __init__(self, *, config=DqnConfig()):
+        if not isinstance(config, DqnConfig):
+            raise TypeError(f"config must be a DqnConfig, not {config!r}")
+        self._config = config
+        activation_address = (config.activation_depth - 1).bit_length()
+        super().__init__({
+            "start": In(1), "layer_count": In(6),
+            "descriptor": In(descriptor_layout(config)), "layer_index": Out(6),
+            "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
+            "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
+            "load": Out(1), "shift": Out(1), "bias": Out(1),
+            "tap_slot": Out(config.modules),
+            "tap_column": Out(data.ArrayLayout(range(config.row_elements), config.modules)),
+            "product_valid": Out(1), "vector_from_activations": Out(1),
+            "group_p0": Out(POSITION_BITS), "group_oy0": Out(GEOMETRY_BITS), "group_ox0": Out(GEOMETRY_BITS),
+            "group_written": In(1),
+            "busy": Out(1), "done": Out(1), "issue": Out(1), "stall": Out(1), "draining": Out(1),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        layer = self.descriptor
+        modules = config.modules
+        group_size = Signal(range(modules + 1))                  # P
+        m.d.comb += group_size.eq(modules >> layer.column_blocks_log2)
+
+        # ---- Position walker: taps of the next group ---------------------------------------------
+        walk_position = Signal(POSITION_BITS)
+        walk_oy, walk_ox = Signal(GEOMETRY_BITS), Signal(GEOMETRY_BITS)
+        walk_column = Signal(GEOMETRY_BITS)                      # walk_ox * stride
+        walk_row = Signal(GEOMETRY_BITS + 4)                     # walk_oy * stride
+        walk_active, walk_step = Signal(), Signal(range(modules + 1))
+        next_p0, next_oy0, next_ox0, next_row = (Signal(POSITION_BITS), Signal(GEOMETRY_BITS),
+                                                 Signal(GEOMETRY_BITS), Signal(GEOMETRY_BITS + 4))
+        next_slot = Signal(modules)
+        next_column = Signal(data.ArrayLayout(range(config.row_elements), modules))
+        start_walk = Signal()
+        reset_walk = Signal()
+
+        with m.If(reset_walk):
+            m.d.sync += [walk_position.eq(layer.first_position), walk_oy.eq(layer.first_oy),
+                         walk_ox.eq(layer.first_ox), walk_column.eq(layer.first_column), walk_row.eq(layer.first_row)]
+        with m.Elif(start_walk):
+            m.d.sync += [next_p0.eq(walk_position), next_oy0.eq(walk_oy), next_ox0.eq(walk_ox), next_row.eq(walk_row),
+                         walk_active.eq(1), walk_step.eq(0)]
+        with m.Elif(walk_active):
+            for module in range(modules):
+                with m.If((module >> layer.column_blocks_log2) == walk_step):
+                    m.d.sync += [next_slot[module].eq(walk_oy != next_oy0),
+                                 next_column[module].eq(walk_column)]
+            m.d.sync += [walk_position.eq(walk_position + 1), walk_step.eq(walk_step + 1)]
+            with m.If(walk_ox + 1 == layer.out_width):
+                m.d.sync += [walk_ox.eq(0), walk_column.eq(0), walk_oy.eq(walk_oy + 1),
+                             walk_row.eq(walk_row + layer.stride)]
+            with m.Else():
+                m.d.sync += [walk_ox.eq(walk_ox + 1), walk_column.eq(walk_column + layer.stride)]
+            with m.If((walk_step + 1 == group_size) | (walk_position + 1 == layer.positions)):
+                m.d.sync += walk_active.eq(0)
+        taps_ready = ~walk_active
+
+        # ---- Current group and step --------------------------------------------------------------
+        group_row = Signal(GEOMETRY_BITS + 4)                    # oy0 * stride of the current group
+        channel, kernel_row, kernel_column = Signal(12), Signal(8), Signal(8)
+        channel_base = Signal(len(self.row_address0) + 2)        # channel * in_height
+        product = Signal(24)                                     # k within the group
+        bias_step = Signal()
+        in_flight = Signal()                                     # a group's results not yet written
+        current_p0, current_oy0, current_ox0 = (Signal.like(self.group_p0), Signal.like(self.group_oy0),
+                                                Signal.like(self.group_ox0))   # the group taking products
+        last_group = Signal()
+        layer_count = Signal(6)
+
+        def read_rows(row_base, channel_rows, kernel_row_value):
+            address = layer.in_base + channel_rows + row_base + kernel_row_value
+            m.d.comb += [self.row_address0.eq(address), self.row_address1.eq(address + layer.stride),
+                         self.row_read.eq(1)]
+
+        with m.If(self.group_written):
+            m.d.sync += in_flight.eq(0)
+        m.d.sync += [self.product_valid.eq(self.issue),
+                     self.vector_from_activations.eq(self.issue & layer.reduce & ~bias_step)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [self.layer_index.eq(0), layer_count.eq(self.layer_count), self.done.eq(0)]
+                    m.next = "SETUP"
+            with m.State("SETUP"):
+                m.d.comb += [self.busy.eq(1), reset_walk.eq(1)]
+                m.next = "FIRST_WALK"
+            with m.State("FIRST_WALK"):
+                m.d.comb += [self.busy.eq(1), start_walk.eq(1)]
+                m.next = "PRIME"
+            with m.State("PRIME"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(taps_ready):
+                    read_rows(next_row, 0, 0)
+                    m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0),
+                                 product.eq(0), bias_step.eq(0)]
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(bias_step):
+                    with m.If(in_flight):
+                        m.d.comb += self.stall.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.issue.eq(1), self.bias.eq(1), self.weight_read.eq(1),
+                                     self.weight_address.eq(layer.weight_base + layer.products)]
+                        # The group's results reach the writer after the matrix modules' latency; its
+                        # position stays on the group ports until then (the next bias waits for in_flight).
+                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0),
+                                     self.group_p0.eq(current_p0), self.group_oy0.eq(current_oy0),
+                                     self.group_ox0.eq(current_ox0)]
+                        with m.If(last_group):
+                            m.next = "DRAIN"
+                with m.Elif((product == 0) & ~taps_ready):
+                    m.d.comb += self.stall.eq(1)
+                with m.Else():
+                    m.d.comb += self.issue.eq(1)
+                    with m.If(layer.reduce):
+                        # A reduction step: scalar 1.0 times word in_base + k of the input RAM (port 1).
+                        m.d.comb += self.bias.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.weight_read.eq(1), self.weight_address.eq(layer.weight_base + product),
+                                     self.load.eq(kernel_column == 0), self.shift.eq(kernel_column != 0)]
+                    with m.If(product == 0):
+                        # The group starts: its taps become current, the walker prepares the next group.
+                        m.d.sync += [self.tap_slot.eq(next_slot), self.tap_column.eq(next_column),
+                                     group_row.eq(next_row), current_p0.eq(next_p0),
+                                     current_oy0.eq(next_oy0), current_ox0.eq(next_ox0),
+                                     last_group.eq(next_p0 + group_size >= layer.positions)]
+                        m.d.comb += start_walk.eq(1)
+                    current_row = Mux(product == 0, next_row, group_row)
+                    last_kernel_row = kernel_row + 1 == layer.kernel_height
+                    last_channel = channel + 1 == layer.in_channels
+                    with m.If(layer.reduce):
+                        m.d.comb += [self.row_address1.eq(layer.in_base + product), self.row_read.eq(1)]
+                    with m.Elif(kernel_column == 0):
+                        # Read the rows of the step after this one.
+                        with m.If(~last_kernel_row):
+                            read_rows(current_row, channel_base, kernel_row + 1)
+                        with m.Elif(~last_channel):
+                            read_rows(current_row, channel_base + layer.in_height, 0)
+                        with m.Else():
+                            read_rows(Mux(product == 0, walk_row, next_row), 0, 0)   # the next group's first step
+                    m.d.sync += product.eq(product + 1)
+                    with m.If(kernel_column + 1 == layer.kernel_width):
+                        m.d.sync += kernel_column.eq(0)
+                        with m.If(last_kernel_row):
+                            m.d.sync += [kernel_row.eq(0), channel.eq(channel + 1),
+                                         channel_base.eq(channel_base + layer.in_height)]
+                            with m.If(last_channel):
+                                m.d.sync += [channel.eq(0), channel_base.eq(0), bias_step.eq(1)]
+                        with m.Else():
+                            m.d.sync += kernel_row.eq(kernel_row + 1)
+                    with m.Else():
+                        m.d.sync += kernel_column.eq(kernel_column + 1)
+            with m.State("DRAIN"):
+                m.d.comb += [self.busy.eq(1), self.draining.eq(1)]
+                with m.If(~in_flight):
+                    with m.If(self.layer_index + 1 == layer_count):
+                        m.d.sync += self.done.eq(1)
+                        m.next = "IDLE"
+                    with m.Else():
+                        m.d.sync += self.layer_index.eq(self.layer_index + 1)
+                        m.next = "SETUP"
+        return m

@@ -1,0 +1,58 @@
+"""What the two-operand float units share: constructor parameters, their checks and the ports."""
+
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.shared.float_format import BINARY32, FloatFormat
+
+__all__ = ["FloatOperator"]
+
+
+class FloatOperator(wiring.Component):
+    """Base of :class:`hw.shared.float_multiplier.FloatMultiplier` and :class:`hw.shared.float_adder.FloatAdder`.
+
+    Ports: ``a``, ``b`` (``In(fmt.width)``), ``in_valid`` (``In(1)``), ``result`` (``Out(fmt.width)``),
+    ``out_valid`` (``Out(1)``). ``result``/``out_valid`` show the operation on the operands presented
+    with ``in_valid`` exactly ``latency`` cycles earlier; a new operation may start every cycle.
+
+    Subclasses name their pipeline cut points in ``CUT_PRIORITY`` (first = registered first) and the
+    prefix of their Verilog module name in ``MODULE_PREFIX``.
+    """
+
+    CUT_PRIORITY = ()
+    MODULE_PREFIX = ""
+
+    def __init__(self, *, fmt=BINARY32, latency=2, flush_to_zero=False):
+        if not isinstance(fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+        if not isinstance(latency, int) or isinstance(latency, bool) or latency < 0:
+            raise ValueError(f"latency must be a non-negative integer, not {latency!r}")
+        if not isinstance(flush_to_zero, bool):
+            raise TypeError(f"flush_to_zero must be a bool, not {flush_to_zero!r}")
+        self._fmt = fmt
+        self._latency = latency
+        self._flush_to_zero = flush_to_zero
+        super().__init__({
+            "a": In(fmt.width),
+            "b": In(fmt.width),
+            "in_valid": In(1),
+            "result": Out(fmt.width),
+            "out_valid": Out(1),
+        })
+
+    @property
+    def fmt(self):
+        return self._fmt
+
+    @property
+    def latency(self):
+        return self._latency
+
+    @property
+    def flush_to_zero(self):
+        return self._flush_to_zero
+
+    @property
+    def module_name(self):
+        """Verilog module name carrying the parameters, e.g. ``float_multiplier_binary32_l2``."""
+        return f"{self.MODULE_PREFIX}_{self._fmt.name}_l{self._latency}" + ("_ftz" if self._flush_to_zero else "")

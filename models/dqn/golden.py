@@ -1,0 +1,121 @@
+"""Bit-exact golden model of the DQN accelerator: a compiled :class:`models.dqn.plan.Plan`, run pass by pass on
+the two activation RAMs in the hardware's order.
+
+A pass is what the matrix modules compute (docs/dqn_accelerator.md, "Mapping a layer"): group position ``q``
+of output position ``p`` (``q = (p - first) mod P``) and column block ``b`` run on module ``m = q*C + b``, whose
+vector on step ``k`` is slot ``m`` of weight row ``k``; its scalars are the window of ``p`` in the order
+``c, kh, kw``, then ``1.0`` times the bias row.  A reduction pass takes, on step ``k``, scalar ``1.0`` and
+vector = elements ``m*lanes ..`` of input word ``in_base + k``.  The products are summed by
+:func:`models.dqn.matrix_module.accumulate_products` (interleaved partial sums starting at ``-0``, pairwise tree,
+ReLU), vectorised over all positions of the pass; channels past the output count are computed and dropped,
+as the result writer drops them.  Results are stored as the writer stores them (image, packed or
+position-major layout) into RAMs that start as all ``+0``: elements never written read as ``+0``.
+The action is the argmax over the last pass's outputs by the hardware's total order on the encodings
+(``-0 < +0``; ties -> lowest index).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.shared.float_arith import float_mul
+from models.dqn.plan import unpack_image
+from models.dqn.matrix_module import accumulate_products
+
+__all__ = ["GoldenRun", "golden_forward", "golden_pass", "hardware_argmax", "order_key"]
+
+
+@dataclass
+class GoldenRun:
+    activations: list     # per pass: its output tensor's words after the run, (words, row_elements) raw bits
+    q_values: np.ndarray  # (actions,) raw bits of the last layer's outputs
+    action: int
+    action_value: int     # raw bits of q_values[action]
+    rams: np.ndarray      # (2, activation_depth, row_elements): both activation RAMs after the run
+
+
+def order_key(fmt, bits):
+    """Unsigned keys ordering the encodings as the hardware's comparator: -NaN < -inf < ... < -0 < +0 < ... < +NaN."""
+    bits = np.asarray(bits, dtype=np.uint64)
+    sign = bits >> np.uint64(fmt.width - 1) & np.uint64(1)
+    mask = np.uint64((1 << fmt.width) - 1)
+    return bits ^ np.where(sign == 1, mask, np.uint64(1 << (fmt.width - 1)))
+
+
+def hardware_argmax(fmt, bits):
+    """Index of the largest encoding by :func:`order_key`; the lowest index among equals."""
+    return int(np.argmax(order_key(fmt, bits)))
+
+
+def _positions(layer):
+    d = layer.descriptor
+    return np.arange(d["first_position"], d["positions"])
+
+
+def _windows(layer, image, positions):
+    """``(positions, products)`` input scalars: row ``i`` lists the window of ``positions[i]`` in step order."""
+    d = layer.descriptor
+    kernel, stride = (d["kernel_height"], d["kernel_width"]), d["stride"]
+    view = np.lib.stride_tricks.sliding_window_view(image, kernel, axis=(1, 2))[:, ::stride, ::stride]
+    view = view[:, :d["out_height"], :d["out_width"]]                    # (C, oy, ox, kh, kw)
+    flat = view.transpose(1, 2, 0, 3, 4).reshape(-1, d["products"])
+    return flat[positions]
+
+
+def golden_pass(config, layer, rams):
+    """One pass on ``rams`` ((2, depth, row_elements) raw bits): ``(positions, C * lanes)`` result bits."""
+    fmt, lanes, blocks = config.fmt, config.lanes, layer.column_blocks
+    positions = _positions(layer)
+    group_position = (positions - positions[0]) % layer.positions_per_group
+    modules = group_position[:, None] * blocks + np.arange(blocks)[None, :]          # (positions, C)
+    slots = layer.weight_words.reshape(-1, config.modules, lanes)
+    vectors = slots[:, modules].reshape(slots.shape[0], len(positions), blocks * lanes)
+    d = layer.descriptor
+    one = np.uint32(np.float32(1.0).view(np.uint32))
+    if layer.reduce:
+        words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
+        reduced = np.stack([words[:, module * lanes:(module + 1) * lanes] for module in modules.reshape(-1)], 1)
+        products = float_mul(fmt, np.full(reduced.shape, one), reduced).reshape(d["products"], len(positions), -1)
+    else:
+        image = unpack_image(layer.input, rams[layer.input.ram, layer.input.base:])
+        scalars = _windows(layer, image, positions)
+        products = float_mul(fmt, scalars.T[:, :, None], vectors[:-1])
+    bias_product = float_mul(fmt, np.full(vectors[-1:].shape, one), vectors[-1:])
+    return accumulate_products(fmt, np.concatenate([products, bias_product]),
+                               adder_latency=config.adder_latency, relu=bool(d["relu"]))
+
+
+def _store(config, layer, results, rams):
+    """Write ``results`` as the result writer does."""
+    d = layer.descriptor
+    channels, lanes = d["out_channels"], config.lanes
+    ram = rams[d["out_ram"]]
+    if d["position_major"]:
+        for index, position in enumerate(_positions(layer)):
+            ram[d["out_base"] + position - d["first_position"], :channels] = results[index, :channels]
+    elif d["packed_output"]:
+        for block in range(-(-channels // lanes)):
+            count = min(lanes, channels - block * lanes)
+            ram[d["out_base"] + block, :count] = results[0, block * lanes:block * lanes + count]
+    else:
+        out_height, out_width = d["out_height"], d["out_width"]
+        for index, position in enumerate(_positions(layer)):
+            oy, ox = divmod(int(position), out_width)
+            ram[d["out_base"] + np.arange(channels) * out_height + oy, ox] = results[index, :channels]
+
+
+def golden_forward(plan, state):
+    """Run ``plan`` on one network input (float32, the first layer's input shape): a :class:`GoldenRun`."""
+    config = plan.config
+    rams = np.zeros((2, config.activation_depth, config.row_elements), np.uint32)
+    words = plan.input_words(state)
+    rams[plan.input.ram, plan.input.base:plan.input.base + len(words)] = words
+    for layer in plan.layers:
+        _store(config, layer, golden_pass(config, layer, rams), rams)
+    # Read after the run, as the host reads them: a split layer's reduction pass completes its main pass's tensor.
+    activations = [rams[layer.output.ram, layer.output.base:layer.output.base + layer.output.words].copy()
+                   for layer in plan.layers]
+    q_values = plan.output_values(activations[-1])
+    action = hardware_argmax(config.fmt, q_values)
+    return GoldenRun(activations=activations, q_values=q_values, action=action, action_value=int(q_values[action]),
+                     rams=rams)

@@ -1,0 +1,56 @@
+"""Golden model of ``hw.dqn.matrix_module.MatrixModule``: the same products, summed in the same order, bit for bit."""
+
+import numpy as np
+
+from hw.dqn.matrix_module import partial_sum_count
+from models.shared.float_arith import bits_dtype, float_add, float_mul
+
+__all__ = ["matrix_accumulate", "accumulate_products"]
+
+
+def matrix_accumulate(fmt, scalars, vectors, *, adder_latency, relu=False):
+    """One accumulation of ``MatrixModule``: ``sum_k scalars[k] * vectors[k]`` per lane, as raw bits of ``fmt``.
+
+    ``scalars`` is ``(K,)`` and ``vectors`` ``(K, lanes)``, both raw bits of ``fmt`` (unsigned integers); ``K`` is
+    the accumulation's ``count``.  Returns the ``(lanes,)`` result bits the RTL emits: the products
+    ``float_mul(scalars[k], vectors[k, l])`` summed by :func:`accumulate_products`.
+    """
+    scalars = np.asarray(scalars)
+    vectors = np.asarray(vectors)
+    if scalars.ndim != 1 or scalars.shape[0] < 1:
+        raise ValueError(f"scalars must have shape (K,) with K >= 1, not {scalars.shape!r}")
+    if vectors.ndim != 2 or vectors.shape[0] != scalars.shape[0]:
+        raise ValueError(f"vectors must have shape (K, lanes) with K = {scalars.shape[0]}, not {vectors.shape!r}")
+    products = float_mul(fmt, np.broadcast_to(scalars[:, None], vectors.shape), vectors)
+    return accumulate_products(fmt, products, adder_latency=adder_latency, relu=relu)
+
+
+def accumulate_products(fmt, products, *, adder_latency, relu=False):
+    """Sum ``products`` (raw bits of ``fmt``, shape ``(K, ...)``) over the first axis in ``MatrixModule``'s order.
+
+    Every trailing index is one lane (or any independent accumulation of the same length: the DQN model passes
+    ``(K, positions, channels)``).  The order is the RTL's: ``P = partial_sum_count(adder_latency)`` partials,
+    each starting at ``-0``; product ``k`` is added as ``partial[k % P] = float_add(product_k, partial[k % P])``;
+    then a pairwise tree sums the partials level by level (``v[2i] + v[2i+1]``, an odd last value passed on);
+    then ReLU, if asked, turns every result with the sign bit set into ``+0``.
+    """
+    products = np.asarray(products)
+    if products.ndim < 1 or products.shape[0] < 1:
+        raise ValueError(f"products must have shape (K, ...) with K >= 1, not {products.shape!r}")
+    if not isinstance(adder_latency, int) or isinstance(adder_latency, bool) or adder_latency < 0:
+        raise ValueError(f"adder_latency must be a non-negative integer, not {adder_latency!r}")
+
+    negative_zero = np.full(products.shape[1:], 1 << (fmt.width - 1), dtype=bits_dtype(fmt))
+    partials = [negative_zero] * partial_sum_count(adder_latency)
+    for index, product in enumerate(products):
+        partials[index % len(partials)] = float_add(fmt, product, partials[index % len(partials)])
+
+    values = partials
+    while len(values) > 1:
+        values = ([float_add(fmt, values[2 * pair], values[2 * pair + 1]) for pair in range(len(values) // 2)]
+                  + values[len(values) - len(values) % 2:])
+    (total,) = values
+
+    if relu:
+        total = np.where(total >> (fmt.width - 1) & 1, 0, total).astype(total.dtype)
+    return total

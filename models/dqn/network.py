@@ -1,0 +1,178 @@
+"""The DeepMind Atari DQN (small variant) of the thesis: layer shapes, weights and a float64 reference.
+
+Layers (thesis Table 3.x / SPEC section 1)::
+
+    CONV_1  4x84x84 -> 16 filters 8x8, stride 4, ReLU -> 16x20x20
+    CONV_2 16x20x20 -> 32 filters 4x4, stride 2, ReLU -> 32x9x9
+    FC_1   2592 -> 256, ReLU      (input flattened channel-major: index = (c * 9 + y) * 9 + x)
+    FC_2    256 -> actions        (no activation; at most 32 actions)
+
+Weights are stored as the thesis stores them, ``[in_channel, filter_h, filter_w, out_channel]``
+for convolutions and ``[in, out]`` for fully connected layers, float32, with a float32 bias per
+output.  A weights file is an ``.npz`` with the keys ``conv1_w conv1_b conv2_w conv2_b fc1_w fc1_b
+fc2_w fc2_b`` in those shapes (:func:`save_weights`, :func:`load_weights` check them).
+
+No trained weights ship with the project: :func:`seeded_weights` draws He-uniform weights
+(uniform in +-sqrt(6 / fan_in), NumPy ``default_rng(seed)``, layer by layer in the order above)
+and small uniform biases (+-0.01), which exercise every datapath with realistic magnitudes.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MAX_ACTIONS = 32
+WEIGHT_KEYS = ("conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b")
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    name: str
+    in_channels: int
+    in_size: int
+    out_channels: int
+    kernel: int
+    stride: int
+    relu: bool = True
+
+    @property
+    def out_size(self):
+        return (self.in_size - self.kernel) // self.stride + 1
+
+    @property
+    def macs(self):
+        return self.out_channels * self.out_size ** 2 * self.in_channels * self.kernel ** 2
+
+    @property
+    def weight_shape(self):
+        return (self.in_channels, self.kernel, self.kernel, self.out_channels)
+
+
+@dataclass(frozen=True)
+class DenseLayer:
+    name: str
+    inputs: int
+    outputs: int
+    relu: bool = True
+
+    @property
+    def macs(self):
+        return self.inputs * self.outputs
+
+    @property
+    def weight_shape(self):
+        return (self.inputs, self.outputs)
+
+
+def dqn_layers(actions=18):
+    """The four layers of the thesis' network for ``actions`` outputs (1..32)."""
+    if not isinstance(actions, int) or not 1 <= actions <= MAX_ACTIONS:
+        raise ValueError(f"actions must be an integer from 1 to {MAX_ACTIONS}, not {actions!r}")
+    return (ConvLayer("CONV_1", 4, 84, 16, 8, 4),
+            ConvLayer("CONV_2", 16, 20, 32, 4, 2),
+            DenseLayer("FC_1", 32 * 9 * 9, 256),
+            DenseLayer("FC_2", 256, actions, relu=False))
+
+
+def reduced_layers():
+    """A small conv-conv-dense-dense network for :data:`hw.dqn.config.REDUCED_CONFIG` (2 modules x 4 lanes).
+    Compiled with ``split="always"``, c2's last position (9 positions, 2 per group) and d2 (one position of
+    two slots) become partial sums and reductions, so every kind of pass runs."""
+    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 4, 2, 1),
+            DenseLayer("d1", 4 * 3 * 3, 7), DenseLayer("d2", 7, 3, relu=False))
+
+
+def weight_shapes(actions=18):
+    shapes = {}
+    for key, layer in zip(("conv1", "conv2", "fc1", "fc2"), dqn_layers(actions)):
+        shapes[f"{key}_w"] = layer.weight_shape
+        shapes[f"{key}_b"] = (layer.weight_shape[-1],)
+    return shapes
+
+
+def seeded_weights(actions=18, seed=0):
+    """He-uniform float32 weights and small biases, reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for key, shape in weight_shapes(actions).items():
+        if key.endswith("_w"):
+            fan_in = int(np.prod(shape[:-1]))
+            limit = np.sqrt(6.0 / fan_in)
+        else:
+            limit = 0.01
+        weights[key] = rng.uniform(-limit, limit, size=shape).astype(np.float32)
+    return weights
+
+
+def check_weights(weights):
+    """Validate a weights dict; returns the number of actions it encodes."""
+    missing = [key for key in WEIGHT_KEYS if key not in weights]
+    if missing:
+        raise ValueError(f"weights are missing {', '.join(missing)} (expected keys: {', '.join(WEIGHT_KEYS)})")
+    actions = weights["fc2_w"].shape[-1] if weights["fc2_w"].ndim == 2 else None
+    if actions is None or not 1 <= actions <= MAX_ACTIONS:
+        raise ValueError(f"fc2_w must have shape (256, actions) with 1..{MAX_ACTIONS} actions, "
+                         f"not {weights['fc2_w'].shape}")
+    for key, shape in weight_shapes(actions).items():
+        array = weights[key]
+        if array.shape != shape:
+            raise ValueError(f"{key} must have shape {shape}, not {array.shape}")
+        if array.dtype != np.float32:
+            raise ValueError(f"{key} must be float32, not {array.dtype}")
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"{key} holds NaN or infinite values")
+    return actions
+
+
+def save_weights(path, weights):
+    check_weights(weights)
+    path = Path(path)
+    temporary = path.with_name(path.name + ".partial.npz")
+    np.savez(temporary, **{key: weights[key] for key in WEIGHT_KEYS})
+    temporary.replace(path)   # never leave a half-written weights file under the real name
+
+
+def load_weights(path):
+    try:
+        with np.load(path) as archive:
+            weights = {key: archive[key] for key in archive.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read weights from {path}: {error}") from None
+    check_weights(weights)
+    return weights
+
+
+def check_states(states):
+    """Validate states ``(N, 4, 84, 84)`` float32 (a single state is promoted); returns the batch."""
+    states = np.asarray(states)
+    if states.ndim == 3:
+        states = states[None]
+    if states.ndim != 4 or states.shape[1:] != (4, 84, 84):
+        raise ValueError(f"states must have shape (N, 4, 84, 84), not {states.shape}")
+    if states.dtype != np.float32:
+        raise ValueError(f"states must be float32, not {states.dtype}")
+    if not np.all(np.isfinite(states)):
+        raise ValueError("states hold NaN or infinite values")
+    return states
+
+
+def reference_q_values(weights, state):
+    """Q-values of one ``(4, 84, 84)`` state in float64 (no float32 rounding anywhere)."""
+    conv1, conv2, fc1, fc2 = dqn_layers(check_weights(weights))
+    activation = np.asarray(state, dtype=np.float64)
+    for layer, key in ((conv1, "conv1"), (conv2, "conv2")):
+        activation = _conv_float64(activation, weights[f"{key}_w"], weights[f"{key}_b"], layer)
+    activation = activation.reshape(-1)
+    for layer, key in ((fc1, "fc1"), (fc2, "fc2")):
+        activation = activation @ weights[f"{key}_w"].astype(np.float64) + weights[f"{key}_b"]
+        if layer.relu:
+            activation = np.maximum(activation, 0.0)
+    return activation
+
+
+def _conv_float64(image, weight, bias, layer):
+    k, s, n = layer.kernel, layer.stride, layer.out_size
+    windows = np.lib.stride_tricks.sliding_window_view(image, (k, k), axis=(1, 2))[:, ::s, ::s][:, :n, :n]
+    out = np.einsum("cyxij,cijo->oyx", windows, weight.astype(np.float64)) + bias[:, None, None]
+    return np.maximum(out, 0.0) if layer.relu else out

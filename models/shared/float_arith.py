@@ -1,0 +1,180 @@
+"""Golden models of the float units: ``float_mul`` and ``float_add`` on raw bit patterns.
+
+Both take a :class:`hw.shared.float_format.FloatFormat` and two arrays (or scalars) of encoded values and
+return the encoded results as an unsigned array (``uint16`` for widths up to 16, else ``uint32``),
+bit-exact with :class:`hw.shared.float_multiplier.FloatMultiplier` and :class:`hw.shared.float_adder.FloatAdder`:
+round to nearest even, full subnormal support (or the units' ``flush_to_zero`` behaviour), and the
+format's canonical NaN for every NaN result.
+
+Two implementations:
+
+* :func:`bitlevel_mul`, :func:`bitlevel_add`: vectorised integer models for any format, computing
+  what the hardware computes in the same order (unpack; exact significand product, or alignment
+  with three guard bits and a jammed sticky bit followed by the exact sum; then the one rounding step
+  of :mod:`hw.shared.float_rounder`, mirrored by :func:`_round_to_format`).
+* NumPy's own ``float32`` / ``float16`` arithmetic (IEEE-754, round to nearest even, on x86-64 with
+  subnormals) for binary32 and binary16 without flush-to-zero: the fast path ``float_mul`` and
+  ``float_add`` take there. ``tests/shared/test_float_arith.py`` checks that both agree bit for bit.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw.shared.float_adder import GUARD_BITS
+from hw.shared.float_format import BINARY16, BINARY32
+
+__all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "is_nan", "bits_dtype"]
+
+_NATIVE = {BINARY32: (np.float32, np.uint32), BINARY16: (np.float16, np.uint16)}
+
+
+def bits_dtype(fmt):
+    """The unsigned dtype results of ``fmt`` are returned in."""
+    return np.uint16 if fmt.width <= 16 else np.uint32
+
+
+def is_nan(fmt, bits):
+    bits = np.asarray(bits, dtype=np.int64)
+    return (((bits >> fmt.mantissa_bits) & fmt.exponent_all_ones) == fmt.exponent_all_ones) & \
+        ((bits & _mask(fmt.mantissa_bits)) != 0)
+
+
+def float_mul(fmt, a, b, *, flush_to_zero=False):
+    """``a * b`` rounded to nearest even, on encoded values of ``fmt``."""
+    if fmt in _NATIVE and not flush_to_zero:
+        return _native(fmt, np.multiply, a, b)
+    return bitlevel_mul(fmt, a, b, flush_to_zero=flush_to_zero)
+
+
+def float_add(fmt, a, b, *, flush_to_zero=False):
+    """``a + b`` rounded to nearest even, on encoded values of ``fmt``."""
+    if fmt in _NATIVE and not flush_to_zero:
+        return _native(fmt, np.add, a, b)
+    return bitlevel_add(fmt, a, b, flush_to_zero=flush_to_zero)
+
+
+def _native(fmt, operation, a, b):
+    dtype, uint = _NATIVE[fmt]
+    a, b = (np.asarray(x).astype(uint).view(dtype) for x in (a, b))
+    with np.errstate(all="ignore"):
+        result = np.asarray(operation(a, b))
+    return np.where(np.isnan(result), uint(fmt.canonical_nan), result.view(uint)).astype(uint)
+
+
+def _mask(bits):
+    return (1 << bits) - 1
+
+
+@dataclass
+class _Raw:
+    """The raw record of hw.shared.float_raw as int64 arrays (flags as bool arrays)."""
+    is_nan: np.ndarray
+    is_inf: np.ndarray
+    is_zero: np.ndarray
+    sign: np.ndarray
+    exponent: np.ndarray
+    significand: np.ndarray
+
+
+def _operand_bits(fmt, a, b):
+    """Both operands as int64 arrays of one shape, cut to the format's width."""
+    return (np.asarray(x).astype(np.int64) & _mask(fmt.width) for x in np.broadcast_arrays(a, b))
+
+
+def _unpack(fmt, bits, flush_to_zero):
+    field = (bits >> fmt.mantissa_bits) & fmt.exponent_all_ones
+    mantissa = bits & _mask(fmt.mantissa_bits)
+    exponent_zero = field == 0
+    exponent_ones = field == fmt.exponent_all_ones
+    zero = exponent_zero & ((mantissa == 0) | flush_to_zero)
+    return _Raw(is_nan=exponent_ones & (mantissa != 0), is_inf=exponent_ones & (mantissa == 0), is_zero=zero,
+                sign=bits >> (fmt.width - 1), exponent=np.where(exponent_zero, 1, field),
+                significand=np.where(zero, 0, mantissa | (~exponent_zero).astype(np.int64) << fmt.mantissa_bits))
+
+
+def _select(condition, first, second):
+    """Element-wise ``first if condition else second`` of two raw records."""
+    return _Raw(**{name: np.where(condition, value, getattr(second, name)) for name, value in vars(first).items()})
+
+
+def _bit_length(value):
+    """Bit length of non-negative int64 values (below 2**63), exactly."""
+    length = np.zeros_like(value)
+    rest = value.copy()
+    for step in (32, 16, 8, 4, 2, 1):
+        big = rest >= (np.int64(1) << step)
+        length += np.where(big, step, 0)
+        rest = np.where(big, rest >> step, rest)
+    return length + (rest > 0)
+
+
+def _shift_right_jamming(value, amount, width):
+    """hw.shared.float_raw.shift_right_jamming on ``width``-bit values."""
+    amount = np.minimum(amount, width)
+    lost = (value & ((np.int64(1) << amount) - 1)) != 0
+    return (value >> amount) | lost
+
+
+def _round_to_format(fmt, raw, width, flush_to_zero):
+    """hw.shared.float_rounder.round_to_format: raw record with ``width``-bit significands -> encoded bits."""
+    mantissa_bits, all_ones = fmt.mantissa_bits, fmt.exponent_all_ones
+    significand, exponent = raw.significand, raw.exponent
+
+    # Normalize
+    subnormal_range = exponent < 1
+    zeros = width - _bit_length(significand)
+    left_shift = np.where(subnormal_range, 0, np.minimum(zeros, exponent - 1))
+    right_shift = np.where(subnormal_range, np.minimum(1 - exponent, width), 0)
+    normalized = np.where(subnormal_range, _shift_right_jamming(significand, right_shift, width),
+                          (significand << left_shift) & _mask(width))
+    normalized_exponent = np.where(subnormal_range, 1, exponent - left_shift)
+
+    # Round to nearest even
+    top = (normalized >> (width - 1)) & 1
+    fraction = (normalized >> (width - 1 - mantissa_bits)) & _mask(mantissa_bits)
+    round_bit = (normalized >> (width - 2 - mantissa_bits)) & 1
+    sticky = (normalized & _mask(width - 2 - mantissa_bits)) != 0
+    increment = round_bit & (sticky | (fraction & 1))
+    exponent_field = np.where(top == 1, normalized_exponent, 0)
+    overflow = (top == 1) & (normalized_exponent >= all_ones)
+    magnitude = (((exponent_field & all_ones) << mantissa_bits) | fraction) + increment
+    magnitude &= _mask(fmt.width - 1)
+
+    # Pack
+    sign = raw.sign << (fmt.width - 1)
+    flushed = flush_to_zero & ((magnitude >> mantissa_bits) == 0)
+    result = np.where(raw.is_zero | flushed, sign, sign | magnitude)
+    result = np.where(raw.is_inf | overflow, sign | (all_ones << mantissa_bits), result)
+    result = np.where(raw.is_nan, fmt.canonical_nan, result)
+    return result.astype(bits_dtype(fmt))
+
+
+def bitlevel_mul(fmt, a, b, *, flush_to_zero=False):
+    """Integer model of hw.shared.float_multiplier for any format."""
+    a, b = (_unpack(fmt, bits, flush_to_zero) for bits in _operand_bits(fmt, a, b))
+    nan = a.is_nan | b.is_nan | (a.is_inf & b.is_zero) | (a.is_zero & b.is_inf)
+    product = _Raw(is_nan=nan, is_inf=~nan & (a.is_inf | b.is_inf), is_zero=~nan & (a.is_zero | b.is_zero),
+                   sign=a.sign ^ b.sign, exponent=a.exponent + b.exponent - fmt.bias + 1,
+                   significand=a.significand * b.significand)
+    return _round_to_format(fmt, product, 2 * (fmt.mantissa_bits + 1), flush_to_zero)
+
+
+def bitlevel_add(fmt, a_bits, b_bits, *, flush_to_zero=False):
+    """Integer model of hw.shared.float_adder for any format."""
+    a_bits, b_bits = _operand_bits(fmt, a_bits, b_bits)
+    a, b = _unpack(fmt, a_bits, flush_to_zero), _unpack(fmt, b_bits, flush_to_zero)
+    # The encodings without sign bits order the magnitudes, as in the hardware.
+    a_is_larger = (a_bits & _mask(fmt.width - 1)) >= (b_bits & _mask(fmt.width - 1))
+    larger, smaller = _select(a_is_larger, a, b), _select(a_is_larger, b, a)
+    extended_bits = fmt.mantissa_bits + 1 + GUARD_BITS
+    aligned = _shift_right_jamming(smaller.significand << GUARD_BITS, larger.exponent - smaller.exponent,
+                                   extended_bits)
+    subtract = larger.sign != smaller.sign
+    larger_significand = larger.significand << GUARD_BITS
+    total = np.where(subtract, larger_significand - aligned, larger_significand + aligned)
+    nan = a.is_nan | b.is_nan | (a.is_inf & b.is_inf & (a.sign != b.sign))
+    raw_sum = _Raw(is_nan=nan, is_inf=~nan & (a.is_inf | b.is_inf), is_zero=total == 0,
+                   sign=np.where((total == 0) & subtract, 0, larger.sign), exponent=larger.exponent + 1,
+                   significand=total)
+    return _round_to_format(fmt, raw_sum, extended_bits + 1, flush_to_zero)

@@ -1,0 +1,102 @@
+"""cocotb test module for :class:`hw.dqn.accelerator.DqnAccelerator`: load a compiled network, run N states.
+
+The host driver makes one access per cycle through the host port (docs/dqn_accelerator.md, "Host interface"):
+it writes the weight image and the descriptors once, then for every state writes the state's activation words,
+writes START and waits on the rising edge of ``done`` (the hardware runs freely, no per-cycle polling), and
+reads back the output words, ACTION, ACTION_VALUE, TOTAL_CYCLES, the per-layer counters and any tensors asked
+for in ``dumps``.
+
+With ``play`` in the configuration the states come from the Atari emulator instead (``nnaccel play``): the
+host loop of the thesis, each step's frame stack goes to the accelerator and its ACTION steps the game.
+
+Stimulus: ``weight_image`` (words, modules*lanes) raw bits; ``states`` (N, words, row_elements) raw bits.
+Configuration: ``descriptors`` (ints), ``input`` and ``output`` and each of ``dumps`` as ``{"ram", "base",
+"words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``play``
+(``{"game", "seed", "steps"}``) and ``progress_file`` (rewritten with "done total" after every inference).
+Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``total_cycles`` (N,),
+``layer_counters`` (N, layers, 4), ``load_cycles`` (N,) cycles the host took to write the state,
+``run_wall_seconds`` (N,) wall time from START to ``done``, ``dump<i>`` (N, words, row_elements); with
+``play``, ``frames`` (N, 4, 84, 84) uint8, the frame stacks the accelerator saw.
+"""
+
+import cocotb
+import numpy as np
+
+from hw.dqn.accelerator import COUNTERS_PER_LAYER, LAYER_COUNTER_BASE, ControlRegister, HostTarget
+from models.dqn.plan import pack_image
+from testbench.shared.clocking import start_clock_and_reset
+from testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from testbench.shared.host_driver import HostDriver, current_cycle, report_progress
+
+# The register map (docs/dqn_accelerator.md), from the hardware's own definition.
+CONTROL, DESCRIPTORS, WEIGHTS, ACTIVATIONS = (HostTarget.CONTROL, HostTarget.DESCRIPTORS, HostTarget.WEIGHTS,
+                                              HostTarget.ACTIVATIONS0)
+
+
+def words_to_ints(words, element_bits):
+    """Rows of raw elements (element 0 at the LSB) as Python ints."""
+    dtype = {32: "<u4", 16: "<u2"}[element_bits]
+    return [int.from_bytes(row.astype(dtype).tobytes(), "little") for row in np.asarray(words)]
+
+
+def int_to_words(value, elements, element_bits):
+    dtype = {32: "<u4", 16: "<u2"}[element_bits]
+    return np.frombuffer(value.to_bytes(elements * element_bits // 8, "little"), dtype=dtype).astype(np.uint32)
+
+
+async def _infer(host, config, state_words, tensors):
+    """Load one state, run the network, read everything back: a dict of this inference's observations."""
+    bits, elements = config["element_bits"], config["row_elements"]
+    layers = len(config["descriptors"])
+    first = current_cycle()
+    await host.write_block(ACTIVATIONS + config["input"]["ram"], config["input"]["base"],
+                           words_to_ints(state_words, bits))
+    observed = {"load_cycles": current_cycle() - first, "run_wall_seconds": await host.run(layers, config["max_cycles"])}
+    observed["tensors"] = []
+    for tensor in tensors:
+        addresses = range(tensor["base"], tensor["base"] + tensor["words"])
+        values = await host.read_block(ACTIVATIONS + tensor["ram"], addresses)
+        observed["tensors"].append([int_to_words(value, elements, bits) for value in values])
+    counter_addresses = [LAYER_COUNTER_BASE + index for index in range(layers * COUNTERS_PER_LAYER)]
+    registers = [ControlRegister.ACTION, ControlRegister.ACTION_VALUE, ControlRegister.TOTAL_CYCLES]
+    action, action_value, total_cycles, *counters = await host.read_block(CONTROL, registers + counter_addresses)
+    observed.update(action=action, action_value=action_value, total_cycles=total_cycles,
+                    layer_counters=np.reshape(counters, (layers, COUNTERS_PER_LAYER)))
+    return observed
+
+
+@cocotb.test()
+async def run_states(dut):
+    config, stimulus = load_config(), load_stimulus()
+    await start_clock_and_reset(dut, hold={"host_write": 0, "host_read": 0})
+    host = HostDriver(dut, control_target=CONTROL, start_register=ControlRegister.START)
+    await host.write_block(WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
+    await host.write_block(DESCRIPTORS, 0, config["descriptors"])
+
+    tensors = [config["output"]] + config.get("dumps", [])
+    frames, runs = [], []
+    if "play" in config:        # the host loop: emulator frame -> accelerator -> action -> emulator step
+        from models.dqn.atari import AtariGame, frames_to_states
+
+        play = config["play"]
+        game = AtariGame(play["game"], seed=play["seed"])
+        for _ in range(play["steps"]):
+            frames.append(game.state())
+            state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
+            runs.append(await _infer(host, config, state_words, tensors))
+            report_progress(config, len(runs), play["steps"])
+            game.step(int(runs[-1]["action"]))
+    else:
+        for state_words in stimulus["states"]:
+            runs.append(await _infer(host, config, state_words, tensors))
+            report_progress(config, len(runs), len(stimulus["states"]))
+
+    arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name == "run_wall_seconds" else np.uint64)
+              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles",
+                           "run_wall_seconds")}
+    arrays["outputs"] = np.array([run["tensors"][0] for run in runs], dtype=np.uint32)
+    arrays.update({f"dump{index}": np.array([run["tensors"][index + 1] for run in runs], dtype=np.uint32)
+                   for index in range(len(tensors) - 1)})
+    if frames:
+        arrays["frames"] = np.stack(frames)
+    save_outputs(**arrays)

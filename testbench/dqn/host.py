@@ -1,0 +1,68 @@
+"""Host side of :mod:`testbench.dqn.accelerator_tb`: a compiled network on a simulated ``hw.dqn.accelerator.DqnAccelerator``."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.harness import simulate
+
+__all__ = ["AcceleratorRun", "run_on_accelerator", "COUNTER_NAMES"]
+
+COUNTER_NAMES = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
+
+
+@dataclass
+class AcceleratorRun:
+    q_values: np.ndarray        # (N, actions) raw bits read back from the output tensor
+    output_words: np.ndarray    # (N, words, row_elements) the output tensor's words
+    actions: np.ndarray         # (N,) ACTION register
+    action_values: np.ndarray   # (N,) ACTION_VALUE register
+    total_cycles: np.ndarray    # (N,) TOTAL_CYCLES register
+    layer_counters: np.ndarray  # (N, layers, 4) per-layer counters, in COUNTER_NAMES order
+    load_cycles: np.ndarray     # (N,) cycles the host took to write each state
+    run_wall_seconds: np.ndarray  # (N,) wall time of each run (START to done)
+    layer_words: list           # per layer (N, words, row_elements) output tensors, if asked for (else [])
+    frames: np.ndarray | None   # play: (N, 4, 84, 84) uint8 frame stacks the accelerator saw
+    build_seconds: float
+    run_seconds: float
+    waves_path: object = None
+
+
+def _tensor_config(tensor):
+    return {"ram": tensor.ram, "base": tensor.base, "words": tensor.words}
+
+
+def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
+                       waves=None, progress_file=None, max_cycles=1_000_000):
+    """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
+    or, with ``play = {"game", "seed", "steps"}``, the host loop on the Atari emulator inside the simulation.
+
+    ``read_layers``: also read back every layer's output tensor after each run (for locating a mismatch).
+    ``progress_file``: the test module rewrites it with "done total" after every inference.
+    """
+    if accelerator.config != plan.config:
+        raise ValueError(f"the plan was compiled for {plan.config}, the accelerator is built for {accelerator.config}")
+    if (states is None) == (play is None):
+        raise ValueError("give either states or play")
+    config = plan.config
+    words = np.stack([plan.input_words(state) for state in states]) if play is None else np.zeros((0,), np.uint32)
+    dumps = [_tensor_config(layer.output) for layer in plan.layers] if read_layers else []
+    tb_config = {"descriptors": plan.descriptors, "input": _tensor_config(plan.input),
+                 "output": _tensor_config(plan.output), "dumps": dumps, "max_cycles": max_cycles,
+                 "element_bits": config.element_bits, "row_elements": config.row_elements}
+    if play is not None:
+        tb_config["play"] = play
+    if progress_file is not None:
+        tb_config["progress_file"] = str(progress_file)
+    result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.dqn.accelerator_tb",
+                      simulator=simulator, waves=waves, config=tb_config,
+                      stimulus={"weight_image": plan.weight_image, "states": words})
+    outputs = result.outputs
+    return AcceleratorRun(
+        q_values=np.stack([plan.output_values(run_words) for run_words in outputs["outputs"]]),
+        output_words=outputs["outputs"], actions=outputs["action"].astype(np.int64),
+        action_values=outputs["action_value"].astype(np.uint32), total_cycles=outputs["total_cycles"].astype(np.int64),
+        layer_counters=outputs["layer_counters"].astype(np.int64), load_cycles=outputs["load_cycles"].astype(np.int64),
+        run_wall_seconds=outputs["run_wall_seconds"],
+        layer_words=[outputs[f"dump{index}"] for index in range(len(dumps))], frames=outputs.get("frames"),
+        build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path)

@@ -1,0 +1,33 @@
+# amaranth: UnusedElaboratable=no
+"""CapsNetConvEngine: parameter check, ports, lint.  Its behaviour is simulated inside the accelerator
+(tests/capsnet/test_accelerator.py: random layers bit for bit against models.capsnet.int8_layers, cycle counters against
+the compiler's formula), where its memories are."""
+
+import pytest
+from amaranth.hdl import Shape
+
+from hw.capsnet.conv_engine import CapsNetConvEngine
+from sim.lint import lint_verilog
+from hw.capsnet.config import SMALL_CONFIG
+
+
+def test_rejects_bad_config():
+    with pytest.raises(TypeError, match="^config must be a CapsNetConfig, not 'small'$"):
+        CapsNetConvEngine(config="small")
+
+
+def test_ports():
+    engine = CapsNetConvEngine(config=SMALL_CONFIG)
+    assert engine.config == SMALL_CONFIG
+    members = engine.signature.members
+    assert list(members) == ["start", "layer", "busy", "done", "row_address", "row_read", "row_data", "weight_address",
+                             "weight_read", "weight_data", "bias_address", "bias_read", "bias_data", "write_address",
+                             "write_data", "write_enable", "issue", "stall", "draining"]
+    widths = {name: Shape.cast(member.shape).width for name, member in members.items()}
+    for name, width in (("row_data", 96), ("weight_data", 32), ("bias_data", 128), ("write_data", 96),
+                        ("write_enable", 12)):
+        assert widths[name] == width, name
+
+
+def test_lint_clean():
+    assert lint_verilog(CapsNetConvEngine(config=SMALL_CONFIG), "capsnet_conv_engine_small") == []

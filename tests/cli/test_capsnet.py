@@ -1,0 +1,72 @@
+"""``nnaccel run capsnet``: arguments, and the reduced CapsNet end to end on the default hardware (3 digits, every
+step-1 / step-2 output and class bit-exact, the report and its JSON); the full CapsNet (extended)."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from cli import capsnet as capsnet_job
+from cli.main import main
+from tests.shared.test_mnist import write_mnist_dir
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    capsnet_job.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_arguments():
+    arguments = parse()
+    assert (arguments.variant, arguments.images, arguments.weights, arguments.conv_multipliers,
+            arguments.matvec_multipliers, arguments.simulator) == ("reduced", None, None, "dsp", "dsp", "verilator")
+    for bad in (("--images", "0"), ("--variant", "tiny"), ("--conv-multipliers", "alm")):
+        with pytest.raises(SystemExit):
+            parse(*bad)
+
+
+def test_digits_from_a_users_idx_directory(tmp_path, capsys):
+    images, labels = write_mnist_dir(tmp_path, count=4)
+    chosen, chosen_labels, source = capsnet_job._images(3, tmp_path)
+    assert np.array_equal(chosen, images[:3]) and np.array_equal(chosen_labels, labels[:3])
+    assert source == f"official MNIST test set ({tmp_path})"
+    with pytest.raises(ValueError, match="--images 5: the test split has 4 digits"):
+        capsnet_job._images(5, tmp_path)
+    assert main(["run", "capsnet", "--mnist-dir", str(tmp_path / "missing")]) == 2
+    assert "MNIST directory" in capsys.readouterr().err
+
+
+def test_missing_weights_file_is_an_error(tmp_path, capsys):
+    assert main(["run", "capsnet", "--weights", str(tmp_path / "none.npz")]) == 2
+    assert "no CapsNet weights at" in capsys.readouterr().err
+
+
+def test_reduced_capsnet_end_to_end(tmp_path, capsys):
+    report_path = tmp_path / "capsnet.json"
+    assert main(["run", "capsnet", "--images", "3", "--json", str(report_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "bit-exact against the fixed-point golden model" in printed
+    assert "conv1 features 3/3, primary capsules 3/3, predictions 3/3, classes 3/3" in printed
+    report = json.loads(report_path.read_text())
+    assert report["bit_exact"] and report["images"] == 3 and report["variant"] == "reduced"
+    assert report["layer_counters"][0][1] == 6_480 and report["layer_counters"][1][1] == 31_104
+    assert report["layer_counters"][2][1] == 23_040
+    assert [counters[0] for counters in report["layer_counters"]] == report["expected_cycles"]
+    assert [row["paper_ms"] for row in report["steps"]] == [137, 119]
+    assert report["dsp"][0]["dsp_blocks"] == 70
+
+
+@pytest.mark.extended
+def test_full_capsnet_one_digit(tmp_path):
+    """The full-size network (1,152 capsules) through the same hardware: about 1.14 M cycles."""
+    from models.capsnet.golden import weights_path
+
+    if not weights_path("full").exists():
+        pytest.skip("no trained full-size weights shipped (models/capsnet/data/capsnet_full.npz)")
+    report_path = tmp_path / "full.json"
+    assert main(["run", "capsnet", "--variant", "full", "--images", "1", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert [counters[1] for counters in report["layer_counters"]] == [51_840, 995_328, 92_160]
+    assert [counters[0] for counters in report["layer_counters"]] == report["expected_cycles"]

@@ -1,0 +1,133 @@
+"""The DQN accelerator in simulation, bit for bit against the golden model.
+
+Two builds: a reduced configuration (2 modules x 4 lanes, 12-element rows) running a small conv-conv-dense-dense
+network through the same descriptor-driven controller, and the full-size default configuration running the
+thesis network on a recorded Atari state (``system``).  Each is simulated once per session (module-scoped
+fixtures; the harness caches the builds) and the tests check different aspects of that one run.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from hw.dqn.accelerator import DqnAccelerator
+from hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from hw.shared.float_format import BINARY32
+from models.dqn.atari import recorded_states
+from models.dqn.golden import golden_forward
+from models.dqn.network import dqn_layers, reduced_layers, seeded_weights
+from models.dqn.plan import compile_network
+from cli.main import main
+from testbench.dqn.host import run_on_accelerator
+from testbench.dqn.accelerator_tb import int_to_words, words_to_ints
+
+SEED = 4042
+def reduced_states(rng):
+    """Three ordinary inputs, then one with NaN and infinities (the hardware's behaviour on them is the golden
+    model's: canonical NaNs)."""
+    states = [(rng.standard_normal((2, 10, 10)) * np.exp2(rng.integers(-6, 6, (2, 10, 10)))).astype(np.float32)
+              for _ in range(3)]
+    special = states[0].copy()
+    special[0, 0, 0], special[1, 9, 9], special[1, 4, 4] = np.nan, np.inf, -np.inf
+    return states + [special]
+
+
+def compare_layers(plan, states, run):
+    """(layer, state) pairs whose meaningful output elements differ from the golden model."""
+    wrong = []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        for layer, expected, observed in zip(plan.layers, golden.activations, run.layer_words):
+            width = layer.output.shape[2]
+            if layer.output.packed:
+                same = np.array_equal(observed[index][:, :width].reshape(-1)[:layer.output.elements],
+                                      expected[:, :width].reshape(-1)[:layer.output.elements])
+            else:
+                same = np.array_equal(observed[index][:, :width], expected[:, :width])
+            if not same:
+                wrong.append((layer.name, index))
+    return wrong
+
+
+@pytest.fixture(scope="module")
+def reduced_run():
+    rng = np.random.default_rng(SEED)
+    layers = reduced_layers()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
+    states = reduced_states(rng)
+    return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
+
+
+def test_reduced_configuration_is_bit_exact_in_every_layer(reduced_run):
+    plan, states, run = reduced_run
+    assert [layer.name for layer in plan.layers] == ["c1", "c2", "c2 tail", "c2 sum", "d1", "d2 partials", "d2 sum"]
+    assert compare_layers(plan, states, run) == []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        assert np.array_equal(run.q_values[index], golden.q_values)
+        assert (run.actions[index], run.action_values[index]) == (golden.action, golden.action_value)
+
+
+def test_non_finite_inputs_give_the_golden_nans(reduced_run):
+    plan, states, run = reduced_run
+    assert np.all(run.q_values[3] == BINARY32.canonical_nan) and run.actions[3] == 0
+
+
+def test_reduced_counters(reduced_run):
+    plan, states, run = reduced_run
+    assert np.array_equal(run.load_cycles, [plan.input.words] * len(states))
+    for counters in run.layer_counters:
+        assert [int(c) for c in counters[:, 1]] == [layer.product_cycles for layer in plan.layers]
+        # The compiler's timing model (set-up, products, drain) is the hardware's, cycle for cycle.
+        assert [int(c) for c in counters[:, 0]] == [layer.estimated_cycles for layer in plan.layers]
+    assert np.all(run.total_cycles == sum(layer.estimated_cycles for layer in plan.layers))
+    assert len(set(run.total_cycles.tolist())) == 1
+
+
+def test_host_words_round_trip():
+    rng = np.random.default_rng(SEED)
+    words = rng.integers(0, 1 << 32, (3, 84), dtype=np.uint64).astype(np.uint32)
+    assert all(np.array_equal(int_to_words(value, 84, 32), row) for value, row in zip(words_to_ints(words, 32), words))
+    assert words_to_ints(np.array([[1, 2]], np.uint32), 32) == [1 | 2 << 32]
+
+
+@pytest.mark.system
+def test_thesis_network_full_size_is_bit_exact(tmp_path):
+    """One recorded state through every pass, then ``nnaccel play`` for two steps on the same (cached) build:
+    the emulator's frames, the accelerator's actions, each checked against the golden model."""
+    weights = seeded_weights()
+    plan = compile_network(DqnConfig(), dqn_layers(18), weights)
+    states = recorded_states(1)
+    run = run_on_accelerator(DqnAccelerator(config=DqnConfig()), plan, states, read_layers=True)
+    golden = golden_forward(plan, states[0])
+    assert compare_layers(plan, states, run) == []
+    assert np.array_equal(run.q_values[0], golden.q_values)
+    assert (run.actions[0], run.action_values[0]) == (golden.action, golden.action_value)
+    assert [int(c) for c in run.layer_counters[0][:, 1]] == [layer.product_cycles for layer in plan.layers]
+    assert [int(c) for c in run.layer_counters[0][:, 0]] == [layer.estimated_cycles for layer in plan.layers]
+    assert run.load_cycles[0] == 336
+    report_path = tmp_path / "play.json"
+    assert main(["play", "--steps", "2", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["bit_exact"] is True and report["states"] == 2
+    assert report["actions"] == report["golden_actions"] and report["total_cycles"] == run.total_cycles[0]
+
+
+@pytest.mark.icarus
+def test_reduced_configuration_on_icarus():
+    """The second simulator runs the same controller to the same bits (Icarus needs the harness'
+    time-zero fix: without it the sequencer's busy stays X and the accelerator never starts)."""
+    rng = np.random.default_rng(SEED)
+    layers = reduced_layers()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
+    states = reduced_states(rng)[:2]
+    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, simulator="icarus", max_cycles=20_000)
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        assert np.array_equal(run.q_values[index], golden.q_values)
+        assert run.actions[index] == golden.action

@@ -1,0 +1,127 @@
+"""The DQN golden model: bit for bit the matrix modules' sums, close to the float64 reference, the argmax order."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from hw.shared.float_format import BINARY32
+from models.dqn.atari import recorded_states
+from models.dqn.golden import golden_forward, golden_pass, hardware_argmax, order_key
+from models.dqn.network import dqn_layers, reduced_layers, reference_q_values, seeded_weights
+from models.dqn.plan import compile_network, unpack_image
+from models.dqn.matrix_module import matrix_accumulate
+
+SEED = 4041
+ONE = np.float32(1.0).view(np.uint32)
+
+
+def wide_range_pairs(layers, rng):
+    """Weights and biases spread over many binades, so that any change of summation order changes bits."""
+    def draw(shape):
+        return (rng.standard_normal(shape) * np.exp2(rng.integers(-12, 12, shape))).astype(np.float32)
+    return [(draw(layer.weight_shape), draw(layer.weight_shape[-1])) for layer in layers]
+
+
+def tiny_network(adder_latency):
+    return dataclasses.replace(REDUCED_CONFIG, adder_latency=adder_latency), reduced_layers()
+
+
+@pytest.mark.parametrize("adder_latency", [0, 2, 3])
+def test_every_pass_matches_matrix_accumulate_per_output(adder_latency):
+    """Each output of each pass, recomputed one matrix module at a time from its scalars and weight slot."""
+    rng = np.random.default_rng([SEED, adder_latency])
+    config, layers = tiny_network(adder_latency)
+    plan = compile_network(config, layers, wide_range_pairs(layers, rng), split="always")
+    state = (rng.standard_normal((2, 10, 10)) * np.exp2(rng.integers(-8, 8, (2, 10, 10)))).astype(np.float32)
+    run = golden_forward(plan, state)
+    rams = run.rams
+    lanes = config.lanes
+    assert [layer.reduce for layer in plan.layers] == [False, False, False, True, False, False, True]
+    for layer in plan.layers:
+        d = layer.descriptor
+        results = golden_pass(config, layer, rams)
+        image = unpack_image(layer.input, rams[layer.input.ram, layer.input.base:])
+        for index, position in enumerate(range(d["first_position"], d["positions"])):
+            oy, ox = divmod(position, d["out_width"])
+            if layer.reduce:
+                words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
+                scalars = np.full(d["products"] + 1, ONE)
+            else:
+                rows = slice(oy * d["stride"], oy * d["stride"] + d["kernel_height"])
+                columns = slice(ox * d["stride"], ox * d["stride"] + d["kernel_width"])
+                scalars = np.append(image[:, rows, columns].reshape(-1), ONE)
+            for block in range(layer.column_blocks):
+                module = (index % layer.positions_per_group) * layer.column_blocks + block
+                lanes_of_module = slice(module * lanes, (module + 1) * lanes)
+                vectors = layer.weight_words[:, lanes_of_module]
+                if layer.reduce:
+                    vectors = np.concatenate([words[:, lanes_of_module], vectors[-1:]])
+                expected = matrix_accumulate(BINARY32, scalars, vectors, adder_latency=adder_latency,
+                                             relu=bool(d["relu"]))
+                channels = slice(block * lanes, (block + 1) * lanes)
+                assert np.array_equal(results[index, channels], expected), (layer.name, position, block)
+    assert np.array_equal(run.q_values, plan.output_values(run.activations[-1]))
+    assert run.action == hardware_argmax(BINARY32, run.q_values)
+
+
+def test_splitting_changes_only_the_summation_order():
+    """Split, the Q-values agree with the unsplit plan's to float32 rounding (the partial sums change the
+    summation order, so the bits may differ), and the layer that is not split gives the same bits."""
+    rng = np.random.default_rng(SEED)
+    config, layers = tiny_network(2)
+    pairs = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    state = rng.random((2, 10, 10), dtype=np.float32)
+    baseline = golden_forward(compile_network(config, layers, pairs, split="never"), state)
+    split = compile_network(config, layers, pairs, split="always")
+    assert any(layer.reduce for layer in split.layers)
+    run = golden_forward(split, state)
+    assert np.array_equal(run.activations[0], baseline.activations[0])          # c1 is never split
+    assert np.allclose(run.q_values.view(np.float32), baseline.q_values.view(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_packed_outputs_leave_the_padding_at_plus_zero():
+    rng = np.random.default_rng(SEED)
+    config, layers = tiny_network(2)
+    plan = compile_network(config, layers, wide_range_pairs(layers, rng), split="never")
+    run = golden_forward(plan, rng.random((2, 10, 10), dtype=np.float32))
+    d1_words = run.activations[2]
+    assert d1_words.shape == (2, 12)
+    assert not d1_words[1, 3:].any() and not d1_words[:, 4:].any()
+
+
+def test_the_thesis_network_is_close_to_the_float64_reference():
+    weights = seeded_weights()
+    plan = compile_network(DqnConfig(), dqn_layers(18), weights)
+    for state in recorded_states(2):
+        run = golden_forward(plan, state)
+        q_values = run.q_values.view(np.float32).astype(np.float64)
+        reference = reference_q_values(weights, state)
+        # float32 rounding of ~2600-product sums: a few ulps of the largest Q-value.
+        assert np.max(np.abs(q_values - reference)) < 1e-5 * np.max(np.abs(reference))
+        assert run.action == int(np.argmax(reference))
+        assert run.action_value == run.q_values[run.action]
+
+
+def test_non_finite_states_give_canonical_nans():
+    """NaN or infinity in a state: products and sums give the canonical NaN (sign clear, so ReLU keeps it), and the
+    argmax ranks +NaN above every number: all Q-values NaN -> action 0."""
+    plan = compile_network(DqnConfig(), dqn_layers(6), seeded_weights(actions=6))
+    state = recorded_states(1)[0].copy()
+    state[0, 40, 40] = np.inf
+    run = golden_forward(plan, state)
+    assert np.all(run.q_values == BINARY32.canonical_nan) and run.action == 0
+
+
+def test_argmax_follows_the_hardware_order():
+    def bits(*values):
+        return np.array(values, dtype=np.float32).view(np.uint32)
+    assert hardware_argmax(BINARY32, bits(-0.0, 0.0)) == 1
+    assert hardware_argmax(BINARY32, bits(0.0, -0.0)) == 0
+    assert hardware_argmax(BINARY32, bits(-3.0, -2.0, -2.0, -5.0)) == 1
+    assert hardware_argmax(BINARY32, bits(1.0, np.inf, 2.0)) == 1
+    nans = np.array([0xFFC00000, 0xFF800000, 0x7F800000, 0x7FC00000], np.uint32)   # -NaN -inf +inf +NaN
+    assert list(np.argsort(order_key(BINARY32, nans))) == [0, 1, 2, 3]
+    assert hardware_argmax(BINARY32, nans) == 3

@@ -1,0 +1,78 @@
+"""The DQN network description, weights files and the float64 reference."""
+
+import numpy as np
+import pytest
+
+from models.dqn.network import (ConvLayer, _conv_float64, check_states, dqn_layers, load_weights,
+                                reference_q_values, save_weights, seeded_weights)
+
+
+def test_layer_shapes_match_the_thesis():
+    conv1, conv2, fc1, fc2 = dqn_layers(18)
+    assert (conv1.out_size, conv2.out_size) == (20, 9)
+    assert fc1.inputs == conv2.out_channels * conv2.out_size ** 2 == 2592
+    assert [layer.macs for layer in (conv1, conv2, fc1, fc2)] == [1_638_400, 663_552, 663_552, 4_608]
+
+
+@pytest.mark.parametrize("actions", [0, 33, 2.0])
+def test_action_count_is_checked(actions):
+    with pytest.raises(ValueError, match=f"actions must be an integer from 1 to 32, not {actions!r}"):
+        dqn_layers(actions)
+
+
+def test_convolution_matches_a_direct_loop():
+    rng = np.random.default_rng(1)
+    layer = ConvLayer("test", 3, 11, 5, 3, 2)
+    image = rng.standard_normal((3, 11, 11))
+    weight = rng.standard_normal(layer.weight_shape).astype(np.float32)
+    bias = rng.standard_normal(5).astype(np.float32)
+    expected = np.zeros((5, 5, 5))
+    for o in range(5):
+        for y in range(5):
+            for x in range(5):
+                window = image[:, 2 * y:2 * y + 3, 2 * x:2 * x + 3]
+                expected[o, y, x] = max(0.0, np.sum(window * weight[..., o]) + bias[o])
+    assert np.allclose(_conv_float64(image, weight, bias, layer), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_weights_round_trip(tmp_path):
+    weights = seeded_weights(actions=6, seed=3)
+    save_weights(tmp_path / "w.npz", weights)
+    loaded = load_weights(tmp_path / "w.npz")
+    assert all(np.array_equal(loaded[key], weights[key]) for key in weights)
+    assert not list(tmp_path.glob("*.partial*"))
+
+
+def test_seeded_weights_are_reproducible():
+    first, second = seeded_weights(seed=5), seeded_weights(seed=5)
+    assert all(np.array_equal(first[key], second[key]) for key in first)
+
+
+def test_bad_weights_files_are_explained(tmp_path):
+    weights = seeded_weights()
+    del weights["fc1_b"]
+    np.savez(tmp_path / "missing.npz", **weights)
+    with pytest.raises(ValueError, match="weights are missing fc1_b"):
+        load_weights(tmp_path / "missing.npz")
+    weights = seeded_weights()
+    weights["conv2_w"] = weights["conv2_w"][:8]
+    np.savez(tmp_path / "shape.npz", **weights)
+    with pytest.raises(ValueError, match=r"conv2_w must have shape \(16, 4, 4, 32\), not \(8, 4, 4, 32\)"):
+        load_weights(tmp_path / "shape.npz")
+    (tmp_path / "corrupt.npz").write_bytes(b"not a zip file")
+    with pytest.raises(ValueError, match="cannot read weights from"):
+        load_weights(tmp_path / "corrupt.npz")
+
+
+def test_states_are_checked():
+    assert check_states(np.zeros((4, 84, 84), np.float32)).shape == (1, 4, 84, 84)
+    with pytest.raises(ValueError, match=r"states must have shape \(N, 4, 84, 84\), not \(2, 3, 84, 84\)"):
+        check_states(np.zeros((2, 3, 84, 84), np.float32))
+    with pytest.raises(ValueError, match="states must be float32, not float64"):
+        check_states(np.zeros((1, 4, 84, 84)))
+
+
+def test_reference_q_values_have_one_entry_per_action():
+    weights = seeded_weights(actions=4)
+    q_values = reference_q_values(weights, np.full((4, 84, 84), 0.5, np.float32))
+    assert q_values.shape == (4,) and q_values.dtype == np.float64

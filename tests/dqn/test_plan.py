@@ -1,0 +1,252 @@
+"""The layer compiler: the thesis network's mapping (the doc's table), the weight image, placement and every check."""
+
+import numpy as np
+import pytest
+
+from hw.dqn.config import DqnConfig
+from hw.shared.float_format import BINARY16
+from hw.dqn.descriptor import encode_descriptor
+from models.dqn.network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
+from models.dqn.plan import compile_network, network_weights, pack_image, unpack_image
+
+SEED = 4040
+SMALL = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
+
+
+def random_pairs(layers, seed=SEED):
+    rng = np.random.default_rng(seed)
+    return [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+             rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+
+
+def tiny_layers():
+    """Conv -> conv -> dense -> dense on 2 modules x 4 lanes: C = 1 and 2, a dense after a conv and after a dense."""
+    return (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 4, 6, 2, 1),
+            DenseLayer("d1", 6 * 3 * 3, 7), DenseLayer("d2", 7, 5, relu=False))
+
+
+@pytest.fixture(scope="module")
+def thesis_plan():
+    """The one-pass-per-layer mapping (the doc's first table)."""
+    return compile_network(DqnConfig(), dqn_layers(18), seeded_weights(), split="never")
+
+
+@pytest.fixture(scope="module")
+def split_plan():
+    return compile_network(DqnConfig(), dqn_layers(18), seeded_weights())
+
+
+def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
+    rows = [(layer.name, layer.input.describe(), layer.descriptor["kernel_height"], layer.descriptor["kernel_width"],
+             layer.descriptor["stride"], layer.column_blocks, layer.positions_per_group, layer.groups,
+             layer.cycles_per_group, layer.output.describe()) for layer in thesis_plan.layers]
+    assert rows == [
+        ("CONV_1", "RAM0 @0 image [4,84,84]", 8, 8, 4, 1, 16, 25, 257, "RAM1 @0 image [16,20,20]"),
+        ("CONV_2", "RAM1 @0 image [16,20,20]", 4, 4, 2, 2, 8, 11, 257, "RAM0 @336 image [32,9,9]"),
+        ("FC_1", "RAM0 @336 image [32,9,9]", 9, 9, 1, 16, 1, 1, 2593, "RAM1 @320 packed [16,1,16]"),
+        ("FC_2", "RAM1 @320 packed [16,1,16]", 1, 16, 1, 2, 8, 1, 257, "RAM0 @624 packed [2,1,16]"),
+    ]
+    assert [layer.ideal_macs for layer in thesis_plan.layers] == [1_638_400, 663_552, 663_552, 4_608]
+    assert sum(layer.product_cycles for layer in thesis_plan.layers) == 12_102
+    assert sum(layer.estimated_cycles for layer in thesis_plan.layers) == 12_242
+    assert [layer.descriptor["weight_base"] for layer in thesis_plan.layers] == [0, 257, 514, 3107]
+    assert thesis_plan.weight_image.shape == (3364, 256) and thesis_plan.weight_image.dtype == np.uint32
+    assert [layer.descriptor["last"] for layer in thesis_plan.layers] == [0, 0, 0, 1]
+    assert [layer.descriptor["relu"] for layer in thesis_plan.layers] == [1, 1, 1, 0]
+    assert thesis_plan.actions == 18
+
+
+def test_descriptors_are_encoded_from_their_fields(thesis_plan):
+    config = thesis_plan.config
+    for layer in thesis_plan.layers:
+        assert layer.encoded == encode_descriptor(config, **layer.descriptor)
+        d = layer.descriptor
+        assert (d["first_position"], d["positions"]) == (0, d["out_height"] * d["out_width"])
+        assert d["products"] == d["in_channels"] * d["kernel_height"] * d["kernel_width"]
+        assert d["in_ram"] != d["out_ram"] and not d["reduce"] and not d["position_major"]
+    assert thesis_plan.descriptors == [layer.encoded for layer in thesis_plan.layers]
+
+
+def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
+    """CONV_2's 81st position (alone in its group) and FC_2 (one position, 8 idle slots) become partial sums on
+    idle modules plus a reduction: 11,700 product cycles instead of 12,102."""
+    rows = [(layer.name, layer.network_layer, layer.descriptor["first_position"], layer.descriptor["positions"],
+             layer.groups, layer.product_cycles, layer.reduce, layer.descriptor["position_major"],
+             layer.output.describe()) for layer in split_plan.layers]
+    assert rows == [
+        ("CONV_1", "CONV_1", 0, 400, 25, 6425, False, 0, "RAM1 @0 image [16,20,20]"),
+        ("CONV_2", "CONV_2", 0, 80, 10, 2570, False, 0, "RAM0 @336 image [32,9,9]"),
+        ("CONV_2 tail", "CONV_2", 16 * 20 + 16, 16 * 20 + 20, 1, 65, False, 1, "RAM0 @624 packed [4,1,32]"),
+        ("CONV_2 sum", "CONV_2", 80, 81, 1, 5, True, 0, "RAM0 @336 image [32,9,9]"),
+        ("FC_1", "FC_1", 0, 1, 1, 2593, False, 0, "RAM1 @320 packed [16,1,16]"),
+        ("FC_2 partials", "FC_2", 0, 8, 1, 33, False, 1, "RAM0 @630 packed [8,1,32]"),
+        ("FC_2 sum", "FC_2", 0, 1, 1, 9, True, 0, "RAM0 @628 packed [2,1,16]"),
+    ]
+    assert sum(layer.product_cycles for layer in split_plan.layers) == 11_700
+    # With set-up and drains (the sequencer's timing, checked against the counters in test_dqn_accelerator):
+    assert [layer.estimated_cycles for layer in split_plan.layers] == [6469, 2622, 89, 50, 2622, 69, 24]
+    assert sum(layer.estimated_cycles for layer in split_plan.layers) == 11_945
+    assert sum(layer.ideal_macs for layer in split_plan.layers) == sum(layer.macs for layer in dqn_layers(18))
+    weights, lanes = seeded_weights(), 16
+    tail, tail_sum, fc2_partials, fc2_sum = (split_plan.layers[i] for i in (2, 3, 5, 6))
+    # The tail: kernel column q of every (c, kh) step on group position q (modules 2q, 2q + 1); no bias.
+    slots = tail.weight_words.reshape(-1, 16, lanes)
+    assert (tail.descriptor["kernel_height"], tail.descriptor["kernel_width"], tail.descriptor["stride"]) == (4, 1, 1)
+    assert np.array_equal(slots[5, 2 * 3 + 1], weights["conv2_w"][1, 1, 3, 16:].view(np.uint32))
+    assert not slots[-1].any() and not slots[:, 8:].any()
+    # The reductions: the bias row last, in_channels = number of partial sums, reading the partials' RAM.
+    assert (tail_sum.descriptor["in_channels"], tail_sum.descriptor["in_base"], tail_sum.descriptor["in_ram"]) == \
+        (4, 624, 0)
+    assert np.array_equal(tail_sum.weight_words[-1, :32], weights["conv2_b"].view(np.uint32))
+    assert (fc2_sum.descriptor["in_channels"], fc2_sum.descriptor["last"], fc2_partials.descriptor["stride"]) == (8, 1, 2)
+    fc2_slots = fc2_partials.weight_words.reshape(-1, 16, lanes)     # step (c, kw): input c*16 + q*2 + kw
+    assert np.array_equal(fc2_slots[5 * 2 + 1, 2 * 6, :], weights["fc2_w"][5 * 16 + 6 * 2 + 1, :16].view(np.uint32))
+
+
+def test_split_modes(split_plan):
+    layers, weights = dqn_layers(18), seeded_weights()
+    always = compile_network(DqnConfig(), layers, weights, split="always")
+    assert always.descriptors == split_plan.descriptors
+    with pytest.raises(ValueError, match="split must be one of auto, always, never, not 'sometimes'"):
+        compile_network(DqnConfig(), layers, weights, split="sometimes")
+
+
+def test_weight_words_replicate_channel_blocks_into_slots(thesis_plan):
+    weights = seeded_weights()
+    image, lanes = thesis_plan.weight_image, 16
+    conv1, conv2, fc1, fc2 = thesis_plan.layers
+    # CONV_1 (C = 1): every slot holds all 16 filters of step k = (c*8 + kh)*8 + kw.
+    k = (3 * 8 + 5) * 8 + 2
+    for slot in range(16):
+        assert np.array_equal(image[k, slot * lanes:(slot + 1) * lanes], weights["conv1_w"][3, 5, 2].view(np.uint32))
+    # CONV_2 (C = 2): slot m holds channels (m % 2)*16 .. +15; the bias row follows the products.
+    base = conv2.descriptor["weight_base"]
+    for slot in range(16):
+        channels = slice((slot % 2) * lanes, (slot % 2 + 1) * lanes)
+        assert np.array_equal(image[base + 17, slot * lanes:(slot + 1) * lanes],
+                              weights["conv2_w"][1, 0, 1, channels].view(np.uint32))
+        assert np.array_equal(image[base + 256, slot * lanes:(slot + 1) * lanes],
+                              weights["conv2_b"][channels].view(np.uint32))
+    # FC_1: word i holds all 256 outputs of input i; FC_2: 18 actions, channels 18..31 are zero.
+    assert np.array_equal(image[fc1.descriptor["weight_base"] + 1000], weights["fc1_w"][1000].view(np.uint32))
+    fc2_row = image[fc2.descriptor["weight_base"] + 200].reshape(16, lanes)
+    assert np.array_equal(fc2_row[0, :], weights["fc2_w"][200, :16].view(np.uint32))
+    assert np.array_equal(fc2_row[1, :2], weights["fc2_w"][200, 16:].view(np.uint32))
+    assert not fc2_row[1, 2:].any()
+    assert np.array_equal(fc2_row[::2], np.broadcast_to(fc2_row[0], (8, lanes)))
+
+
+def test_tiny_network_on_two_modules():
+    layers = tiny_layers()
+    plan = compile_network(SMALL, layers, random_pairs(layers), split="never")
+    c1, c2, d1, d2 = plan.layers
+    assert [(layer.column_blocks, layer.positions_per_group, layer.groups) for layer in plan.layers] == [
+        (1, 2, 8), (2, 1, 9), (2, 1, 1), (2, 1, 1)]
+    assert c1.output.describe() == "RAM1 @0 image [4,4,4]"
+    assert c2.output.describe() == "RAM0 @20 image [6,3,3]"
+    assert d1.output.describe() == "RAM1 @16 packed [2,1,4]"
+    assert d2.input.describe() == "RAM1 @16 packed [2,1,4]" and d2.products == 8
+    assert (d2.descriptor["kernel_height"], d2.descriptor["kernel_width"], d2.descriptor["in_channels"]) == (1, 4, 2)
+    # The padding input of d2 (element 7) has zero weights; d2's padding channels 5..7 too.
+    assert not d2.weight_words[7].any() and not d2.weight_words[:, 5:].any()
+    assert plan.output.describe() == "RAM0 @38 packed [2,1,4]" and plan.actions == 5
+    assert plan.weight_image.shape == (19 + 17 + 55 + 9, 8)
+
+
+def test_input_ram_one_swaps_every_ram():
+    layers = tiny_layers()
+    plan = compile_network(SMALL, layers, random_pairs(layers), input_ram=1, split="never")
+    assert [(layer.input.ram, layer.output.ram) for layer in plan.layers] == [(1, 0), (0, 1), (1, 0), (0, 1)]
+
+
+def test_state_words_and_output_unpacking(thesis_plan):
+    rng = np.random.default_rng(SEED)
+    state = rng.random((4, 84, 84), dtype=np.float32)
+    words = thesis_plan.input_words(state)
+    assert words.shape == (336, 84)
+    assert words[2 * 84 + 10, 33] == state[2, 10, 33].view(np.uint32)
+    assert np.array_equal(unpack_image(thesis_plan.input, words), state.view(np.uint32))
+    outputs = np.zeros((2, 84), np.uint32)
+    outputs[1, 1] = 7
+    assert thesis_plan.output_values(outputs).shape == (18,) and thesis_plan.output_values(outputs)[17] == 7
+    with pytest.raises(ValueError, match=r"the network input must have shape \(4, 84, 84\), not \(4, 84, 83\)"):
+        thesis_plan.input_words(state[:, :, :83])
+    with pytest.raises(ValueError, match="activations must be float32, not float64"):
+        pack_image(state.astype(np.float64), 84)
+
+
+def test_a_first_dense_layer_reads_packed_inputs():
+    layers = (DenseLayer("d", 6, 3),)
+    plan = compile_network(SMALL, layers, random_pairs(layers))
+    assert plan.input.describe() == "RAM0 @0 packed [2,1,4]"
+    words = plan.input_words(np.arange(6, dtype=np.float32))
+    assert words[1, 1] == np.float32(5).view(np.uint32) and words[1, 2] == 0
+    with pytest.raises(ValueError, match="the network input must be 6 float32 values, not 7 float32"):
+        plan.input_words(np.arange(7, dtype=np.float32))
+
+
+def test_weights_dict_and_pairs_agree():
+    layers, weights = dqn_layers(4), seeded_weights(actions=4)
+    pairs = network_weights(layers, weights)
+    assert [pair[0].shape for pair in pairs] == [layer.weight_shape for layer in layers]
+    with pytest.raises(ValueError, match="weights are missing fc2_w, fc2_b"):
+        network_weights(layers, {key: value for key, value in weights.items() if not key.startswith("fc2")})
+    with pytest.raises(ValueError, match=r"4 layers need 4 \(weight, bias\) pairs, not 3"):
+        network_weights(layers, pairs[:3])
+
+
+@pytest.mark.parametrize("config, layers, message", [
+    (SMALL, (DenseLayer("d", 4, 4),) * 5, r"the network needs \d+ passes \(d, .*\); the descriptor table holds 4"),
+    (SMALL, (), "the network has no layers"),
+    (SMALL, (ConvLayer("wide", 1, 13, 4, 3, 1),),
+     r"wide: input rows of 13 elements are wider than a word \(row_elements = 12\)"),
+    (SMALL, (DenseLayer("big", 4, 9),), r"big: 9 output channels do not fit 2 modules x 4 lanes \(at most 8\)"),
+    (DqnConfig(modules=8, lanes=4), (ConvLayer("rows", 1, 5, 4, 3, 1),),
+     r"rows: a group of 8 output positions spans 3 rows of 3 \(positions 0..7\); the feeder holds two rows"),
+    (SMALL, (ConvLayer("c", 4, 12, 8, 1, 1), ConvLayer("deep", 8, 12, 8, 1, 1)),
+     r"deep output: activation RAM 0 is too small: the tensor needs words 48..143, the RAM has 128 words"),
+    (SMALL, (ConvLayer("c", 1, 12, 8, 3, 1), DenseLayer("d", 800, 8)),
+     "d: the weight RAM is too small: the layers up to d need 811 words, the RAM has 256"),
+    (SMALL, (ConvLayer("c", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 5, 4, 3, 1)),
+     r"c2: expects an input image \(4, 5, 5\), the previous layer makes \(4, 4, 4\)"),
+    (SMALL, (ConvLayer("c", 2, 10, 4, 3, 2), DenseLayer("d", 63, 4)),
+     "d: expects 63 inputs, the previous layer makes 64"),
+    (SMALL, (DenseLayer("d", 4, 4), ConvLayer("c", 1, 2, 1, 1, 1)),
+     "c: a convolution cannot read the packed output of a dense layer"),
+    (SMALL, (ConvLayer("k", 1, 3, 4, 4, 1),), "k: kernel 4 stride 1 do not fit an input of 3"),
+])
+def test_constraints_are_checked(config, layers, message):
+    with pytest.raises(ValueError, match=message):
+        compile_network(config, layers, random_pairs(layers))
+
+
+def test_layers_whose_weights_do_not_match_are_rejected():
+    layers = tiny_layers()
+    pairs = random_pairs(layers)
+    pairs[1] = (pairs[1][0][:, :, :, :5], pairs[1][1])
+    with pytest.raises(ValueError, match=r"c2: weight must have shape \(4, 2, 2, 6\), not \(4, 2, 2, 5\)"):
+        compile_network(SMALL, layers, pairs)
+    pairs = random_pairs(layers)
+    pairs[3] = (pairs[3][0], pairs[3][1].astype(np.float64))
+    with pytest.raises(ValueError, match="d2: bias must be float32, not float64"):
+        compile_network(SMALL, layers, pairs)
+
+
+def test_descriptor_field_overflow_names_the_layer():
+    config = DqnConfig(modules=1, lanes=1, row_elements=256, weight_depth=1 << 17)
+    layers = (ConvLayer("big", 1, 256, 1, 256, 1),)
+    with pytest.raises(ValueError,
+                       match="big: descriptor field kernel_height must be an integer from 0 to 255, not 256"):
+        compile_network(config, layers, random_pairs(layers))
+
+
+def test_bad_arguments():
+    layers = tiny_layers()
+    with pytest.raises(TypeError, match="config must be a DqnConfig, not 3"):
+        compile_network(3, layers, random_pairs(layers))
+    with pytest.raises(ValueError, match="config.fmt must be binary32, not binary16"):
+        compile_network(DqnConfig(fmt=BINARY16), layers, random_pairs(layers))
+    with pytest.raises(ValueError, match="input_ram must be 0 or 1, not 2"):
+        compile_network(SMALL, layers, random_pairs(layers), input_ram=2)
+    with pytest.raises(TypeError, match="layers must be ConvLayer or DenseLayer, not 'x'"):
+        compile_network(SMALL, ["x"], [(None, None)])

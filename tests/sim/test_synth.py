@@ -1,0 +1,118 @@
+"""sim.fpga.synth: Yosys maps buffers to M10K block RAM and multipliers to DSP blocks; hierarchy, cache, messages."""
+
+import json
+
+import numpy as np
+import pytest
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.shared.dual_port_buffer import DualPortBuffer
+from hw.shared.float_format import BINARY16
+from hw.shared.float_multiplier import FloatMultiplier
+from sim.fpga import synth
+from cli.main import main
+from sim.fpga.synth import Resources, YosysNotFound, estimate, format_table, without_zero_memory_init, yosys_command
+from sim.verilog import generate_verilog
+from tests.sim.test_verilog import DelayChain
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+class RegisteredProduct(wiring.Component):
+    """``product`` = ``a * b`` (16 x 16 unsigned bits), registered."""
+
+    a: In(16)
+    b: In(16)
+    product: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.product.eq(self.a * self.b)
+        return m
+
+
+def test_buffer_maps_to_m10k_blocks():
+    buffer = DualPortBuffer(width=40, depth=512)
+    report = estimate(buffer, "synth_buffer_w40_d512")
+    assert report.total.m10k == buffer.m10k_blocks == 2      # true dual-port: 512 x 20 bits per block
+    assert report.total.memory_bits == 40 * 512
+    assert report.total.flip_flops == 0                    # the read registers are the blocks' own
+
+
+def test_integer_multiply_maps_to_a_dsp_multiplier():
+    total = estimate(RegisteredProduct(), "synth_product_16x16").total
+    assert (total.mul27, total.mul18, total.mul9) == (0, 1, 0)
+    assert total.dsp_blocks == 0.5                          # two 18x18 multipliers per Cyclone V DSP block
+    assert total.luts == 0
+
+
+def test_binary16_multiplier_significand_product_is_one_dsp_multiplier():
+    unit = FloatMultiplier(fmt=BINARY16)
+    total = estimate(unit, unit.module_name).total
+    assert (total.mul27, total.mul18, total.mul9) == (0, 1, 0)
+    assert total.m10k == 0
+    assert 50 < total.alms < 400
+
+
+def test_identical_submodules_are_counted_per_instance():
+    report = estimate(DelayChain(), "synth_chain")
+    rows = {row.label: row for row in report.rows}
+    one_cycle = next(row for label, row in rows.items() if row.count == 3)
+    assert one_cycle.resources.flip_flops == 3 * 17           # 16 data bits + valid per 1-cycle stage
+    assert report.total.flip_flops == 5 * 17
+    assert report.total == sum((row.resources for row in report.rows), Resources())
+
+
+def test_results_are_cached(fresh_cache, monkeypatch):
+    first = estimate(RegisteredProduct(), "synth_product_16x16")
+    monkeypatch.setattr(synth, "_run_yosys", lambda *args: pytest.fail("Yosys ran again"))
+    assert estimate(RegisteredProduct(), "synth_product_16x16").total == first.total
+
+
+def test_missing_yosys_names_the_fix(fresh_cache, monkeypatch):
+    monkeypatch.setenv("PATH", str(fresh_cache))
+    with pytest.raises(YosysNotFound, match=r"Yosys, which was not found on PATH: install it with "
+                                            r"`apt-get install yosys`"):
+        yosys_command()
+    synth.yosys_version.cache_clear()
+    try:
+        with pytest.raises(YosysNotFound):
+            estimate(RegisteredProduct(), "synth_product_16x16")
+    finally:
+        synth.yosys_version.cache_clear()
+
+
+def test_alm_estimate():
+    assert Resources(luts=10, lut6=4, carry=4, flip_flops=8).alms == 4 + (6 + 4) / 2
+    assert Resources(luts=2, flip_flops=40).alms == 10       # register bound: four flip-flops per ALM
+
+
+def test_table_says_it_is_an_estimate():
+    table = format_table([estimate(RegisteredProduct(), "synth_product_16x16")])
+    assert "synth_product_16x16" in table
+    assert "Yosys estimate" in table and "not a Quartus fit" in table
+
+
+def test_cli_prints_table_and_writes_json(tmp_path, capsys):
+    path = tmp_path / "estimate.json"
+    assert main(["synth", "fmul", "--json", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "float_multiplier_binary32_l2" in printed and "Cyclone V 5CSEMA5" in printed
+    document = json.loads(path.read_text())
+    [entry] = document["systems"]
+    assert entry["system"] == "fmul"
+    assert entry["total"]["mul27"] == 1 and entry["total"]["dsp_blocks"] == 1
+    assert "not a Quartus fit" in document["note"]
+
+
+def test_only_all_zero_memory_initialisation_is_dropped():
+    zeros = generate_verilog(DualPortBuffer(width=8, depth=4), "synth_zeros")
+    assert "initial begin" in zeros and "initial begin" not in without_zero_memory_init(zeros)
+    loaded = generate_verilog(DualPortBuffer(width=8, depth=4, init=np.arange(4, dtype=np.uint8)), "synth_loaded")
+    assert without_zero_memory_init(loaded) == loaded

@@ -1,0 +1,109 @@
+"""The tree's import rules, checked on the import graph of every module (imports inside functions too).
+
+Floors, lowest first: ``hw`` -> ``models`` -> ``sim`` -> ``testbench`` -> ``dse`` -> ``cli``.  A module imports
+from its own floor or the floors below it, never above.  Inside a floor, a system's room (``dqn``, ``pe_ring``,
+``capsnet``; ``dcp`` and ``dance`` in ``dse``) imports its own room and the floor's ``shared`` room, never another
+system's room, and ``shared`` imports no system's room.  In ``cli`` one module per job: a job imports no other job
+(only ``cli.main`` knows them all, and ``cli.report`` is what they share).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOORS = ("hw", "models", "sim", "testbench", "dse", "cli")
+SHARED_ROOM = "shared"
+CLI_ENTRY, CLI_SHARED = "cli.main", "cli.report"
+
+
+def module_name(path, root=ROOT):
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path, root=ROOT):
+    """Dotted names of the project modules ``path`` imports (``from package import module`` counts as the module)."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {module for module in found if module.split(".")[0] in FLOORS and _exists(module, root)}
+
+
+def _exists(module, root):
+    path = root.joinpath(*module.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def room_of(module):
+    """(floor, room): the room is the subpackage under the floor (``None`` for the floor's own top modules)."""
+    parts = module.split(".")
+    room = parts[1] if len(parts) > 2 or (len(parts) == 2 and _is_package(parts)) else None
+    return parts[0], room
+
+
+def _is_package(parts):
+    return (ROOT.joinpath(*parts) / "__init__.py").exists()
+
+
+def violations(root=ROOT):
+    """One line per broken rule: ``importer -> imported: why``."""
+    broken = []
+    for floor in FLOORS:
+        for path in sorted((root / floor).rglob("*.py")):
+            importer = module_name(path, root)
+            for imported in sorted(imported_modules(path, root)):
+                reason = _rule_broken(importer, imported)
+                if reason:
+                    broken.append(f"{importer} -> {imported}: {reason}")
+    return broken
+
+
+def _rule_broken(importer, imported):
+    (floor, room), (imported_floor, imported_room) = room_of(importer), room_of(imported)
+    if FLOORS.index(imported_floor) > FLOORS.index(floor):
+        return f"floor {floor!r} must not import from the floor above it, {imported_floor!r}"
+    if floor == "cli" and imported_floor == "cli":
+        if importer not in (CLI_ENTRY, CLI_SHARED) and imported not in (CLI_SHARED, "cli") and imported != importer:
+            return "a job imports no other job (what jobs share lives in cli.report)"
+        return None
+    if floor != imported_floor or room == imported_room or imported_room in (None, SHARED_ROOM):
+        return None
+    if room is None:
+        return None     # a floor's top-level module (e.g. sim.harness) may use the rooms below it on its floor
+    if room == SHARED_ROOM:
+        return f"the shared room must not import the system room {imported_floor}.{imported_room}"
+    return f"room {floor}.{room} must not import another system's room, {imported_floor}.{imported_room}"
+
+
+def test_the_tree_keeps_its_import_rules():
+    broken = violations()
+    assert not broken, "import rules broken:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("importer, imported, message", [
+    ("hw.dqn.accelerator", "models.dqn.plan", "floor 'hw' must not import from the floor above it, 'models'"),
+    ("sim.harness", "testbench.shared.exchange", "floor 'sim' must not import from the floor above it, 'testbench'"),
+    ("hw.capsnet.accelerator", "hw.dqn.config", "room hw.capsnet must not import another system's room, hw.dqn"),
+    ("hw.shared.host_port", "hw.dqn.config", "the shared room must not import the system room hw.dqn"),
+    ("cli.capsnet", "cli.dqn", "a job imports no other job"),
+    ("cli.capsnet", "cli.report", None),
+    ("testbench.dqn.host", "sim.harness", None),
+    ("models.dqn.plan", "hw.dqn.config", None),
+])
+def test_each_rule_names_what_it_forbids(importer, imported, message):
+    reason = _rule_broken(importer, imported)
+    assert (reason is None) if message is None else (reason is not None and reason.startswith(message))
