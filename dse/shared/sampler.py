@@ -3,8 +3,9 @@
 A mapping is drawn in three steps, then repaired until legal:
 
 1. Spatial: each level picks a parallel dimension among those the dataflow unrolls (different
-   dimensions at different levels while there are enough), and a divisor of what is left of its
-   bound, within the PEs still free (uniform over the divisors).
+   dimensions at different levels while there are enough; once none is left, a dimension with
+   nothing left to split, on 1 PE, so that it blocks no temporal loop), and a divisor of what is
+   left of its bound, within the PEs still free (uniform over the divisors).
 2. Temporal: each prime factor of what is left of a dimension's bound goes to a random level
    that does not unroll that dimension; each level's loop order is a random permutation.
 3. Repair: while the RF tiles overflow the register file, a prime factor of a random RF loop
@@ -90,16 +91,19 @@ class _Draft:
         return nest["rf_tile"][0].sum(), nest["gb_tile"][0].sum()
 
 
-def _draw(layer, hardware, rng):
+def _draw(layer, hardware, rng, fixed_parallel):
     bounds = dict(zip(DIMS, layer.loop_bounds()))
     remaining = dict(bounds)
     allowed = list(hardware.dataflow.parallel_dims)
     free_pes = hardware.pes
-    parallel = [None] * len(LEVELS)
+    parallel = list(fixed_parallel or [None] * len(LEVELS))
+    for dim, size in fixed_parallel or ():
+        remaining[dim] //= size
     chosen = []
-    for level in rng.permutation(len(LEVELS)):
+    for level in ([] if fixed_parallel else rng.permutation(len(LEVELS))):
         fresh = [d for d in allowed if d not in chosen and remaining[d] > 1]
-        pool = fresh or [d for d in allowed if d not in chosen] or allowed
+        idle = [d for d in DIMS if d not in chosen and remaining[d] == 1]
+        pool = fresh or idle or allowed
         dim = pool[int(rng.integers(len(pool)))]
         options = _divisors(remaining[dim], free_pes)
         size = int(options[int(rng.integers(len(options)))])
@@ -133,10 +137,14 @@ def _fix_rf_innermost(draft, hardware, rng):
             return False
 
 
-def sample_mapping(layer, hardware, rng, *, max_draws=100):
-    """One legal mapping of ``layer`` on ``hardware``, drawn with ``rng`` (numpy Generator)."""
+def sample_mapping(layer, hardware, rng, *, parallel=None, max_draws=100):
+    """One legal mapping of ``layer`` on ``hardware``, drawn with ``rng`` (numpy Generator).
+
+    ``parallel``: optionally the three levels' parallel entries, fixed ((dim, PEs) per level,
+    DRAM first); then only the temporal part is drawn.
+    """
     for _ in range(max_draws):
-        draft = _draw(layer, hardware, rng)
+        draft = _draw(layer, hardware, rng, parallel)
         rf_words, gb_words = draft.tiles(layer)
         while rf_words > hardware.rf_words and draft.move_out(rng, _RF):
             rf_words, gb_words = draft.tiles(layer)
@@ -150,7 +158,7 @@ def sample_mapping(layer, hardware, rng, *, max_draws=100):
     raise RuntimeError(f"no legal mapping of {layer} on {hardware} in {max_draws} draws")
 
 
-def sample_mappings(layer, hardware, count, *, seed):
+def sample_mappings(layer, hardware, count, *, seed, parallel=None):
     """``count`` legal mappings, reproducible from ``seed``."""
     rng = np.random.default_rng(seed)
-    return [sample_mapping(layer, hardware, rng) for _ in range(count)]
+    return [sample_mapping(layer, hardware, rng, parallel=parallel) for _ in range(count)]

@@ -51,3 +51,12 @@ def test_bad_hardware_is_rejected_with_the_value(fields, message):
     with pytest.raises(ValueError) as error:
         TemplateHardware(**fields)
     assert message in str(error.value)
+
+
+def test_fixed_parallel_entries_are_kept():
+    hardware = TemplateHardware(pe_x=16, pe_y=16, rf_words=32, dataflow="WS")
+    layer = dqn_layers()[1]  # K 32, C 16
+    parallel = (("K", 1), ("K", 16), ("C", 16))
+    for mapping in sample_mappings(layer, hardware, 10, seed=1, parallel=parallel):
+        assert tuple(mapping.parallel(level) for level in range(3)) == parallel
+        assert mapping.violations(layer, hardware) == []
