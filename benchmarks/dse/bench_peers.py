@@ -36,6 +36,7 @@ from dse.shared import energy_table
 from dse.shared.cost_model import evaluate_batch, pack
 from dse.shared.layer import Layer, LayerType, dqn_layers
 from dse.shared.sampler import sample_hardware, sample_mappings
+from dse.shared.template import TemplateHardware
 
 ZIGZAG_DIMS = {"N": "B", "K": "K", "C": "C", "Y": "OY", "X": "OX", "R": "FY", "S": "FX"}
 # The template's dataflows as ZigZag spatial unrollings: (array rows D1, array columns D2).
@@ -225,9 +226,27 @@ def model_best(layer, hardware, unrolling, samples, seed):
 
 # ---- the benchmark -----------------------------------------------------------------------
 
-def dqn_table(scalesim_python):
+def model_dqn_table(samples, seed):
+    """This model on the DQN layers, 16x16 template, fp32 (the thesis' format): per dataflow the
+    best of ``samples`` random mappings per layer for latency."""
+    for dataflow in ("WS", "OS", "RS"):
+        hardware = TemplateHardware(pe_x=16, pe_y=16, rf_words=64, dataflow=dataflow,
+                                    number_format="fp32")
+        latency, compute = [], []
+        for index, layer in enumerate(dqn_layers()):
+            mappings = sample_mappings(layer, hardware, samples, seed=seed + index)
+            costs = evaluate_batch(pack([(hardware, m, layer) for m in mappings]))
+            best = int(np.argmin(costs["latency_cycles"]))
+            latency.append(round(costs["latency_cycles"][best]))
+            compute.append(round(costs["compute_cycles"][best]))
+        print(f"  this model, template 16x16 RF 64 fp32 {dataflow}: {sum(latency):>9,} cycles  "
+              f"per layer {latency}  (compute-bound part {sum(compute):,})")
+
+
+def dqn_table(scalesim_python, samples, seed):
     layers = dqn_layers()
     print("DQN (4 layers, 18 actions) on a 16x16 array")
+    model_dqn_table(samples, seed)
     for dataflow in ("os", "ws", "is"):
         start = time.perf_counter()
         cycles = scalesim_dqn_cycles(dataflow, scalesim_python)
@@ -294,7 +313,7 @@ def main():
         print(json.dumps(scalesim_cycles(dqn_layers(), args.scalesim_json)))
         return
     if not args.skip_dqn:
-        dqn_table(args.scalesim_python)
+        dqn_table(args.scalesim_python, args.samples, args.seed)
     template_comparison(args.cases, args.samples, args.seed, args.lpf_limit)
 
 

@@ -95,6 +95,21 @@ class Mapping:
             parts.append(f"{name}: {pdim}x{psize} PEs | {loop_text}")
         return "; ".join(parts)
 
+    @classmethod
+    def from_text(cls, text):
+        """From words, levels separated by ``/``, entries as dimension and size, parallel entry
+        first: ``"N1 C2 K1 Y1 X1 R1 S1 / K2 N1 C1 Y1 X1 R1 S1 / Y1 N1 K1 X1 R1 S1 C2"``."""
+        levels = []
+        for level in text.split("/"):
+            entries = []
+            for word in level.split():
+                if len(word) < 2 or word[0] not in DIM_INDEX or not word[1:].isdigit():
+                    raise MappingError(f"mapping entry {word!r} is not a dimension of "
+                                       f"{''.join(DIMS)} followed by a size")
+                entries.append((word[0], int(word[1:])))
+            levels.append(tuple(entries))
+        return cls(tuple(levels))
+
     def to_dict(self):
         return {"levels": [[[dim, size] for dim, size in level] for level in self.levels]}
 

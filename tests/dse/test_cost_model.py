@@ -17,8 +17,7 @@ OS_HW = TemplateHardware(pe_x=8, pe_y=8, rf_words=16, dataflow="OS")
 
 
 def mapping(dram, gb, rf):
-    return Mapping(tuple(tuple((entry[0], int(entry[1:])) for entry in level.split())
-                         for level in (dram, gb, rf)))
+    return Mapping.from_text(f"{dram} / {gb} / {rf}")
 
 
 def test_outputs_stay_put_while_the_reduction_runs_outside():

@@ -10,8 +10,7 @@ OS_HW = TemplateHardware(pe_x=8, pe_y=8, rf_words=16, dataflow="OS")
 
 
 def mapping(dram, gb, rf):
-    return Mapping(tuple(tuple((entry[0], int(entry[1:])) for entry in level.split())
-                         for level in (dram, gb, rf)))
+    return Mapping.from_text(f"{dram} / {gb} / {rf}")
 
 
 LEGAL = mapping("N1 C2 K1 Y1 X1 R1 S1", "K2 N1 C1 Y1 X1 R1 S1", "Y1 N1 K1 X1 R1 S1 C2")
@@ -42,6 +41,11 @@ def test_malformed_mappings_are_rejected(levels, message):
     with pytest.raises(MappingError) as error:
         mapping(*levels)
     assert message in str(error.value)
+
+
+def test_text_form_names_a_bad_entry():
+    with pytest.raises(MappingError, match="mapping entry 'Q3' is not a dimension of NKCYXRS"):
+        Mapping.from_text("Q3 N1 K1 C1 Y1 X1 R1 / " * 3)
 
 
 def test_wrong_level_count_and_code_shape():
