@@ -69,11 +69,50 @@ def _info(arguments):
     return 0
 
 
-def _command(commands, name, *, help, description, arguments, handler):
-    parser = commands.add_parser(name, help=help, description=description, epilog=EXIT_STATUSES)
+# (name, one line for the command list, description for its --help, function adding its options, handler)
+_JOBS = (
+    ("dqn", "Atari states through the simulated DQN accelerator, checked bit for bit",
+     "Compile the thesis' Atari DQN for the accelerator, simulate it on recorded Breakout states (or yours), check "
+     "every Q-value bit for bit against the golden model and print cycles per layer next to the thesis' Table 5.1.",
+     dqn_job.add_arguments, dqn_job.run),
+    ("float", "Berkeley TestFloat vectors through the RTL float units",
+     "Stream Berkeley TestFloat vectors through the RTL float multiplier and adder and compare every result bit "
+     "for bit with TestFloat's.",
+     float_job.add_arguments, float_job.run),
+    ("ebp", "EBP training on the SIMD/SRA PE ring: PWL errors, cycle table, training",
+     "Error back-propagation on the PE ring: the PWL activation's error table and plot, cycles against the "
+     "paper's, and training (the ring's instruction-set model, optionally the simulated RTL) checked bit for bit "
+     "against the fixed-point golden model, on the built-in digit tasks or your data set (--data).",
+     ebp_job.add_arguments, ebp_job.run),
+    ("capsnet", "MNIST digits through the simulated CapsNet accelerator, checked bit for bit",
+     "Run MNIST test digits through the simulated 8-bit CapsNet accelerator, check every step-1 and step-2 output "
+     "and class bit for bit against the golden model, and print cycles per step against the paper's Table 5 and "
+     "GOP/s per DSP block.",
+     capsnet_job.add_arguments, capsnet_job.run),
+)
+_COMMANDS = (
+    ("play", "the Atari host loop: the simulated accelerator chooses every action",
+     "The thesis' host loop: the Atari emulator inside the simulation produces each state, the simulated DQN "
+     "accelerator chooses the action; every step is checked against the golden model afterwards.",
+     dqn_job.add_play_arguments, dqn_job.play),
+    ("verilog", "Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board",
+     "Generate a system's Verilog and a Quartus project (.qpf, .qsf, .sdc and a build script) for an Intel FPGA "
+     "board.",
+     fpga_job.add_verilog_arguments, fpga_job.run_verilog),
+    ("synth", "resource estimate by Yosys for Cyclone V (not a Quartus fit)",
+     "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
+     "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
+     fpga_job.add_synth_arguments, fpga_job.run_synth),
+    ("info", "show toolchain versions and the build cache",
+     "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",
+     lambda parser: None, _info),
+)
+
+
+def _command(commands, name, summary, description, arguments, handler):
+    parser = commands.add_parser(name, help=summary, description=description, epilog=EXIT_STATUSES)
     arguments(parser)
     parser.set_defaults(handler=handler)
-    return parser
 
 
 def build_parser():
@@ -87,42 +126,10 @@ def build_parser():
     run = commands.add_parser("run", help="run a job on the simulated hardware",
                               description="Run a job on the simulated hardware and check it bit for bit.")
     jobs = run.add_subparsers(dest="job", required=True, metavar="JOB")
-    _command(jobs, "dqn", help="Atari states through the simulated DQN accelerator, checked bit for bit",
-             description="Compile the thesis' Atari DQN for the accelerator, simulate it on recorded Breakout "
-                         "states (or yours), check every Q-value bit for bit against the golden model and print "
-                         "cycles per layer next to the thesis' Table 5.1.",
-             arguments=dqn_job.add_arguments, handler=dqn_job.run)
-    _command(jobs, "float", help="Berkeley TestFloat vectors through the RTL float units",
-             description="Stream Berkeley TestFloat vectors through the RTL float multiplier and adder and compare "
-                         "every result bit for bit with TestFloat's.",
-             arguments=float_job.add_arguments, handler=float_job.run)
-    _command(jobs, "ebp", help="EBP training on the SIMD/SRA PE ring: PWL errors, cycle table, training",
-             description="Error back-propagation on the PE ring: the PWL activation's error table and plot, "
-                         "cycles against the paper's, and training (the ring's instruction-set model, optionally "
-                         "the simulated RTL) checked bit for bit against the fixed-point golden model, on the "
-                         "built-in digit tasks or your data set (--data).",
-             arguments=ebp_job.add_arguments, handler=ebp_job.run)
-    _command(jobs, "capsnet", help="MNIST digits through the simulated CapsNet accelerator, checked bit for bit",
-             description="Run MNIST test digits through the simulated 8-bit CapsNet accelerator, check every "
-                         "step-1 and step-2 output and class bit for bit against the golden model, and print "
-                         "cycles per step against the paper's Table 5 and GOP/s per DSP block.",
-             arguments=capsnet_job.add_arguments, handler=capsnet_job.run)
-    _command(commands, "play", help="the Atari host loop: the simulated accelerator chooses every action",
-             description="The thesis' host loop: the Atari emulator inside the simulation produces each state, the "
-                         "simulated DQN accelerator chooses the action; every step is checked against the golden "
-                         "model afterwards.",
-             arguments=dqn_job.add_play_arguments, handler=dqn_job.play)
-    _command(commands, "verilog", help="Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board",
-             description="Generate a system's Verilog and a Quartus project (.qpf, .qsf, .sdc and a build script) "
-                         "for an Intel FPGA board.",
-             arguments=fpga_job.add_verilog_arguments, handler=fpga_job.run_verilog)
-    _command(commands, "synth", help="resource estimate by Yosys for Cyclone V (not a Quartus fit)",
-             description="Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow "
-                         "(an estimate, not a Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
-             arguments=fpga_job.add_synth_arguments, handler=fpga_job.run_synth)
-    _command(commands, "info", help="show toolchain versions and the build cache",
-             description="Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build "
-                         "cache is.", arguments=lambda parser: None, handler=_info)
+    for name, summary, description, arguments, handler in _JOBS:
+        _command(jobs, name, summary, description, arguments, handler)
+    for name, summary, description, arguments, handler in _COMMANDS:
+        _command(commands, name, summary, description, arguments, handler)
     return parser
 
 
