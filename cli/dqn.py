@@ -24,7 +24,7 @@ from models.dqn.network import check_states, dqn_layers, load_weights, reference
 from models.dqn.plan import SPLIT_MODES, compile_network
 from models.shared.input_files import InputError, load_arrays
 
-from cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
+from cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument, json_float,
                         output_file, positive_int, progress, write_json)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
@@ -99,6 +99,18 @@ def _recorded_states(count):
         return recorded_states(count)
     except ValueError as error:
         raise InputError(f"--states {count}: {error}") from None
+
+
+def _check_game(arguments):
+    """Open the game in the emulator here, so that a wrong --game or a missing ale-py is said before the build."""
+    from models.dqn.atari import AtariGame
+
+    try:
+        AtariGame(arguments.game, seed=arguments.seed)
+    except ValueError as error:
+        raise InputError(f"--game {arguments.game}: {error}") from None
+    except RuntimeError as error:           # ale-py is not installed
+        raise ToolError(str(error)) from None
 
 
 def _weights(arguments):
@@ -327,6 +339,7 @@ def play(arguments):
     from models.dqn.atari import frames_to_states
 
     start = time.perf_counter()
+    _check_game(arguments)
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
     accelerator_run = _simulate(arguments, plan, play={"game": arguments.game, "seed": arguments.seed,

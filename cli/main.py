@@ -26,7 +26,7 @@ from cli import dqn as dqn_job
 from cli import float_units as float_job
 from cli import fpga as fpga_job
 from cli import pe_ring as ebp_job
-from cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED,
+from cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
                         human_output_to_stderr)
 from models.shared.cache import cache_root
 from models.shared.input_files import InputError
@@ -39,7 +39,9 @@ from testbench.shared.testfloat import TestFloatError
 __all__ = ["main", "build_parser", "TOOL_FAILURES"]
 
 # A tool, the simulator or a data source the job needs failed or is missing: exit 3, the message names its log.
-TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatError, MnistError)
+TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatError, MnistError, ToolError)
+# Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
+OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",)}
 
 EXIT_STATUSES = """exit status: 0 done and checked; 1 the check failed (a mismatch); 2 bad usage or bad input \
 (one line: the file, the fault, what was expected); 3 a tool or the simulator failed (the message names its log); \
@@ -156,6 +158,14 @@ def _run(arguments):
         return EXIT_BAD_INPUT
     except TOOL_FAILURES as error:
         print(f"nnaccel: error: {error}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    except ModuleNotFoundError as error:
+        extra = next((extra for extra, packages in OPTIONAL_PACKAGES.items() if error.name in packages), None)
+        if extra is None:
+            print(_internal_error(error), file=sys.stderr)
+            return EXIT_INTERNAL_ERROR
+        print(f"nnaccel: error: this job needs the Python package {error.name}, which is not installed: "
+              f"pip install -e '.[{extra}]'", file=sys.stderr)
         return EXIT_TOOL_FAILED
     except Exception as error:          # anything else is a bug: one line, the traceback in a file
         print(_internal_error(error), file=sys.stderr)

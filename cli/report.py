@@ -20,11 +20,16 @@ from pathlib import Path
 from models.shared.input_files import InputError
 from sim.progress import ProgressListener, reporting_to
 
-__all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR",
+__all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float",
            "progress"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
+
+
+class ToolError(RuntimeError):
+    """A tool, an optional package or a data source a job needs is missing or failed (exit 3); the message says
+    which and how to get it."""
 PLAIN_PROGRESS_SECONDS = 10     # without a terminal: a line with the counts at most this often
 PLAIN_QUIET_SECONDS = 30        # ... and a line this often while nothing changes
 

@@ -136,6 +136,9 @@ CASES = {
                   "nnaccel run dqn: error: argument --split: invalid choice: 'sometimes' (choose from 'auto', "
                   "'always', 'never')"),
     "play steps": ("play --steps -1", "nnaccel play: error: argument --steps: must be a positive integer, not '-1'"),
+    "play game": ("play --game pacmanx",
+                  "nnaccel: error: --game pacmanx: unknown Atari game 'pacmanx'; ale-py ships e.g. 'breakout', "
+                  "'pong', 'space_invaders'"),
     # ---- nnaccel run capsnet
     "capsnet weights keys": ("run capsnet --weights {d}/wrongkeys.npz",
                              f"nnaccel: error: {{d}}/wrongkeys.npz: missing conv1_weights, conv1_bias, "

@@ -56,6 +56,16 @@ def test_a_missing_simulator_exits_3(monkeypatch, capsys):
     assert capsys.readouterr().err == "nnaccel: error: iverilog is not on PATH\n"
 
 
+def test_a_missing_optional_package_exits_3_naming_the_extra(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(float_units, "run_suite", _failing_suite(ModuleNotFoundError("No module", name="sklearn")))
+    assert main(["run", "float", "--suite", "f16_mul_1"]) == 3
+    assert capsys.readouterr().err == ("nnaccel: error: this job needs the Python package sklearn, which is not "
+                                       "installed: pip install -e '.[ebp]'\n")
+    monkeypatch.setenv("NNACCEL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(float_units, "run_suite", _failing_suite(ModuleNotFoundError("No module", name="nnacel")))
+    assert main(["run", "float", "--suite", "f16_mul_1"]) == 4          # a misspelt import of ours is a bug
+
+
 def test_a_bug_exits_4_with_the_traceback_in_a_file(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("NNACCEL_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(float_units, "run_suite", _failing_suite(ZeroDivisionError("division by zero")))
