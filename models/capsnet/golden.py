@@ -186,15 +186,18 @@ def load_capsnet(variant="full", *, path=None):
     scalars = {key: _integer_scalar(path, key, arrays[key]) for key in _SHIFT_KEYS + _FRAC_KEYS + _SIZE_KEYS}
     try:
         shape = CapsNetShape(conv_channels=scalars.pop("conv_channels"), primary_types=scalars.pop("primary_types"))
-        metadata = json.loads(_text_scalar(path, "metadata", arrays["metadata"]))
-    except ValueError as error:        # json.JSONDecodeError is a ValueError
+    except ValueError as error:
         raise InputError(f"{path}: {error} ({_FILE_LAYOUT})") from None
+    try:
+        metadata = json.loads(_text_scalar(path, "metadata", arrays["metadata"]))
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: metadata is not JSON: {error} ({_FILE_LAYOUT})") from None
     if not isinstance(metadata, dict):
         raise InputError(f"{path}: metadata must be a JSON object, not {type(metadata).__name__} ({_FILE_LAYOUT})")
     for key in _ARRAY_KEYS:
         want = np.int32 if key.endswith("_bias") else np.int8
         if arrays[key].dtype != want:
-            raise InputError(f"{path}: {key} is {arrays[key].dtype}, expected {np.dtype(want)} ({_FILE_LAYOUT})")
+            raise InputError(f"{path}: {key} is {arrays[key].dtype}, not {np.dtype(want)} ({_FILE_LAYOUT})")
     net = FixedCapsNet(variant=_text_scalar(path, "variant", arrays["variant"]), shape=shape,
                        **{key: arrays[key] for key in _ARRAY_KEYS}, **scalars, metadata=metadata)
     try:
@@ -206,7 +209,7 @@ def load_capsnet(variant="full", *, path=None):
 
 def _integer_scalar(path, key, array):
     if array.shape != () or array.dtype.kind not in "iu":
-        raise InputError(f"{path}: {key} is a {array.dtype} array of shape {array.shape}, expected one integer "
+        raise InputError(f"{path}: {key} is a {array.dtype} array of shape {array.shape}, not one integer "
                          f"({_FILE_LAYOUT})")
     value = int(array)
     if key in _SHIFT_KEYS and not 0 <= value < 32:
@@ -216,7 +219,7 @@ def _integer_scalar(path, key, array):
 
 def _text_scalar(path, key, array):
     if array.shape != () or array.dtype.kind != "U":
-        raise InputError(f"{path}: {key} is a {array.dtype} array of shape {array.shape}, expected one string "
+        raise InputError(f"{path}: {key} is a {array.dtype} array of shape {array.shape}, not one string "
                          f"({_FILE_LAYOUT})")
     return str(array)
 

@@ -130,8 +130,8 @@ def _check_values(path, features, labels, where):
     bad = np.flatnonzero(~np.isfinite(features).all(axis=1))
     if len(bad):
         column = int(np.flatnonzero(~np.isfinite(features[bad[0]]))[0])
-        raise InputError(f"{path}: {where(bad[0])}: feature {column + 1} is {features[bad[0], column]}, "
+        raise InputError(f"{path} {where(bad[0])}: feature {column + 1} is {features[bad[0], column]}, "
                          f"expected a finite number")
     bad = np.flatnonzero((labels != 0) & (labels != 1))
     if len(bad):
-        raise InputError(f"{path}: {where(bad[0])}: label {labels[bad[0]]}, expected 0 or 1")
+        raise InputError(f"{path} {where(bad[0])}: label {labels[bad[0]]}, expected 0 or 1")

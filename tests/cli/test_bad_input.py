@@ -62,6 +62,8 @@ def files(tmp_path_factory):
     np.savez(directory / "bias_shape.npz", **_capsnet(primary_bias=_capsnet()["primary_bias"][:10]))
     np.savez(directory / "object_metadata.npz", **_capsnet(metadata=np.array({"data": 1}, dtype=object)))
     np.savez(directory / "shift.npz", **_capsnet(squash_shift=np.int64(40)))
+    np.savez(directory / "shift_array.npz", **_capsnet(conv1_shift=np.zeros(3)))
+    np.savez(directory / "metadata.npz", **_capsnet(metadata=np.str_("{not json")))
     (directory / "mnist4").mkdir()
     write_mnist_dir(directory / "mnist4", count=4)
     csv = {"ragged.csv": "a,b,label\n0.1,0.2,1\n0.3,0\n", "text.csv": "1,2,0\n3,abc,1\n",
@@ -149,7 +151,7 @@ CASES = {
     "capsnet weights missing": ("run capsnet --weights {d}/none.npz",
                                 f"nnaccel: error: {{d}}/none.npz: no such file ({CAPSNET_WEIGHTS})"),
     "capsnet weights dtype": ("run capsnet --weights {d}/int16.npz",
-                              f"nnaccel: error: {{d}}/int16.npz: conv1_weights is int16, expected int8 "
+                              f"nnaccel: error: {{d}}/int16.npz: conv1_weights is int16, not int8 "
                               f"({CAPSNET_WEIGHTS})"),
     "capsnet weights shape": ("run capsnet --weights {d}/bias_shape.npz",
                               "nnaccel: error: {d}/bias_shape.npz: primary_bias has shape (10,), expected (64,) for "
@@ -159,6 +161,12 @@ CASES = {
                                 f"which nnaccel never loads ({CAPSNET_WEIGHTS})"),
     "capsnet weights shift": ("run capsnet --weights {d}/shift.npz",
                               "nnaccel: error: {d}/shift.npz: squash_shift is 40, expected a shift from 0 to 31"),
+    "capsnet weights scalar": ("run capsnet --weights {d}/shift_array.npz",
+                               f"nnaccel: error: {{d}}/shift_array.npz: conv1_shift is a float64 array of shape (3,), "
+                               f"not one integer ({CAPSNET_WEIGHTS})"),
+    "capsnet weights metadata": ("run capsnet --weights {d}/metadata.npz",
+                                 f"nnaccel: error: {{d}}/metadata.npz: metadata is not JSON: Expecting property name enclosed in double "
+                                 f"quotes: line 1 column 2 (char 1) ({CAPSNET_WEIGHTS})"),
     "capsnet images 0": ("run capsnet --images 0",
                          "nnaccel run capsnet: error: argument --images: must be a positive integer, not '0'"),
     "capsnet mnist dir": ("run capsnet --mnist-dir {d}/nowhere",
@@ -184,9 +192,9 @@ CASES = {
     "ebp data text": ("run ebp --data {d}/text.csv",
                       f"nnaccel: error: {{d}}/text.csv line 2: 'abc' is not a number ({DATA_SET})"),
     "ebp data nan": ("run ebp --data {d}/nan.csv",
-                     "nnaccel: error: {d}/nan.csv: line 3: feature 1 is nan, expected a finite number"),
+                     "nnaccel: error: {d}/nan.csv line 3: feature 1 is nan, expected a finite number"),
     "ebp data label": ("run ebp --data {d}/label2.csv",
-                       "nnaccel: error: {d}/label2.csv: line 2: label 2.0, expected 0 or 1"),
+                       "nnaccel: error: {d}/label2.csv line 2: label 2.0, expected 0 or 1"),
     "ebp data one column": ("run ebp --data {d}/onecolumn.csv",
                             "nnaccel: error: {d}/onecolumn.csv: one column per line; expected at least one feature "
                             "and the label"),
@@ -205,7 +213,7 @@ CASES = {
     "ebp data keys": ("run ebp --data {d}/y.npz",
                       f"nnaccel: error: {{d}}/y.npz: missing labels; unexpected y ({DATA_SET})"),
     "ebp data infinite": ("run ebp --data {d}/inf.npz",
-                          "nnaccel: error: {d}/inf.npz: row 2 of the arrays: feature 3 is inf, expected a finite "
+                          "nnaccel: error: {d}/inf.npz row 2 of the arrays: feature 3 is inf, expected a finite "
                           "number"),
     "ebp data strings": ("run ebp --data {d}/strings_data.npz",
                          "nnaccel: error: {d}/strings_data.npz: features are <U1, expected numbers"),
