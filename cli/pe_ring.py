@@ -245,7 +245,8 @@ def add_arguments(parser):
     parser.add_argument("--hidden", type=positive_int, metavar="N",
                         help=f"hidden nodes of the network trained on --data (default {DATA_HIDDEN})")
     parser.add_argument("--rtl", action="store_true",
-                        help=f"also train on the Verilator-simulated {DATA_PES}-PE ring (16-5-1, or the --data network)")
+                        help=f"also train on the Verilator-simulated {DATA_PES}-PE ring (16-5-1, or the --data "
+                             f"network)")
     parser.add_argument("--rtl64", action="store_true",
                         help="also train 64-64-1 on a simulated 64-PE ring (the build takes about 20 minutes)")
     parser.add_argument("--out", type=Path, default=Path("nnaccel-ebp"), metavar="DIR",

@@ -21,8 +21,8 @@ from models.shared.input_files import InputError
 from sim.progress import ProgressListener, reporting_to
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
-           "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float",
-           "progress"]
+           "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument",
+           "human_output_to_stderr", "write_json", "json_float", "progress"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
 

@@ -165,8 +165,8 @@ CASES = {
                                f"nnaccel: error: {{d}}/shift_array.npz: conv1_shift is a float64 array of shape (3,), "
                                f"not one integer ({CAPSNET_WEIGHTS})"),
     "capsnet weights metadata": ("run capsnet --weights {d}/metadata.npz",
-                                 f"nnaccel: error: {{d}}/metadata.npz: metadata is not JSON: Expecting property name enclosed in double "
-                                 f"quotes: line 1 column 2 (char 1) ({CAPSNET_WEIGHTS})"),
+                                 f"nnaccel: error: {{d}}/metadata.npz: metadata is not JSON: Expecting property name "
+                                 f"enclosed in double quotes: line 1 column 2 (char 1) ({CAPSNET_WEIGHTS})"),
     "capsnet images 0": ("run capsnet --images 0",
                          "nnaccel run capsnet: error: argument --images: must be a positive integer, not '0'"),
     "capsnet mnist dir": ("run capsnet --mnist-dir {d}/nowhere",
