@@ -115,6 +115,7 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(thesis, tmp_path, monkeypa
 
     def stand_in(accelerator, plan, states, *, play, simulator, waves):
         assert accelerator.config == plan.config and play is None and simulator == "verilator"
+        accelerator._MustUse__used = True       # never elaborated here: tell Amaranth (as sim.verilog's cache does)
         return fake_run(plan, states, corrupt=corrupt)
 
     monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", stand_in)
