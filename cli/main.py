@@ -16,6 +16,7 @@ its log), anything else 4 with the traceback written to a file; a job returns 0 
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 import traceback
@@ -40,6 +41,7 @@ __all__ = ["main", "build_parser", "TOOL_FAILURES"]
 
 # A tool, the simulator or a data source the job needs failed or is missing: exit 3, the message names its log.
 TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatError, MnistError, ToolError)
+EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
 # Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
 OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",)}
 
@@ -167,6 +169,9 @@ def _run(arguments):
         print(f"nnaccel: error: this job needs the Python package {error.name}, which is not installed: "
               f"pip install -e '.[{extra}]'", file=sys.stderr)
         return EXIT_TOOL_FAILED
+    except BrokenPipeError:             # the reader went away (`nnaccel ... | head`): stop quietly, as `cat` does
+        sys.stdout = open(os.devnull, "w")
+        return EXIT_BROKEN_PIPE
     except Exception as error:          # anything else is a bug: one line, the traceback in a file
         print(_internal_error(error), file=sys.stderr)
         return EXIT_INTERNAL_ERROR

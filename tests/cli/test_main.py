@@ -66,6 +66,17 @@ def test_a_missing_optional_package_exits_3_naming_the_extra(monkeypatch, capsys
     assert main(["run", "float", "--suite", "f16_mul_1"]) == 4          # a misspelt import of ours is a bug
 
 
+def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
+    """``nnaccel ... | head``: the reader has gone, so the rest of the output goes nowhere; not a bug."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", sys.stdout)          # restored after the test: main swaps it for devnull
+    monkeypatch.setattr(float_units, "run_suite", _failing_suite(BrokenPipeError(32, "Broken pipe")))
+    assert main(["run", "float", "--suite", "f16_mul_1"]) == 141
+    sys.stdout.close()
+    assert capsys.readouterr().err == ""
+
+
 def test_a_bug_exits_4_with_the_traceback_in_a_file(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("NNACCEL_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(float_units, "run_suite", _failing_suite(ZeroDivisionError("division by zero")))
