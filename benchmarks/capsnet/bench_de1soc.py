@@ -17,9 +17,9 @@ import argparse
 from hw.capsnet.config import CapsNetConfig
 from hw.capsnet.conv_engine import CapsNetConvEngine
 from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.capsnet.routing_engine import CapsNetRoutingEngine
+from hw.capsnet.routing_engine import CapsNetRoutingEngine, routing_finish_cycles
 from hw.shared.avalon_master import AvalonBurstMaster
-from models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL, VARIANTS
+from models.capsnet.network import CLASSES, DIGIT_DIM, OPS_PER_ADD, OPS_PER_MUL, VARIANTS
 from models.capsnet.streaming import ROTATIONS, memory_map, schedule, step1_tiles, step2_tiles
 from models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
 from sim.fpga.synth import ESTIMATE_NOTE, estimate
@@ -32,17 +32,23 @@ LANES = 6
 ACCUMULATOR_BITS = 32
 
 
-def resources(component):
-    total = estimate(component, component.module_name).total
+def resources(component, name=None):
+    total = estimate(component, name or component.module_name).total
     return total.alms, total.dsp_blocks
+
+
+def engine_resources(engine_class, label, modules, style):
+    """An engine's estimate under the configuration and name ``bench_synth.py`` uses (both engines in ``style``),
+    so the two benchmarks share Yosys' cached results."""
+    config = CapsNetConfig(conv_modules=modules, conv_lanes=LANES, conv_multipliers=style, matvec_multipliers=style)
+    return resources(engine_class(config=config), f"capsnet_{label}_engine_{config.name}")
 
 
 def step_table(shape, modules):
     regions = memory_map(shape, modules)
     conv1, primary = step1_tiles(shape, regions, conv_modules=modules, conv_lanes=LANES)
-    routing = CapsNetRoutingEngine(classes=10, dims=16, max_capsules=shape.capsules)
     return {"conv1": schedule(conv1), "primary": schedule(primary), "step 2": schedule(step2_tiles(shape, regions)),
-            "routing": routing.finish_cycles}
+            "routing": routing_finish_cycles(CLASSES, DIGIT_DIM)}
 
 
 def main():
@@ -55,7 +61,7 @@ def main():
     sustained = sustained_read_bytes_per_cycle()
     print(f"SDRAM model: {DE1_SOC_SDRAM.peak_bytes_per_second / 1e6:.0f} MB/s peak, {sustained * 100:.1f} MB/s "
           f"sustained by a sequential read stream ({sustained:.3f} bytes/cycle)")
-    fixed = {"matvec": resources(CapsNetMatvecEngine(config=CapsNetConfig(matvec_multipliers=arguments.matvec))),
+    fixed = {"matvec": engine_resources(CapsNetMatvecEngine, "matvec", 8, arguments.matvec),
              "routing": resources(CapsNetRoutingEngine(multipliers=arguments.matvec)),
              "avalon master": resources(AvalonBurstMaster())}
     for name, (alms, dsp) in fixed.items():
@@ -80,8 +86,7 @@ def main():
         gops = step1_operations / (step1 / CLOCK_HZ) / 1e9
         accumulator_alms = modules * LANES * (ROTATIONS - 1) * ACCUMULATOR_BITS // 4
         for style in ("dsp", "logic"):
-            conv_alms, conv_dsp = resources(CapsNetConvEngine(config=CapsNetConfig(
-                conv_modules=modules, conv_lanes=LANES, conv_multipliers=style)))
+            conv_alms, conv_dsp = engine_resources(CapsNetConvEngine, "conv", modules, style)
             alms = conv_alms + accumulator_alms + sum(alms for alms, _ in fixed.values())
             dsp = -(-(conv_dsp + sum(dsp for _, dsp in fixed.values())) // 1)
             per_dsp = f"{gops / dsp:.2f}" if dsp else "no DSP"

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
 from hw.capsnet.int_matrix_module import multiply_int8, requantize
 
-__all__ = ["CapsNetRoutingEngine", "routing_sum_bits", "routing_length_bits"]
+__all__ = ["CapsNetRoutingEngine", "routing_sum_bits", "routing_length_bits", "routing_finish_cycles"]
 
 INT8_MAGNITUDE = 1 << (OPERAND_BITS - 1)         # the largest |int8|: 128
 
@@ -20,6 +20,12 @@ def routing_sum_bits(max_capsules):
 def routing_length_bits(dims):
     """Bits of ``|v|^2`` for ``dims`` int8 elements: 19 for 16 (at most 16 * 128**2 = 2**18)."""
     return (dims * INT8_MAGNITUDE * INT8_MAGNITUDE).bit_length()
+
+
+def routing_finish_cycles(classes, dims):
+    """Cycles from the last vector to the last class's beat when every beat is taken at once: ``dims`` per class
+    and one to offer its beat (170 for the CapsNet)."""
+    return classes * (dims + 1)
 
 
 class CapsNetRoutingEngine(wiring.Component):
@@ -98,8 +104,7 @@ class CapsNetRoutingEngine(wiring.Component):
 
     @property
     def finish_cycles(self):
-        """Cycles from the last vector to the last class's beat when every beat is taken at once."""
-        return self._classes * (self._dims + 1)
+        return routing_finish_cycles(self._classes, self._dims)
 
     @property
     def module_name(self):

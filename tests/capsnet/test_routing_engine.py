@@ -6,7 +6,7 @@ networks' predictions for sample digits; the beat cycles against the engine's ti
 import numpy as np
 import pytest
 
-from hw.capsnet.routing_engine import CapsNetRoutingEngine, routing_length_bits, routing_sum_bits
+from hw.capsnet.routing_engine import CapsNetRoutingEngine, routing_finish_cycles, routing_length_bits, routing_sum_bits
 from models.capsnet.golden import COUPLING_SHIFT, load_capsnet, route_fixed, step1, step2
 from models.capsnet.network import CLASSES, DIGIT_DIM
 from models.shared.mnist import sample_digits
@@ -30,7 +30,7 @@ def test_widths():
     assert routing_length_bits(16) == 19 and routing_length_bits(1) == 15   # 2**18 and 2**14 fit
     engine = CapsNetRoutingEngine()
     assert (engine.classes, engine.dims, engine.sum_bits, engine.length_bits) == (10, 16, 19, 19)
-    assert engine.finish_cycles == 170
+    assert engine.finish_cycles == routing_finish_cycles(10, 16) == 170
     assert engine.module_name == "capsnet_routing_engine_j10_d16_c1152_dsp"
 
 
