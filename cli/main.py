@@ -7,6 +7,8 @@
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
+    nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
+    nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
     nnaccel info                                                       toolchain, simulators and cache
 """
 
@@ -91,6 +93,9 @@ def build_parser():
     synth = commands.add_parser("synth", help="resource estimate by Yosys for Cyclone V (not a Quartus fit)")
     fpga_job.add_synth_arguments(synth)
     synth.set_defaults(handler=fpga_job.run_synth)
+
+    from cli import dse as dse_job
+    dse_job.add_arguments(commands)
 
     info = commands.add_parser("info", help="show toolchain versions and the build cache")
     info.set_defaults(handler=_info)
