@@ -34,6 +34,37 @@ from dse.dcp.encoding import LAYER_FEATURES, relaxed_features
 
 OUTPUTS = 2     # log latency, log energy
 DEFAULT_CHECKPOINT = "predictor_template.pt"
+DERIVED_FEATURES = 14
+_N, _K, _C, _Y, _X, _R, _S = range(7)
+
+
+def derived_features(layer_rows, relaxed, temperature=0.1):
+    """(batch, 14) log2 quantities of the (M = 3, N = 7) template-shaped nest, computed from the
+    relaxed code with no parameters and differentiable: temporal steps, PEs used, and the words
+    of W, I, O and their total in the RF, array and GB tiles. A level's parallel entry is
+    weighted by a softmax of its slot scores (one-hot on an exact code)."""
+    position, log_size = relaxed[..., 0], relaxed[..., 1]
+    parallel = torch.softmax(-position / temperature, dim=-1)
+    temporal = log_size * (1 - parallel)
+    spatial = (log_size * parallel).sum(dim=1)
+    rf = temporal[:, 2]
+    array = spatial + rf
+    gb = temporal[:, 1] + array
+    stride = torch.exp2(layer_rows[:, 6])
+    depthwise = layer_rows[:, 7 + 1]
+
+    def tile(extent):
+        weights = extent[:, [_K, _C, _R, _S]].sum(dim=1)
+        outputs = extent[:, [_N, _Y, _X]].sum(dim=1) + (1 - depthwise) * extent[:, _K] \
+            + depthwise * extent[:, _C]
+        rows = torch.log2((torch.exp2(extent[:, _Y]) - 1) * stride + torch.exp2(extent[:, _R]))
+        cols = torch.log2((torch.exp2(extent[:, _X]) - 1) * stride + torch.exp2(extent[:, _S]))
+        inputs = extent[:, _N] + extent[:, _C] + rows + cols
+        words = torch.stack([weights, inputs, outputs], dim=1)
+        return [weights, inputs, outputs, torch.logsumexp(words * math.log(2), dim=1) / math.log(2)]
+
+    return torch.stack([temporal.sum(dim=(1, 2)), spatial.sum(dim=1), *tile(rf), *tile(array),
+                        *tile(gb)], dim=1)
 
 
 class _Residual(nn.Module):
@@ -49,7 +80,7 @@ class _Residual(nn.Module):
 class MLPNet(nn.Module):
     """Residual MLP on the concatenated features."""
 
-    def __init__(self, *, inputs, width=256, depth=4):
+    def __init__(self, *, inputs, width=256, depth=3):
         super().__init__()
         self.net = nn.Sequential(nn.Linear(inputs, width),
                                  *(_Residual(width) for _ in range(depth)),
@@ -82,8 +113,8 @@ class TokenNet(nn.Module):
 ARCHITECTURES = ("mlp", "transformer")
 
 
-def build_network(kind, *, hardware_features, levels, dims, **hyper):
-    context = LAYER_FEATURES + hardware_features
+def build_network(kind, *, hardware_features, levels, dims, derived=True, **hyper):
+    context = LAYER_FEATURES + hardware_features + (DERIVED_FEATURES if derived else 0)
     if kind == "mlp":
         return MLPNet(inputs=context + levels * dims * 2, **hyper)
     if kind == "transformer":
@@ -101,21 +132,29 @@ class Predictor(nn.Module):
         self.shape = (levels, dims, hardware_features)
         self.network = build_network(kind, hardware_features=hardware_features, levels=levels,
                                      dims=dims, **self.hyper)
-        context = LAYER_FEATURES + hardware_features
+        self.derived = self.hyper.get("derived", True)
+        context = LAYER_FEATURES + hardware_features + (DERIVED_FEATURES if self.derived else 0)
         for name, size in (("context_mean", context), ("context_std", context),
                            ("code_mean", levels * dims * 2), ("code_std", levels * dims * 2),
                            ("target_mean", OUTPUTS), ("target_std", OUTPUTS)):
             self.register_buffer(name, torch.zeros(size) if "mean" in name else torch.ones(size))
 
+    def _context(self, layer_rows, hardware_rows, relaxed):
+        parts = [layer_rows, hardware_rows]
+        if self.derived:
+            parts.append(derived_features(layer_rows, relaxed))
+        return torch.cat(parts, dim=1)
+
     def fit_standardisation(self, layer_rows, hardware_rows, relaxed, targets):
-        context = np.concatenate([layer_rows, hardware_rows], axis=1)
+        context = self._context(*(torch.as_tensor(a) for a in (layer_rows, hardware_rows,
+                                                                relaxed))).numpy()
         code = relaxed_features(relaxed)
         for prefix, values in (("context", context), ("code", code), ("target", targets)):
             getattr(self, f"{prefix}_mean").copy_(torch.as_tensor(values.mean(axis=0)))
             getattr(self, f"{prefix}_std").copy_(torch.as_tensor(values.std(axis=0) + 1e-3))
 
     def standardised(self, layer_rows, hardware_rows, relaxed):
-        context = (torch.cat([layer_rows, hardware_rows], dim=1) - self.context_mean) \
+        context = (self._context(layer_rows, hardware_rows, relaxed) - self.context_mean) \
             / self.context_std
         code = (relaxed_features(relaxed) - self.code_mean) / self.code_std
         return self.network(context, code)

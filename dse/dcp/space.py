@@ -1,6 +1,6 @@
 """The design-space interface DCP searches through, and its template implementation.
 
-DCP needs six things from a design space, whatever the hardware (``DataflowSpace``):
+What DCP needs from a design space, whatever the hardware (``DataflowSpace``):
 
 - ``sample_codes``: legal dataflows of a layer on a hardware point, as (M, N, 2) codes (the
   patent's encoding, ``dse.dcp.encoding``), reproducible from a seed;
