@@ -132,13 +132,13 @@ def run_dataflow(arguments):
     print(f"  {objective}: predicted {dcp.predicted:,.4g} {unit}, cost model "
           f"{dcp.objective:,.4g} {unit} (prediction {error:+.1%})")
     print(f"\n{'searcher':<11} {'best at ' + str(dcp.evaluations) + ' evaluations':>26} "
-          f"{'best in ' + format(dcp.seconds, '.1f') + ' s':>18} {'evaluations':>12} "
-          f"{'seconds':>8}")
+          f"{'best in ' + format(dcp.seconds, '.1f') + ' s':>18} {'best of the run':>16} "
+          f"{'evaluations':>12} {'seconds':>8}")
     for result in results:
         at_budget = result.best_within(evaluations=dcp.evaluations)
         at_time = result.best_within(seconds=dcp.seconds)
         print(f"{result.method:<11} {_number(at_budget):>26} {_number(at_time):>18} "
-              f"{result.evaluations:>12,} {result.seconds:>8.1f}")
+              f"{_number(result.objective):>16} {result.evaluations:>12,} {result.seconds:>8.1f}")
     best_there_is = next((r for r in results if r.method == "exhaustive"), None)
     if best_there_is:
         print(f"exhaustive: {best_there_is.evaluations:,} legal dataflows; DCP is "

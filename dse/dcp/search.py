@@ -51,6 +51,8 @@ def dcp_search(space, predictor, layers, hardware, objective, *, restarts=8, ste
                learning_rate=0.05, decode_every=10, penalty=1.0, temperature=0.5, seed=0,
                progress=True):
     """DCP on ``layers`` (see the module docstring); returns a ``SearchResult``."""
+    # The first optimiser of a process imports torch's compiler stack (seconds): not search time.
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     evaluator = Evaluator(space, layers, hardware, objective)
     starts = np.stack([space.sample_codes(layer, hardware, restarts, seed=seed * 7919 + index)
                        for index, layer in enumerate(layers)], axis=1)    # (R, L, M, N, 2)
