@@ -7,6 +7,8 @@
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
+    nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
+    nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -23,6 +25,7 @@ import traceback
 from importlib import metadata
 
 from cli import capsnet as capsnet_job
+from cli import dse as dse_job
 from cli import dqn as dqn_job
 from cli import float_units as float_job
 from cli import fpga as fpga_job
@@ -134,6 +137,7 @@ def build_parser():
         _command(jobs, name, summary, description, arguments, handler)
     for name, summary, description, arguments, handler in _COMMANDS:
         _command(commands, name, summary, description, arguments, handler)
+    dse_job.add_arguments(commands)
     return parser
 
 

@@ -70,7 +70,7 @@ def _client(scheduler, workers):
     if scheduler is not None:
         return Client(scheduler), None
     cluster = LocalCluster(n_workers=workers or machine_cores(), threads_per_worker=1,
-                           processes=True, dashboard_address=None)
+                           processes=True, dashboard_address=":0")
     return Client(cluster), cluster
 
 
