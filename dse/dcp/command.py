@@ -47,7 +47,8 @@ def add_dataflow_arguments(parser):
                         help=f"layer to search (default CONV_2); one of "
                              f"{', '.join(l.name for l in LAYERS)}")
     target.add_argument("--network", choices=["dqn"], help="search every layer of a network")
-    parser.add_argument("--objective", choices=OBJECTIVES, default="latency")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="latency",
+                        help="what to minimise (default latency)")
     parser.add_argument("--space", choices=["template"], default="template",
                         help="design space (the RTL family joins later)")
     parser.add_argument("--pe", type=_array, default=(DEFAULT_HARDWARE.pe_y, DEFAULT_HARDWARE.pe_x),
@@ -58,12 +59,15 @@ def add_dataflow_arguments(parser):
                         default=DEFAULT_HARDWARE.dataflow.value,
                         help="the template's dataflow style (default RS)")
     parser.add_argument("--format", choices=sorted(NUMBER_FORMAT_BITS),
-                        default=DEFAULT_HARDWARE.number_format)
+                        default=DEFAULT_HARDWARE.number_format,
+                        help=f"number format of the data (default {DEFAULT_HARDWARE.number_format})")
     parser.add_argument("--predictor", metavar="FILE",
                         help="predictor checkpoint (default: the shipped one)")
-    parser.add_argument("--restarts", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--restarts", type=int, default=8,
+                        help="gradient-descent starting points per search (default 8)")
+    parser.add_argument("--steps", type=int, default=150,
+                        help="gradient steps per starting point (default 150)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--baselines", nargs="*", choices=BASELINES, default=list(BASELINES),
                         help="baselines to run (default all)")
     parser.add_argument("--plot", metavar="FILE",
@@ -217,13 +221,15 @@ def default_store():
 
 
 def add_predictor_arguments(parser):
-    parser.add_argument("--space", choices=["template"], default="template")
+    parser.add_argument("--space", choices=["template"], default="template",
+                        help="design space to label (default template)")
     parser.add_argument("--per-layer", type=int, default=2000,
                         help="sampled dataflows per (training layer, hardware) (default 2000)")
-    parser.add_argument("--held-out-per-layer", type=int, default=500)
+    parser.add_argument("--held-out-per-layer", type=int, default=500,
+                        help="held-out dataflows per layer, never trained on (default 500)")
     parser.add_argument("--kind", default="mlp", help="predictor architecture: mlp (default) or "
                                                       "transformer")
-    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--epochs", type=int, default=60, help="training epochs (default 60)")
     parser.add_argument("--store", metavar="FILE", help=f"result store (default {default_store()})")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="an existing Dask scheduler (default: a local cluster)")

@@ -67,6 +67,7 @@ async def run_inputs(dut):
     host = HostDriver(dut)
     await _load_network(host, config, stimulus)
     lanes, row_elements = stimulus["matvec_weights"].shape[1], stimulus["inputs"].shape[2]
+    report_progress(config, 0, len(stimulus["inputs"]))     # network loaded: the bar shows the inferences
     runs = []
     for input_words in stimulus["inputs"]:
         runs.append(await _infer(host, config, input_words, lanes, row_elements))

@@ -68,6 +68,9 @@ async def run_states(dut):
     await host.write_block(DqnMemory.WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
     await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])
 
+    inferences = config["play"]["steps"] if "play" in config else len(stimulus["states"])
+    report_progress(config, 0, inferences)     # weights loaded: the bar shows the inferences from here
+
     tensors = [config["output"]] + config.get("dumps", [])
     frames, runs = [], []
     if "play" in config:        # the host loop: emulator frame -> accelerator -> action -> emulator step
@@ -79,12 +82,12 @@ async def run_states(dut):
             frames.append(game.state())
             state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
             runs.append(await _infer(host, config, state_words, tensors))
-            report_progress(config, len(runs), play["steps"])
+            report_progress(config, len(runs), inferences)
             game.step(int(runs[-1]["action"]))
     else:
         for state_words in stimulus["states"]:
             runs.append(await _infer(host, config, state_words, tensors))
-            report_progress(config, len(runs), len(stimulus["states"]))
+            report_progress(config, len(runs), inferences)
 
     arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name == "run_wall_seconds" else np.uint64)
               for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles",
