@@ -27,6 +27,7 @@ from dse.dcp.workloads import DEFAULT_HARDWARE, LAYERS, layer_by_name
 from dse.shared.layer import LayerType, dqn_layers
 from dse.shared.template import NUMBER_FORMAT_BITS, TemplateHardware
 from models.shared.cache import cache_root
+from models.shared.input_files import InputError
 
 UNITS = {"latency": "cycles", "energy": "pJ", "edp": "cycles x pJ"}
 BASELINES = ("random", "tpe", "nsga2")
@@ -105,7 +106,7 @@ def run_dataflow(arguments):
     target = arguments.network or layers[0].name
     predictor = predictor_module.load(arguments.predictor)
     if predictor.space != space.name:
-        raise ValueError(f"{arguments.predictor}: predictor is for the {predictor.space} space, "
+        raise InputError(f"{arguments.predictor}: predictor is for the {predictor.space} space, "
                          f"not {space.name}")
     objective, unit = arguments.objective, UNITS[arguments.objective]
     print(f"nnaccel: DCP on {target} ({objective}), template {hardware.pe_y}x{hardware.pe_x} PEs, "

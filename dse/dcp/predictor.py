@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from dse.dcp.encoding import LAYER_FEATURES, relaxed_features
+from models.shared.input_files import InputError
 
 OUTPUTS = 2     # log latency, log energy
 DEFAULT_CHECKPOINT = "predictor_template.pt"
@@ -119,7 +120,7 @@ def build_network(kind, *, hardware_features, levels, dims, derived=True, **hype
         return MLPNet(inputs=context + levels * dims * 2, **hyper)
     if kind == "transformer":
         return TokenNet(context_features=context, levels=levels, dims=dims, **hyper)
-    raise ValueError(f"predictor kind must be one of {', '.join(ARCHITECTURES)}, not {kind!r}")
+    raise InputError(f"predictor kind must be one of {', '.join(ARCHITECTURES)}, not {kind!r}")
 
 
 class Predictor(nn.Module):
@@ -276,8 +277,16 @@ def load(path=None):
         with open(path, "rb") as handle:
             saved = torch.load(handle, weights_only=True)
     except FileNotFoundError:
-        raise ValueError(f"{path}: no predictor checkpoint there (train one with "
+        raise InputError(f"{path}: no predictor checkpoint there (train one with "
                          f"`nnaccel dse predictor`)") from None
+    except Exception as error:      # torch reports a corrupt or foreign file with many exception types
+        raise InputError(f"{path}: not a predictor checkpoint ({type(error).__name__}: "
+                         f"{str(error).splitlines()[0] if str(error) else 'unreadable'}; expected a file "
+                         f"`nnaccel dse predictor --out` writes)") from None
+    fields = ("kind", "space", "levels", "dims", "hardware_features", "hyper")
+    if not isinstance(saved, dict) or any(field not in saved for field in fields):
+        raise InputError(f"{path}: not a predictor checkpoint (expected the fields {', '.join(fields)}, "
+                         f"as `nnaccel dse predictor --out` writes them)")
     predictor = Predictor(kind=saved["kind"], space=saved["space"], levels=saved["levels"],
                           dims=saved["dims"], hardware_features=saved["hardware_features"],
                           hyper=saved["hyper"])

@@ -15,6 +15,7 @@ searches run unless told otherwise.
 """
 
 from dse.shared.layer import Layer, LayerType, dqn_layers
+from models.shared.input_files import InputError
 from dse.shared.template import TemplateHardware
 
 CAPSNET_LAYERS = (
@@ -66,4 +67,4 @@ def layer_by_name(name):
     for layer in LAYERS:
         if layer.name.lower() == name.lower():
             return layer
-    raise ValueError(f"unknown layer {name!r}; known: {', '.join(l.name for l in LAYERS)}")
+    raise InputError(f"unknown layer {name!r}; known: {', '.join(l.name for l in LAYERS)}")

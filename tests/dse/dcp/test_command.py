@@ -43,6 +43,7 @@ def test_dataflow_prints_the_answer_writes_the_plot_and_the_report(tmp_path, che
 @pytest.mark.parametrize("arguments, message", [
     (["--layer", "CONV_9"], "unknown layer 'CONV_9'"),
     (["--predictor", "/nonexistent/p.pt"], "/nonexistent/p.pt: no predictor checkpoint there"),
+    (["--predictor", __file__], f"{__file__}: not a predictor checkpoint"),
 ])
 def test_bad_input_is_one_line_and_exit_2(arguments, message, capsys):
     assert main(["dse", "dataflow", *arguments]) == 2
