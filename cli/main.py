@@ -7,6 +7,7 @@
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
+    nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -24,6 +25,7 @@ from importlib import metadata
 
 from cli import capsnet as capsnet_job
 from cli import dqn as dqn_job
+from cli import dse as dse_job
 from cli import float_units as float_job
 from cli import fpga as fpga_job
 from cli import pe_ring as ebp_job
@@ -107,6 +109,10 @@ _COMMANDS = (
      "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
      "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
      fpga_job.add_synth_arguments, fpga_job.run_synth),
+    ("dse", "design-space exploration: DANCE's co-search (cosearch)",
+     "Design-space exploration. cosearch: DANCE, a network and its accelerator searched together, against its "
+     "baselines.",
+     dse_job.add_arguments, None),
     ("info", "show toolchain versions and the build cache",
      "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",
      lambda parser: None, _info),
@@ -116,7 +122,8 @@ _COMMANDS = (
 def _command(commands, name, summary, description, arguments, handler):
     parser = commands.add_parser(name, help=summary, description=description, epilog=EXIT_STATUSES)
     arguments(parser)
-    parser.set_defaults(handler=handler)
+    if handler is not None:             # None: the command's subcommands set their own handlers
+        parser.set_defaults(handler=handler)
 
 
 def build_parser():

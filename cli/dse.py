@@ -1,0 +1,41 @@
+"""``nnaccel dse``: design-space exploration. ``cosearch`` runs DANCE and its baselines on MNIST
+(:mod:`dse.dance.command` holds the logic; this module registers it and reports)."""
+
+from cli.report import ToolError, add_json_argument, output_file, positive_int, write_json
+from models.shared.input_files import InputError
+
+__all__ = ["add_arguments"]
+
+
+def add_arguments(parser):
+    """The ``dse`` subcommands, each with its handler."""
+    from dse.dance import command as dance_command
+
+    commands = parser.add_subparsers(dest="dse_command", required=True, metavar="COMMAND")
+    cosearch = commands.add_parser(
+        "cosearch", help="DANCE: network and accelerator searched together on MNIST, against its baselines",
+        description="Search a network (MNIST, conv-conv-dense-dense, every candidate compilable onto the DQN "
+                    "accelerator) and its hardware together with DANCE's frozen evaluator, against the separate "
+                    "design, a FLOPs penalty and EDD's loss; print the accuracy / latency / energy / area / EDAP "
+                    "table and plot error against EDAP.")
+    dance_command.add_arguments(cosearch, positive_int=positive_int, output_file=output_file,
+                                add_json_argument=add_json_argument)
+    cosearch.set_defaults(handler=run_cosearch)
+
+
+def run_cosearch(arguments):
+    from dse.dance import command as dance_command
+
+    try:
+        results, seconds, plot = dance_command.run(arguments)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    except FileNotFoundError as error:
+        raise ToolError(str(error)) from None
+    for line in dance_command.table_lines(results):
+        print(line)
+    print(f"plot written to {plot}; co-search wall time {seconds:.1f} s")
+    if arguments.json:
+        write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
+                                    "results": results}, schema="nnaccel.dse.cosearch/1")
+    return 0
