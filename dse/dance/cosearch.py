@@ -35,15 +35,16 @@ METHODS = ("baseline", "flops", "edd", "dance")
 WEIGHT_DECAY = 4e-5
 LABEL_SMOOTHING = 0.1
 WARMUP_FACTOR = 0.1
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
 
 @dataclass
 class SearchSettings:
     search_epochs: int = 4
     warmup_epochs: int = 1
-    retrain_epochs: int = 4
+    retrain_epochs: int = 6
     batch: int = 128
-    lr: float = 0.05
+    lr: float = 0.1
     arch_lr: float = 0.01
     arch_every: int = 2          # one architecture step after this many weight steps
     arch_fraction: float = 0.2   # of the training digits, held out for the architecture steps
@@ -77,7 +78,10 @@ class SearchResult:
 
 
 def images_tensor(images):
-    return torch.as_tensor(np.asarray(images, dtype=np.float32) / 255.0)[:, None]
+    """uint8 digits (N, 28, 28) -> (N, 1, 28, 28) float32, scaled to [0, 1] and standardised with
+    MNIST's usual mean and deviation."""
+    scaled = np.asarray(images, dtype=np.float32) / 255.0
+    return torch.as_tensor((scaled - MNIST_MEAN) / MNIST_STD)[:, None]
 
 
 def _mac_tensor(space):

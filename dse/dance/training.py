@@ -41,8 +41,8 @@ PATENT_TABLE_1 = {
 class EvaluatorSettings:
     cost_cases: int = 200_000
     validation_cases: int = 50_000
-    cost_epochs: int = 10
-    generator_epochs: int = 60
+    cost_epochs: int = 20
+    generator_epochs: int = 150
     seed: int = 0
 
 
