@@ -170,7 +170,7 @@ def plot_error_against_edap(results, path, cost):
     axes.set_xlabel("EDAP (mJ x ms x mm^2, cost model)")
     axes.set_ylabel("test error (%)")
     axes.set_title("MNIST, template hardware: error against EDAP")
-    axes.legend()
+    axes.legend(loc="best")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     pyplot.close(figure)
