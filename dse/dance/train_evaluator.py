@@ -1,0 +1,81 @@
+"""Label the template space through a Dask sweep, train DANCE's evaluators, print Table 1 and write
+the checkpoints that ship in ``dse/dance/data/``:
+
+    python -m dse.dance.train_evaluator [--cost-cases N] [--cost-epochs E] [--generator-epochs E]
+        [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR] [--json F]
+
+The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-template-labels.sqlite``
+(a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
+cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
+"""
+
+import argparse
+import json
+import time
+
+import torch
+
+from dse.dance import training
+from dse.dance.labels import label_template
+from dse.dance.template_hardware import TemplateHardwareSpace
+
+
+def exhaustive_search_seconds(table, cost_function, network_index=0):
+    """Seconds of the hardware generation tool for one network: on a space with no cached layer
+    costs, and from the labelled table."""
+    network = table.network_space.network(table.network_space.all_indices()[network_index])
+    fresh = TemplateHardwareSpace(number_format=table.hardware_space.number_format)
+    start = time.perf_counter()
+    fresh.best_hardware([network], cost_function)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    table.hardware_space.best_hardware([network], cost_function)
+    return cold, time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    defaults = training.EvaluatorSettings()
+    parser.add_argument("--cost-cases", type=int, default=defaults.cost_cases)
+    parser.add_argument("--validation-cases", type=int, default=defaults.validation_cases)
+    parser.add_argument("--cost-epochs", type=int, default=defaults.cost_epochs)
+    parser.add_argument("--generator-epochs", type=int, default=defaults.generator_epochs)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--scheduler", help="a running Dask scheduler for the labelling sweep")
+    parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
+    parser.add_argument("--out", help="checkpoint directory (default: the package's data/)")
+    parser.add_argument("--json", help="write the reports as JSON")
+    arguments = parser.parse_args(argv)
+    torch.set_num_threads(1)
+
+    table, sweep, label_seconds = label_template(scheduler=arguments.scheduler, workers=arguments.workers)
+    print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {len(table.latency) - 1} layers x "
+          f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
+    settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,
+                                          cost_epochs=arguments.cost_epochs,
+                                          generator_epochs=arguments.generator_epochs, seed=arguments.seed)
+    start = time.perf_counter()
+    epochs = [0]
+
+    def progress():
+        epochs[0] += 1
+        print(f"  epoch {epochs[0]} done at {time.perf_counter() - start:.0f} s", flush=True)
+
+    trained = training.train_evaluators(table, settings, progress=progress)
+    print(f"training: {time.perf_counter() - start:.1f} s")
+    for name, evaluator in trained.items():
+        print(f"--- cost function {name} ---")
+        for line in training.format_table_1(evaluator.report):
+            print(line)
+        print(f"generator inference {1e3 * evaluator.report['generator_inference_s']:.3f} ms")
+    cold, warm = exhaustive_search_seconds(table, trained["edap"].cost_function)
+    print(f"exhaustive search for one network over {len(table.area)} points: {cold:.3f} s from scratch "
+          f"(heuristic mappings + cost model), {1e3 * warm:.3f} ms from the labelled layer table")
+    training.save(trained, table.hardware_space.name, directory=arguments.out)
+    if arguments.json:
+        with open(arguments.json, "w") as handle:
+            json.dump({name: evaluator.report for name, evaluator in trained.items()}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Train and check DANCE's evaluator on a labelled hardware space; its Table 1; its checkpoints.
+
+``train_evaluator(table, ...)``:
+- splits the network space into training and held-out networks (``labels.split_networks``);
+- cost cases: random (network, point) pairs of the training networks (``cost_cases``), plus the
+  training networks on their best points for every cost function (where the co-search will use
+  the cost network); held-out: random pairs of the held-out networks;
+- generator cases: every training network with its best point under ``cost`` (exhaustive search);
+  held-out: every held-out network;
+- trains the cost network (with forwarding), the one without forwarding, and the generator, and
+  measures Table 1 on the held-out networks: per-parameter generator accuracy, the cost network's
+  accuracy with the true best point as input (with forwarding) and without it, and end to end
+  (the generator's point forwarded into the cost network, against the true cost on the true best
+  point); also the generated point's true cost against the optimum (regret).
+
+Checkpoints (``save`` / ``load``): ``data/evaluator_<space>_<cost>.pt`` holds the generator and the
+cost network of one cost function, their sizes and the label settings.
+"""
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dse.dance import evaluator as ev
+from dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
+from dse.dance.labels import split_networks
+from dse.dance.hardware_space import METRICS
+
+PATENT_TABLE_1 = {
+    "generator": {"pe_x": 0.989, "pe_y": 0.983, "rf_words": 0.983, "dataflow": 0.988},
+    "cost_without_forwarding": (0.937, 0.963, 0.928),
+    "cost_with_forwarding": (0.996, 0.997, 0.999),
+    "end_to_end": (0.983, 0.983, 0.992),
+}
+
+
+@dataclass
+class EvaluatorSettings:
+    cost_cases: int = 200_000
+    validation_cases: int = 50_000
+    cost_epochs: int = 20
+    generator_epochs: int = 150
+    seed: int = 0
+
+
+@dataclass
+class TrainedEvaluator:
+    """One cost function's frozen evaluator: its generator and the shared cost network."""
+
+    generator: ev.HardwareGenerator
+    cost: ev.CostEstimator
+    cost_function: CostFunction
+    report: dict = field(default_factory=dict)
+
+    def evaluator(self):
+        return ev.freeze(ev.Evaluator(self.generator, self.cost))
+
+
+def cost_function_for(table, name, seed=0):
+    return CostFunction(name, table.reference(np.random.default_rng(seed)))
+
+
+def _features(table, networks, points):
+    return np.concatenate([table.network_space.encode(table.network_space.all_indices()[networks]),
+                           table.hardware_space.encode(table.hardware_space.all_points()[points])], axis=1)
+
+
+def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None):
+    """Train the cost network once and a generator per cost function on ``table`` (a
+    ``labels.LabelTable``); returns {cost name: TrainedEvaluator} with each one's Table 1."""
+    rng = np.random.default_rng(settings.seed)
+    network_space, hardware_space = table.network_space, table.hardware_space
+    all_networks = network_space.all_indices()
+    train, held_out = split_networks(len(all_networks), settings.seed)
+    functions = {name: cost_function_for(table, name, settings.seed) for name in COST_FUNCTIONS}
+    best_points = {name: table.best(np.arange(len(all_networks)), functions[name])[0] for name in COST_FUNCTIONS}
+
+    # Cost cases: random pairs + the training networks on every cost function's best point.
+    pair_networks = np.concatenate([rng.choice(train, settings.cost_cases)] + [train] * len(COST_FUNCTIONS))
+    pair_points = np.concatenate([rng.integers(len(hardware_space), size=settings.cost_cases)]
+                                 + [best_points[name][train] for name in COST_FUNCTIONS])
+    targets = table.costs(pair_networks, pair_points)
+    cost = ev.CostEstimator(network_space.encoding_width + hardware_space.encoding_width,
+                            np.log(targets).mean(axis=0))
+    ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
+                  seed=settings.seed, progress=progress)
+    ev.freeze(cost)
+    sizes = {"cost_cases_train": int(len(pair_networks)), "cost_cases_validation": int(settings.validation_cases),
+             "generator_cases_train": int(len(train)), "generator_cases_validation": int(len(held_out)),
+             "labelled_cost_cases": int(table.cost_cases)}
+
+    trained = {}
+    for name in costs:
+        best = best_points[name]
+        generator = ev.HardwareGenerator(network_space.encoding_width, hardware_space.sizes)
+        ev.train_generator(generator, network_space.encode(all_networks[train]),
+                           hardware_space.all_points()[best[train]], epochs=settings.generator_epochs,
+                           seed=settings.seed, progress=progress)
+        best_costs = table.costs(train, best[train])
+        without = ev.CostEstimator(network_space.encoding_width, np.log(best_costs).mean(axis=0))
+        ev.train_cost(without, network_space.encode(all_networks[train]), best_costs, batch=256,
+                      epochs=settings.generator_epochs, seed=settings.seed, progress=progress)
+        evaluator = TrainedEvaluator(ev.freeze(generator), cost, functions[name])
+        evaluator.report = measure(table, evaluator, ev.freeze(without), held_out, best, rng, settings)
+        evaluator.report["sizes"] = sizes
+        evaluator.report["settings"] = vars(settings)
+        trained[name] = evaluator
+    return trained
+
+
+def measure(table, trained, without, held_out, best, rng, settings):
+    """Table 1 on the held-out networks (see the module docstring)."""
+    network_space, hardware_space = table.network_space, table.hardware_space
+    encodings = network_space.encode(network_space.all_indices()[held_out])
+    true_points = hardware_space.all_points()[best[held_out]]
+    predicted_points = ev.predict_points(trained.generator, encodings)
+    generator = {name: float((predicted_points[:, column] == true_points[:, column]).mean())
+                 for column, name in enumerate(hardware_space.names)}
+    generator["all"] = float((predicted_points == true_points).all(axis=1).mean())
+
+    pair_networks = rng.choice(held_out, settings.validation_cases)
+    pair_points = rng.integers(len(hardware_space), size=settings.validation_cases)
+    random_pairs = ev.cost_accuracy(ev.predict_costs(trained.cost, _features(table, pair_networks, pair_points)),
+                                    table.costs(pair_networks, pair_points))
+    true_costs = table.costs(held_out, best[held_out])
+    with_forwarding = ev.cost_accuracy(ev.predict_costs(trained.cost, _features(table, held_out, best[held_out])),
+                                       true_costs)
+    without_forwarding = ev.cost_accuracy(ev.predict_costs(without, encodings), true_costs)
+    generated_index = hardware_space.point_index(predicted_points)
+    end_to_end = ev.cost_accuracy(ev.predict_costs(trained.cost, _features(table, held_out, generated_index)),
+                                  true_costs)
+    function = trained.cost_function
+    generated_costs = table.costs(held_out, generated_index)
+    regret = (function(*generated_costs.T[[0, 1, 2]]) / function(*true_costs.T[[0, 1, 2]]) - 1)
+    seconds_generator = ev.time_generator(trained.generator, encodings[0])
+    return {"generator_accuracy": generator, "cost_random_pairs": _lists(random_pairs),
+            "cost_with_forwarding": _lists(with_forwarding), "cost_without_forwarding": _lists(without_forwarding),
+            "end_to_end": _lists(end_to_end),
+            "generated_point_regret": {"mean": float(regret.mean()), "median": float(np.median(regret)),
+                                       "optimal_fraction": float((regret <= 1e-12).mean())},
+            "generator_inference_s": seconds_generator}
+
+
+def _lists(metrics):
+    return {key: [float(v) for v in value] for key, value in metrics.items()}
+
+
+def format_table_1(report):
+    """Table 1 beside the patent's, as text lines."""
+    lines = ["evaluator on held-out networks (this run | patent Table 1)"]
+    gen = report["generator_accuracy"]
+    patent = PATENT_TABLE_1["generator"]
+    lines.append("hardware generation   " + "  ".join(f"{name} {100 * gen[name]:.1f}% | {100 * patent[name]:.1f}%"
+                                                      for name in patent)
+                 + f"  (all four right: {100 * gen['all']:.1f}%)")
+    for key, title in (("cost_without_forwarding", "cost w/o forwarding  "),
+                       ("cost_with_forwarding", "cost w/ forwarding   "), ("end_to_end", "end to end           ")):
+        ours, theirs = report[key], PATENT_TABLE_1[key]
+        lines.append(title + "  ".join(
+            f"{metric.split('_')[0]} {100 * ours['accuracy'][i]:.1f}% | {100 * theirs[i]:.1f}% "
+            f"(MRE {100 * ours['mean_relative_error'][i]:+.2f}%)" for i, metric in enumerate(METRICS)))
+    ours = report["cost_random_pairs"]
+    lines.append("cost, random pairs   " + "  ".join(
+        f"{metric.split('_')[0]} {100 * ours['accuracy'][i]:.1f}% (MRE {100 * ours['mean_relative_error'][i]:+.2f}%)"
+        for i, metric in enumerate(METRICS)))
+    regret = report["generated_point_regret"]
+    lines.append(f"generated point's true cost over the optimum: mean +{100 * regret['mean']:.2f}%, median "
+                 f"+{100 * regret['median']:.2f}%, optimal for {100 * regret['optimal_fraction']:.1f}% of networks")
+    return lines
+
+
+# ---- checkpoints --------------------------------------------------------------------------------
+
+def data_path(name):
+    return Path(str(resources.files("dse.dance").joinpath("data", name)))
+
+
+def cost_checkpoint(space_name):
+    return data_path(f"cost_{space_name}.pt")
+
+
+def generator_checkpoint(space_name, cost):
+    return data_path(f"generator_{space_name}_{cost}.pt")
+
+
+def save(trained, space_name, *, directory=None):
+    """Write the shared cost network and every cost function's generator (and its report)."""
+    first = next(iter(trained.values()))
+    cost_path = cost_checkpoint(space_name) if directory is None else Path(directory) / f"cost_{space_name}.pt"
+    cost_path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"space": space_name, "inputs": first.cost.inputs, "log_mean": first.cost.log_mean.tolist(),
+                "state": first.cost.state_dict()}, cost_path)
+    for name, evaluator in trained.items():
+        path = (generator_checkpoint(space_name, name) if directory is None
+                else Path(directory) / f"generator_{space_name}_{name}.pt")
+        torch.save({"space": space_name, "inputs": evaluator.generator.inputs,
+                    "sizes": list(evaluator.generator.sizes), "state": evaluator.generator.state_dict(),
+                    "cost_function": {"name": name, "reference": list(evaluator.cost_function.reference)},
+                    "report": evaluator.report}, path)
+
+
+def load(space_name, cost, *, directory=None):
+    """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints."""
+    cost_path = cost_checkpoint(space_name) if directory is None else Path(directory) / f"cost_{space_name}.pt"
+    path = (generator_checkpoint(space_name, cost) if directory is None
+            else Path(directory) / f"generator_{space_name}_{cost}.pt")
+    for required in (cost_path, path):
+        if not required.exists():
+            raise FileNotFoundError(f"{required}: no trained evaluator; train one with "
+                                    f"`python -m dse.dance.train_evaluator --space {space_name}`")
+    cost_data = torch.load(cost_path, weights_only=True)
+    cost_network = ev.CostEstimator(cost_data["inputs"], cost_data["log_mean"])
+    cost_network.load_state_dict(cost_data["state"])
+    data = torch.load(path, weights_only=True)
+    generator = ev.HardwareGenerator(data["inputs"], data["sizes"])
+    generator.load_state_dict(data["state"])
+    function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
+    return TrainedEvaluator(ev.freeze(generator), ev.freeze(cost_network), function, data["report"])

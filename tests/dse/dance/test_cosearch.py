@@ -1,0 +1,60 @@
+"""The co-search on a few hundred digits: every method returns a candidate of the space and its
+exactly generated hardware; the hardware terms are the stated ones."""
+
+import numpy as np
+import pytest
+import torch
+
+from dse.dance import cosearch
+from dse.dance import evaluator as ev
+from dse.dance.cost_functions import CostFunction
+from dse.dance.network_space import NETWORK_SPACE
+from dse.dance.template_hardware import TemplateHardwareSpace
+from dse.dance.training import TrainedEvaluator
+from models.shared.mnist import sample_digits
+
+torch.set_num_threads(1)
+SETTINGS = cosearch.SearchSettings(search_epochs=1, warmup_epochs=0, retrain_epochs=1, batch=50)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    images, labels = sample_digits()
+    data = (cosearch.images_tensor(images[:150]), torch.as_tensor(labels[:150].astype(np.int64)))
+    test = (cosearch.images_tensor(images[150:]), torch.as_tensor(labels[150:].astype(np.int64)))
+    return data, test
+
+
+@pytest.fixture(scope="module")
+def untrained_evaluator():
+    space = TemplateHardwareSpace()
+    generator = ev.freeze(ev.HardwareGenerator(NETWORK_SPACE.encoding_width, space.sizes))
+    cost = ev.freeze(ev.CostEstimator(NETWORK_SPACE.encoding_width + space.encoding_width, np.zeros(3)))
+    return TrainedEvaluator(generator, cost, CostFunction("edap"))
+
+
+@pytest.mark.parametrize("method", cosearch.METHODS)
+def test_every_method_returns_a_candidate_on_its_exact_hardware(method, digits, untrained_evaluator):
+    space = TemplateHardwareSpace()
+    data, test = digits
+    result = cosearch.run_method(method, data, test, SETTINGS, space, untrained_evaluator, CostFunction("edap"))
+    network = NETWORK_SPACE.network(result.indices)
+    points, costs = space.best_hardware([network], CostFunction("edap"))
+    if method != "edd":     # EDD keeps the PE counts it searched; the others take the unrestricted optimum
+        assert result.hardware == space.describe(points[0])
+        assert result.edap == pytest.approx(float(np.prod(costs[0])))
+    assert 0 <= result.accuracy <= 1 and result.macs == network.macs
+    assert len(result.architecture_probabilities) == len(NETWORK_SPACE.sizes)
+
+
+def test_the_flops_term_is_the_macs_of_the_sampled_network():
+    macs = cosearch._mac_tensor(NETWORK_SPACE)
+    for indices in NETWORK_SPACE.sample(np.random.default_rng(3), 5):
+        one_hots = [torch.nn.functional.one_hot(torch.tensor(int(i)), size).float()
+                    for i, size in zip(indices, NETWORK_SPACE.sizes)]
+        assert float(cosearch._contract(macs, one_hots)) == NETWORK_SPACE.network(indices).macs
+
+
+def test_an_unknown_method_is_named(digits):
+    with pytest.raises(ValueError, match="method must be one of"):
+        cosearch.search("random", digits[0], SETTINGS)

@@ -1,0 +1,66 @@
+"""The evaluator networks learn small synthetic tasks, the accuracy measures are the stated ones,
+and checkpoints load back to the same predictions."""
+
+import numpy as np
+import pytest
+import torch
+
+from dse.dance import evaluator as ev
+from dse.dance import training
+from dse.dance.cost_functions import CostFunction
+
+torch.set_num_threads(1)
+
+
+def test_cost_accuracy_is_one_minus_the_mean_absolute_relative_error():
+    target = np.array([[1.0, 2.0, 4.0], [1.0, 2.0, 4.0]])
+    predicted = np.array([[1.1, 2.0, 3.0], [0.9, 2.0, 5.0]])
+    measured = ev.cost_accuracy(predicted, target)
+    assert np.allclose(measured["accuracy"], [0.9, 1.0, 0.75])
+    assert np.allclose(measured["mean_relative_error"], [0.0, 0.0, 0.0])
+
+
+def test_msre_is_the_patents_loss():
+    predicted = torch.tensor([[2.0, 1.0, 1.0]])
+    target = torch.tensor([[1.0, 2.0, 1.0]])
+    assert float(ev.msre(predicted, target)) == pytest.approx(1.0 + 0.25)
+
+
+def test_the_generator_learns_a_lookup_and_emits_one_hots():
+    rng = np.random.default_rng(0)
+    inputs = np.eye(8, dtype=np.float32)[rng.integers(8, size=400)]
+    labels = np.stack([inputs.argmax(axis=1) % 3, inputs.argmax(axis=1) // 3], axis=1)
+    generator = ev.HardwareGenerator(8, (3, 3))
+    ev.train_generator(generator, inputs, labels, epochs=40, lr=3e-3)
+    assert (ev.predict_points(generator, inputs) == labels).mean() > 0.95
+    one_hot = generator.one_hot(torch.as_tensor(inputs[:5]), noise=True)
+    assert one_hot.shape == (5, 6) and torch.all(one_hot.sum(dim=1) == 2)
+
+
+def test_the_cost_network_fits_positive_costs_with_forwarded_inputs():
+    rng = np.random.default_rng(1)
+    features = rng.integers(2, size=(2000, 6)).astype(np.float32)
+    targets = np.exp(features @ rng.uniform(-1, 1, size=(6, 3))) * np.array([1e-3, 1e-2, 2.0])
+    cost = ev.CostEstimator(6, np.log(targets).mean(axis=0))
+    before = ev.cost_accuracy(ev.predict_costs(ev.freeze(ev.CostEstimator(6, np.log(targets).mean(axis=0))),
+                                               features), targets)["accuracy"]
+    for parameter in cost.parameters():
+        parameter.requires_grad_(True)
+    ev.train_cost(cost, features, targets, epochs=30, batch=128)
+    after = ev.cost_accuracy(ev.predict_costs(cost, features), targets)["accuracy"]
+    assert np.all(after > 0.9) and np.all(after > before)
+
+
+def test_checkpoints_round_trip(tmp_path):
+    generator = ev.freeze(ev.HardwareGenerator(5, (2, 3)))
+    cost = ev.freeze(ev.CostEstimator(10, np.zeros(3)))
+    trained = {"edap": training.TrainedEvaluator(generator, cost, CostFunction("edap"), {"note": 1})}
+    training.save(trained, "toy", directory=tmp_path)
+    loaded = training.load("toy", "edap", directory=tmp_path)
+    encoding = torch.eye(5)
+    assert torch.equal(loaded.generator.one_hot(encoding), generator.one_hot(encoding))
+    features = torch.rand(4, 10)
+    assert torch.equal(loaded.cost(features), cost(features))
+    assert loaded.report == {"note": 1}
+    with pytest.raises(FileNotFoundError, match="python -m dse.dance.train_evaluator"):
+        training.load("toy", "energy", directory=tmp_path)

@@ -1,0 +1,57 @@
+"""The network space: every candidate compiles onto the default 16 x 16 DQN accelerator; encodings."""
+
+import numpy as np
+import pytest
+
+from dse.dance.network_space import NETWORK_SPACE, Network
+from hw.dqn.config import DqnConfig
+from models.dqn.plan import compile_network
+
+
+def _random_weights(layers, rng):
+    return [(rng.standard_normal(layer.weight_shape).astype(np.float32),
+             rng.standard_normal(layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+
+
+@pytest.mark.parametrize("c1_index", range(NETWORK_SPACE.sizes[0]))
+def test_every_candidate_compiles_on_the_default_configuration(c1_index):
+    config, rng = DqnConfig(), np.random.default_rng(c1_index)
+    candidates = NETWORK_SPACE.all_indices()
+    for indices in candidates[candidates[:, 0] == c1_index]:
+        layers = NETWORK_SPACE.network(indices).dqn_layers()
+        plan = compile_network(config, layers, _random_weights(layers, rng))
+        assert plan.actions == 10
+
+
+def test_the_space_has_every_combination_once():
+    candidates = NETWORK_SPACE.all_indices()
+    assert len(candidates) == len(NETWORK_SPACE) == 3840
+    assert len({tuple(row) for row in candidates}) == len(candidates)
+    assert np.array_equal(NETWORK_SPACE.flat_index(candidates), np.arange(len(candidates)))
+
+
+def test_encoding_is_one_hot_per_choice_and_decodes_back():
+    rng = np.random.default_rng(0)
+    indices = NETWORK_SPACE.sample(rng, 50)
+    encoding = NETWORK_SPACE.encode(indices)
+    assert encoding.shape == (50, NETWORK_SPACE.encoding_width) == (50, 24)
+    assert np.all(encoding.sum(axis=1) == len(NETWORK_SPACE.sizes))
+    assert np.array_equal(NETWORK_SPACE.decode(encoding), indices)
+
+
+def test_a_candidate_and_its_layers():
+    network = NETWORK_SPACE.network((1, 2, 0, 2, 1, 1, 0))
+    assert network == Network(c1=32, k1=7, s1=2, c2=64, k2=3, s2=3, d1=0)
+    assert (network.conv1_size, network.conv2_size, network.flat_features) == (11, 3, 576)
+    names = [layer.name for layer in network.dqn_layers()]
+    assert names == ["conv1", "conv2", "dense2"]            # no hidden dense layer: three layers
+    template = network.template_layers()
+    assert [layer.macs for layer in template] == [layer.macs for layer in network.dqn_layers()]
+    assert NETWORK_SPACE.indices(network) == (1, 2, 0, 2, 1, 1, 0)
+
+
+def test_bad_indices_are_named():
+    with pytest.raises(ValueError, match="choice k1 index must be in 0..2, not 3"):
+        NETWORK_SPACE.network((0, 3, 0, 0, 0, 0, 0))
+    with pytest.raises(ValueError, match="7 choice indices"):
+        NETWORK_SPACE.network((0, 0))

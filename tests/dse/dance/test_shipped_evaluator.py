@@ -1,0 +1,40 @@
+"""The shipped evaluator (dse/dance/data) still fits the network and hardware spaces: on held-out
+networks its generated hardware is near the exhaustive search's and its costs near the model's."""
+
+import numpy as np
+import pytest
+import torch
+
+from dse.dance import evaluator as ev
+from dse.dance import training
+from dse.dance.cost_functions import COST_FUNCTIONS
+from dse.dance.labels import split_networks
+from dse.dance.network_space import NETWORK_SPACE
+from dse.dance.template_hardware import TemplateHardwareSpace
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("cost", COST_FUNCTIONS)
+def test_checkpoints_load_with_their_table_1(cost):
+    trained = training.load("template", cost)
+    assert set(trained.report["generator_accuracy"]) >= {"pe_x", "pe_y", "rf_words", "dataflow"}
+    assert trained.report["sizes"]["generator_cases_validation"] == 768
+
+
+def test_generated_hardware_and_costs_on_held_out_networks():
+    trained = training.load("template", "edap")
+    space = TemplateHardwareSpace()
+    _, held_out = split_networks(len(NETWORK_SPACE), trained.report["settings"]["seed"])
+    chosen = NETWORK_SPACE.all_indices()[held_out[:6]]
+    networks = [NETWORK_SPACE.network(indices) for indices in chosen]
+    function = trained.cost_function
+    _, best = space.best_hardware(networks, function)
+    encodings = NETWORK_SPACE.encode(chosen)
+    generated = ev.predict_points(trained.generator, encodings)
+    costs = space.network_costs(networks)[np.arange(len(networks)), space.point_index(generated)]
+    regret = function(*costs.T) / function(*best.T) - 1
+    assert np.median(regret) < 0.05
+    hardware = space.encode(generated)
+    predicted = ev.predict_costs(trained.cost, np.concatenate([encodings, hardware], axis=1))
+    assert np.median(np.abs(predicted / costs - 1)) < 0.1
