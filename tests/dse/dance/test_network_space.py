@@ -13,14 +13,30 @@ def _random_weights(layers, rng):
              rng.standard_normal(layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
 
 
-@pytest.mark.parametrize("c1_index", range(NETWORK_SPACE.sizes[0]))
-def test_every_candidate_compiles_on_the_default_configuration(c1_index):
-    config, rng = DqnConfig(), np.random.default_rng(c1_index)
-    candidates = NETWORK_SPACE.all_indices()
-    for indices in candidates[candidates[:, 0] == c1_index]:
+def _compile_all(candidates, seed):
+    config, rng = DqnConfig(), np.random.default_rng(seed)
+    for indices in candidates:
         layers = NETWORK_SPACE.network(indices).dqn_layers()
         plan = compile_network(config, layers, _random_weights(layers, rng))
         assert plan.actions == 10
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("c1_index", range(NETWORK_SPACE.sizes[0]))
+def test_every_candidate_compiles_on_the_default_configuration(c1_index):
+    candidates = NETWORK_SPACE.all_indices()
+    _compile_all(candidates[candidates[:, 0] == c1_index], c1_index)
+
+
+def test_a_sample_of_candidates_compiles_on_the_default_configuration():
+    """The default run's share of the exhaustive test above (-m extended, about 4 CPU minutes): a seeded eighth
+    of the candidates, plus every candidate made of extreme values only (the largest kernels on the smallest maps)."""
+    candidates = NETWORK_SPACE.all_indices()
+    sample = np.random.default_rng(2026).permutation(len(candidates))[:len(candidates) // 8]
+    extremes = np.all((candidates == 0) | (candidates == np.array(NETWORK_SPACE.sizes) - 1), axis=1)
+    chosen = np.union1d(sample, np.flatnonzero(extremes))
+    assert len(chosen) >= len(candidates) // 8
+    _compile_all(candidates[chosen], 0)
 
 
 def test_the_space_has_every_combination_once():
