@@ -324,7 +324,7 @@ def run(arguments):
     if arguments.states_file:
         states, source = load_states_file(arguments.states_file), f"from {arguments.states_file}"
     else:
-        states, source = _recorded_states(arguments.states), "recorded Breakout states (models/data)"
+        states, source = _recorded_states(arguments.states), "recorded Breakout states (models/dqn/data)"
     weights, weights_note = _weights(arguments)
     if arguments.save_weights:
         save_weights(arguments.save_weights, weights)

@@ -1,4 +1,4 @@
-"""Train the float CapsNet (PyTorch, CPU), quantize it and write ``models/data/capsnet_<variant>.npz``.
+"""Train the float CapsNet (PyTorch, CPU), quantize it and write ``models/capsnet/data/capsnet_<variant>.npz``.
 
     python -m models.capsnet.train --variant reduced --epochs 6
     python -m models.capsnet.train --variant full --epochs 3 [--idx-dir DIR]
@@ -149,7 +149,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-batches", type=int, help="stop each epoch after this many batches (timing)")
     parser.add_argument("--max-minutes", type=float, help="no further epoch once another would pass this budget")
-    parser.add_argument("--output", help="weights file (default models/data/capsnet_<variant>.npz)")
+    parser.add_argument("--output", help="weights file (default models/capsnet/data/capsnet_<variant>.npz)")
     args = parser.parse_args(argv)
     params, shape, (train_x, train_y), (test_x, test_y), metadata = train(
         args.variant, args.epochs, args.routing, args.idx_dir, args.seed, args.max_batches, args.max_minutes)
