@@ -58,11 +58,8 @@ def test_program_on_model_matches_golden(shape):
         assert np.array_equal(state.lm[:, layout.LOSS], losses)
 
 
-def test_training_on_rtl_matches_golden():
-    epochs = 2
-    layout, lm, words, golden, params, data, targets = _setup(16, 5, 1, RING["pes"], samples=12)
-    reads = [(p, a) for p in range(RING["pes"]) for a in range(layout.data)]
-    run = run_on_ring(PERing(table=TABLE, **RING), words, lm, reads, runs=epochs)
+def _check_rtl_against_golden(run, layout, lm, golden, params, data, targets, epochs):
+    """The ring's local memories after ``epochs`` RTL epochs hold the golden model's weights and losses, bit for bit."""
     previous = params
     for _ in range(epochs):
         params, previous, losses = golden.train_epoch(params, previous, data, targets)
@@ -72,6 +69,14 @@ def test_training_on_rtl_matches_golden():
     for got, expected in zip(ebp.read_weights(layout, image), params):
         assert np.array_equal(got, expected)
     assert np.array_equal(image[:, layout.LOSS], losses)
+
+
+def test_training_on_rtl_matches_golden():
+    epochs = 2
+    layout, lm, words, golden, params, data, targets = _setup(16, 5, 1, RING["pes"], samples=12)
+    reads = [(p, a) for p in range(RING["pes"]) for a in range(layout.data)]
+    run = run_on_ring(PERing(table=TABLE, **RING), words, lm, reads, runs=epochs)
+    _check_rtl_against_golden(run, layout, lm, golden, params, data, targets, epochs)
     model = RingModel(pes=RING["pes"], table=TABLE, registers=8, lm_depth=RING["lm_depth"])
     assert run.cycles[0] == model.run(words, model.initial_state(lm)).cycles
 
@@ -128,13 +133,5 @@ def test_digits_64_64_1_on_rtl():
     reads = [(p, a) for p in range(pes) for a in range(layout.data)]
     run = run_on_ring(PERing(pes=pes, table=TABLE, registers=8, lm_depth=1024, program_depth=2048), words, lm, reads,
                       runs=epochs)
-    previous = params
-    for _ in range(epochs):
-        params, previous, losses = golden.train_epoch(params, previous, x, y)
-    image = np.zeros_like(lm)
-    for (p, a), value in run.lm.items():
-        image[p, a] = value
-    for got, expected in zip(ebp.read_weights(layout, image), params):
-        assert np.array_equal(got, expected)
-    assert np.array_equal(image[:, layout.LOSS], losses)
+    _check_rtl_against_golden(run, layout, lm, golden, params, x, y, epochs)
     print(f"64-PE ring: build {run.build_seconds:.0f} s, run {run.run_seconds:.0f} s, cycles per epoch {[int(c) for c in run.cycles]}")
