@@ -119,16 +119,20 @@ def _batches(count, batch, generator):
     return [order[start:start + batch] for start in range(0, count, batch)]
 
 
+def _adam_cosine(network, lr, steps, seed):
+    """Adam on ``network`` with a cosine schedule over ``steps`` steps, and the seeded generator that shuffles."""
+    optimizer = torch.optim.Adam(network.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+    return optimizer, schedule, torch.Generator().manual_seed(seed)
+
+
 def train_generator(generator, encodings, points, *, epochs, batch=128, lr=1e-3, seed=0, progress=None):
     """Cross entropy summed over the parameters' heads; Adam with a cosine schedule (the patent's
     SGD at lr 0.001 for 200 epochs does not converge in the few epochs a shared CPU allows)."""
     torch.manual_seed(seed)
     encodings = torch.as_tensor(encodings, dtype=torch.float32)
     points = torch.as_tensor(points, dtype=torch.long)
-    optimizer = torch.optim.Adam(generator.parameters(), lr=lr)
-    steps = epochs * -(-len(encodings) // batch)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
-    shuffle = torch.Generator().manual_seed(seed)
+    optimizer, schedule, shuffle = _adam_cosine(generator, lr, epochs * -(-len(encodings) // batch), seed)
     generator.train()
     for _ in range(epochs):
         for index in _batches(len(encodings), batch, shuffle):
@@ -151,10 +155,7 @@ def train_cost(cost, features, targets, *, epochs, batch=1024, lr=2e-3, seed=0, 
     features = torch.as_tensor(features, dtype=torch.float32)
     targets = torch.as_tensor(targets, dtype=torch.float32)
     log_targets = torch.log(targets)
-    optimizer = torch.optim.Adam(cost.parameters(), lr=lr)
-    steps = epochs * -(-len(features) // batch)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
-    shuffle = torch.Generator().manual_seed(seed)
+    optimizer, schedule, shuffle = _adam_cosine(cost, lr, epochs * -(-len(features) // batch), seed)
     cost.train()
     for epoch in range(epochs):
         for index in _batches(len(features), batch, shuffle):
