@@ -4,12 +4,12 @@ import enum
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
 
 from hw.capsnet.config import SHIFT_BITS
 from hw.capsnet.descriptor import LayerKind
 from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.capsnet.routing_engine import CapsNetRoutingEngine
+from hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
 from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
 from hw.shared.dual_port_buffer import DualPortBuffer
 from hw.shared.host_control import HostControl, MemoryTarget
@@ -42,9 +42,9 @@ def stream_descriptor_layout(config):
         "shift": SHIFT_BITS, "routing_shift": SHIFT_BITS})
 
 
-def routing_word_layout(routing_engine):
+def routing_word_layout(config):
     """A routing result word (what the host reads per class): the routing engine's beat without ``last``."""
-    beat = routing_engine.digit_caps.payload.shape()
+    beat = digit_caps_layout(config.classes, config.digit_dims, config.max_capsules)
     return data.StructLayout({name: field.shape for name, field in beat if name != "last"})
 
 
@@ -94,17 +94,12 @@ class CapsNetStreamingAccelerator(wiring.Component):
         if not isinstance(config, CapsNetStreamConfig):
             raise TypeError(f"config must be a CapsNetStreamConfig, not {config!r}")
         self._config = config
-        self._routing = CapsNetRoutingEngine(classes=config.classes, dims=config.digit_dims,
-                                             max_capsules=config.max_capsules, multipliers=config.multipliers)
-        self._port = TilePort(ram_bits=8 * max(config.row_bytes, config.vector_bytes),
-                              ram_address_bits=max(2 * config.tile_weight_words, 2 * config.type_rows).bit_length(),
-                              address_bits=config.address_bits, max_burst=config.max_burst,
-                              fifo_depth=config.fifo_depth)
-        self._routing_word = routing_word_layout(self._routing)
+        self._routing_word = routing_word_layout(config)
         descriptor_bits = stream_descriptor_layout(config).size
         host_bits = max(self._routing_word.size, descriptor_bits)
         super().__init__({"host": In(HostPortSignature(data_bits=host_bits)),
-                          "avalon": self._port.signature.members["avalon"]})
+                          "avalon": Out(TilePort.avalon_signature(address_bits=config.address_bits,
+                                                                  max_burst=config.max_burst))})
 
     @property
     def config(self):
@@ -127,8 +122,12 @@ class CapsNetStreamingAccelerator(wiring.Component):
         config = self._config
         grid, classes = config.grid, config.classes
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config.matvec_config)
-        m.submodules.routing = routing = self._routing
-        m.submodules.port = port = self._port
+        m.submodules.routing = routing = CapsNetRoutingEngine(
+            classes=classes, dims=config.digit_dims, max_capsules=config.max_capsules, multipliers=config.multipliers)
+        m.submodules.port = port = TilePort(
+            ram_bits=8 * max(config.row_bytes, config.vector_bytes),
+            ram_address_bits=max(2 * config.tile_weight_words, 2 * config.type_rows).bit_length(),
+            address_bits=config.address_bits, max_burst=config.max_burst, fifo_depth=config.fifo_depth)
         wiring.connect(m, wiring.flipped(self.avalon), port.avalon)
         vector_bits = 8 * config.vector_bytes
         m.submodules.inputs = inputs = DualPortBuffer(width=8 * config.row_bytes, depth=2 * config.type_rows,

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.avalon_master import AvalonBurstMaster
+from hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
 
 __all__ = ["TilePort", "tile_command_layout"]
 
@@ -55,8 +55,10 @@ class TilePort(wiring.Component):
             raise ValueError(f"ram_bits must be a positive multiple of data_bits ({data_bits}), not {ram_bits!r}")
         if not isinstance(ram_address_bits, int) or isinstance(ram_address_bits, bool) or not 1 <= ram_address_bits <= 32:
             raise ValueError(f"ram_address_bits must be an integer from 1 to 32, not {ram_address_bits!r}")
-        self._master = AvalonBurstMaster(data_bits=data_bits, address_bits=address_bits, max_burst=max_burst,
-                                         words_bits=beats_bits, fifo_depth=fifo_depth)
+        self._master_parameters = {"data_bits": data_bits, "address_bits": address_bits, "max_burst": max_burst,
+                                   "words_bits": beats_bits}
+        self._master_parameters["fifo_depth"] = check_burst_master_parameters(**self._master_parameters,
+                                                                              fifo_depth=fifo_depth)
         self._ram_bits, self._data_bits = ram_bits, data_bits
         lanes = ram_bits // data_bits
         self._command_layout = tile_command_layout(address_bits=address_bits, beats_bits=beats_bits,
@@ -69,20 +71,22 @@ class TilePort(wiring.Component):
                                                 "byte_enable": ram_bits // 8, "enable": 1})),
             "ram_read": Out(data.StructLayout({"address": ram_address_bits, "enable": 1})),
             "ram_read_data": In(ram_bits),
-            "avalon": Out(self._master.signature.members["avalon"].signature),
+            "avalon": Out(self.avalon_signature(address_bits=address_bits, max_burst=max_burst, data_bits=data_bits)),
         })
 
-    @property
-    def master(self):
-        return self._master
+    @staticmethod
+    def avalon_signature(*, address_bits, max_burst, data_bits=32):
+        """The ``avalon`` port's signature for these parameters (for a parent that exposes the port)."""
+        return AvalonMMSignature(data_bits=data_bits, address_bits=address_bits,
+                                 burstcount_bits=max_burst.bit_length())
 
     @property
     def max_burst(self):
-        return self._master.max_burst
+        return self._master_parameters["max_burst"]
 
     @property
     def fifo_depth(self):
-        return self._master.fifo_depth
+        return self._master_parameters["fifo_depth"]
 
     @property
     def command_layout(self):
@@ -90,7 +94,7 @@ class TilePort(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.master = master = self._master
+        m.submodules.master = master = AvalonBurstMaster(**self._master_parameters)
         wiring.connect(m, wiring.flipped(self.avalon), master.avalon)
         command = self.command.payload
         lane_bytes = self._data_bits // 8
