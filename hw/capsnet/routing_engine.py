@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
 from hw.capsnet.int_matrix_module import multiply_int8, requantize
 
-__all__ = ["CapsNetRoutingEngine", "routing_sum_bits", "routing_length_bits", "routing_finish_cycles"]
+__all__ = ["CapsNetRoutingEngine", "routing_sum_bits", "routing_length_bits", "routing_finish_cycles",
+           "digit_caps_layout"]
 
 INT8_MAGNITUDE = 1 << (OPERAND_BITS - 1)         # the largest |int8|: 128
 
@@ -26,6 +27,12 @@ def routing_finish_cycles(classes, dims):
     """Cycles from the last vector to the last class's beat when every beat is taken at once: ``dims`` per class
     and one to offer its beat (170 for the CapsNet)."""
     return classes * (dims + 1)
+
+
+def digit_caps_layout(classes, dims, max_capsules):
+    """Payload of the engine's ``digit_caps`` stream (see :class:`CapsNetRoutingEngine`)."""
+    return data.StructLayout({"sums": dims * routing_sum_bits(max_capsules), "caps": dims * OPERAND_BITS,
+                              "squared_length": routing_length_bits(dims), "label": range(classes), "last": 1})
 
 
 class CapsNetRoutingEngine(wiring.Component):
@@ -81,9 +88,7 @@ class CapsNetRoutingEngine(wiring.Component):
         super().__init__({
             "predictions": In(stream.Signature(data.StructLayout({"vector": dims * OPERAND_BITS, "last": 1}))),
             "shift": In(SHIFT_BITS),
-            "digit_caps": Out(stream.Signature(data.StructLayout({
-                "sums": dims * self._sum_bits, "caps": dims * OPERAND_BITS, "squared_length": self._length_bits,
-                "label": range(classes), "last": 1}))),
+            "digit_caps": Out(stream.Signature(digit_caps_layout(classes, dims, max_capsules))),
         })
 
     @property

@@ -1,0 +1,56 @@
+"""cocotb test module for :class:`hw.capsnet.streaming_accelerator.CapsNetStreamingAccelerator`: the SDRAM model
+behind its Avalon port, one run per input.
+
+The SDRAM image's regions are written into the model's memory before the first run; for every input the
+PrimaryCaps region is replaced (as step 1 would leave it), the host writes the descriptor and START, waits for
+``done``, reads the routing words and the counters, and the prediction region is read from the model.
+
+Configuration: ``descriptor`` (int), ``regions`` ({name: [base, bytes]}), ``routing_words``, ``routing_bytes``,
+``max_cycles`` (timeout of one run).  Stimulus: ``region_<name>`` (uint8, the image), ``inputs`` (N, bytes) uint8
+(the PrimaryCaps region of each input).  Outputs: ``predictions`` (N, bytes), ``routing`` (N, words, bytes) uint8,
+``start_cycles`` (the START cycle of each run, counted like the SDRAM slave's cycles from the first after reset),
+``total_cycles`` (N,), ``layer_counters`` (N, steps, 4), ``run_wall_seconds`` (N,).
+"""
+
+import cocotb
+import numpy as np
+
+from hw.capsnet.streaming_accelerator import StreamMemory, StreamStep
+from hw.shared.host_control import HostTarget
+from models.shared.sdram import SdramModel
+from testbench.capsnet.accelerator_tb import int_to_bytes
+from testbench.shared.avalon_sdram import AvalonSdramSlave
+from testbench.shared.clocking import start_clock_and_reset
+from testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
+
+
+@cocotb.test()
+async def stream_inputs(dut):
+    config, stimulus = load_config(), load_stimulus()
+    model = SdramModel(port_bits=len(dut.avalon__writedata))
+    for name, (base, size) in config["regions"].items():
+        model.memory[base:base + size] = stimulus[f"region_{name}"]
+    next_cycle = await start_clock_and_reset(dut, hold=IDLE_HOST)
+    first_cycle = current_cycle()
+    AvalonSdramSlave(dut, model).start(next_cycle)
+    host = HostDriver(dut)
+    await host.write_block(HostTarget.DESCRIPTORS, 0, [config["descriptor"]])
+    primary_base, primary_bytes = config["regions"]["primary"]
+    prediction_base, prediction_bytes = config["regions"]["predictions"]
+    observed = {name: [] for name in ("predictions", "routing", "start_cycles", "total_cycles", "layer_counters",
+                                      "run_wall_seconds")}
+    for index, primary in enumerate(stimulus["inputs"]):
+        model.memory[primary_base:primary_base + primary_bytes] = primary
+        observed["start_cycles"].append(current_cycle() - first_cycle)
+        observed["run_wall_seconds"].append(await host.run(len(StreamStep), config["max_cycles"]))
+        words = await host.read_block(StreamMemory.ROUTING, range(config["routing_words"]))
+        observed["routing"].append([int_to_bytes(word, config["routing_bytes"]) for word in words])
+        observed["predictions"].append(model.memory[prediction_base:prediction_base + prediction_bytes].copy())
+        total, counters = await host.read_counters(len(StreamStep))
+        observed["total_cycles"].append(total)
+        observed["layer_counters"].append(counters)
+        report_progress(config, index + 1, len(stimulus["inputs"]))
+    save_outputs(**{name: np.array(values, dtype=np.float64 if name == "run_wall_seconds" else
+                                   np.uint8 if name in ("predictions", "routing") else np.int64)
+                    for name, values in observed.items()})
