@@ -66,7 +66,15 @@ def run_cosearch(arguments):
     for line in dance_command.table_lines(results):
         print(line)
     print(f"plot written to {plot}; co-search wall time {seconds:.1f} s")
+    answer = dance_command.rtl_answer(results) if arguments.rtl_digits else None
+    rtl = dance_command.check_on_rtl(arguments, answer, progress=lambda text: print(f"nnaccel: {text} ...",
+                                                                                    flush=True)) if answer else None
+    if rtl is not None:
+        for line in dance_command.rtl_lines(rtl):
+            print(line)
     if arguments.json:
         write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
-                                    "results": results}, schema="nnaccel.dse.cosearch/1")
+                                    "results": results, "rtl_check": rtl}, schema="nnaccel.dse.cosearch/2")
+    if rtl is not None and not (rtl["all_bit_exact"] and rtl["cycles_equal"]):
+        return 1
     return 0

@@ -58,6 +58,13 @@ def add_arguments(parser, *, positive_int, output_file, add_json_argument):
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="a running Dask scheduler, tcp://HOST:PORT (default: a local cluster)")
     parser.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
+    parser.add_argument("--rtl-digits", type=int, default=20,
+                        help="build DANCE's answer (the lowest-EDAP DANCE result): retrain it, compile it onto the "
+                             "DQN accelerator, run the 2,000 test digits through the golden model and the first N "
+                             "through the simulated RTL, bit for bit, cycles against the cost model (default 20; "
+                             "0 skips it)")
+    parser.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
+                        help="simulator of the RTL check (default verilator)")
     parser.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
     parser.add_argument("--plot", metavar="FILE", type=output_file,
                         help="the error-against-EDAP plot (PNG; default cosearch_<cost>.png)")
@@ -108,6 +115,8 @@ def check_arguments(arguments):
         raise ValueError(f"--methods: unknown method {', '.join(unknown)} (choose from {', '.join(METHODS)})")
     if arguments.train_images < 0 or 0 < arguments.train_images < 256:
         raise ValueError(f"--train-images must be 0 (all) or at least 256, not {arguments.train_images}")
+    if not 0 <= arguments.rtl_digits <= 2000:
+        raise ValueError(f"--rtl-digits must be in 0..2000 (the test split), not {arguments.rtl_digits}")
     if not 0 <= arguments.warmup_epochs <= arguments.search_epochs:
         raise ValueError(f"--warmup-epochs must be in 0..{arguments.search_epochs}, not {arguments.warmup_epochs}")
 
@@ -134,6 +143,34 @@ def run(arguments):
     plot = Path(arguments.plot or f"cosearch_{arguments.cost}.png")
     plot_error_against_edap(results, plot, arguments.cost)
     return results, seconds, plot
+
+
+def rtl_answer(results):
+    """The result the RTL check builds: DANCE's lowest-EDAP answer (``None`` without a DANCE result)."""
+    answers = [r for r in results if r["method"] == "dance"]
+    return min(answers, key=lambda r: r["edap"]) if answers else None
+
+
+def check_on_rtl(arguments, answer, progress=print):
+    """:func:`dse.dance.rtl_check.check_answer` on ``answer`` with the search's settings; the report dict."""
+    from dse.dance.rtl_check import check_answer
+
+    return check_answer(answer, SearchSettings(**cases(arguments)[0]["settings"]), digits=arguments.rtl_digits,
+                        simulator=arguments.simulator, progress=progress)
+
+
+def rtl_lines(report):
+    """The RTL check's report as text."""
+    exact = sum(report["bit_exact"])
+    lines = [f"DANCE's answer built: {report['network']} on the DQN accelerator ({report['configuration']})",
+             f"  {report['rtl_digits']} test digits on the RTL: {exact} of {report['rtl_digits']} bit-exact against "
+             f"the golden model; TOTAL_CYCLES {sorted(set(report['measured_cycles']))} against the cost model's "
+             f"{report['predicted_cycles']} ({'equal' if report['cycles_equal'] else 'DIFFERENT'})"]
+    lines += [f"  {layer['name']:<8} cycles {layer['measured_cycles']:>7} measured, {layer['predicted_cycles']:>7} "
+              f"predicted" for layer in report["layers"]]
+    lines.append(f"  accuracy on the {report['test_digits']} test digits: golden model (the hardware's arithmetic) "
+                 f"{100 * report['golden_accuracy']:.2f}%, PyTorch float32 {100 * report['retrained_accuracy']:.2f}%")
+    return lines
 
 
 def table_lines(results):

@@ -34,11 +34,14 @@ def _training_data(settings):
     return images_tensor(images), torch.as_tensor(labels.astype(np.int64))
 
 
-def check_answer(result, settings, *, digits=20, config=None, simulator="verilator", progress=None):
+def check_answer(result, settings, *, digits=20, data=None, test=None, config=None, simulator="verilator",
+                 progress=None):
     """Build and run ``result`` (a co-search result as a dict: ``indices``, ``accuracy``) found with ``settings``
     (:class:`dse.dance.cosearch.SearchSettings`); returns the report as a dict.
 
-    ``progress``, if given, is called with a short text before each long stage.
+    ``data`` (training images as a float32 tensor (N, 1, 28, 28), labels as an int64 tensor) and ``test`` (the same
+    as NumPy arrays) default to the search's: the npm digits' training and test splits.  ``progress``, if given, is
+    called with a short text before each long stage.
     """
     import torch
 
@@ -56,9 +59,9 @@ def check_answer(result, settings, *, digits=20, config=None, simulator="verilat
     config = config or DqnConfig()
     torch.set_num_threads(1)
     network = NETWORK_SPACE.network(result["indices"])
-    test_images, test_labels = _test_split()
+    test_images, test_labels = test if test is not None else _test_split()
     say(f"retraining {network.describe()}")
-    torch_accuracy, model, _ = retrain(network, _training_data(settings),
+    torch_accuracy, model, _ = retrain(network, data if data is not None else _training_data(settings),
                                        (torch.as_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64))),
                                        settings)
     if not isinstance(model, Candidate):
@@ -76,6 +79,7 @@ def check_answer(result, settings, *, digits=20, config=None, simulator="verilat
     measured_totals = [int(cycles) for cycles in run.total_cycles]
     predicted_layers = [int(row["latency_cycles"]) for row in per_layer]
     measured_layers = _layer_cycles(plan, run.layer_counters[0])
+    wall = float(np.sum(run.run_wall_seconds))
     return {
         "network": network.describe(), "indices": [int(i) for i in result["indices"]],
         "configuration": f"{config.modules} x {config.lanes} {config.fmt.name}",
@@ -88,7 +92,7 @@ def check_answer(result, settings, *, digits=20, config=None, simulator="verilat
         "cycles_equal": all(cycles == predicted_total for cycles in measured_totals),
         "layers": [{"name": layer.name, "predicted_cycles": predicted, "measured_cycles": measured}
                    for layer, predicted, measured in zip(layers, predicted_layers, measured_layers)],
-        "simulated_cycles_per_second": float(sum(measured_totals) / max(run.run_seconds, 1e-9)),
+        "simulated_cycles_per_second": sum(measured_totals) / wall if wall > 0 else None,
     }
 
 
