@@ -23,15 +23,14 @@ from models.dqn.network import check_states, dqn_layers, load_weights, reference
 from models.dqn.plan import SPLIT_MODES, compile_network
 from models.shared.input_files import InputError, load_arrays
 
-from cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument,
-                        golden_mismatches, json_float, layer_rows, layer_table, output_file, positive_int, q_value_fields,
-                        simulate_dqn_plan, timing_notes, write_json)
+from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
+                        add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table, output_file,
+                        positive_int, q_value_fields, simulate_dqn_plan, timing_notes, write_json)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
 
 JSON_SCHEMAS = {"dqn": "nnaccel.dqn/1", "play": "nnaccel.play/1"}
 
-CLOCK_HZ = 100e6
 WEIGHTS_SEED = 0
 # Thesis Table 5.1 (SPEC section 1): layer -> (time ms, GFLOPS); 100 MHz, data on chip.
 THESIS_TABLE = {"CONV_1": (0.064, 50.0), "CONV_2": (0.039, 33.2), "FC_1": (0.026, 49.8), "FC_2": (0.003, 0.3)}
@@ -177,7 +176,7 @@ _THESIS = {"name": "thesis", "input": THESIS_INPUT_CYCLES, "total": THESIS_TOTAL
 
 def _layer_rows(plan, run):
     """:func:`cli.report.layer_rows` with the thesis' time and GFLOPS of each layer."""
-    rows = layer_rows(plan, run, CLOCK_HZ)
+    rows = layer_rows(plan, run, DQN_CLOCK_HZ)
     for row in rows:
         row["thesis_ms"], row["thesis_gflops"] = THESIS_TABLE.get(row["name"], (None, None))
     return rows
@@ -189,7 +188,7 @@ def _report(arguments, plan, weights, weights_note, states, source, run, start, 
     check = _check(plan, weights, states, run)
     rows = _layer_rows(plan, run)
     print()
-    print("\n".join(layer_table(plan, run, rows, CLOCK_HZ, reference=_THESIS)))
+    print("\n".join(layer_table(plan, run, rows, DQN_CLOCK_HZ, reference=_THESIS)))
     for line in timing_notes(plan, run):
         print(line)
     simulated = int(run.total_cycles.sum())

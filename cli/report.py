@@ -24,7 +24,7 @@ from sim.progress import ProgressListener, reporting_to
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument",
-           "human_output_to_stderr", "write_json", "json_float", "progress", "simulate_dqn_plan", "golden_mismatches",
+           "human_output_to_stderr", "write_json", "json_float", "progress", "DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches",
            "q_value_fields", "gflops", "layer_rows", "layer_table", "timing_notes"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
@@ -266,6 +266,8 @@ class _LineDisplay(_Display):
 
 
 # ---- The DQN accelerator family: simulation, golden check and layer table (run dqn, play, run net) ----------
+
+DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in the DQN accelerator's reports
 
 def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states"):
     """Build the accelerator of ``plan.config`` (cached) and run ``plan`` on ``states`` (or the ``play`` host loop)
