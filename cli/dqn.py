@@ -21,7 +21,7 @@ from models.dqn.atari import recorded_states
 from models.dqn.network import check_states, dqn_layers, load_weights, reference_q_values, save_weights, \
     seeded_weights
 from models.dqn.plan import SPLIT_MODES, compile_network
-from models.shared.input_files import InputError, load_arrays
+from models.shared.input_files import InputError, load_single_array
 
 from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
                         add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table, output_file,
@@ -87,11 +87,9 @@ _STATES_LAYOUT = "expected a .npy, or a .npz holding one array, of N x 4 x 84 x 
 def load_states_file(path):
     """``(N, 4, 84, 84)`` float32 states from a ``.npy`` or single-array ``.npz`` file, checked; raises
     :class:`InputError`."""
-    arrays = load_arrays(path, expected=_STATES_LAYOUT)
-    if len(arrays) != 1:
-        raise InputError(f"{path}: holds {len(arrays)} arrays ({', '.join(arrays)}) ({_STATES_LAYOUT})")
+    states = load_single_array(path, expected=_STATES_LAYOUT)
     try:
-        return check_states(next(iter(arrays.values())))
+        return check_states(states)
     except ValueError as error:
         raise InputError(f"{path}: {error}") from None
 

@@ -18,7 +18,7 @@ import numpy as np
 from hw.dqn.config import DqnConfig
 from models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs
 from models.dqn.plan import SPLIT_MODES
-from models.shared.input_files import InputError, load_arrays
+from models.shared.input_files import InputError, check_batch, load_single_array
 
 from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument,
                         golden_mismatches, json_float, layer_rows, layer_table, positive_int, q_value_fields,
@@ -56,18 +56,12 @@ def add_arguments(parser):
 
 def load_inputs(path, shape):
     """``(N, *shape)`` float32 inputs from a ``.npy`` or one-array ``.npz``; raises :class:`InputError`."""
-    expected = f"expected a .npy, or a .npz holding one array, of N x {' x '.join(map(str, shape))} float32 inputs"
-    arrays = load_arrays(path, expected=expected)
-    if len(arrays) != 1:
-        raise InputError(f"{path}: holds {len(arrays)} arrays ({', '.join(arrays)}) ({expected})")
-    inputs = next(iter(arrays.values()))
-    if inputs.ndim != len(shape) + 1 or inputs.shape[1:] != tuple(shape) or not len(inputs):
-        raise InputError(f"{path}: an array of shape {inputs.shape} ({expected})")
-    if inputs.dtype != np.float32:
-        raise InputError(f"{path}: the inputs are {inputs.dtype} ({expected})")
-    if not np.all(np.isfinite(inputs)):
-        raise InputError(f"{path}: the inputs hold NaN or infinite values ({expected})")
-    return inputs
+    inputs = load_single_array(path, expected=f"expected a .npy, or a .npz holding one array, of N x "
+                                              f"{' x '.join(map(str, shape))} float32 inputs")
+    try:
+        return check_batch(inputs, shape, "inputs")
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
 
 
 def _inputs(arguments, network):

@@ -162,16 +162,15 @@ def test_files_that_are_not_models(tmp_path, capsys, no_simulation, content, mes
 
 
 @pytest.mark.parametrize("array, fault", [
-    (np.zeros((2, 2, 8, 7), np.float32), "an array of shape (2, 2, 8, 7)"),
-    (np.zeros((2, 2, 8, 8)), "the inputs are float64"),
-    (np.full((1, 2, 8, 8), np.nan, np.float32), "the inputs hold NaN or infinite values"),
+    (np.zeros((2, 2, 8, 7), np.float32), "inputs must have shape (N, 2, 8, 8), not (2, 2, 8, 7)"),
+    (np.zeros((2, 2, 8, 8)), "inputs must be float32, not float64"),
+    (np.full((1, 2, 8, 8), np.nan, np.float32), "inputs hold NaN or infinite values"),
 ])
 def test_bad_inputs_files(tmp_path, capsys, no_simulation, array, fault):
     np.save(tmp_path / "inputs.npy", array)
     model = small_cnn(tmp_path / "cnn.onnx")
     assert main(["run", "net", str(model), "--inputs", str(tmp_path / "inputs.npy"), *SMALL]) == 2
-    assert capsys.readouterr().err == (f"nnaccel: error: {tmp_path / 'inputs.npy'}: {fault} (expected a .npy, or a "
-                                       f".npz holding one array, of N x 2 x 8 x 8 float32 inputs)\n")
+    assert capsys.readouterr().err == f"nnaccel: error: {tmp_path / 'inputs.npy'}: {fault}\n"
 
 
 @pytest.mark.parametrize("corrupt", [False, True])
