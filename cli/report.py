@@ -24,8 +24,8 @@ from sim.progress import ProgressListener, reporting_to
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument",
-           "human_output_to_stderr", "write_json", "json_float", "progress", "DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches",
-           "q_value_fields", "gflops", "layer_rows", "layer_table", "timing_notes"]
+           "human_output_to_stderr", "write_json", "json_float", "progress", "DQN_CLOCK_HZ", "simulate_dqn_plan",
+           "golden_mismatches", "q_value_fields", "gflops", "layer_rows", "layer_table", "timing_notes"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
 

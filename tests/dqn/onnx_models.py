@@ -30,8 +30,8 @@ class GraphBuilder:
         self.count += 1
         name = name or f"{op.lower()}{self.count}"
         output = f"{name}_out"
-        self.nodes.append(helper.make_node(op, (inputs if inputs is not None else [self.current]) + list(extra_inputs), [output], name=name,
-                                           **attributes))
+        inputs = inputs if inputs is not None else [self.current]
+        self.nodes.append(helper.make_node(op, inputs + list(extra_inputs), [output], name=name, **attributes))
         self.current = output
         return output
 
