@@ -223,17 +223,17 @@ class _Mapper:
             raise _node_error(self.path, node, f"weight of shape {list(weight.shape)} for an input of {channels} "
                                                f"channels")
         pads = list(attributes.get("pads", [0, 0, 0, 0]))
-        if any(pads):
-            if self.layers or len(set(pads)) != 1:
-                raise _node_error(self.path, node, f"pads = {pads}: zero padding is supported on the first Conv only, "
-                                                   f"with the same border on every side (the host writes the padded "
-                                                   f"input)")
-            self.padding = pads[0]
+        if any(pads) and (self.layers or len(set(pads)) != 1):
+            raise _node_error(self.path, node, f"pads = {pads}: zero padding is supported on the first Conv only, "
+                                               f"with the same border on every side (the host writes the padded "
+                                               f"input)")
         if height != width:
             raise _node_error(self.path, node, f"input image {channels}x{height}x{width}: the accelerator's "
                                                f"convolutions take square images")
-        layer = ConvLayer(self.layer_name(node), channels, height + 2 * self.padding * (not self.layers),
-                          out_channels, kernel_height, strides[0], relu=False)
+        if not self.layers:
+            self.padding = pads[0]
+        layer = ConvLayer(self.layer_name(node), channels, height + 2 * pads[0], out_channels, kernel_height,
+                          strides[0], relu=False)
         if layer.kernel > layer.in_size:
             raise _node_error(self.path, node, f"kernel {layer.kernel} is larger than its input "
                                                f"{layer.in_size}x{layer.in_size}")
