@@ -26,6 +26,7 @@ class AcceleratorRun:
     build_seconds: float
     run_seconds: float
     waves_path: object = None
+    built_now: bool = False     # the simulator build was made for this run (not taken from the cache)
 
 
 def _tensor_config(tensor):
@@ -33,11 +34,12 @@ def _tensor_config(tensor):
 
 
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
-                       waves=None, max_cycles=1_000_000):
+                       waves=None, max_cycles=1_000_000, verilator_options=None):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
     or, with ``play = {"game", "seed", "steps"}``, the host loop on the Atari emulator inside the simulation.
 
     ``read_layers``: also read back every layer's output tensor after each run (for locating a mismatch).
+    ``verilator_options``: how Verilator builds the model (:func:`sim.harness.simulate`'s default if None).
     """
     if accelerator.config != plan.config:
         raise ValueError(f"the plan was compiled for {plan.config}, the accelerator is built for {accelerator.config}")
@@ -52,7 +54,7 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
     if play is not None:
         tb_config["play"] = play
     result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.dqn.accelerator_tb",
-                      simulator=simulator, waves=waves, config=tb_config,
+                      simulator=simulator, waves=waves, config=tb_config, verilator_options=verilator_options,
                       stimulus={"weight_image": plan.weight_image, "states": words})
     outputs = result.outputs
     return AcceleratorRun(
@@ -62,4 +64,5 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         layer_counters=outputs["layer_counters"].astype(np.int64), load_cycles=outputs["load_cycles"].astype(np.int64),
         run_wall_seconds=outputs["run_wall_seconds"],
         layer_words=[outputs[f"dump{index}"] for index in range(len(dumps))], frames=outputs.get("frames"),
-        build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path)
+        build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path,
+        built_now=result.built_now)
