@@ -7,10 +7,12 @@ Builds the accelerator (the full-size default configuration on recorded Atari st
 the reduced configuration on random states) once per variant of :class:`sim.verilator_options.VerilatorOptions`
 (:func:`variants`; ``old`` is the harness' build before those options, ``PREVIOUS_DEFAULT``), each in an empty build cache
 so that the build time is a fresh build's, then runs the cocotb harness on every variant in turn, ``--rounds``
-times, and prints per variant: the build seconds, the median simulated cycles per wall second (cycles from START
-to ``done`` over that wall time, summed over the states of a run), that median and the range of the per-round
-values as ratios to ``old`` in the same round, and whether the Q-values, the output words and every cycle
-counter are bit-identical to ``old``'s and to the golden model's.
+times, and prints per variant: the build seconds; the median simulated cycles per wall second (cycles from START
+to ``done`` over that wall time, summed over the states of a run) and per CPU second of the simulator process
+(the same span; on a machine that other jobs load, the measure that does not depend on them, except for a
+multi-threaded model, which needs its cores at once); each median and the range of the per-round values as
+ratios to ``old`` in the same round; and whether the Q-values, the output words and every cycle counter are
+bit-identical to ``old``'s and to the golden model's.
 
 ``--anchor NAME`` also builds variant NAME under the C++ testbench ``testbench/shared/host_program.cpp`` (the same
 Verilog and Verilator options, no cocotb) and runs it in the same rounds: the harness' share of the raw speed is
@@ -76,7 +78,8 @@ def workload(reduced, count):
 
 
 class Measurement:
-    """Build time, per-round cycles per second and the observed bits of one variant (cocotb or the C++ anchor).
+    """Build time, per-round cycles per wall and per CPU second and the observed bits of one variant (cocotb or
+    the C++ anchor).
 
     The build time is the fresh build's; a build found in the cache (``--cache-dir`` of an earlier run) reports
     the time recorded in ``build_seconds.json`` there when it was made.
@@ -84,7 +87,7 @@ class Measurement:
 
     def __init__(self, key, records):
         self.key, self.records = key, records
-        self.rates = []
+        self.rates = {"wall": [], "cpu": []}
         self.bits = None
 
     @property
@@ -94,7 +97,8 @@ class Measurement:
     def record(self, run, words):
         if run.built_now:
             self.records[self.key] = run.build_seconds
-        self.rates.append(run.total_cycles.sum() / run.run_wall_seconds.sum())
+        self.rates["wall"].append(run.total_cycles.sum() / run.run_wall_seconds.sum())
+        self.rates["cpu"].append(run.total_cycles.sum() / run.run_cpu_seconds.sum())
         observed = (words, run.actions, run.action_values, run.total_cycles, run.layer_counters)
         self.bits = observed if self.bits is None else self.bits
         return all(np.array_equal(a, b) for a, b in zip(observed, self.bits))
@@ -133,36 +137,43 @@ def main():
             run = run_on_accelerator(DqnAccelerator(config=config), plan, states, verilator_options=table[name])
             stable[name] &= cocotb[name].record(run, run.output_words)
             records_path.write_text(json.dumps(records, indent=1))
-            print(f"round {round_index + 1} {name}: build {run.build_seconds:.0f} s, "
-                  f"{cocotb[name].rates[-1]:.0f} cycles/s", flush=True)
+            print(f"round {round_index + 1} {name}: build {run.build_seconds:.0f} s, {cocotb[name].rates['wall'][-1]:.0f} "
+                  f"cycles/s, {cocotb[name].rates['cpu'][-1]:.0f} cycles/CPU s", flush=True)
             if round_index == 0 and not np.array_equal(run.q_values, golden):
                 print(f"  {name}: Q-values differ from the golden model", flush=True)
         for name in arguments.anchor:
             run = run_raw(DqnAccelerator(config=config), plan, states, options=table[name])
             stable[f"{name} (C++)"] &= raw[name].record(run, run.output_words)
             records_path.write_text(json.dumps(records, indent=1))
-            print(f"round {round_index + 1} {name} (C++): build {run.build_seconds:.0f} s, "
-                  f"{raw[name].rates[-1]:.0f} cycles/s", flush=True)
+            print(f"round {round_index + 1} {name} (C++): build {run.build_seconds:.0f} s, {raw[name].rates['wall'][-1]:.0f} "
+                  f"cycles/s, {raw[name].rates['cpu'][-1]:.0f} cycles/CPU s", flush=True)
     print_table(names, cocotb, raw, golden, plan, stable, cycles=int(cocotb["old"].bits[3][0]))
 
 
 def print_table(names, cocotb, raw, golden, plan, stable, cycles):
     old = cocotb["old"]
-    print(f"\n{cycles} cycles per inference; cycles/s: median of the rounds; ratio: to old in the same round "
-          f"(median, range); same bits: Q-values, output words, ACTION, ACTION_VALUE, TOTAL_CYCLES and the per-layer "
-          f"counters equal to old's (and, for the Q-values, the golden model's) in every round")
-    print(f"{'variant':<22}{'build s':>9}{'cycles/s':>10}{'ratio':>7}  {'(range)':<13}  same bits")
+    print(f"\n{cycles} cycles per inference; load average {' '.join(f'{value:.1f}' for value in os.getloadavg())}; "
+          f"cycles/s, cycles/CPU s: medians of the rounds; ratio: to old in the same round (median, range); "
+          f"same bits: Q-values, output words, ACTION, ACTION_VALUE, TOTAL_CYCLES and the per-layer counters equal "
+          f"to old's (and, for the Q-values, the golden model's) in every round")
+    print(f"{'variant':<20}{'build s':>8}{'cycles/s':>10}{'ratio':>6} {'(range)':<12}{'cycles/CPU s':>13}{'ratio':>6} "
+          f"{'(range)':<12} same bits")
     rows = [(name, cocotb[name]) for name in names] + [(f"{name} (C++)", raw[name]) for name in raw]
     for name, measurement in rows:
-        ratios = [rate / base for rate, base in zip(measurement.rates, old.rates)]
         q_values = np.stack([plan.output_values(words) for words in measurement.bits[0]])
         identical = stable[name] and same_bits(measurement.bits, old.bits) and np.array_equal(q_values, golden)
-        print(f"{name:<22}{measurement.build_seconds:>9.0f}{statistics.median(measurement.rates):>10.0f}"
-              f"{statistics.median(ratios):>7.2f}  ({min(ratios):.2f}-{max(ratios):.2f}){'':<3}  {identical}")
+        columns = []
+        for kind in ("wall", "cpu"):
+            ratios = [rate / base for rate, base in zip(measurement.rates[kind], old.rates[kind])]
+            columns.append(f"{statistics.median(measurement.rates[kind]):>{10 if kind == 'wall' else 13}.0f}"
+                           f"{statistics.median(ratios):>6.2f} ({min(ratios):.2f}-{max(ratios):.2f}){'':<1}")
+        print(f"{name:<20}{measurement.build_seconds:>8.0f}{''.join(columns)} {identical}")
     for name, measurement in raw.items():
-        share = statistics.median(cocotb[name].rates) / statistics.median(measurement.rates) if name in cocotb else None
-        if share is not None:
-            print(f"the cocotb harness keeps {100 * share:.0f} % of the raw Verilator speed with {name!r}")
+        if name in cocotb:
+            shares = [statistics.median(cocotb[name].rates[kind]) / statistics.median(measurement.rates[kind])
+                      for kind in ("wall", "cpu")]
+            print(f"the cocotb harness keeps {100 * shares[0]:.0f} % (per wall second) and {100 * shares[1]:.0f} % "
+                  f"(per CPU second) of the raw Verilator speed with {name!r}")
     sys.stdout.flush()
 
 

@@ -21,6 +21,7 @@ class AcceleratorRun:
     layer_counters: np.ndarray  # (N, layers, 4) per-layer counters, in COUNTER_NAMES order
     load_cycles: np.ndarray     # (N,) cycles the host took to write each state
     run_wall_seconds: np.ndarray  # (N,) wall time of each run (START to done)
+    run_cpu_seconds: np.ndarray   # (N,) the simulator process' CPU time over the same span
     layer_words: list           # per layer (N, words, row_elements) output tensors, if asked for (else [])
     frames: np.ndarray | None   # play: (N, 4, 84, 84) uint8 frame stacks the accelerator saw
     build_seconds: float
@@ -62,7 +63,7 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         output_words=outputs["outputs"], actions=outputs["action"].astype(np.int64),
         action_values=outputs["action_value"].astype(np.uint32), total_cycles=outputs["total_cycles"].astype(np.int64),
         layer_counters=outputs["layer_counters"].astype(np.int64), load_cycles=outputs["load_cycles"].astype(np.int64),
-        run_wall_seconds=outputs["run_wall_seconds"],
+        run_wall_seconds=outputs["run_wall_seconds"], run_cpu_seconds=outputs["run_cpu_seconds"],
         layer_words=[outputs[f"dump{index}"] for index in range(len(dumps))], frames=outputs.get("frames"),
         build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path,
         built_now=result.built_now)

@@ -29,6 +29,7 @@ class RawRun:
     total_cycles: np.ndarray      # (N,) TOTAL_CYCLES register
     layer_counters: np.ndarray    # (N, layers, 4) per-layer counters
     run_wall_seconds: np.ndarray  # (N,) wall time of each run (START to the cycle after done)
+    run_cpu_seconds: np.ndarray   # (N,) the testbench process' CPU time over the same span
     build_seconds: float
     built_now: bool
 
@@ -67,5 +68,6 @@ def run_raw(accelerator, plan, states, *, options=DEFAULT, max_cycles=1_000_000)
     return RawRun(output_words=np.array(outputs, dtype=np.uint32), actions=registers[:, 0].astype(np.int64),
                   action_values=registers[:, 1].astype(np.uint32), total_cycles=registers[:, 2].astype(np.int64),
                   layer_counters=registers[:, 3:].reshape(count, layers, COUNTERS_PER_LAYER).astype(np.int64),
-                  run_wall_seconds=np.array(output.run_wall_seconds), build_seconds=build_seconds,
+                  run_wall_seconds=np.array(output.run_wall_seconds),
+                  run_cpu_seconds=np.array(output.run_cpu_seconds), build_seconds=build_seconds,
                   built_now=built_now)

@@ -10,13 +10,15 @@
 //   s TARGET ADDRESS MAX_CYCLES HEX
 //                           the write that starts a run, then cycles until the rising edge of host__done and
 //                           one more (as HostDriver.run)
-// OUTPUT gets, in program order, "r HEX" per read and "s CYCLES WALL_SECONDS" per run (CYCLES counted by
-// this testbench from START to done, WALL_SECONDS from START to the cycle after done).
+// OUTPUT gets, in program order, "r HEX" per read and "s CYCLES WALL_SECONDS CPU_SECONDS" per run (CYCLES
+// counted by this testbench from START to done, WALL_SECONDS from START to the cycle after done, CPU_SECONDS
+// the process' CPU time over the same span).
 //
 // The clock and reset follow testbench/shared/clocking.py: inputs change while the clock is low, two reset
 // cycles.  Verilator spells a double underscore in a port's name ___05F (host__write: host___05Fwrite).
 
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -71,6 +73,12 @@ Words get_port(const Port& port) {
         const uint64_t value = port;
         return {static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)};
     }
+}
+
+double cpu_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return now.tv_sec + now.tv_nsec * 1e-9;
 }
 
 struct Operation {
@@ -183,6 +191,7 @@ class Bench {
 
     void start_and_wait(const Operation& operation, std::FILE* output) {
         const auto start = std::chrono::steady_clock::now();
+        const double cpu_start = cpu_seconds();
         top_->host___05Fwrite = 1;
         top_->host___05Ftarget = operation.target;
         top_->host___05Faddress = operation.address;
@@ -196,7 +205,8 @@ class Bench {
         } while (!rose_);
         cycle();
         const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
-        std::fprintf(output, "s %llu %.9f\n", static_cast<unsigned long long>(cycles), wall.count());
+        std::fprintf(output, "s %llu %.9f %.9f\n", static_cast<unsigned long long>(cycles), wall.count(),
+                     cpu_seconds() - cpu_start);
     }
 
     std::unique_ptr<Vtop> top_;

@@ -60,6 +60,7 @@ class ProgramOutput:
     reads: list             # every read's value (int), in program order
     run_cycles: list        # per run: cycles from START to done, counted by the testbench
     run_wall_seconds: list  # per run: wall seconds from START to the cycle after done
+    run_cpu_seconds: list   # per run: the testbench process' CPU seconds over the same span
 
 
 def build_raw_model(component, name, program_text, options=DEFAULT):
@@ -103,7 +104,7 @@ def run_program(build_dir, program_text):
         if result.returncode:
             raise SimulationError(f"the C++ testbench failed ({result.returncode}): {result.stderr.strip()}")
         lines = output_path.read_text().split()
-    output = ProgramOutput(reads=[], run_cycles=[], run_wall_seconds=[])
+    output = ProgramOutput(reads=[], run_cycles=[], run_wall_seconds=[], run_cpu_seconds=[])
     words = iter(lines)
     for kind in words:
         if kind == "r":
@@ -111,4 +112,5 @@ def run_program(build_dir, program_text):
         else:
             output.run_cycles.append(int(next(words)))
             output.run_wall_seconds.append(float(next(words)))
+            output.run_cpu_seconds.append(float(next(words)))
     return output
