@@ -15,9 +15,12 @@ Configuration: ``descriptors`` (ints), ``input`` and ``output`` and each of ``du
 (``{"game", "seed", "steps"}``) and ``progress_file`` (rewritten with "done total" after every inference).
 Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``total_cycles`` (N,),
 ``layer_counters`` (N, layers, 4), ``load_cycles`` (N,) cycles the host took to write the state,
-``run_wall_seconds`` (N,) wall time from START to ``done``, ``dump<i>`` (N, words, row_elements); with
+``run_wall_seconds`` (N,) wall time from START to ``done``, ``run_cpu_seconds`` (N,) the simulator process'
+CPU time over the same span (the speed of the simulation whatever else the machine runs), ``dump<i>`` (N, words, row_elements); with
 ``play``, ``frames`` (N, 4, 84, 84) uint8, the frame stacks the accelerator saw.
 """
+
+import time
 
 import cocotb
 import numpy as np
@@ -48,7 +51,10 @@ async def _infer(host, config, state_words, tensors):
     first = current_cycle()
     await host.write_block(DqnMemory.ACTIVATIONS0 + config["input"]["ram"], config["input"]["base"],
                            words_to_ints(state_words, bits))
-    observed = {"load_cycles": current_cycle() - first, "run_wall_seconds": await host.run(layers, config["max_cycles"])}
+    observed = {"load_cycles": current_cycle() - first}
+    cpu_start = time.process_time()
+    observed["run_wall_seconds"] = await host.run(layers, config["max_cycles"])
+    observed["run_cpu_seconds"] = time.process_time() - cpu_start
     observed["tensors"] = []
     for tensor in tensors:
         addresses = range(tensor["base"], tensor["base"] + tensor["words"])
@@ -89,9 +95,9 @@ async def run_states(dut):
             runs.append(await _infer(host, config, state_words, tensors))
             report_progress(config, len(runs), inferences)
 
-    arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name == "run_wall_seconds" else np.uint64)
-              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles",
-                           "run_wall_seconds")}
+    seconds = ("run_wall_seconds", "run_cpu_seconds")
+    arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name in seconds else np.uint64)
+              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles", *seconds)}
     arrays["outputs"] = np.array([run["tensors"][0] for run in runs], dtype=np.uint32)
     arrays.update({f"dump{index}": np.array([run["tensors"][index + 1] for run in runs], dtype=np.uint32)
                    for index in range(len(tensors) - 1)})

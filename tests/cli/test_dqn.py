@@ -68,6 +68,7 @@ def fake_run(plan, states, *, corrupt=False):
                           action_values=np.array([g.action_value for g in goldens], np.uint32),
                           total_cycles=np.full(len(states), total), layer_counters=counters,
                           load_cycles=np.full(len(states), 336), run_wall_seconds=np.full(len(states), 0.5),
+                          run_cpu_seconds=np.full(len(states), 0.4),
                           layer_words=[], frames=None, build_seconds=1.0, run_seconds=2.0)
 
 

@@ -20,6 +20,7 @@ from models.dqn.network import dqn_layers, reduced_layers, seeded_weights
 from models.dqn.plan import compile_network
 from cli.main import main
 from testbench.dqn.host import run_on_accelerator
+from testbench.dqn.raw_verilator import run_raw
 from testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 
 SEED = 4042
@@ -85,6 +86,18 @@ def test_reduced_counters(reduced_run):
         assert [int(c) for c in counters[:, 0]] == [layer.estimated_cycles for layer in plan.layers]
     assert np.all(run.total_cycles == sum(layer.estimated_cycles for layer in plan.layers))
     assert len(set(run.total_cycles.tolist())) == 1
+
+
+@pytest.mark.extended
+def test_cpp_testbench_gives_the_harness_bits(reduced_run):
+    """The simulation-speed benchmark's anchor (the same Verilog under a C++ testbench, no cocotb) reads back
+    the words and counters the cocotb run read."""
+    plan, states, run = reduced_run
+    raw = run_raw(DqnAccelerator(config=REDUCED_CONFIG), plan, states)
+    assert np.array_equal(raw.output_words, run.output_words)
+    assert np.array_equal(raw.layer_counters, run.layer_counters) and np.array_equal(raw.total_cycles, run.total_cycles)
+    assert np.array_equal(raw.actions, run.actions) and np.array_equal(raw.action_values, run.action_values)
+    assert np.all(raw.run_wall_seconds > 0)
 
 
 def test_host_words_round_trip():
