@@ -57,7 +57,8 @@ def _hardware_arguments(parser):
                          "see models/dqn/network.py); default: the network trained for Breakout, "
                          "models/dqn/data/dqn_breakout.npz")
     weights.add_argument("--seeded-weights", action="store_true",
-                         help=f"the untrained seeded He-uniform weights (seed {WEIGHTS_SEED}) instead of the trained ones")
+                         help=f"the untrained seeded He-uniform weights (seed {WEIGHTS_SEED}) instead of the "
+                              f"trained ones")
     add_simulator_argument(parser)
     parser.add_argument("--waves", action="store_true", help="dump a waveform (large: every cycle of every run)")
     add_json_argument(parser, "the report (with every Q-value, as a float and as bits)")
@@ -442,8 +443,11 @@ def _play_episodes(arguments, plan, minimal_actions, action_names):
 
 
 def _episode_rows(played):
+    """Per episode: seed, score, steps, whether the game ended, steps on the accelerator, steps the exploration
+    chose, every action; and the random policy's episode on the same seed."""
     return [{"seed": episode.seed, "score": episode.score, "steps": episode.steps, "game_over": episode.over,
-             "rtl_steps": steps.stop - steps.start, "random_steps": sum(episode.explored), "actions": episode.actions,
+             "rtl_steps": steps.stop - steps.start, "explored_steps": sum(episode.explored),
+             "actions": episode.actions,
              "random_policy": {"score": random.score, "steps": random.steps, "game_over": random.over}}
             for episode, random, steps in played]
 
