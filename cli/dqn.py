@@ -485,9 +485,10 @@ def play(arguments):
         gif.save(arguments.gif)
         print(f"nnaccel: GIF of episode 1 ({len(gif)} steps) written to {arguments.gif}")
     ratio = f" ({mean / random_mean:.1f} times the random policy's)" if random_mean > 0 else ""
+    chooser = (f"the first {arguments.rtl_steps} steps of each on the accelerator, the rest chosen by the golden "
+               f"model" if arguments.rtl_steps else "every step chosen by the golden model")
     print(f"\n{arguments.game}, {arguments.episodes} episode(s) ({seeds}, epsilon {arguments.epsilon:g}, at most "
-          f"{arguments.max_steps:,} steps each; the first {arguments.rtl_steps} steps of each on the accelerator, the "
-          f"rest chosen by the golden model):")
+          f"{arguments.max_steps:,} steps each; {chooser}):")
     print(f"  network:       scores {' '.join(f'{score:g}' for score in scores)}, mean {mean:.2f}{ratio}")
     print(f"  random policy: scores {' '.join(f'{score:g}' for score in random_scores)}, mean {random_mean:.2f}")
     if arguments.json:
