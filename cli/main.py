@@ -1,7 +1,7 @@
 """The ``nnaccel`` command line.
 
     nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
-    nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
+    nnaccel play [--episodes N] [--rtl-steps K] [--gif F] ...          scored Atari episodes, the accelerator at the controls
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel run ebp [--epochs N] [--data F] [--rtl] [--only PART]      EBP training on the PE ring
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
@@ -99,9 +99,12 @@ _JOBS = (
      capsnet_job.add_arguments, capsnet_job.run),
 )
 _COMMANDS = (
-    ("play", "the Atari host loop: the simulated accelerator chooses every action",
-     "The thesis' host loop: the Atari emulator inside the simulation produces each state, the simulated DQN "
-     "accelerator chooses the action; every step is checked against the golden model afterwards.",
+    ("play", "scored Atari episodes: the trained network plays, its first steps on the simulated accelerator",
+     "Play whole Atari episodes (Breakout by default) with the trained DQN and print the score of each and the "
+     "mean next to a random policy's on the same seeds. The first --rtl-steps steps of every episode run the "
+     "thesis' host loop: the emulator inside the simulation produces each state, the simulated accelerator chooses "
+     "the action, and every Q-value is checked bit for bit against the golden model; the golden model, bit-exact "
+     "and fast, plays the rest. --gif draws the first episode with its Q-values.",
      dqn_job.add_play_arguments, dqn_job.play),
     ("verilog", "Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board",
      "Generate a system's Verilog and a Quartus project (.qpf, .qsf, .sdc and a build script) for an Intel FPGA "

@@ -28,6 +28,7 @@ class AcceleratorRun:
     run_seconds: float
     waves_path: object = None
     built_now: bool = False     # the simulator build was made for this run (not taken from the cache)
+    episode_steps: np.ndarray | None = None  # play: (episodes,) steps each episode ran on the accelerator
 
 
 def _tensor_config(tensor):
@@ -37,7 +38,9 @@ def _tensor_config(tensor):
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
                        waves=None, max_cycles=1_000_000, verilator_options=None):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
-    or, with ``play = {"game", "seed", "steps"}``, the host loop on the Atari emulator inside the simulation.
+    or, with ``play = {"game", "episodes": [{"seed", "explore"}]}``, the host loop on the Atari emulator inside the
+    simulation (``explore``: per step the random action replacing the accelerator's, or -1; see
+    :mod:`testbench.dqn.accelerator_tb`).
 
     ``read_layers``: also read back every layer's output tensor after each run (for locating a mismatch).
     ``verilator_options``: how Verilator builds the model (:func:`sim.harness.simulate`'s default if None).
@@ -65,5 +68,6 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         layer_counters=outputs["layer_counters"].astype(np.int64), load_cycles=outputs["load_cycles"].astype(np.int64),
         run_wall_seconds=outputs["run_wall_seconds"], run_cpu_seconds=outputs["run_cpu_seconds"],
         layer_words=[outputs[f"dump{index}"] for index in range(len(dumps))], frames=outputs.get("frames"),
+        episode_steps=outputs["episode_steps"].astype(np.int64) if "episode_steps" in outputs else None,
         build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path,
         built_now=result.built_now)

@@ -109,8 +109,9 @@ def test_host_words_round_trip():
 
 @pytest.mark.system
 def test_thesis_network_full_size_is_bit_exact(tmp_path):
-    """One recorded state through every pass, then ``nnaccel play`` for two steps on the same (cached) build:
-    the emulator's frames, the accelerator's actions, each checked against the golden model."""
+    """One recorded state through every pass, then ``nnaccel play`` on the same (cached) build: a short episode
+    whose first two steps run the host loop on the accelerator (the emulator's frames, the accelerator's actions,
+    each checked against the golden model) and the rest on the golden model."""
     weights = seeded_weights()
     plan = compile_network(DqnConfig(), dqn_layers(18), weights)
     states = recorded_states(1)
@@ -123,10 +124,12 @@ def test_thesis_network_full_size_is_bit_exact(tmp_path):
     assert [int(c) for c in run.layer_counters[0][:, 0]] == [layer.estimated_cycles for layer in plan.layers]
     assert run.load_cycles[0] == 336
     report_path = tmp_path / "play.json"
-    assert main(["play", "--steps", "2", "--json", str(report_path)]) == 0
+    assert main(["play", "--rtl-steps", "2", "--max-steps", "4", "--epsilon", "0", "--json", str(report_path)]) == 0
     report = json.loads(report_path.read_text())
-    assert report["bit_exact"] is True and report["states"] == 2
-    assert report["actions"] == report["golden_actions"] and report["total_cycles"] == run.total_cycles[0]
+    accelerator = report["accelerator"]
+    assert report["bit_exact"] is True and accelerator["states"] == 2 and report["per_episode"][0]["steps"] == 4
+    assert accelerator["actions"] == accelerator["golden_actions"] == report["per_episode"][0]["actions"][:2]
+    assert accelerator["total_cycles"] == run.total_cycles[0]
 
 
 @pytest.mark.icarus
