@@ -26,6 +26,14 @@ from dataclasses import dataclass
 __all__ = ["Segment", "LayerMapping", "DqnMapping"]
 
 
+def _items(items, kind, what):
+    """``items`` as a non-empty tuple of ``kind``; a ValueError saying ``what`` is needed otherwise."""
+    items = tuple(items)
+    if not items or not all(isinstance(item, kind) for item in items):
+        raise ValueError(f"{what}, not {items!r}")
+    return items
+
+
 def _check_int(name, value, low):
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
@@ -72,10 +80,7 @@ class LayerMapping:
     segments: tuple
 
     def __post_init__(self):
-        segments = tuple(self.segments)
-        if not segments or not all(isinstance(segment, Segment) for segment in segments):
-            raise ValueError(f"a layer mapping needs one or more Segments, not {self.segments!r}")
-        object.__setattr__(self, "segments", segments)
+        object.__setattr__(self, "segments", _items(self.segments, Segment, "a layer mapping needs one or more Segments"))
 
     @classmethod
     def whole(cls, positions, column_blocks, split=1):
@@ -100,10 +105,8 @@ class DqnMapping:
     layers: tuple
 
     def __post_init__(self):
-        layers = tuple(self.layers)
-        if not layers or not all(isinstance(layer, LayerMapping) for layer in layers):
-            raise ValueError(f"a DQN mapping needs one LayerMapping per network layer, not {self.layers!r}")
-        object.__setattr__(self, "layers", layers)
+        object.__setattr__(self, "layers", _items(self.layers, LayerMapping,
+                                                  "a DQN mapping needs one LayerMapping per network layer"))
 
     @property
     def passes(self):

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import encode_descriptor
+from hw.dqn.descriptor import descriptor_layout, encode_descriptor
 from hw.dqn.matrix_module import matrix_module_latency
 from hw.shared.float_format import BINARY32
 from models.dqn.mapping import DqnMapping, LayerMapping, Segment
@@ -315,6 +315,10 @@ def layer_shapes(config, layers):
     """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer``) on ``config``."""
     if not isinstance(config, DqnConfig):
         raise TypeError(f"config must be a DqnConfig, not {config!r}")
+    descriptor_bits = descriptor_layout(config).size
+    if descriptor_bits > config.host_data_bits:
+        raise ValueError(f"{config.module_name}: a descriptor of {descriptor_bits} bits does not fit the host data "
+                         f"port of {config.host_data_bits} bits (the widest RAM word): more row elements or lanes")
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")

@@ -357,3 +357,19 @@ def test_weights_and_inputs_are_rounded_to_the_format(fmt):
     assert np.array_equal(plan.input_words(state)[:, :10], from_binary32(fmt, state.reshape(20, 10)))
     if fmt is BINARY16:
         assert np.array_equal(expected, pairs[0][0].reshape(-1, 4).astype(np.float16).view(np.uint16))
+
+
+def test_mapping_objects_check_their_fields_and_round_trip_through_json():
+    with pytest.raises(ValueError, match="segment column_blocks must be an integer >= 1, not 0"):
+        Segment(0, 4, 0)
+    with pytest.raises(ValueError, match="segment count must be an integer >= 1, not True"):
+        Segment(0, True, 1)
+    with pytest.raises(ValueError, match=r"a layer mapping needs one or more Segments, not \(\)"):
+        LayerMapping(())
+    with pytest.raises(ValueError, match=r"a DQN mapping needs one LayerMapping per network layer, not \(1,\)"):
+        DqnMapping([1])
+    with pytest.raises(ValueError, match="a DQN mapping is a list of layers"):
+        DqnMapping.from_json([[[0, 1]]])
+    assert DqnMapping.from_json(MIXED_MAPPING.to_json()) == MIXED_MAPPING
+    assert MIXED_MAPPING.passes == 7 and MIXED_MAPPING.layers[0].passes == 4
+    assert MIXED_MAPPING.describe() == "11..24 C2 + 0..9 C1 + 10 C1 S2 | 0..23 C1 + 24 C2 | 0 C1"
