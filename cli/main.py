@@ -92,6 +92,10 @@ def build_parser():
     fpga_job.add_synth_arguments(synth)
     synth.set_defaults(handler=fpga_job.run_synth)
 
+    from cli import dse as dse_job
+    dse_job.add_arguments(commands.add_parser("dse", help="design-space exploration: the RTL family's cost model "
+                                              "(cost) and its check against the simulated RTL (validate)"))
+
     info = commands.add_parser("info", help="show toolchain versions and the build cache")
     info.set_defaults(handler=_info)
     return parser

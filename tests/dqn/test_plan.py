@@ -344,7 +344,7 @@ def test_mapping_errors_of_the_hardware_limits():
 
 @pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
 def test_weights_and_inputs_are_rounded_to_the_format(fmt):
-    config = dataclasses.replace(REDUCED_CONFIG, fmt=fmt)
+    config = dataclasses.replace(REDUCED_CONFIG, fmt=fmt, row_elements=16)
     layers = tiny_layers()[:3]
     pairs = random_pairs(layers)
     plan = compile_network(config, layers, pairs, split="never")
@@ -355,6 +355,7 @@ def test_weights_and_inputs_are_rounded_to_the_format(fmt):
     assert plan.weight_image.max() < 1 << 16
     state = np.random.default_rng(SEED).standard_normal((2, 10, 10)).astype(np.float32)
     assert np.array_equal(plan.input_words(state)[:, :10], from_binary32(fmt, state.reshape(20, 10)))
+    assert not plan.input_words(state)[:, 10:].any()
     if fmt is BINARY16:
         assert np.array_equal(expected, pairs[0][0].reshape(-1, 4).astype(np.float16).view(np.uint16))
 
@@ -373,3 +374,11 @@ def test_mapping_objects_check_their_fields_and_round_trip_through_json():
     assert DqnMapping.from_json(MIXED_MAPPING.to_json()) == MIXED_MAPPING
     assert MIXED_MAPPING.passes == 7 and MIXED_MAPPING.layers[0].passes == 4
     assert MIXED_MAPPING.describe() == "11..24 C2 + 0..9 C1 + 10 C1 S2 | 0..23 C1 + 24 C2 | 0 C1"
+
+
+def test_a_configuration_whose_host_port_cannot_carry_a_descriptor_is_refused():
+    narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 212-bit descriptor
+    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_a128_w256_d8_ml2_al2: a descriptor of 212 bits does "
+                                         r"not fit the host data port of 192 bits"):
+        layer_shapes(narrow, tiny_layers())
+    layer_shapes(dataclasses.replace(narrow, row_elements=16), tiny_layers())
