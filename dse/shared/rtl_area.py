@@ -1,0 +1,237 @@
+"""FPGA area of the RTL family (the DQN accelerator, Cyclone V cells as Yosys counts them), composed from
+per-component estimates kept in ``data/rtl_area_cyclonev.json``.
+
+``nnaccel synth`` (:mod:`sim.fpga.synth`) maps a design hierarchically: each distinct Verilog module once, its
+cell counts times its instances, the ALMs estimated from the total.  A configuration of the accelerator is
+``modules`` matrix modules and weight-RAM slices, two activation RAMs, the sequencer, feeder, result writer,
+argmax and the top level's own logic (descriptor table, counters, host port, RAM port multiplexers).  This
+module composes the same sum from a table instead of a Yosys run (milliseconds instead of minutes):
+
+* matrix module: measured for every number format and multiplier / adder latency of :data:`FAMILY_LATENCIES`
+  at 1 and 2 lanes; the cells are linear in the lanes (each lane is a multiplier, its adders and its partial
+  sums; the control is shared), so ``fixed + lanes * per_lane``;
+* sequencer, feeder, writer, argmax, the top's own logic and the two kinds of RAM's logic: a linear model per
+  cell kind over features that count what the component is made of (:data:`FEATURES`, e.g. the feeder's
+  ``modules x row_elements x width`` multiplexer bits), fitted by least squares to components measured in
+  :data:`MEASURED_CONFIGS` (each component's module cut out of the accelerator's Verilog and synthesized
+  alone; the top with its children as black boxes);
+* M10K blocks: :func:`m10k_blocks`, the true dual-port mapping rule of ``sim/fpga/yosys/m10k_tdp.txt``
+  (checked against every measured RAM); memory bits: width x depth.
+
+``python benchmarks/dse/measure_rtl_area.py`` regenerates the table; ``python benchmarks/dse/bench_rtl_area.py``
+compares the composition with whole-design Yosys runs.
+"""
+
+import json
+import re
+from dataclasses import fields
+from functools import cache
+from importlib import resources
+
+import numpy as np
+
+from hw.dqn.config import DqnConfig
+from hw.dqn.descriptor import descriptor_layout
+from hw.shared.float_format import float_format
+
+__all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE", "RESOURCE_FIELDS", "component_cells",
+           "component_features", "compose", "m10k_blocks", "table", "without_matrix_modules", "wrapped_matrix_module"]
+
+TABLE_FILE = "rtl_area_cyclonev.json"
+FAMILY_LATENCIES = (1, 2, 3)
+MATRIX_MODULE_LANES = (2, 4)
+RESOURCE_FIELDS = ("luts", "lut6", "carry", "flip_flops", "mlab", "m10k", "memory_bits", "mul27", "mul18", "mul9")
+# M10K modes in true dual-port mode (depth, width), and the byte-enable granule (m10k_tdp.txt).
+M10K_MODES = ((8192, 1), (4096, 2), (2048, 5), (1024, 10), (512, 20))
+M10K_BYTE_BITS = 10
+
+
+def _bits(limit):
+    """Bits of an unsigned value up to ``limit``."""
+    return max(1, int(limit).bit_length())
+
+
+def _reduction_modules(config):
+    """Matrix modules whose lanes lie inside an activation word (they can take a reduction's vector)."""
+    return min(config.modules, config.row_elements // config.lanes)
+
+
+# Per component: feature name -> function of the DqnConfig.  The table stores one coefficient per feature and
+# cell kind.
+FEATURES = {
+    "sequencer": {"one": lambda c: 1, "modules": lambda c: c.modules,
+                  "tap_bits": lambda c: c.modules * _bits(c.row_elements - 1),
+                  "addresses": lambda c: _bits(c.activation_depth - 1) + _bits(c.weight_depth - 1)},
+    "feeder": {"one": lambda c: 1, "row_bits": lambda c: c.row_elements * c.fmt.width,
+               "tap_mux_bits": lambda c: c.modules * c.row_elements * c.fmt.width,
+               "tap_bits": lambda c: c.modules * (c.fmt.width + _bits(c.row_elements - 1))},
+    "writer": {"one": lambda c: 1, "staging_bits": lambda c: c.modules * c.lanes * c.fmt.width,
+               "crossbar_bits": lambda c: c.row_elements * c.modules * c.fmt.width,
+               "row_bits": lambda c: c.row_elements * c.fmt.width, "row_elements": lambda c: c.row_elements},
+    "argmax": {"one": lambda c: 1, "lane_bits": lambda c: c.lanes * c.fmt.width, "lanes": lambda c: c.lanes},
+    "control": {"one": lambda c: 1,
+                "descriptor_bits": lambda c: c.max_layers * descriptor_layout(c).size,
+                "counters": lambda c: c.max_layers,
+                "host_bits": lambda c: c.host_data_bits,
+                "row_bits": lambda c: c.row_elements * c.fmt.width,
+                "vector_mux_bits": lambda c: _reduction_modules(c) * c.lanes * c.fmt.width,
+                "modules": lambda c: c.modules},
+    "weight_slice": {"one": lambda c: 1, "width": lambda c: c.lanes * c.fmt.width},
+    "activation_ram": {"one": lambda c: 1, "width": lambda c: c.row_elements * c.fmt.width,
+                       "elements": lambda c: c.row_elements},
+}
+# Instances of each component in one accelerator.
+_COUNTS = {"sequencer": lambda c: 1, "feeder": lambda c: 1, "writer": lambda c: 1, "argmax": lambda c: 1,
+           "control": lambda c: 1, "weight_slice": lambda c: c.modules, "activation_ram": lambda c: 2,
+           "matrix_module": lambda c: c.modules}
+
+# Small configurations whose components the table is fitted to (each a quick Verilog generation; every
+# component synthesized alone).  The whole-design check uses others (benchmarks/dse/bench_rtl_area.py).
+MEASURED_CONFIGS = tuple(DqnConfig(modules=m, lanes=l, fmt=float_format(f), row_elements=r, activation_depth=a,
+                                   weight_depth=w, max_layers=d)
+                         for m, l, f, r, a, w, d in (
+    (1, 2, "binary32", 8, 128, 256, 4), (2, 4, "binary32", 12, 128, 256, 8), (4, 2, "binary16", 16, 256, 512, 8),
+    (2, 8, "bfloat16", 24, 512, 256, 6), (8, 2, "binary32", 12, 256, 1024, 8), (4, 4, "bfloat16", 32, 128, 2048, 4),
+    (1, 16, "binary16", 20, 1024, 256, 8), (8, 4, "binary16", 8, 128, 512, 12), (2, 2, "bfloat16", 48, 256, 128, 8),
+    (16, 2, "binary32", 16, 512, 256, 6), (4, 8, "binary32", 40, 1024, 512, 8), (16, 1, "bfloat16", 12, 128, 4096, 8),
+))
+
+
+def m10k_blocks(width, depth, granularity=None):
+    """M10K blocks of a ``depth`` x ``width`` true dual-port RAM: the cheapest mode of ``M10K_MODES``; with a
+    write ``granularity``, every element needs its own byte enables of 10 bits, so only the 10- and 20-bit
+    modes serve and an element takes ``ceil(granularity / 10)`` of their 10-bit lanes."""
+    if granularity is None:
+        return min(-(-width // mode_width) * -(-depth // mode_depth) for mode_depth, mode_width in M10K_MODES)
+    lanes = (width // granularity) * -(-granularity // M10K_BYTE_BITS)
+    return min(-(-lanes // (mode_width // M10K_BYTE_BITS)) * -(-depth // mode_depth)
+               for mode_depth, mode_width in M10K_MODES if mode_width >= M10K_BYTE_BITS)
+
+
+@cache
+def table():
+    """The parsed data file."""
+    return json.loads(resources.files("dse.shared").joinpath("data", TABLE_FILE).read_text())
+
+
+def component_features(component, config):
+    return np.array([feature(config) for feature in FEATURES[component].values()], dtype=np.float64)
+
+
+def _fitted(component, config):
+    coefficients = table()["components"][component]["coefficients"]
+    features = component_features(component, config)
+    return {field: max(0, int(round(float(features @ np.array(coefficients[field]))))) for field in coefficients}
+
+
+def _matrix_module(config):
+    key = f"{config.fmt.name}/{config.multiplier_latency}/{config.adder_latency}"
+    entries = table()["matrix_module"]
+    if key not in entries:
+        raise ValueError(f"the area table has no matrix module for {config.fmt.name} with multiplier latency "
+                         f"{config.multiplier_latency} and adder latency {config.adder_latency} (measured: "
+                         f"{', '.join(sorted(entries))})")
+    entry = entries[key]
+    return {field: entry["fixed"][field] + config.lanes * entry["per_lane"][field] for field in RESOURCE_FIELDS}
+
+
+def _memory(config, component):
+    if component == "weight_slice":
+        width, depth, granularity = config.lanes * config.fmt.width, config.weight_depth, None
+    else:
+        width, depth, granularity = config.row_elements * config.fmt.width, config.activation_depth, config.fmt.width
+    return {"m10k": m10k_blocks(width, depth, granularity), "memory_bits": width * depth}
+
+
+def compose(config):
+    """``{component: (instances, {field: cells of all instances})}`` and the total, for a :class:`DqnConfig`; the
+    total as :class:`sim.fpga.synth.Resources` gives ALMs and DSP blocks the way ``nnaccel synth`` does."""
+    from sim.fpga.synth import Resources
+
+    parts = {}
+    for component, count in _COUNTS.items():
+        if component == "matrix_module":
+            cells = _matrix_module(config)
+        else:
+            cells = dict.fromkeys(RESOURCE_FIELDS, 0)
+            cells.update(_fitted(component, config))
+            if component in ("weight_slice", "activation_ram"):
+                cells.update(_memory(config, component))
+        instances = count(config)
+        parts[component] = (instances, {field: value * instances for field, value in cells.items()})
+    total = Resources(**{f.name: sum(cells[f.name] for _, cells in parts.values()) for f in fields(Resources)})
+    return parts, total
+
+
+# ---- Measuring: components in the accelerator's hierarchy ------------------------------------------------------
+
+_MODULE = re.compile(r"^(?:\(\*[^\n]*\*\)\n)*module (\\\S+ |\w+) ?\((.*?)\);\n(.*?)^endmodule\n", re.M | re.S)
+_PORT_DECLARATION = re.compile(r"^\s*(?:input|output|inout)\b.*$", re.M)
+
+
+def _modules(verilog_text):
+    return {match.group(1).strip(): match for match in _MODULE.finditer(verilog_text)}
+
+
+def without_matrix_modules(verilog_text, config):
+    """The accelerator's Verilog with its matrix module as a black box (ports only): Yosys then maps every
+    other component in its place in the hierarchy, in a fraction of the time (the matrix modules are measured
+    on their own, :func:`wrapped_matrix_module`)."""
+    name = f"{config.name}_matrix_module"
+    kept = []
+    for module, match in _modules(verilog_text).items():
+        if module == name:
+            ports = "\n".join(_PORT_DECLARATION.findall(match.group(3)))
+            kept.append(f"(* blackbox *)\nmodule {name}({match.group(2)});\n{ports}\nendmodule\n")
+        elif not module.startswith(f"\\{name}."):
+            kept.append(match.group(0))
+    return "\n".join(kept)
+
+
+def wrapped_matrix_module(verilog_text, name):
+    """``(top name, Verilog)``: the matrix module ``name`` under a top that only passes its ports through, so
+    that Yosys maps it as a module of a hierarchy, as in the accelerator, rather than as the top."""
+    match = _modules(verilog_text)[name]
+    ports = [port.strip() for port in match.group(2).split(",")]
+    top = f"{name}_wrapper"
+    wrapper = (f"module {top}({', '.join(ports)});\n" + "\n".join(_PORT_DECLARATION.findall(match.group(3)))
+               + f"\n  {name} inner (" + ", ".join(f".{port}({port})" for port in ports) + ");\nendmodule\n")
+    return top, wrapper + verilog_text
+
+
+_ROW_SUFFIXES = {".sequencer": "sequencer", ".feeder": "feeder", ".writer": "writer", ".argmax": "argmax",
+                 "_weight_slice": "weight_slice", "_activation_ram": "activation_ram", " (own logic)": "control"}
+
+
+def component_cells(report):
+    """``{component: {field: cells of one instance}}`` from the rows of an accelerator's synthesis report."""
+    cells = {}
+    for row in report.rows:
+        for suffix, component in _ROW_SUFFIXES.items():
+            if row.label.endswith(suffix):
+                cells[component] = {field: getattr(row.resources, field) // row.count for field in RESOURCE_FIELDS}
+    return cells
+
+
+def fit_table(config_cells, matrix_cells):
+    """The table's fitted part from measurements: ``config_cells`` a list of ``(DqnConfig, {component: cells of
+    one instance})``, ``matrix_cells`` ``{(format name, multiplier latency, adder latency): {lanes: cells}}``
+    at the two lane counts of :data:`MATRIX_MODULE_LANES`."""
+    components = {}
+    for component in FEATURES:
+        features = np.stack([component_features(component, config) for config, _ in config_cells])
+        coefficients = {}
+        for field in RESOURCE_FIELDS:
+            if component in ("weight_slice", "activation_ram") and field in ("m10k", "memory_bits"):
+                continue                                    # by rule: m10k_blocks, width x depth
+            cells = np.array([measured[component][field] for _, measured in config_cells], dtype=np.float64)
+            coefficients[field] = [round(float(value), 6) for value in
+                                   np.linalg.lstsq(features, cells, rcond=None)[0]]
+        components[component] = {"features": list(FEATURES[component]), "coefficients": coefficients}
+    matrix_module = {}
+    for (fmt, multiplier_latency, adder_latency), by_lanes in sorted(matrix_cells.items()):
+        (low, low_cells), (high, high_cells) = sorted(by_lanes.items())
+        per_lane = {field: (high_cells[field] - low_cells[field]) / (high - low) for field in RESOURCE_FIELDS}
+        matrix_module[f"{fmt}/{multiplier_latency}/{adder_latency}"] = {
+            "per_lane": per_lane, "fixed": {field: low_cells[field] - low * per_lane[field] for field in RESOURCE_FIELDS}}
+    return {"components": components, "matrix_module": matrix_module}
