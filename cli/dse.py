@@ -96,11 +96,11 @@ def run_cost(arguments):
               f"{row['activation_ram_pj'] / 1e3:>8.1f}{row['register_pj'] / 1e3:>8.1f}")
     print("(cycles: the compiler's prediction of the hardware's counters; energy per action at 45 nm, nJ: MACs, "
           "weight RAM, activation RAMs, registers)\n")
-    print(f"{'area (Cyclone V, composed Yosys estimate)':<44}{'ALMs':>9}{'DSP':>8}{'M10K':>7}")
+    print(f"{'area (Cyclone V, composed Yosys estimate)':<44}{'ALMs':>9}{'DSP':>8}{'M10K':>8}")
     for name, count, resources in components:
         label = f"  {name}" + (f" x{count}" if count > 1 else "")
-        print(f"{label:<44}{resources.alms:>9,}{resources.dsp_blocks:>8.1f}{resources.m10k:>7,}")
-    print(f"{'total':<44}{area.alms:>9,}{area.dsp_blocks:>8.1f}{area.m10k:>7,}")
+        print(f"{label:<44}{resources.alms:>9,}{resources.dsp_blocks:>8.1f}{resources.m10k:>8,}")
+    print(f"{'total':<44}{area.alms:>9,}{area.dsp_blocks:>8.1f}{area.m10k:>8,}")
     if arguments.json:
         write_json(arguments.json, {
             "schema": "nnaccel.dse.cost/1", "config": config_to_json(config), "network": arguments.network,

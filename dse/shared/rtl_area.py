@@ -132,7 +132,8 @@ def _matrix_module(config):
                          f"{config.multiplier_latency} and adder latency {config.adder_latency} (measured: "
                          f"{', '.join(sorted(entries))})")
     entry = entries[key]
-    return {field: entry["fixed"][field] + config.lanes * entry["per_lane"][field] for field in RESOURCE_FIELDS}
+    return {field: max(0, int(round(entry["fixed"][field] + config.lanes * entry["per_lane"][field])))
+            for field in RESOURCE_FIELDS}
 
 
 def _memory(config, component):

@@ -86,22 +86,24 @@ class PassBatch:
 def pack(cases, *, area=True):
     """``cases``: iterable of ``(DqnConfig, LayerMapping, LayerShape)``, mappings assumed legal; ``area``: also
     the configurations' area (needs the area table)."""
-    rows, hardware_rows, area_rows, count = [], [], [], 0
+    rows, case_hardware, known = [], [], {}
     for index, (config, layer_mapping, shape) in enumerate(cases):
-        count += 1
-        hardware = hardware_costs(config)
-        constants = tuple(hardware[column] for column in _HARDWARE_COLUMNS)
+        constants = known.get(id(config))      # the config is kept in the entry, so its id stays its own
+        if constants is None:
+            hardware = hardware_costs(config)
+            constants = known[id(config)] = (config, tuple(hardware[column] for column in _HARDWARE_COLUMNS)
+                                             + (tuple(hardware_area(config).values()) if area else ()))
+        modules, values = config.modules, constants[1]
+        case_hardware.append(values)
         for work in pass_shapes(config, shape, layer_mapping):
-            rows.append((index, config.modules // work.column_blocks, work.count, work.products, work.out_channels,
-                         LAYOUTS[work.layout], work.first[1], work.grid[1], work.in_channels, work.kernel[0],
-                         work.reduce))
-            hardware_rows.append(constants)
-        if area:
-            area_rows.append(tuple(hardware_area(config).values()))
+            rows.append((index, modules // work.column_blocks, work.count, work.in_channels * work.kernel[0] *
+                         work.kernel[1], work.out_channels, LAYOUTS[work.layout], work.first[1], work.grid[1],
+                         work.in_channels, work.kernel[0], work.kind == "sum"))
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
-    passes.update(zip(_HARDWARE_COLUMNS, np.array(hardware_rows, dtype=np.float64).T))
-    areas = dict(zip(("alms", "dsp_blocks", "m10k"), np.array(area_rows, dtype=np.float64).T)) if area else {}
-    return PassBatch(cases=count, passes=passes, area=areas)
+    per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
+    passes.update(zip(_HARDWARE_COLUMNS, per_case[passes["case"]].T))
+    areas = dict(zip(("alms", "dsp_blocks", "m10k"), per_case[:, len(_HARDWARE_COLUMNS):].T)) if area else {}
+    return PassBatch(cases=len(case_hardware), passes=passes, area=areas)
 
 
 def _per_case(batch, values):

@@ -42,6 +42,7 @@ output count are zero.  Passes of one layer over positions with the same ``C`` s
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -341,9 +342,9 @@ def layer_shapes(config, layers):
 
 # ---- Passes: what a layer's mapping makes the hardware run -----------------------------------------------------
 
-@dataclass(frozen=True)
-class PassShape:
-    """One pass of a layer as the descriptor describes it, without addresses or weights.
+class PassShape(NamedTuple):
+    """One pass of a layer as the descriptor describes it, without addresses or weights (a named tuple: the
+    design-space cost model expands thousands of cases per second through :func:`pass_shapes`).
 
     ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
     group position) or "sum" (their reduction with the bias).  ``grid`` and ``first`` are the output grid the

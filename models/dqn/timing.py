@@ -27,10 +27,10 @@ first cycle:
 cross an output row are counted with floor sums), for the energy model.
 
 Product cycles are ``G * (products + 1)``; stall cycles are the cycles the recurrences add to them (a first
-product waiting for its taps, a bias product waiting for the writer).  A pass without stalls
-(``k_g <= products`` and ``L + W_g + 2 <= products`` for every group, always the case for the thesis network)
-takes ``3 + k_0 + G * (products + 1) + L + W_{G-1} + 3`` cycles; the others are evaluated group by group,
-vectorized over the passes that can stall.
+product waiting for its taps, a bias product waiting for the writer).  A pass without stalls (``k_g <= products``
+and ``L + W_g + 2 <= products`` for every group, always the case for the thesis network) takes ``3 + k_0 + G *
+(products + 1) + L + W_{G-1} + 3`` cycles.  Where only one kind of stall can happen the stalls are a closed form
+(:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
 """
 
 import numpy as np
@@ -49,6 +49,18 @@ def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
     return np.where(layout == IMAGE, out_channels * rows, np.where(layout == POSITION_MAJOR, blocks * valid, blocks))
 
 
+def _pass_arrays(values):
+    arrays = np.broadcast_arrays(*(np.asarray(value, dtype=np.int64) for value in values))
+    return arrays[0].shape, [array.ravel() for array in arrays]
+
+
+def _two_row_groups(P, count, groups, first_column, out_width):
+    """How many of the first ``G - 1`` groups touch two output rows, and whether the last one does."""
+    full = _floor_sum(groups - 1, out_width, P, first_column + P - 1) - _floor_sum(groups - 1, out_width, P, first_column)
+    last_column = (first_column + (groups - 1) * P) % out_width
+    return full, last_column + count - (groups - 1) * P > out_width
+
+
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, first_column,
                   out_width):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
@@ -58,27 +70,39 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``first_column``: the output column of the
     pass's first position, ``out_width``: the output grid's width.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
+
+    With ``t_g`` a group's tap stall and ``s_g`` its bias stall, the recurrences read ``t_g = max(0, k_g - products
+    - s_{g-1})`` and ``s_g = max(0, L + W_{g-1} + 2 - products - t_g)``.  Where no group's walk outlasts the
+    products (``P <= products``) every ``t_g`` is 0, and where no group's writes do (``L + W + 2 <= products``)
+    every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.  Only passes where both
+    stalls can happen are evaluated group by group.
     """
-    arrays = np.broadcast_arrays(*(np.asarray(value, dtype=np.int64) for value in (
-        positions_per_group, count, products, latency, out_channels, lanes, layout, first_column, out_width)))
-    shape = arrays[0].shape
-    P, n, products, latency, out_channels, lanes, layout, first_column, out_width = (array.ravel() for array in arrays)
+    shape, (P, n, products, latency, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
+        positions_per_group, count, products, latency, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)
     last_valid = n - (groups - 1) * P
-
-    def writes(group, valid):
-        return _group_writes(layout, out_channels, lanes, valid, (first_column + group * P) % out_width, out_width)
-
-    last_writes = writes(groups - 1, last_valid)
+    blocks = -(-out_channels // lanes)
+    two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
+    image = layout == IMAGE
+    two_rows = np.where(image, two_rows, 0)
+    one_row_writes = np.where(image, out_channels, np.where(layout == POSITION_MAJOR, blocks * P, blocks))
+    last_writes = np.where(image, out_channels * (1 + last_two_rows),
+                           np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
+    # The excess of a full group's writes (one row, two rows) and of its walk over the products.
+    one_row_excess = latency + one_row_writes + 2 - products
+    two_row_excess = one_row_excess + out_channels
+    one_rows = groups - 1 - two_rows
+    bias_stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
+    walk_stalls = np.maximum(0, groups - 2) * np.maximum(0, P - products) + \
+        (groups >= 2) * np.maximum(0, last_valid - products)
+    no_bias_stall = ((one_rows == 0) | (one_row_excess <= 0)) & ((two_rows == 0) | (two_row_excess <= 0))
+    stalls = np.where(P <= products, bias_stalls, np.where(no_bias_stall, walk_stalls, 0))
+    both = np.flatnonzero((P > products) & ~no_bias_stall)
+    if both.size:
+        stalls[both] = _stall_cycles(*(array[both] for array in (
+            P, n, groups, products, latency, out_channels, lanes, layout, first_column, out_width)))
     product_cycles = groups * (products + 1)
     drain = latency + last_writes + 3
-    stalls = np.zeros_like(product_cycles)
-    # Stalls are possible only where a group's walk or the previous group's writes outlast its products.
-    most_writes = _group_writes(layout, out_channels, lanes, P, out_width - 1, out_width)
-    stalling = np.flatnonzero((groups > 1) & ((P > products) | (latency + most_writes + 2 > products)))
-    if stalling.size:
-        stalls[stalling] = _stall_cycles(*(array[stalling] for array in (
-            P, n, groups, products, latency, out_channels, lanes, layout, first_column, out_width)))
     cycles = 3 + np.minimum(P, n) + product_cycles + stalls + drain
     return {name: values.reshape(shape) for name, values in (
         ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls), ("drain_cycles", drain))}
@@ -121,14 +145,10 @@ def _floor_sum(n, m, a, b):
 def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width):
     """The result writer's writes over a whole pass (arrays broadcast together, int64): per group ``W_g`` as in
     the module docstring; in image layout a group writes two rows per channel when it crosses an output row."""
-    P, n, out_channels, lanes, layout, first_column, out_width = np.broadcast_arrays(*(
-        np.asarray(value, dtype=np.int64) for value in (positions_per_group, count, out_channels, lanes, layout,
-                                                        first_column, out_width)))
+    shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
+        positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)
     blocks = -(-out_channels // lanes)
-    last_column = (first_column + (groups - 1) * P) % out_width
-    last_crosses = last_column + n - (groups - 1) * P > out_width
-    full_crossings = (_floor_sum(groups - 1, out_width, P, first_column + P - 1)
-                      - _floor_sum(groups - 1, out_width, P, first_column))
-    image = out_channels * (groups + full_crossings + last_crosses)
-    return np.where(layout == IMAGE, image, np.where(layout == POSITION_MAJOR, blocks * n, blocks * groups))
+    two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
+    image = out_channels * (groups + two_rows + last_two_rows)
+    return np.where(layout == IMAGE, image, np.where(layout == POSITION_MAJOR, blocks * n, blocks * groups)).reshape(shape)
