@@ -7,7 +7,9 @@
    component (sequencer, feeder, writer, argmax, RAMs, the top's own logic) in its place in the hierarchy.
 2. The matrix module for every number format and pair of multiplier / adder latencies of
    ``FAMILY_LATENCIES``, at the lane counts of ``MATRIX_MODULE_LANES``, under a pass-through top.
-3. The fit (``rtl_area.fit_table``), the raw measurements and the M10K rule's check go into the table.
+3. The RAMs of ``RAM_CHECKS`` on their own (the rule ``rtl_area.ram_cells`` is checked against them and
+   against every RAM of step 1 by tests/dse/test_rtl_area.py).
+4. The fit (``rtl_area.fit_table``) and the raw measurements go into the table.
 
 Yosys results are cached (``~/.cache/nnaccel/synth``), so a run interrupted and started again only does what is
 missing.  About three hours on a loaded 2-core machine; prints each measurement as it completes.
@@ -22,8 +24,9 @@ from dse.shared import rtl_area
 from dse.shared.rtl_family import config_to_json
 from hw.dqn.accelerator import DqnAccelerator
 from hw.dqn.matrix_module import MatrixModule
+from hw.shared.dual_port_buffer import DualPortBuffer
 from hw.shared.float_format import float_format
-from sim.fpga.synth import estimate_verilog, yosys_version
+from sim.fpga.synth import estimate, estimate_verilog, yosys_version
 from sim.verilog import generate_verilog
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "dse" / "shared" / "data" / rtl_area.TABLE_FILE
@@ -63,6 +66,14 @@ def main():
                     matrix_cells.setdefault((fmt, multiplier_latency, adder_latency), {})[lanes] = cells
                     print(f"{time.perf_counter() - start:7.0f} s  matrix module {fmt} Lm {multiplier_latency} "
                           f"La {adder_latency} x{lanes}: {cells['luts']} LUTs {cells['flip_flops']} FFs", flush=True)
+    rams = []
+    for width, depth, granularity in rtl_area.RAM_CHECKS:
+        report = estimate(DualPortBuffer(width=width, depth=depth, granularity=granularity),
+                          f"buf_w{width}_d{depth}_g{granularity or 0}")
+        rams.append({"width": width, "depth": depth, "granularity": granularity,
+                     "cells": {field: getattr(report.total, field) for field in rtl_area.RESOURCE_FIELDS}})
+        print(f"{time.perf_counter() - start:7.0f} s  RAM {width} x {depth} (granularity {granularity}): "
+              f"{report.total.m10k} M10K, {report.total.luts} LUTs", flush=True)
     table = {
         "note": "Yosys estimates (synth_intel_alm -family cyclonev, hierarchical) of the DQN accelerator's components; "
                 "see dse/shared/rtl_area.py for how they compose",
@@ -74,7 +85,8 @@ def main():
             "configs": [{"config": config_to_json(config), "cells": cells} for config, cells in config_cells],
             "matrix_module": [{"fmt": fmt, "multiplier_latency": ml, "adder_latency": al, "lanes": lanes, "cells": cells}
                               for (fmt, ml, al), by_lanes in sorted(matrix_cells.items())
-                              for lanes, cells in sorted(by_lanes.items())]},
+                              for lanes, cells in sorted(by_lanes.items())],
+            "rams": rams},
     }
     args.out.write_text(json.dumps(table, indent=1) + "\n")
     print(f"table written to {args.out} ({time.perf_counter() - start:.0f} s)")

@@ -10,13 +10,14 @@ module composes the same sum from a table instead of a Yosys run (milliseconds i
 * matrix module: measured for every number format and multiplier / adder latency of :data:`FAMILY_LATENCIES`
   at 1 and 2 lanes; the cells are linear in the lanes (each lane is a multiplier, its adders and its partial
   sums; the control is shared), so ``fixed + lanes * per_lane``;
-* sequencer, feeder, writer, argmax, the top's own logic and the two kinds of RAM's logic: a linear model per
+* sequencer, feeder, writer, argmax and the top's own logic: a linear model per
   cell kind over features that count what the component is made of (:data:`FEATURES`, e.g. the feeder's
   ``modules x row_elements x width`` multiplexer bits), fitted by least squares to components measured in
   :data:`MEASURED_CONFIGS` (each component's module cut out of the accelerator's Verilog and synthesized
   alone; the top with its children as black boxes);
-* M10K blocks: :func:`m10k_blocks`, the true dual-port mapping rule of ``sim/fpga/yosys/m10k_tdp.txt``
-  (checked against every measured RAM); memory bits: width x depth.
+* the RAMs by rule (:func:`ram_cells`): M10K blocks in the cheapest true dual-port mode of
+  ``sim/fpga/yosys/m10k_tdp.txt``, the read multiplexers and write enables around them, width x depth memory
+  bits (checked against every measured RAM).
 
 ``python benchmarks/dse/measure_rtl_area.py`` regenerates the table; ``python benchmarks/dse/bench_rtl_area.py``
 compares the composition with whole-design Yosys runs.
@@ -35,7 +36,7 @@ from hw.dqn.descriptor import descriptor_layout
 from hw.shared.float_format import float_format
 
 __all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE", "RESOURCE_FIELDS", "component_cells",
-           "component_features", "compose", "m10k_blocks", "table", "without_matrix_modules", "wrapped_matrix_module"]
+           "component_features", "compose", "m10k_blocks", "ram_cells", "RAM_CHECKS", "table", "without_matrix_modules", "wrapped_matrix_module"]
 
 TABLE_FILE = "rtl_area_cyclonev.json"
 FAMILY_LATENCIES = (1, 2, 3)
@@ -76,9 +77,6 @@ FEATURES = {
                 "row_bits": lambda c: c.row_elements * c.fmt.width,
                 "vector_mux_bits": lambda c: _reduction_modules(c) * c.lanes * c.fmt.width,
                 "modules": lambda c: c.modules},
-    "weight_slice": {"one": lambda c: 1, "width": lambda c: c.lanes * c.fmt.width},
-    "activation_ram": {"one": lambda c: 1, "width": lambda c: c.row_elements * c.fmt.width,
-                       "elements": lambda c: c.row_elements},
 }
 # Instances of each component in one accelerator.
 _COUNTS = {"sequencer": lambda c: 1, "feeder": lambda c: 1, "writer": lambda c: 1, "argmax": lambda c: 1,
@@ -97,15 +95,46 @@ MEASURED_CONFIGS = tuple(DqnConfig(modules=m, lanes=l, fmt=float_format(f), row_
 ))
 
 
+def _m10k_mapping(width, depth, granularity):
+    """``(blocks, blocks in depth)`` of the cheapest M10K mode for a ``depth`` x ``width`` RAM; a tie goes to the
+    mode with fewer blocks in depth (no read multiplexer), as Yosys' ``memory_libmap`` decides."""
+    options = []
+    for mode_depth, mode_width in M10K_MODES:
+        deep = -(-depth // mode_depth)
+        if granularity is None:
+            across = -(-width // mode_width)
+        elif mode_width <= M10K_BYTE_BITS:
+            # A block no wider than a byte-enable granule has one write enable: blocks do not share elements.
+            across = (width // granularity) * -(-granularity // mode_width)
+        else:
+            # The 20-bit mode has two byte enables of 10 bits; an element takes ceil(granularity / 10) of them.
+            across = -(-(width // granularity) * -(-granularity // M10K_BYTE_BITS) // (mode_width // M10K_BYTE_BITS))
+        options.append((across * deep, deep))
+    return min(options)
+
+
+# RAMs synthesized on their own to check :func:`ram_cells` beyond the small ones in the measured configurations:
+# (width, depth, granularity), the thesis' weight slice and activation RAM among them.
+RAM_CHECKS = ((512, 4096, None), (2688, 1024, 32), (64, 256, None), (256, 1024, 16), (48, 2048, None),
+              (160, 4096, 16))
+
+
 def m10k_blocks(width, depth, granularity=None):
-    """M10K blocks of a ``depth`` x ``width`` true dual-port RAM: the cheapest mode of ``M10K_MODES``; with a
-    write ``granularity``, every element needs its own byte enables of 10 bits, so only the 10- and 20-bit
-    modes serve and an element takes ``ceil(granularity / 10)`` of their 10-bit lanes."""
-    if granularity is None:
-        return min(-(-width // mode_width) * -(-depth // mode_depth) for mode_depth, mode_width in M10K_MODES)
-    lanes = (width // granularity) * -(-granularity // M10K_BYTE_BITS)
-    return min(-(-lanes // (mode_width // M10K_BYTE_BITS)) * -(-depth // mode_depth)
-               for mode_depth, mode_width in M10K_MODES if mode_width >= M10K_BYTE_BITS)
+    """M10K blocks of a ``depth`` x ``width`` true dual-port RAM (``granularity``: bits per write enable):
+    the cheapest mode of ``M10K_MODES`` (sim/fpga/yosys/m10k_tdp.txt)."""
+    return _m10k_mapping(width, depth, granularity)[0]
+
+
+def ram_cells(width, depth, granularity=None):
+    """Cells of a :class:`hw.shared.dual_port_buffer.DualPortBuffer` as Yosys maps it: the M10K blocks, per port
+    a read multiplexer over the blocks in depth (a LUT per bit and extra block, a registered select) and the
+    write enables (one LUT per element and port, or one per port)."""
+    blocks, deep = _m10k_mapping(width, depth, granularity)
+    elements = 1 if granularity is None else width // granularity
+    cells = dict.fromkeys(RESOURCE_FIELDS, 0)
+    cells.update(m10k=blocks, memory_bits=width * depth, luts=2 * elements + 2 * width * (deep - 1),
+                 flip_flops=2 * (deep - 1).bit_length())
+    return cells
 
 
 @cache
@@ -138,10 +167,8 @@ def _matrix_module(config):
 
 def _memory(config, component):
     if component == "weight_slice":
-        width, depth, granularity = config.lanes * config.fmt.width, config.weight_depth, None
-    else:
-        width, depth, granularity = config.row_elements * config.fmt.width, config.activation_depth, config.fmt.width
-    return {"m10k": m10k_blocks(width, depth, granularity), "memory_bits": width * depth}
+        return ram_cells(config.lanes * config.fmt.width, config.weight_depth)
+    return ram_cells(config.row_elements * config.fmt.width, config.activation_depth, config.fmt.width)
 
 
 def compose(config):
@@ -153,11 +180,11 @@ def compose(config):
     for component, count in _COUNTS.items():
         if component == "matrix_module":
             cells = _matrix_module(config)
+        elif component in ("weight_slice", "activation_ram"):
+            cells = _memory(config, component)
         else:
             cells = dict.fromkeys(RESOURCE_FIELDS, 0)
             cells.update(_fitted(component, config))
-            if component in ("weight_slice", "activation_ram"):
-                cells.update(_memory(config, component))
         instances = count(config)
         parts[component] = (instances, {field: value * instances for field, value in cells.items()})
     total = Resources(**{f.name: sum(cells[f.name] for _, cells in parts.values()) for f in fields(Resources)})
@@ -223,8 +250,6 @@ def fit_table(config_cells, matrix_cells):
         features = np.stack([component_features(component, config) for config, _ in config_cells])
         coefficients = {}
         for field in RESOURCE_FIELDS:
-            if component in ("weight_slice", "activation_ram") and field in ("m10k", "memory_bits"):
-                continue                                    # by rule: m10k_blocks, width x depth
             cells = np.array([measured[component][field] for _, measured in config_cells], dtype=np.float64)
             coefficients[field] = [round(float(value), 6) for value in
                                    np.linalg.lstsq(features, cells, rcond=None)[0]]

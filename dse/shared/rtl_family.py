@@ -147,9 +147,9 @@ def _block_choices(config, shape):
 
 def _sample_segment(rng, config, shape, first, count, *, split=True):
     """Positions ``first .. first + count - 1`` with random legal column blocks (``C = modules``, one position
-    per group, always runs), a single position K-split 60 % of the time where a split fits."""
+    per group, always runs), a single position K-split 80 % of the time where a split fits."""
     options = [Segment(first, count, blocks) for blocks in _block_choices(config, shape)]
-    if split and count == 1 and rng.random() < 0.6:
+    if split and count == 1 and rng.random() < 0.8:
         splits = [Segment(first, 1, blocks, chunks) for blocks in _block_choices(config, shape)
                   for chunks in range(2, shape.kernel_width + 1)]
         options = [segment for segment in splits if _runs(config, shape, segment)] or options
@@ -159,13 +159,13 @@ def _sample_segment(rng, config, shape, first, count, *, split=True):
 
 def sample_layer_mapping(rng, config, shape, *, max_passes):
     """A random legal mapping of one layer with at most ``max_passes`` passes: 1..3 segments (cut at random
-    positions, the last position cut off alone more often than chance), random legal column blocks, a random
-    K-split of single-position segments where one fits, the segments in random order."""
+    positions, the last position cut off alone half the time), random legal column blocks, a random K-split of
+    single-position segments where one fits, the segments in random order."""
     positions = shape.positions
     cuts = set()
     if positions > 1:
         wanted = int(rng.integers(0, min(2, positions - 1) + 1))
-        if wanted and rng.random() < 0.4:
+        if wanted and rng.random() < 0.5:
             cuts.add(positions - 1)
         while len(cuts) < wanted:
             cuts.add(int(rng.integers(1, positions)))
