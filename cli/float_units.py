@@ -7,9 +7,14 @@ result (NaN results: any NaN, as TestFloat itself rules).
 
 from dataclasses import asdict, dataclass
 
+from cli.report import EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, progress, write_json
 from hw.shared.float_format import float_format
 from testbench.shared.float_stream import FloatUnitPair, mismatches, run_float_stream
 from testbench.shared.testfloat import load_testfloat
+
+__all__ = ["add_arguments", "run", "run_suite", "SUITES", "DEFAULT_SUITES", "JSON_SCHEMA"]
+
+JSON_SCHEMA = "nnaccel.float/1"
 
 # suite -> (format, output port of FloatUnitPair: the multiplier's "product" or the adder's "sum")
 SUITES = {
@@ -30,6 +35,33 @@ class SuiteResult:
     build_seconds: float
     run_seconds: float
     simulated_ops_per_second: float
+
+
+def add_arguments(parser):
+    """Options of ``nnaccel run float``."""
+    add_simulator_argument(parser)
+    parser.add_argument("--suite", action="append", choices=SUITES, metavar="NAME",
+                        help=f"a TestFloat file to run (repeatable): {', '.join(SUITES)}; default "
+                             f"{' '.join(DEFAULT_SUITES)}")
+    add_json_argument(parser)
+
+
+def run(arguments):
+    """``nnaccel run float``; returns 0 when every vector gave TestFloat's result bits, 1 otherwise."""
+    results = []
+    for suite in arguments.suite or DEFAULT_SUITES:
+        print(f"nnaccel: {suite}: building (cached after the first run) and simulating on {arguments.simulator} ...",
+              flush=True)
+        with progress():
+            results.append(run_suite(suite, simulator=arguments.simulator))
+    print("\n".join(report_rows(results)))
+    document = as_json(results, arguments.simulator)
+    total, passed = sum(r.vectors for r in results), sum(r.passed for r in results)
+    print(f"\n{passed} of {total} TestFloat vectors gave the expected result bits "
+          f"({'all passed' if document['all_passed'] else 'MISMATCHES'})")
+    if arguments.json:
+        write_json(arguments.json, document, schema=JSON_SCHEMA)
+    return EXIT_DONE if document["all_passed"] else EXIT_MISMATCH
 
 
 def run_suite(suite, *, simulator="verilator", latency=2):
@@ -64,6 +96,6 @@ def report_rows(results):
 
 
 def as_json(results, simulator):
-    return {"job": "float-conformance", "simulator": simulator,
+    return {"job": "float", "simulator": simulator,
             "all_passed": all(r.passed == r.vectors for r in results),
             "suites": [asdict(r) for r in results]}

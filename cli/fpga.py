@@ -1,15 +1,18 @@
 """``nnaccel verilog`` (Verilog + Quartus project for a board) and ``nnaccel synth`` (Yosys resource estimate)."""
 
-import json
-import sys
+import argparse
 from pathlib import Path
 
 from sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_project
 from sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
 from sim.fpga.systems import SYSTEMS, system
 
+from cli.report import EXIT_DONE, add_json_argument, write_json
+
 __all__ = ["add_verilog_arguments", "add_synth_arguments", "run_verilog", "run_synth", "CYCLONE_V_5CSEMA5",
-           "fit_summary"]
+           "fit_summary", "JSON_SCHEMA"]
+
+JSON_SCHEMA = "nnaccel.synth/1"
 
 # The DE1-SoC's device (Cyclone V SE 5CSEMA5, Cyclone V Device Overview): ALMs, DSP blocks, M10K blocks.
 CYCLONE_V_5CSEMA5 = {"name": "Cyclone V 5CSEMA5", "alms": 32_070, "dsp_blocks": 87, "m10k": 397}
@@ -19,14 +22,32 @@ def add_verilog_arguments(parser):
     parser.add_argument("system", choices=sorted(SYSTEMS), help="the system or component to generate")
     parser.add_argument("--board", choices=BOARDS, required=True, help="target board")
     parser.add_argument("--out", metavar="DIR", help="output directory (default build/<module>_<board>)")
-    parser.add_argument("--clock-mhz", type=float, default=DEFAULT_CLOCK_MHZ,
-                        help=f"clock constraint in the .sdc (default {DEFAULT_CLOCK_MHZ:g} MHz)")
+    parser.add_argument("--clock-mhz", type=_clock_mhz, default=DEFAULT_CLOCK_MHZ, metavar="MHZ",
+                        help=f"clock constraint in the .sdc, 1 to 1000 MHz (default {DEFAULT_CLOCK_MHZ:g})")
+
+
+def _clock_mhz(text):
+    """argparse type: a clock frequency in MHz, 1 to 1000."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be a number of MHz from 1 to 1000, not {text!r}")
+    return value
+
+
+def _system_name(text):
+    """argparse type: a name in :data:`sim.fpga.systems.SYSTEMS` (``choices`` rejects an empty ``nargs="*"``)."""
+    if text not in SYSTEMS:
+        raise argparse.ArgumentTypeError(f"unknown system {text!r}; choose from {', '.join(SYSTEMS)}")
+    return text
 
 
 def add_synth_arguments(parser):
-    parser.add_argument("systems", nargs="*", metavar="SYSTEM",
+    parser.add_argument("systems", nargs="*", metavar="SYSTEM", type=_system_name,
                         help=f"one or more of {', '.join(SYSTEMS)} (default: all)")
-    parser.add_argument("--json", metavar="FILE", help="also write the estimate as JSON (- for standard output)")
+    add_json_argument(parser, "the estimate")
 
 
 def run_verilog(arguments):
@@ -40,7 +61,7 @@ def run_verilog(arguments):
     print(f"nnaccel: Quartus project {project_name} in {directory}: "
           f"{', '.join(sorted(path.name for path in paths))}")
     print(f"nnaccel: compile with `cd {directory} && sh build_{project_name}.sh` (Quartus on PATH)")
-    return 0
+    return EXIT_DONE
 
 
 def fit_summary(report, device=CYCLONE_V_5CSEMA5):
@@ -75,10 +96,5 @@ def run_synth(arguments):
                     "systems": [{"system": entry.name, "description": entry.description, "reference": entry.reference,
                                  "fit": fit_summary(report), **report.as_dict()}
                                 for entry, report in zip(chosen, reports)]}
-        text = json.dumps(document, indent=2) + "\n"
-        if arguments.json == "-":
-            sys.stdout.write(text)
-        else:
-            Path(arguments.json).write_text(text)
-            print(f"nnaccel: estimate written to {arguments.json}")
-    return 0
+        write_json(arguments.json, document, schema=JSON_SCHEMA)
+    return EXIT_DONE

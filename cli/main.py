@@ -3,47 +3,71 @@
     nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
     nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
-    nnaccel run ebp [--epochs N] [--rtl] [--only PART]                 EBP training on the PE ring
+    nnaccel run ebp [--epochs N] [--data F] [--rtl] [--only PART]      EBP training on the PE ring
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
+    nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
+    nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
+    nnaccel dse cost --modules M --lanes L [--format F] ...            the RTL family's cost of the DQN per layer
+    nnaccel dse validate [--cases N] [--scheduler ADDR] [--json F]     the RTL family's cost model against the RTL
     nnaccel info                                                       toolchain, simulators and cache
+
+:func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
+(:class:`models.shared.input_files.InputError`) 2, a failed tool or simulator 3 (the message names
+its log), anything else 4 with the traceback written to a file; a job returns 0 or 1 itself.
 """
 
 import argparse
+import contextlib
+import os
 import sys
 import time
+import traceback
+from importlib import metadata
 
+from cli import capsnet as capsnet_job
+from cli import dse as dse_job
 from cli import dqn as dqn_job
+from cli import float_units as float_job
+from cli import fpga as fpga_job
+from cli import pe_ring as ebp_job
+from cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
+                        human_output_to_stderr)
 from models.shared.cache import cache_root
-from cli.report import write_json
+from models.shared.input_files import InputError
+from models.shared.mnist import MnistError
+from sim.fpga.synth import YosysNotFound
 from sim.harness import SimulationError
 from sim.toolchain import SIMULATORS, SimulatorNotFound, simulator_environment, simulator_version
+from testbench.shared.testfloat import TestFloatError
+
+__all__ = ["main", "build_parser", "TOOL_FAILURES"]
+
+# A tool, the simulator or a data source the job needs failed or is missing: exit 3, the message names its log.
+TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatError, MnistError, ToolError)
+EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
+# Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
+OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",)}
+
+EXIT_STATUSES = """exit status: 0 done and checked; 1 the check failed (a mismatch); 2 bad usage or bad input \
+(one line: the file, the fault, what was expected); 3 a tool or the simulator failed (the message names its log); \
+4 internal error (the traceback is written to a file)"""
 
 
-def _run_float(arguments):
-    from cli import float_units as float_conformance
-
-    results = []
-    for suite in arguments.suite or float_conformance.DEFAULT_SUITES:
-        print(f"nnaccel: {suite}: building (cached after the first run) and simulating on {arguments.simulator} ...",
-              flush=True)
-        results.append(float_conformance.run_suite(suite, simulator=arguments.simulator))
-    print("\n".join(float_conformance.report_rows(results)))
-    document = float_conformance.as_json(results, arguments.simulator)
-    total, passed = sum(r.vectors for r in results), sum(r.passed for r in results)
-    print(f"\n{passed} of {total} TestFloat vectors gave the expected result bits "
-          f"({'all passed' if document['all_passed'] else 'MISMATCHES'})")
-    if arguments.json:
-        write_json(arguments.json, document)
-    return 0 if document["all_passed"] else 1
+def _version():
+    try:
+        return metadata.version("nnaccel")
+    except metadata.PackageNotFoundError:
+        return "(not installed: run `pip install -e .`)"
 
 
 def _info(arguments):
     import amaranth
     import cocotb
 
-    print(f"amaranth {amaranth.__version__}, cocotb {cocotb.__version__}, python {sys.version.split()[0]}")
+    print(f"nnaccel {_version()}, amaranth {amaranth.__version__}, cocotb {cocotb.__version__}, "
+          f"python {sys.version.split()[0]}")
     for simulator in SIMULATORS:
         try:
             simulator_environment(simulator)
@@ -54,65 +78,127 @@ def _info(arguments):
     return 0
 
 
+# (name, one line for the command list, description for its --help, function adding its options, handler)
+_JOBS = (
+    ("dqn", "Atari states through the simulated DQN accelerator, checked bit for bit",
+     "Compile the thesis' Atari DQN for the accelerator, simulate it on recorded Breakout states (or yours), check "
+     "every Q-value bit for bit against the golden model and print cycles per layer next to the thesis' Table 5.1.",
+     dqn_job.add_arguments, dqn_job.run),
+    ("float", "Berkeley TestFloat vectors through the RTL float units",
+     "Stream Berkeley TestFloat vectors through the RTL float multiplier and adder and compare every result bit "
+     "for bit with TestFloat's.",
+     float_job.add_arguments, float_job.run),
+    ("ebp", "EBP training on the SIMD/SRA PE ring: PWL errors, cycle table, training",
+     "Error back-propagation on the PE ring: the PWL activation's error table and plot, cycles against the "
+     "paper's, and training (the ring's instruction-set model, optionally the simulated RTL) checked bit for bit "
+     "against the fixed-point golden model, on the built-in digit tasks or your data set (--data).",
+     ebp_job.add_arguments, ebp_job.run),
+    ("capsnet", "MNIST digits through the simulated CapsNet accelerator, checked bit for bit",
+     "Run MNIST test digits through the simulated 8-bit CapsNet accelerator, check every step-1 and step-2 output "
+     "and class bit for bit against the golden model, and print cycles per step against the paper's Table 5 and "
+     "GOP/s per DSP block.",
+     capsnet_job.add_arguments, capsnet_job.run),
+)
+_COMMANDS = (
+    ("play", "the Atari host loop: the simulated accelerator chooses every action",
+     "The thesis' host loop: the Atari emulator inside the simulation produces each state, the simulated DQN "
+     "accelerator chooses the action; every step is checked against the golden model afterwards.",
+     dqn_job.add_play_arguments, dqn_job.play),
+    ("verilog", "Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board",
+     "Generate a system's Verilog and a Quartus project (.qpf, .qsf, .sdc and a build script) for an Intel FPGA "
+     "board.",
+     fpga_job.add_verilog_arguments, fpga_job.run_verilog),
+    ("synth", "resource estimate by Yosys for Cyclone V (not a Quartus fit)",
+     "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
+     "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
+     fpga_job.add_synth_arguments, fpga_job.run_synth),
+    ("info", "show toolchain versions and the build cache",
+     "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",
+     lambda parser: None, _info),
+)
+
+
+def _command(commands, name, summary, description, arguments, handler):
+    parser = commands.add_parser(name, help=summary, description=description, epilog=EXIT_STATUSES)
+    arguments(parser)
+    parser.set_defaults(handler=handler)
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="nnaccel", description="Cycle-accurate RTL neural-network accelerators")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="nnaccel", description="Cycle-accurate RTL neural-network accelerators: Amaranth hardware simulated "
+                                    "cycle by cycle, checked bit for bit against golden models.",
+        epilog=EXIT_STATUSES)
+    parser.add_argument("--version", action="version", version=f"nnaccel {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run a job on the simulated hardware")
-    jobs = run.add_subparsers(dest="job", required=True)
-    dqn = jobs.add_parser("dqn", help="Atari states through the simulated DQN accelerator, checked bit for bit")
-    dqn_job.add_arguments(dqn)
-    dqn.set_defaults(handler=dqn_job.run)
-    float_job = jobs.add_parser("float", help="Berkeley TestFloat vectors through the RTL float units")
-    float_job.add_argument("--simulator", choices=SIMULATORS, default="verilator")
-    float_job.add_argument("--suite", action="append", help="TestFloat file (repeatable), e.g. f32_mul_1, f32_add_2")
-    float_job.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    float_job.set_defaults(handler=_run_float)
-
-    play = commands.add_parser("play", help="the Atari host loop: the simulated accelerator chooses every action")
-    dqn_job.add_play_arguments(play)
-    play.set_defaults(handler=dqn_job.play)
-
-    ebp_job = jobs.add_parser("ebp", help="EBP training on the SIMD/SRA PE ring: PWL errors, cycle table, training")
-    from cli import pe_ring as ebp_module
-    ebp_module.add_arguments(ebp_job)
-    ebp_job.set_defaults(handler=ebp_module.run)
-
-    capsnet_job = jobs.add_parser("capsnet", help="MNIST digits through the simulated CapsNet accelerator, checked "
-                                  "bit for bit, cycles per step against the paper")
-    from cli import capsnet as capsnet_module
-    capsnet_module.add_arguments(capsnet_job)
-    capsnet_job.set_defaults(handler=capsnet_module.run)
-
-    from cli import fpga as fpga_job
-    verilog = commands.add_parser("verilog", help="Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board")
-    fpga_job.add_verilog_arguments(verilog)
-    verilog.set_defaults(handler=fpga_job.run_verilog)
-    synth = commands.add_parser("synth", help="resource estimate by Yosys for Cyclone V (not a Quartus fit)")
-    fpga_job.add_synth_arguments(synth)
-    synth.set_defaults(handler=fpga_job.run_synth)
-
-    from cli import dse as dse_job
-    dse_job.add_arguments(commands.add_parser("dse", help="design-space exploration: the RTL family's cost model "
-                                              "(cost) and its check against the simulated RTL (validate)"))
-
-    info = commands.add_parser("info", help="show toolchain versions and the build cache")
-    info.set_defaults(handler=_info)
+    run = commands.add_parser("run", help="run a job on the simulated hardware",
+                              description="Run a job on the simulated hardware and check it bit for bit.")
+    jobs = run.add_subparsers(dest="job", required=True, metavar="JOB")
+    for name, summary, description, arguments, handler in _JOBS:
+        _command(jobs, name, summary, description, arguments, handler)
+    for name, summary, description, arguments, handler in _COMMANDS:
+        _command(commands, name, summary, description, arguments, handler)
+    dse_job.add_arguments(commands)
     return parser
 
 
-def main(argv=None):
-    arguments = build_parser().parse_args(argv)
-    start = time.perf_counter()
+def _internal_error(error):
+    """Write the traceback to a file; return the one line that names it."""
+    text = "".join(traceback.format_exception(error))
     try:
-        status = arguments.handler(arguments)
-    except (SimulationError, SimulatorNotFound, ValueError, RuntimeError) as error:
+        directory = cache_root() / "errors"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"traceback-{time.strftime('%Y%m%d-%H%M%S')}-{id(error):x}.txt"
+        path.write_text(text)
+        where = f"the traceback is in {path}"
+    except OSError:
+        where = "the traceback could not be written to a file"
+    summary = " ".join(str(error).split())
+    return f"nnaccel: internal error: {type(error).__name__}: {summary} (a bug in nnaccel; {where})"
+
+
+def _run(arguments):
+    try:
+        return arguments.handler(arguments)
+    except InputError as error:
         print(f"nnaccel: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except TOOL_FAILURES as error:
+        print(f"nnaccel: error: {error}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    except ModuleNotFoundError as error:
+        extra = next((extra for extra, packages in OPTIONAL_PACKAGES.items() if error.name in packages), None)
+        if extra is None:
+            print(_internal_error(error), file=sys.stderr)
+            return EXIT_INTERNAL_ERROR
+        print(f"nnaccel: error: this job needs the Python package {error.name}, which is not installed: "
+              f"pip install -e '.[{extra}]'", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    except BrokenPipeError:             # the reader went away (`nnaccel ... | head`): stop quietly, as `cat` does
+        sys.stdout = open(os.devnull, "w")
+        return EXIT_BROKEN_PIPE
+    except Exception as error:          # anything else is a bug: one line, the traceback in a file
+        print(_internal_error(error), file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def main(argv=None):
+    """Run the ``nnaccel`` command with ``argv`` (default: the process's arguments); returns the exit status."""
+    try:
+        arguments = build_parser().parse_args(argv)
+    except SystemExit as done:          # --help, --version, or a usage error argparse already explained
+        return done.code
+    start = time.perf_counter()
+    json_to_stdout = getattr(arguments, "json", None) == "-"
+    try:
+        with human_output_to_stderr() if json_to_stdout else contextlib.nullcontext():
+            status = _run(arguments)
+            if status in (EXIT_DONE, EXIT_MISMATCH):
+                print(f"nnaccel: wall time {time.perf_counter() - start:.1f} s")
     except KeyboardInterrupt:
         print("nnaccel: interrupted", file=sys.stderr)
         return 130
-    print(f"nnaccel: wall time {time.perf_counter() - start:.1f} s")
     return status
 
 

@@ -1,15 +1,40 @@
-"""What every job prints and writes: positive-integer options, a progress line while the simulator runs, JSON reports."""
+"""What every job shares: exit statuses, option types, progress display, JSON reports.
+
+Exit statuses (:data:`EXIT_DONE` ...): 0 the job ran and its check passed, 1 the check failed (a
+mismatch), 2 bad usage or bad input, 3 a tool or the simulator failed, 4 an internal error.
+
+Human output goes to standard output, unless a job writes its JSON there (``--json -``): then
+:func:`human_output_to_stderr` sends everything else to standard error, so standard output holds
+exactly one JSON document.
+"""
 
 import argparse
+import contextlib
 import json
+import math
+import sys
 import threading
 import time
 from pathlib import Path
 
-__all__ = ["positive_int", "Progress", "write_json"]
+from models.shared.input_files import InputError
+from sim.progress import ProgressListener, reporting_to
 
-_PROGRESS_SECONDS = 30       # a progress line at least this often, and whenever it changes
+__all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
+           "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument",
+           "human_output_to_stderr", "write_json", "json_float", "progress"]
 
+EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
+
+
+class ToolError(RuntimeError):
+    """A tool, an optional package or a data source a job needs is missing or failed (exit 3); the message says
+    which and how to get it."""
+PLAIN_PROGRESS_SECONDS = 10     # without a terminal: a line with the counts at most this often
+PLAIN_QUIET_SECONDS = 30        # ... and a line this often while nothing changes
+
+
+# ---- Option types -----------------------------------------------------------------------------------------
 
 def positive_int(text):
     """argparse type: an integer >= 1 (argparse prints the message and exits 2 otherwise)."""
@@ -22,41 +47,216 @@ def positive_int(text):
     return value
 
 
-class Progress:
-    """Prints, every few seconds while the simulator runs, the elapsed time and the inferences done so far."""
-
-    def __init__(self, progress_file, what):
-        self._file, self._what = Path(progress_file), what
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._report, daemon=True)
-
-    def _report(self):
-        start, last_state, last_print = time.perf_counter(), None, 0.0
-        while not self._stop.wait(1):
-            try:
-                done, total = self._file.read_text().split()
-                state = f"simulating: {done} of {total} {self._what} done"
-            except (OSError, ValueError):
-                state = "building the model (cached after the first run) or loading the weights"
-            elapsed = time.perf_counter() - start
-            if state != last_state or elapsed - last_print >= _PROGRESS_SECONDS:
-                print(f"nnaccel: {elapsed:5.0f} s  {state}", flush=True)
-                last_state, last_print = state, elapsed
-
-    def __enter__(self):
-        self._file.unlink(missing_ok=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._file.unlink(missing_ok=True)
+def output_file(text):
+    """argparse type: a file to write, whose directory exists (checked before the job runs, not after)."""
+    directory = Path(text).parent
+    if not directory.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: the directory {directory} does not exist")
+    return text
 
 
-def write_json(path, document):
+def json_output(text):
+    """argparse type of ``--json``: ``-`` (standard output) or an :func:`output_file`."""
+    return text if text == "-" else output_file(text)
+
+
+def add_json_argument(parser, what="the report"):
+    parser.add_argument("--json", metavar="FILE", type=json_output,
+                        help=f"also write {what} as JSON to FILE (- for standard output: then only the JSON goes "
+                             f"there, everything else to standard error)")
+
+
+def add_simulator_argument(parser):
+    from sim.toolchain import SIMULATORS
+
+    parser.add_argument("--simulator", choices=SIMULATORS, default="verilator",
+                        help="the HDL simulator: verilator (compiled C++, fast; default) or icarus (interpreted, "
+                             "no C++ compile)")
+
+
+# ---- Output streams and JSON --------------------------------------------------------------------------------
+
+_streams = threading.local()
+
+
+@contextlib.contextmanager
+def human_output_to_stderr():
+    """Inside the block, ``print`` goes to standard error; :func:`write_json` ``("-", ...)`` to standard output."""
+    _streams.document = sys.stdout
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        del _streams.document
+
+
+def write_json(path, document, *, schema):
+    """Write ``document`` with its ``schema`` (``"nnaccel.<job>/<version>"``, first) as JSON to ``path``
+    (``-``: standard output)."""
+    text = json.dumps({"schema": schema, **document}, indent=2, allow_nan=False) + "\n"
+    if path == "-":
+        stream = getattr(_streams, "document", sys.stdout)
+        stream.write(text)
+        stream.flush()
+        return
     path = Path(path)
     temporary = path.with_name(path.name + ".partial")
-    temporary.write_text(json.dumps(document, indent=2) + "\n")
-    temporary.replace(path)
+    try:
+        temporary.write_text(text)
+        temporary.replace(path)
+    except OSError as error:
+        raise InputError(f"{path}: cannot write the JSON report: {error.strerror}") from None
     print(f"nnaccel: report written to {path}")
+
+
+def json_float(value):
+    """A float for JSON, which has no NaN or infinities: those become the strings "NaN", "Infinity", "-Infinity"."""
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+# ---- Progress ----------------------------------------------------------------------------------------------
+
+def progress(what="inferences", *, before_first=None):
+    """A context in which every simulation reports its stages (:mod:`sim.progress`): a tqdm bar per stage
+    when the human output is a terminal, else plain lines: one per stage, one per count at most every
+    :data:`PLAIN_PROGRESS_SECONDS`, and one every :data:`PLAIN_QUIET_SECONDS` while nothing changes.
+
+    ``what`` names what the test module counts ("states", "images"); ``before_first`` what the simulation
+    does before the first is done (e.g. "weight load").
+    """
+    stream = sys.stdout
+    display = (_BarDisplay if stream.isatty() else _LineDisplay)(stream, what, before_first)
+    return _closing(display)
+
+
+@contextlib.contextmanager
+def _closing(display):
+    try:
+        with reporting_to(display):
+            yield display
+    finally:
+        display.close()
+
+
+class _Display(ProgressListener):
+    """What both displays share: the stage's label and counts, a lock, and a clock thread calling ``_tick``."""
+
+    def __init__(self, stream, what, before_first):
+        self._stream, self._what, self._before_first = stream, what, before_first
+        self._stage, self._done, self._total = None, 0, None
+        self._lock, self._closed = threading.Lock(), threading.Event()
+        threading.Thread(target=self._clock, daemon=True, name="nnaccel-progress-display").start()
+
+    def _clock(self):
+        while not self._closed.wait(1):
+            with self._lock:
+                if self._stage is not None:
+                    self._tick()
+
+    def _label(self):
+        """The stage's name; the simulation's says what it counts, or what it does before the first count."""
+        if self._stage != "simulation":
+            return self._stage
+        if self._done or self._total:
+            return f"simulation: {self._what}"
+        return f"simulation: start-up{f' and {self._before_first}' if self._before_first else ''}"
+
+    def stage(self, name, total=None):
+        with self._lock:
+            self._end_stage()
+            self._stage, self._done, self._total = name, 0, total
+            self._begin_stage()
+
+    def update(self, done, total=None):
+        with self._lock:
+            if self._stage is None:
+                return
+            self._done, self._total = done, total if total is not None else self._total
+            self._count()
+
+    def close(self):
+        self._closed.set()
+        with self._lock:
+            self._end_stage()
+            self._stage = None
+
+
+class _BarDisplay(_Display):
+    """One tqdm bar per stage, on the terminal."""
+
+    _COUNTED = "{desc}: {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining}"
+
+    def __init__(self, stream, what, before_first):
+        from tqdm import tqdm
+
+        self._tqdm, self._bar = tqdm, None
+        super().__init__(stream, what, before_first)
+
+    def _open(self):
+        self._bar = self._tqdm(total=self._total, desc=f"nnaccel: {self._label()}", file=self._stream,
+                               dynamic_ncols=True, bar_format=self._COUNTED if self._total else "{desc}: {elapsed}")
+
+    def _begin_stage(self):
+        self._open()
+
+    def _end_stage(self):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def _count(self):
+        if self._bar.total is None and self._total:      # the first count: a bar with a total replaces the timer
+            self._end_stage()
+            self._open()
+        self._bar.total = self._total
+        self._bar.n = self._done
+        self._bar.refresh()
+
+    def _tick(self):
+        self._bar.refresh()         # the elapsed time runs on in a stage that reports no counts
+
+
+class _LineDisplay(_Display):
+    """Plain lines, for logs and pipes."""
+
+    def __init__(self, stream, what, before_first):
+        self._start = self._stage_start = self._last_line = time.perf_counter()
+        self._last_count = None
+        super().__init__(stream, what, before_first)
+
+    def _print(self, text):
+        now = time.perf_counter()
+        self._stream.write(f"nnaccel: {now - self._start:6.0f} s  {text}\n")
+        self._stream.flush()
+        self._last_line = now
+
+    def _counts(self):
+        unit = " objects" if self._stage == "C++ compile" else ""
+        return f"{self._done} of {self._total if self._total is not None else '?'}{unit} done"
+
+    def _begin_stage(self):
+        self._stage_start, self._last_count = time.perf_counter(), None
+        self._print(f"{self._label()}{f' (0 of {self._total})' if self._total else ''} ...")
+
+    def _end_stage(self):
+        seconds = time.perf_counter() - self._stage_start
+        if self._stage is not None and seconds >= 1:
+            self._print(f"{self._stage}: finished in {seconds:.1f} s")
+
+    def _count(self):
+        finished = self._total is not None and self._done >= self._total
+        if (self._done, self._total) != self._last_count and (
+                finished or time.perf_counter() - self._last_line >= PLAIN_PROGRESS_SECONDS):
+            self._last_count = (self._done, self._total)
+            self._print(f"{self._label()}: {self._counts()}")
+
+    def _tick(self):
+        if time.perf_counter() - self._last_line >= PLAIN_QUIET_SECONDS:
+            counts = f": {self._counts()}" if self._done or self._total else ""
+            self._print(f"{self._label()}{counts} (still running, {time.perf_counter() - self._stage_start:.0f} s "
+                        f"in this stage)")

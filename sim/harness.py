@@ -27,6 +27,7 @@ from cocotb_tools.runner import get_results, get_runner
 from models.shared.cache import cache_root
 
 from .build_cache import build_key, cached_build
+from .progress import build_progress, report_stage, simulation_progress, with_progress_file
 from .toolchain import simulator_environment, simulator_version, verilator_make_environment
 from .verilog import HIERARCHICAL_BLOCK_MARK, generate_verilog
 from .waves import write_gtkw
@@ -135,8 +136,10 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     """Build ``component`` (cached) and run the cocotb ``test_module`` on it.
 
     Returns a :class:`SimResult`; raises :class:`SimulationError` when the build or any test fails,
-    and :class:`sim.toolchain.SimulatorNotFound` when the simulator is missing.
+    and :class:`sim.toolchain.SimulatorNotFound` when the simulator is missing.  Reports its stages to
+    the listener installed with :func:`sim.progress.reporting_to`, if any (see :mod:`sim.progress`).
     """
+    report_stage("Verilog generation")
     verilog_text = generate_verilog(component, name)
     if simulator == "icarus":
         verilog_text = icarus_time_zero_fix(verilog_text)
@@ -149,8 +152,10 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     def build(build_dir):
         verilog_path = build_dir / f"{name}.v"
         verilog_path.write_text(verilog_text)
-        _build(simulator, verilog_path, name, waves, build_dir)
+        with build_progress(simulator, build_dir):
+            _build(simulator, verilog_path, name, waves, build_dir)
 
+    report_stage("simulator build")
     build_start = time.perf_counter()
     build_dir, built_now = cached_build(f"{simulator}-{name}", key, build)
     build_seconds = time.perf_counter() - build_start
@@ -158,7 +163,8 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     run_dir = _new_run_dir(name)
     stimulus_path, config_path, outputs_path = (run_dir / n for n in ("stimulus.npz", "config.json", "outputs.npz"))
     np.savez(stimulus_path, **(stimulus or {}))
-    config_path.write_text(json.dumps(config or {}))
+    config = with_progress_file(config or {}, run_dir)
+    config_path.write_text(json.dumps(config))
     env = {"NNACCEL_STIMULUS": str(stimulus_path), "NNACCEL_CONFIG": str(config_path),
            "NNACCEL_OUTPUTS": str(outputs_path)}
 
@@ -167,13 +173,14 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     log_path = run_dir / "sim.log"
     results_xml = run_dir / "results.xml"
     run_start = time.perf_counter()
-    try:
-        get_runner(simulator).test(
-            test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog", testcase=testcase,
-            build_dir=build_dir, test_dir=run_dir, extra_env=env, waves=waves, timescale=TIMESCALE, seed=seed,
-            plusargs=plusargs, log_file=log_path, results_xml=str(results_xml))
-    except (Exception, SystemExit):
-        pass  # the results file, or its absence, says what happened
+    with simulation_progress(config):
+        try:
+            get_runner(simulator).test(
+                test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog", testcase=testcase,
+                build_dir=build_dir, test_dir=run_dir, extra_env=env, waves=waves, timescale=TIMESCALE,
+                seed=seed, plusargs=plusargs, log_file=log_path, results_xml=str(results_xml))
+        except (Exception, SystemExit):
+            pass  # the results file, or its absence, says what happened
     run_seconds = time.perf_counter() - run_start
     try:
         tests, failures = get_results(results_xml)

@@ -19,9 +19,12 @@ from pathlib import Path
 
 import amaranth
 from amaranth.back import verilog
+from amaranth.hdl._ir import PortDirection      # what verilog.convert itself uses for a component's ports
+from amaranth.lib import wiring
 
 import hw
 from hw.shared.separate_module import separate_modules
+from hw.shared.verilog_ports import verilog_ports
 
 from models.shared.cache import cache_root
 
@@ -52,7 +55,7 @@ def generate_verilog(component, name):
         # tell Amaranth so (it warns about elaboratables it never saw elaborated).
         component._MustUse__used = True
         return cached.read_text()
-    text = verilog.convert(component, name=name, emit_src=False)
+    text = verilog.convert(component, name=name, emit_src=False, ports=_port_list(component))
     for module_name, submodule in separate_modules(component).items():
         module_text = generate_verilog(submodule, module_name).split("\n", 1)[1]    # without the banner line
         text += "\n" + _mark_hierarchical_block(module_text, module_name)
@@ -63,6 +66,13 @@ def generate_verilog(component, name):
         partial.write_text(text)
         partial.replace(cached)
     return text
+
+
+def _port_list(component):
+    """The ports ``verilog.convert`` would list for ``component``, less the constant ``ready`` of always-ready
+    streams (see :mod:`hw.shared.verilog_ports`); the directions are those ``verilog.convert`` gives."""
+    return {name: (value, PortDirection.Input if member.flow == wiring.In else PortDirection.Output)
+            for name, member, value in verilog_ports(component)}
 
 
 @cache

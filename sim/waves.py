@@ -2,15 +2,13 @@
 
 from amaranth.lib import wiring
 
+from hw.shared.verilog_ports import verilog_ports
+
 
 def port_list(component):
     """``[(verilog_name, width, direction)]`` of the component's ports as ``verilog.convert`` names them."""
-    ports = []
-    for path, member, value in component.signature.flatten(component):
-        name = "__".join(str(part) for part in path)
-        direction = "input" if member.flow == wiring.In else "output"
-        ports.append((name, len(value), direction))
-    return ports
+    return [(name, len(value), "input" if member.flow == wiring.In else "output")
+            for name, member, value in verilog_ports(component)]
 
 
 def write_gtkw(component, dump_path, gtkw_path):

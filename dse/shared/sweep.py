@@ -23,7 +23,6 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from dask.distributed import Client, LocalCluster, as_completed
 from tqdm import tqdm
 
 from dse.shared.store import case_key
@@ -67,10 +66,13 @@ class SweepReport:
 
 
 def _client(scheduler, workers):
+    # dask.distributed takes half a second to import: only sweeps pay for it, not every `nnaccel` call.
+    from dask.distributed import Client, LocalCluster
+
     if scheduler is not None:
         return Client(scheduler), None
     cluster = LocalCluster(n_workers=workers or machine_cores(), threads_per_worker=1,
-                           processes=True, dashboard_address=None)
+                           processes=True, dashboard_address=":0")
     return Client(cluster), cluster
 
 
@@ -88,6 +90,8 @@ def run_sweep(function, cases, *, store, scheduler=None, workers=None, progress=
     if not todo:
         return report
     client, cluster = _client(scheduler, workers)
+    from dask.distributed import as_completed
+
     try:
         futures = {client.submit(run_case, function, case, key=f"{description}-{key}"): key
                    for key, case in todo.items()}

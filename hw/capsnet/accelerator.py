@@ -1,30 +1,32 @@
 """The CapsNet accelerator (SPEC section 3): conv and matrix-vector engines, RAMs, descriptor table, host port."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+import enum
+
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In
 
 from hw.capsnet.config import CapsNetConfig, OPERAND_BITS
 from hw.capsnet.conv_engine import CapsNetConvEngine
 from hw.capsnet.descriptor import LayerKind, descriptor_layout
 from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.shared.host_port import host_port_members
 from hw.shared.banked_buffer import instantiate_banked_buffer
+from hw.shared.host_control import HostControl, MemoryTarget
+from hw.shared.host_port import HostPortSignature
 
-__all__ = ["CapsNetAccelerator", "HostTarget", "ControlRegister", "LAYER_COUNTER_BASE", "COUNTERS_PER_LAYER"]
+__all__ = ["CapsNetAccelerator", "CapsNetMemory"]
 
-
-class HostTarget:
-    CONTROL, DESCRIPTORS, CONV_WEIGHTS, BIASES, MATVEC_WEIGHTS, ACTIVATIONS0, ACTIVATIONS1, PREDICTIONS = range(8)
-
-
-class ControlRegister:
-    START, STATUS, TOTAL_CYCLES = range(3)
-
-
-LAYER_COUNTER_BASE = 16
-COUNTERS_PER_LAYER = 4          # cycles, product cycles, stall cycles, drain cycles
-COUNTER_BITS = 40
 BANK_DEPTH = 4096               # words per RAM bank (see hw.shared.banked_buffer)
+
+
+class CapsNetMemory(MemoryTarget):
+    """The CapsNet accelerator's memories on the host port (after the common targets of :class:`HostTarget`)."""
+    CONV_WEIGHTS = enum.auto()
+    BIASES = enum.auto()
+    MATVEC_WEIGHTS = enum.auto()
+    ACTIVATIONS0 = enum.auto()
+    ACTIVATIONS1 = enum.auto()
+    PREDICTIONS = enum.auto()
 
 
 class CapsNetAccelerator(wiring.Component):
@@ -39,10 +41,10 @@ class CapsNetAccelerator(wiring.Component):
     weights and predictions (``matvec_lanes`` int8), deep ones built from banks of 4,096 words
     (:mod:`hw.shared.banked_buffer`).  docs/capsnet_accelerator.md has the mapping, the descriptor and the register map.
 
-    Ports: ``host_write``, ``host_read`` (In 1), ``host_target`` (In 3, :class:`HostTarget`), ``host_address``
-    (In 20), ``host_write_data`` (In ``config.host_data_bits``), ``host_read_data`` (Out, same width) with
-    ``host_read_valid`` (Out 1) on the cycle after ``host_read``; ``busy``, ``done`` (Out 1; ``done`` stays high
-    from the end of a run until the next START).  Host memory accesses are ignored while ``busy``.
+    Ports: ``host`` (In :class:`~hw.shared.host_port.HostPortSignature` of ``config.host_data_bits``: requests,
+    reads answered on the next cycle, ``busy`` and ``done``; ``done`` stays high from the end of a run until the
+    next START), served by :class:`~hw.shared.host_control.HostControl` with the memories
+    :class:`CapsNetMemory`.  Host memory accesses are ignored while ``busy``.
 
     Timing: a layer starts 1 cycle after the previous one's engine reports done; the engines' own timing is in
     their docstrings.  Counters per layer (cycles, product cycles, stall cycles, drain cycles) and the run's
@@ -57,7 +59,7 @@ class CapsNetAccelerator(wiring.Component):
         if not isinstance(config, CapsNetConfig):
             raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
         self._config = config
-        super().__init__(host_port_members(config.host_data_bits))
+        super().__init__({"host": In(HostPortSignature(data_bits=config.host_data_bits))})
 
     @property
     def config(self):
@@ -91,46 +93,49 @@ class CapsNetAccelerator(wiring.Component):
         matvec_weights = ram("matvec_weights", config.matvec_word_bits, config.matvec_weight_depth)
         predictions = ram("predictions", config.matvec_word_bits, config.prediction_depth)
 
-        # ---- Descriptor table and the layer sequencer ----------------------------------------------------
-        layout = descriptor_layout(config)
-        table = Array(Signal(layout, name=f"descriptor{index}") for index in range(config.max_layers))
+        # ---- Host control, descriptor table and the layer sequencer ---------------------------------------
+        # The port of each memory the host uses (the one the engines leave free, or share when idle).
+        host_ports = {CapsNetMemory.CONV_WEIGHTS: conv_weights.b, CapsNetMemory.BIASES: biases.b,
+                      CapsNetMemory.MATVEC_WEIGHTS: matvec_weights.b, CapsNetMemory.ACTIVATIONS0: activations[0].a,
+                      CapsNetMemory.ACTIVATIONS1: activations[1].a, CapsNetMemory.PREDICTIONS: predictions.b}
+        m.submodules.control = control = HostControl(
+            data_bits=config.host_data_bits, max_layers=config.max_layers, descriptor_layout=descriptor_layout(config),
+            memories={target: len(port.read_data) for target, port in host_ports.items()})
+        wiring.connect(m, wiring.flipped(self.host), control.host)
         layer_index = Signal(range(config.max_layers))
-        layer_count = Signal(range(config.max_layers + 1))
-        layer = Signal(layout)
-        m.d.comb += [layer.eq(table[layer_index]), conv.layer.eq(layer), matvec.layer.eq(layer)]
+        layer_count = Signal.like(control.layer_count)
+        busy, done = Signal(), Signal()
+        layer = control.descriptor
+        m.d.comb += [control.layer_index.eq(layer_index), control.busy.eq(busy), control.done.eq(done),
+                     conv.layer.eq(layer), matvec.layer.eq(layer),
+                     control.events.issue.eq(conv.issue | matvec.issue), control.events.stall.eq(conv.stall),
+                     control.events.draining.eq(conv.draining | matvec.draining)]
         is_conv = layer.kind == LayerKind.CONV
-        start = (self.host_write & (self.host_target == HostTarget.CONTROL)
-                 & (self.host_address == ControlRegister.START) & ~self.busy)
         engine_done = Mux(is_conv, conv.done, matvec.done)
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(start):
-                    m.d.sync += [layer_index.eq(0), layer_count.eq(self.host_write_data[:len(layer_count)]),
-                                 self.done.eq(0)]
+                with m.If(control.start):
+                    m.d.sync += [layer_index.eq(0), layer_count.eq(control.layer_count), done.eq(0)]
                     m.next = "LAUNCH"
             with m.State("LAUNCH"):
-                m.d.comb += [self.busy.eq(1), conv.start.eq(is_conv), matvec.start.eq(~is_conv)]
+                m.d.comb += [busy.eq(1), conv.start.eq(is_conv), matvec.start.eq(~is_conv)]
                 m.next = "WAIT"
             with m.State("WAIT"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += busy.eq(1)
                 with m.If(engine_done):
                     with m.If(layer_index + 1 >= layer_count):
-                        m.d.sync += self.done.eq(1)
+                        m.d.sync += done.eq(1)
                         m.next = "IDLE"
                     with m.Else():
                         m.d.sync += layer_index.eq(layer_index + 1)
                         m.next = "LAUNCH"
 
-        # ---- Memory ports: the engines while busy, the host otherwise -------------------------------------
-        host_read = self.host_read & ~self.busy
-        host_write = self.host_write & ~self.busy
-
-        def host_port(port, target, *, read=True):
-            selected = self.host_target == target
-            m.d.comb += [port.address.eq(self.host_address), port.write_data.eq(self.host_write_data),
-                         port.write_enable.eq(Mux(host_write & selected, -1, 0))]
-            if read:
-                m.d.comb += port.read_enable.eq(host_read & selected)
+        # ---- Memory ports: the engines while busy, the host otherwise ----------------------------------------
+        def host_port(target):
+            port, name = host_ports[target], target.name.lower()
+            m.d.comb += [port.address.eq(control.memory_address), port.write_data.eq(control.memory_write_data),
+                         port.write_enable.eq(Mux(control.memory_write[name], -1, 0)),
+                         port.read_enable.eq(control.memory_read[name])]
 
         for index, ram in enumerate(activations):
             conv_reads = conv.busy & (layer.in_ram == index)
@@ -140,7 +145,7 @@ class CapsNetAccelerator(wiring.Component):
             with m.Elif(matvec_reads):
                 m.d.comb += [ram.a.address.eq(matvec.read_address), ram.a.read_enable.eq(matvec.read_enable)]
             with m.Else():
-                host_port(ram.a, HostTarget.ACTIVATIONS0 + index)
+                host_port(CapsNetMemory(CapsNetMemory.ACTIVATIONS0 + index))
             with m.If(conv.busy & (layer.out_ram == index)):
                 m.d.comb += [ram.b.address.eq(conv.write_address), ram.b.write_data.eq(conv.write_data),
                              ram.b.write_enable.eq(conv.write_enable)]
@@ -149,54 +154,16 @@ class CapsNetAccelerator(wiring.Component):
                      matvec.read_data.eq(Mux(input_ram, activations[1].a.read_data, activations[0].a.read_data))]
 
         engine_reads = ((conv_weights, conv.weight_address, conv.weight_read, conv.weight_data,
-                         HostTarget.CONV_WEIGHTS),
-                        (biases, conv.bias_address, conv.bias_read, conv.bias_data, HostTarget.BIASES),
+                         CapsNetMemory.CONV_WEIGHTS),
+                        (biases, conv.bias_address, conv.bias_read, conv.bias_data, CapsNetMemory.BIASES),
                         (matvec_weights, matvec.weight_address, matvec.weight_read, matvec.weight_data,
-                         HostTarget.MATVEC_WEIGHTS))
+                         CapsNetMemory.MATVEC_WEIGHTS))
         for ram, address, read, data, target in engine_reads:
             m.d.comb += [ram.a.address.eq(address), ram.a.read_enable.eq(read), data.eq(ram.a.read_data)]
-            host_port(ram.b, target)
+            host_port(target)
         m.d.comb += [predictions.a.address.eq(matvec.write_address), predictions.a.write_data.eq(matvec.write_data),
                      predictions.a.write_enable.eq(matvec.write_enable)]
-        host_port(predictions.b, HostTarget.PREDICTIONS)
-        with m.If(host_write & (self.host_target == HostTarget.DESCRIPTORS)):
-            m.d.sync += table[self.host_address[:len(layer_index)]].eq(self.host_write_data[:layout.size])
-
-        # ---- Performance counters -------------------------------------------------------------------------
-        total_cycles = Signal(COUNTER_BITS)
-        counters = [Signal(COUNTER_BITS, name=f"layer{index}_counter{kind}")
-                    for index in range(config.max_layers) for kind in range(COUNTERS_PER_LAYER)]
-        events = (Const(1), conv.issue | matvec.issue, conv.stall, conv.draining | matvec.draining)
-        with m.If(start):
-            m.d.sync += [total_cycles.eq(0)] + [counter.eq(0) for counter in counters]
-        with m.Elif(self.busy):
-            m.d.sync += total_cycles.eq(total_cycles + 1)
-            for index in range(config.max_layers):
-                with m.If(layer_index == index):
-                    for counter, event in zip(counters[index * COUNTERS_PER_LAYER:], events):
-                        with m.If(event):
-                            m.d.sync += counter.eq(counter + 1)
-
-        registers = {ControlRegister.STATUS: Cat(self.busy, self.done), ControlRegister.TOTAL_CYCLES: total_cycles}
-        registers.update({LAYER_COUNTER_BASE + index: counter for index, counter in enumerate(counters)})
-        control_value = Signal(COUNTER_BITS)
-        with m.Switch(self.host_address):
-            for address, value in registers.items():
-                with m.Case(address):
-                    m.d.comb += control_value.eq(value)
-
-        # ---- Host reads: one cycle later ------------------------------------------------------------------
-        read_target = Signal(3)
-        read_control = Signal(COUNTER_BITS)
-        m.d.sync += [self.host_read_valid.eq(self.host_read), read_target.eq(self.host_target),
-                     read_control.eq(control_value)]
-        read_sources = {HostTarget.CONTROL: read_control, HostTarget.CONV_WEIGHTS: conv_weights.b.read_data,
-                        HostTarget.BIASES: biases.b.read_data, HostTarget.MATVEC_WEIGHTS: matvec_weights.b.read_data,
-                        HostTarget.ACTIVATIONS0: activations[0].a.read_data,
-                        HostTarget.ACTIVATIONS1: activations[1].a.read_data,
-                        HostTarget.PREDICTIONS: predictions.b.read_data}
-        with m.Switch(read_target):
-            for target, value in read_sources.items():
-                with m.Case(target):
-                    m.d.comb += self.host_read_data.eq(value)
+        host_port(CapsNetMemory.PREDICTIONS)
+        for target, port in host_ports.items():
+            m.d.comb += control.memory_read_data[target.name.lower()].eq(port.read_data)
         return m

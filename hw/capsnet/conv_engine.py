@@ -1,7 +1,7 @@
 """The CapsNet accelerator's convolution engine (step 1): int8 convolutions on an array of integer matrix modules."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.capsnet.config import ACCUMULATOR_BITS, OPERAND_BITS, CapsNetConfig
@@ -9,8 +9,6 @@ from hw.capsnet.descriptor import descriptor_layout
 from hw.capsnet.int_matrix_module import IntMatrixModule, requantize
 
 __all__ = ["CapsNetConvEngine"]
-
-COUNT_BITS = 20
 
 
 class CapsNetConvEngine(wiring.Component):
@@ -43,9 +41,10 @@ class CapsNetConvEngine(wiring.Component):
     Ports
     -----
     ``start`` (In 1) with ``layer`` (In, the descriptor, stable while busy); ``busy`` (Out 1); ``done`` (Out 1, one
-    cycle after the last write); activation reads ``row_address``, ``row_read``, ``row_data`` (one cycle later);
-    weight reads ``weight_address``, ``weight_read``, ``weight_data``; bias reads ``bias_address``, ``bias_read``,
-    ``bias_data``; output writes ``write_address``, ``write_data``, ``write_enable`` (one bit per element);
+    cycle after the last write); activation reads ``row_address``, ``row_read``, ``row_data`` (one cycle later,
+    ``row_elements`` x int8); weight reads ``weight_address``, ``weight_read``, ``weight_data`` (``conv_modules`` x
+    int8); bias reads ``bias_address``, ``bias_read``, ``bias_data`` (``conv_modules`` x int32); output writes
+    ``write_address``, ``write_data`` (``row_elements`` x int8), ``write_enable`` (one bit per element);
     counter events ``issue`` (products issued this cycle), ``stall``, ``draining`` (waiting for the last writes).
 
     Timing
@@ -67,13 +66,15 @@ class CapsNetConvEngine(wiring.Component):
             raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
         self._config = config
         activation_address = range(config.activation_depth)
+        row = data.ArrayLayout(signed(OPERAND_BITS), config.row_elements)
         super().__init__({
             "start": In(1), "layer": In(descriptor_layout(config)), "busy": Out(1), "done": Out(1),
-            "row_address": Out(activation_address), "row_read": Out(1), "row_data": In(config.activation_word_bits),
+            "row_address": Out(activation_address), "row_read": Out(1), "row_data": In(row),
             "weight_address": Out(range(config.conv_weight_depth)), "weight_read": Out(1),
-            "weight_data": In(config.conv_weight_word_bits),
-            "bias_address": Out(range(config.bias_depth)), "bias_read": Out(1), "bias_data": In(config.bias_word_bits),
-            "write_address": Out(activation_address), "write_data": Out(config.activation_word_bits),
+            "weight_data": In(data.ArrayLayout(signed(OPERAND_BITS), config.conv_modules)),
+            "bias_address": Out(range(config.bias_depth)), "bias_read": Out(1),
+            "bias_data": In(data.ArrayLayout(signed(ACCUMULATOR_BITS), config.conv_modules)),
+            "write_address": Out(activation_address), "write_data": Out(row),
             "write_enable": Out(config.row_elements),
             "issue": Out(1), "stall": Out(1), "draining": Out(1),
         })
@@ -94,15 +95,18 @@ class CapsNetConvEngine(wiring.Component):
         address_bits = len(self.row_address)
 
         # ---- Walk state: group (block, oy, xb) and step (c, kh, kw); c only as c * in_height -----------
-        block, out_row, column_block = Signal(8), Signal(10), Signal(6)
-        kernel_row, kernel_column = Signal(5), Signal(5)
-        product = Signal(COUNT_BITS)                          # k within the group
-        channel_rows = Signal(address_bits + 2)               # c * in_height
+        # Counters as wide as the descriptor fields they run up to; word offsets as wide as an address (they
+        # are only ever added into addresses, which wrap at that width).
+        block, out_row = Signal.like(layer.channel_blocks), Signal.like(layer.out_height)
+        column_block = Signal.like(layer.column_blocks)
+        kernel_row, kernel_column = Signal.like(layer.kernel_height), Signal.like(layer.kernel_width)
+        product = Signal.like(layer.products)                 # k within the group
+        channel_rows = Signal(address_bits)                   # c * in_height
         input_row = Signal(address_bits)                      # oy * stride
         block_weights = Signal(len(self.weight_address))      # weight_base + b * products
-        block_rows = Signal(address_bits + 2)                 # b * M * out_height (output word offset)
-        column_start = Signal(8)                              # xb * column_step
-        column_element = Signal(8)                            # xb * L
+        block_rows = Signal(address_bits)                     # b * M * out_height (output word offset)
+        column_start = Signal.like(layer.column_step)         # xb * column_step
+        column_element = Signal(range(elements))              # xb * L
         in_flight = Signal()                                  # a group's results are not all written yet
 
         last_column = kernel_column + 1 == layer.kernel_width
@@ -123,35 +127,35 @@ class CapsNetConvEngine(wiring.Component):
             m.d.sync += row_register.eq(self.row_data)
         with m.Elif(shift):
             m.d.sync += row_register.eq(row_register >> OPERAND_BITS)
-        tap_start = Signal(8)                                 # the group's xb * column_step, set on its first product
+        tap_start = Signal.like(column_start)                 # the group's xb * column_step, set on its first product
         lane_taps = [tap_start]
         for _ in range(1, lanes):
             lane_taps.append(lane_taps[-1] + layer.stride)
-        vector = Cat(row_register.word_select(tap[:8], OPERAND_BITS) for tap in lane_taps)
+        vector = Cat(row_register.word_select(tap[:len(tap_start)], OPERAND_BITS) for tap in lane_taps)
 
         # ---- Matrix modules: scalar = slot m of the weight word, vector shared ---------------------------
-        product_valid = Signal()
-        m.d.sync += product_valid.eq(self.issue)
+        issued = Signal()                                     # the modules' operands of a product are on their inputs
+        m.d.sync += issued.eq(self.issue)
         results, finished = [], []
         for index in range(modules):
             module = m.submodules[f"module{index}"] = IntMatrixModule(
-                lanes=lanes, multipliers=config.conv_multipliers, count_bits=COUNT_BITS, requantized=False)
+                lanes=lanes, multipliers=config.conv_multipliers, count_bits=len(layer.products), requantized=False)
             m.d.comb += [
-                module.in_valid.eq(product_valid),
-                module.scalar.eq(self.weight_data.word_select(index, OPERAND_BITS)),
-                module.vector.eq(vector),
-                module.bias.eq(self.bias_data.word_select(index, ACCUMULATOR_BITS)),
-                module.count.eq(layer.products),
+                module.operands.valid.eq(issued),
+                module.operands.payload.scalar.eq(self.weight_data[index]),
+                module.operands.payload.vector.eq(vector),
+                module.operands.payload.bias.eq(self.bias_data[index]),
+                module.operands.payload.count.eq(layer.products),
             ]
-            results.append(module.result)
-            finished.append(module.out_valid)
-        result_valid = Cat(finished).all()                    # the modules run in lock step
+            results.append(module.result.payload.as_value())
+            finished.append(module.result.valid)
+        group_finished = Cat(finished).all()                  # the modules run in lock step
 
         # ---- Sequencer -----------------------------------------------------------------------------------
         written_rows = Signal.like(block_rows)                # the group being written: block rows, oy, xb * L
         written_row, written_element = Signal.like(out_row), Signal.like(column_element)
-        written_channels = Signal(12)                         # channels of that block: min(M, out_channels - b*M)
-        block_channel = Signal(12)                            # b * M
+        written_channels = Signal.like(layer.out_channels)   # channels of that block: min(M, out_channels - b*M)
+        block_channel = Signal.like(layer.out_channels)       # b * M
         group_done = Signal()                                 # the writer wrote the group's last channel
 
         with m.If(group_done):
@@ -232,7 +236,7 @@ class CapsNetConvEngine(wiring.Component):
         column_mask = Cat(element < layer.out_width for element in range(elements))
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(result_valid):
+                with m.If(group_finished):
                     m.d.sync += [writing.eq(0), channel_word.eq(written_rows)]
                     m.next = "WRITE"
             with m.State("WRITE"):

@@ -1,7 +1,7 @@
 """The integer matrix module: int8 scalar times int8 vector, exact 32-bit accumulation, then requantization.
 
-It is the CapsNet accelerator's counterpart of :class:`hw.dqn.matrix_module.MatrixModule` (same port contract:
-``in_valid``, ``scalar``, ``vector``, ``count``, ``relu``, ``out_valid``, ``result``) for the arithmetic of
+It is the CapsNet accelerator's counterpart of :class:`hw.dqn.matrix_module.MatrixModule` (same port contract: an
+``operands`` stream of ``scalar``, ``vector``, ``count``, ``relu`` and a ``result`` stream) for the arithmetic of
 :mod:`models.capsnet.int8_layers`.  It is a separate component rather than a number-format parameter of the float
 module because nothing inside is shared: the float module is built around the float adder's latency
 (interleaved partial sums and a reduction tree), while an integer sum is exact and one cycle, so one
@@ -9,16 +9,25 @@ accumulator per lane suffices, and the result passes through a requantizer the f
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal, signed
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.capsnet.config import ACCUMULATOR_BITS, MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
 
-__all__ = ["IntMatrixModule", "INT_MATRIX_MODULE_LATENCY", "multiply_int8", "requantize"]
+__all__ = ["IntMatrixModule", "INT_MATRIX_MODULE_LATENCY", "multiply_int8", "operand_layout", "requantize"]
 
 INT_MATRIX_MODULE_LATENCY = 3   # product register, accumulator, result register
 PRODUCT_BITS = 2 * OPERAND_BITS
 INT8_MIN, INT8_MAX = -(1 << (OPERAND_BITS - 1)), (1 << (OPERAND_BITS - 1)) - 1
+
+
+def operand_layout(lanes, count_bits, requantized):
+    """The payload of :class:`IntMatrixModule`'s input stream (see its ``operands`` port)."""
+    fields = {"scalar": signed(OPERAND_BITS), "vector": data.ArrayLayout(signed(OPERAND_BITS), lanes),
+              "bias": signed(ACCUMULATOR_BITS), "count": count_bits}
+    if requantized:
+        fields |= {"shift": SHIFT_BITS, "relu": 1}
+    return data.StructLayout(fields)
 
 
 def multiply_int8(a, b, style):
@@ -56,28 +65,23 @@ class IntMatrixModule(wiring.Component):
 
     Ports
     -----
-    in_valid : In(1)
-        High for one product; idle cycles between products are allowed anywhere.
-    scalar : In(signed 8)
-        The scalar shared by all lanes.
-    vector : In(lanes * 8)
-        One int8 element per lane, lane 0 at the LSB.
-    bias : In(signed 32), count : In(count_bits), shift : In(5), relu : In(1)
-        Sampled with an accumulation's first product: the accumulator's initial value (shared by every lane),
-        the number of products (``count = 0`` acts as 1), the requantize shift and ReLU flag (``shift`` and
-        ``relu`` only when ``requantized``).
-    out_valid : Out(1)
-        High for one cycle per finished accumulation.
-    result : Out(lanes * 8), or Out(lanes * 32) when not ``requantized``
-        The lanes' int8 results (or 32-bit sums), lane 0 at the LSB; held until the next ``out_valid``.
+    operands : In(stream.Signature(operand_layout(lanes, count_bits, requantized), always_ready=True))
+        One product per valid beat; idle cycles between products are allowed anywhere (the module never
+        stalls).  Payload fields: ``scalar`` (signed 8, shared by all lanes), ``vector`` (``lanes`` x signed
+        8); sampled with an accumulation's first product: ``bias`` (signed 32, the accumulator's initial value,
+        shared by every lane), ``count`` (count_bits, the number of products, ``count = 0`` acts as 1) and,
+        only when ``requantized``, ``shift`` (5) and ``relu`` (1) for :func:`requantize`.
+    result : Out(stream.Signature(ArrayLayout(8, lanes), always_ready=True)), 32-bit lanes when not ``requantized``
+        One valid beat per finished accumulation: the lanes' int8 results (or 32-bit sums); the payload holds
+        until the next valid beat.
 
     Arithmetic: exactly :mod:`models.capsnet.int8_layers` (integer sums are exact, so the order does not matter); the
     accumulator wraps at 32 bits where the golden model raises ``OverflowError``.
 
     Timing
     ------
-    Latency :data:`INT_MATRIX_MODULE_LATENCY` = 3: ``out_valid`` rises 3 cycles after the cycle on which the
-    accumulation's last product had ``in_valid`` (product register, accumulator, result register).
+    Latency :data:`INT_MATRIX_MODULE_LATENCY` = 3: the result is valid 3 cycles after the cycle on which the
+    accumulation's last product was valid (product register, accumulator, result register).
     Throughput: one product (``lanes`` MACs) per cycle, no bubble between accumulations, also for ``count = 1``.
 
     Resources and FPGA mapping (Cyclone V)
@@ -114,18 +118,11 @@ class IntMatrixModule(wiring.Component):
         self._multipliers = multipliers
         self._count_bits = count_bits
         self._requantized = requantized
-        members = {
-            "in_valid": In(1),
-            "scalar": In(signed(OPERAND_BITS)),
-            "vector": In(lanes * OPERAND_BITS),
-            "bias": In(signed(ACCUMULATOR_BITS)),
-            "count": In(count_bits),
-        }
-        if requantized:
-            members |= {"shift": In(SHIFT_BITS), "relu": In(1)}
-        members |= {"out_valid": Out(1),
-                    "result": Out(lanes * (OPERAND_BITS if requantized else ACCUMULATOR_BITS))}
-        super().__init__(members)
+        result_bits = OPERAND_BITS if requantized else ACCUMULATOR_BITS
+        super().__init__({
+            "operands": In(stream.Signature(operand_layout(lanes, count_bits, requantized), always_ready=True)),
+            "result": Out(stream.Signature(data.ArrayLayout(result_bits, lanes), always_ready=True)),
+        })
 
     @property
     def lanes(self):
@@ -156,6 +153,7 @@ class IntMatrixModule(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        operands = self.operands.payload
 
         # ---- Input cycle: accumulation bookkeeping; bias, shift and ReLU of the accumulation -------------
         busy = Signal()                            # an accumulation is open: the next product is not its first
@@ -164,42 +162,40 @@ class IntMatrixModule(wiring.Component):
         accumulation_shift, final_shift = Signal(SHIFT_BITS), Signal(SHIFT_BITS)   # used when requantized
         accumulation_relu, final_relu = Signal(), Signal()
         first = ~busy
-        last = Mux(first, self.count <= 1, remaining == 1)
-        with m.If(self.in_valid):
-            m.d.sync += [busy.eq(~last), remaining.eq(Mux(first, self.count, remaining) - 1)]
+        last = Mux(first, operands.count <= 1, remaining == 1)
+        with m.If(self.operands.valid):
+            m.d.sync += [busy.eq(~last), remaining.eq(Mux(first, operands.count, remaining) - 1)]
             with m.If(first):
-                m.d.sync += accumulation_bias.eq(self.bias)
+                m.d.sync += accumulation_bias.eq(operands.bias)
                 if self._requantized:
-                    m.d.sync += [accumulation_shift.eq(self.shift), accumulation_relu.eq(self.relu)]
+                    m.d.sync += [accumulation_shift.eq(operands.shift), accumulation_relu.eq(operands.relu)]
 
         # ---- Pipeline cycle 1: products --------------------------------------------------------------------
-        product_valid, product_first, product_last = Signal(), Signal(), Signal()
-        m.d.sync += [product_valid.eq(self.in_valid), product_first.eq(first), product_last.eq(last)]
+        multiplied, product_first, product_last = Signal(), Signal(), Signal()   # the product registers are valid
+        m.d.sync += [multiplied.eq(self.operands.valid), product_first.eq(first), product_last.eq(last)]
         products = [Signal(signed(PRODUCT_BITS), name=f"product_{lane}") for lane in range(self._lanes)]
         for lane, product in enumerate(products):
-            element = self.vector.word_select(lane, OPERAND_BITS).as_signed()
-            m.d.sync += product.eq(multiply_int8(self.scalar, element, self._multipliers))
+            m.d.sync += product.eq(multiply_int8(operands.scalar, operands.vector[lane], self._multipliers))
 
         # ---- Pipeline cycle 2: accumulate (the first product adds to the bias) ----------------------------
         # The accumulation's bias/shift/relu registers are read here, one cycle after its first product
         # entered: a following accumulation overwrites them at the earliest at the end of this cycle.
-        final_valid = Signal()
+        accumulated = Signal()                     # the accumulators hold an accumulation's final sums
         accumulators = [Signal(signed(ACCUMULATOR_BITS), name=f"accumulator_{lane}") for lane in range(self._lanes)]
-        with m.If(product_valid):
+        with m.If(multiplied):
             for accumulator, product in zip(accumulators, products):
                 m.d.sync += accumulator.eq(Mux(product_first, accumulation_bias, accumulator) + product)
-        m.d.sync += final_valid.eq(product_valid & product_last)
+        m.d.sync += accumulated.eq(multiplied & product_last)
         if self._requantized:
-            with m.If(product_valid & product_last):
+            with m.If(multiplied & product_last):
                 m.d.sync += [final_shift.eq(accumulation_shift), final_relu.eq(accumulation_relu)]
 
         # ---- Pipeline cycle 3: requantize into the result register ----------------------------------------
-        m.d.sync += self.out_valid.eq(final_valid)
-        with m.If(final_valid):
+        m.d.sync += self.result.valid.eq(accumulated)
+        with m.If(accumulated):
             for lane, accumulator in enumerate(accumulators):
                 if self._requantized:
-                    m.d.sync += self.result.word_select(lane, OPERAND_BITS).eq(
-                        requantize(accumulator, final_shift, final_relu))
+                    m.d.sync += self.result.payload[lane].eq(requantize(accumulator, final_shift, final_relu))
                 else:
-                    m.d.sync += self.result.word_select(lane, ACCUMULATOR_BITS).eq(accumulator)
+                    m.d.sync += self.result.payload[lane].eq(accumulator)
         return m

@@ -1,7 +1,7 @@
 """The CapsNet accelerator's matrix-vector engine (step 2): the prediction vectors u_hat_j|i = W_ij u_i."""
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Module, Signal, signed
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.capsnet.config import OPERAND_BITS, CapsNetConfig
@@ -9,8 +9,6 @@ from hw.capsnet.descriptor import descriptor_layout
 from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
 
 __all__ = ["CapsNetMatvecEngine"]
-
-COUNT_BITS = 8
 
 
 class CapsNetMatvecEngine(wiring.Component):
@@ -30,16 +28,17 @@ class CapsNetMatvecEngine(wiring.Component):
     ``for i: for j < out_capsules: for k < N``: one product per cycle, the scalar ``u[i, k]`` times the vector
     ``W[i, j][:, k]`` (matrix-vector weight word ``matvec_weight_base + (i*J + j)*N + k``, lane ``r`` = row
     ``r``: the weight words are read in address order).  Result ``(i, j)`` goes to prediction word
-    ``prediction_base + i*J + j`` (lane ``r`` = row ``r``), written on the module's ``out_valid``: results come
+    ``prediction_base + i*J + j`` (lane ``r`` = row ``r``), written when the module's result is valid: results come
     in issue order, so a counter gives the address.  The accumulators start from 0; shift and ReLU come from the
     descriptor.
 
     Ports
     -----
     ``start`` (In 1) with ``layer`` (In, the descriptor); ``busy``, ``done`` (Out 1: ``done`` on the cycle of
-    the last write); activation reads ``read_address``, ``read_enable``, ``read_data`` (one cycle later); weight
-    reads ``weight_address``, ``weight_read``, ``weight_data``; ``write_address``, ``write_data``,
-    ``write_enable`` into the prediction RAM; counter events ``issue``, ``draining``.
+    the last write); activation reads ``read_address``, ``read_enable``, ``read_data`` (one cycle later,
+    ``row_elements`` x int8); weight reads ``weight_address``, ``weight_read``, ``weight_data`` (``matvec_lanes`` x
+    int8); ``write_address``, ``write_data`` (``matvec_lanes`` x int8), ``write_enable`` into the prediction RAM;
+    counter events ``issue``, ``draining``.
 
     Timing
     ------
@@ -57,13 +56,14 @@ class CapsNetMatvecEngine(wiring.Component):
         if not isinstance(config, CapsNetConfig):
             raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
         self._config = config
+        lanes = data.ArrayLayout(signed(OPERAND_BITS), config.matvec_lanes)
         super().__init__({
             "start": In(1), "layer": In(descriptor_layout(config)), "busy": Out(1), "done": Out(1),
             "read_address": Out(range(config.activation_depth)), "read_enable": Out(1),
-            "read_data": In(config.activation_word_bits),
+            "read_data": In(data.ArrayLayout(signed(OPERAND_BITS), config.row_elements)),
             "weight_address": Out(range(config.matvec_weight_depth)), "weight_read": Out(1),
-            "weight_data": In(config.matvec_word_bits),
-            "write_address": Out(range(config.prediction_depth)), "write_data": Out(config.matvec_word_bits),
+            "weight_data": In(lanes),
+            "write_address": Out(range(config.prediction_depth)), "write_data": Out(lanes),
             "write_enable": Out(1),
             "issue": Out(1), "draining": Out(1),
         })
@@ -82,10 +82,13 @@ class CapsNetMatvecEngine(wiring.Component):
         address_bits = len(self.read_address)
 
         # ---- Walk: capsule (t, y, x), output capsule j, dimension k ------------------------------------------
-        capsule_type, grid_row, grid_column = Signal(8), Signal(8), Signal(8)
-        out_capsule, dimension = Signal(8), Signal(7)
-        type_offset, dimension_offset = Signal(address_bits + 8), Signal(address_bits + 8)
-        element = Signal(8)                                   # grid column of the word read last cycle
+        # Counters as wide as the descriptor fields they run up to; word offsets as wide as an address (they
+        # are only ever added into the read address, which wraps at that width).
+        capsule_type, grid_row = Signal.like(layer.capsule_types), Signal.like(layer.grid_height)
+        grid_column = Signal.like(layer.grid_width)
+        out_capsule, dimension = Signal.like(layer.out_capsules), Signal.like(layer.in_dims)
+        type_offset, dimension_offset = Signal(address_bits), Signal(address_bits)
+        element = Signal.like(grid_column)                    # grid column of the word read last cycle
         drain = Signal(range(INT_MATRIX_MODULE_LATENCY + 1))
         last_dimension = dimension + 1 == layer.in_dims
         last_out_capsule = out_capsule + 1 == layer.out_capsules
@@ -130,20 +133,21 @@ class CapsNetMatvecEngine(wiring.Component):
         # ---- The matrix module and the prediction writes ----------------------------------------------------
         config = self._config
         m.submodules.module = module = IntMatrixModule(lanes=config.matvec_lanes, multipliers=config.matvec_multipliers,
-                                                       count_bits=COUNT_BITS)
-        product_valid = Signal()
-        m.d.sync += product_valid.eq(self.issue)
+                                                       count_bits=len(layer.in_dims))
+        operands = module.operands.payload
+        issued = Signal()                                     # the module's operands of a product are on its inputs
+        m.d.sync += issued.eq(self.issue)
         m.d.comb += [
-            module.in_valid.eq(product_valid),
-            module.scalar.eq(self.read_data.word_select(element, OPERAND_BITS)),
-            module.vector.eq(self.weight_data),
-            module.bias.eq(0),
-            module.count.eq(layer.in_dims),
-            module.shift.eq(layer.shift),
-            module.relu.eq(layer.relu),
-            self.write_data.eq(module.result),
-            self.write_enable.eq(module.out_valid),
+            module.operands.valid.eq(issued),
+            operands.scalar.eq(self.read_data.as_value().word_select(element, OPERAND_BITS)),
+            operands.vector.eq(self.weight_data),
+            operands.bias.eq(0),
+            operands.count.eq(layer.in_dims),
+            operands.shift.eq(layer.shift),
+            operands.relu.eq(layer.relu),
+            self.write_data.eq(module.result.payload),
+            self.write_enable.eq(module.result.valid),
         ]
-        with m.If(module.out_valid):
+        with m.If(module.result.valid):
             m.d.sync += self.write_address.eq(self.write_address + 1)
         return m

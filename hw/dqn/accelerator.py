@@ -1,42 +1,47 @@
 """The Atari DQN accelerator (SPEC section 1): matrix modules, feeder, writer and RAMs under a host interface."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+import enum
+
+from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In
 
 from hw.dqn.config import DqnConfig
-from hw.shared.host_port import host_port_members
-from hw.shared.dual_port_buffer import DualPortBuffer
-from hw.dqn.float_argmax import FloatArgmax
 from hw.dqn.descriptor import descriptor_layout
-from hw.dqn.sequencer import LayerSequencer
+from hw.dqn.float_argmax import FloatArgmax
 from hw.dqn.matrix_module import MatrixModule
 from hw.dqn.result_writer import ResultWriter
-from hw.shared.separate_module import instantiate_separately
+from hw.dqn.sequencer import LayerSequencer
 from hw.dqn.window_feeder import WindowFeeder
+from hw.shared.dual_port_buffer import DualPortBuffer
+from hw.shared.host_control import HostControl, MemoryTarget, SystemRegister
+from hw.shared.host_port import HostPortSignature
+from hw.shared.separate_module import instantiate_separately
 
-__all__ = ["DqnAccelerator", "HostTarget", "ControlRegister", "COUNTERS_PER_LAYER", "LAYER_COUNTER_BASE"]
-
-
-class HostTarget:
-    CONTROL, DESCRIPTORS, WEIGHTS, ACTIVATIONS0, ACTIVATIONS1 = range(5)
-
-
-class ControlRegister:
-    START, STATUS, ACTION, ACTION_VALUE, TOTAL_CYCLES = range(5)
+__all__ = ["DqnAccelerator", "DqnMemory", "DqnRegister"]
 
 
-LAYER_COUNTER_BASE = 16
-COUNTERS_PER_LAYER = 4          # cycles, product cycles, stall cycles, drain cycles
-COUNTER_BITS = 40
+class DqnMemory(MemoryTarget):
+    """The DQN accelerator's memories on the host port (after the common targets of :class:`HostTarget`)."""
+    WEIGHTS = enum.auto()
+    ACTIVATIONS0 = enum.auto()
+    ACTIVATIONS1 = enum.auto()
+
+
+class DqnRegister(SystemRegister):
+    """The DQN accelerator's own control registers: the last layer's argmax."""
+    ACTION = enum.auto()
+    ACTION_VALUE = enum.auto()
 
 
 class DqnAccelerator(wiring.Component):
     """``config.modules`` matrix modules of ``config.lanes`` float MACs running a table of layer descriptors.
 
     See docs/dqn_accelerator.md for the datapath, the layer mapping, the descriptor and the register
-    map. Ports: ``host_write``, ``host_read`` (In 1), ``host_target`` (In 3), ``host_address`` (In 20),
-    ``host_write_data`` (In ``config.host_data_bits``), ``host_read_data`` (Out, same width) with
-    ``host_read_valid`` (Out 1) on the cycle after ``host_read``; ``busy`` and ``done`` (Out 1).
+    map. Ports: ``host`` (In :class:`~hw.shared.host_port.HostPortSignature` of ``config.host_data_bits``:
+    requests, reads answered on the next cycle, ``busy`` and ``done``), served by
+    :class:`~hw.shared.host_control.HostControl` with the memories :class:`DqnMemory` and the registers
+    :class:`DqnRegister` (the last layer's argmax).
 
     Timing: ``products + 1`` cycles per group of output positions, groups back to back; per layer a
     few cycles of set-up and the drain of the last group (matrix module latency + its writes).
@@ -51,7 +56,7 @@ class DqnAccelerator(wiring.Component):
         if not isinstance(config, DqnConfig):
             raise TypeError(f"config must be a DqnConfig, not {config!r}")
         self._config = config
-        super().__init__(host_port_members(config.host_data_bits))
+        super().__init__({"host": In(HostPortSignature(data_bits=config.host_data_bits))})
 
     @property
     def config(self):
@@ -78,29 +83,43 @@ class DqnAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        width = config.fmt.width
         m.submodules.sequencer = sequencer = LayerSequencer(config=config)
         m.submodules.feeder = feeder = WindowFeeder(config=config)
         m.submodules.writer = writer = ResultWriter(config=config)
-        m.submodules.argmax = argmax = FloatArgmax(fmt=config.fmt, lanes=config.lanes)
+        m.submodules.argmax = argmax = FloatArgmax(fmt=config.fmt, lanes=config.lanes,
+                                                   index_bits=len(writer.packed_index))
+        m.submodules.control = control = HostControl(
+            data_bits=config.host_data_bits, max_layers=config.max_layers, descriptor_layout=descriptor_layout(config),
+            memories={DqnMemory.WEIGHTS: config.weight_word_bits, DqnMemory.ACTIVATIONS0: config.activation_word_bits,
+                      DqnMemory.ACTIVATIONS1: config.activation_word_bits},
+            registers={DqnRegister.ACTION: argmax.index_bits, DqnRegister.ACTION_VALUE: config.fmt.width})
         # The weight RAM is one slice per matrix module (slot m of every word), the activation RAMs two
         # identical buffers: each distinct RAM is generated once (see hw.shared.separate_module).
-        vector_bits = config.lanes * width
+        vector_bits = config.lanes * config.fmt.width
         weight_slices = [
             instantiate_separately(m, self, lambda: DualPortBuffer(width=vector_bits, depth=config.weight_depth),
                                    module_name=f"{config.name}_weight_slice", instance_name=f"weights{index}")
             for index in range(config.modules)]
         activations = [
             instantiate_separately(m, self, lambda: DualPortBuffer(width=config.activation_word_bits,
-                                                                   depth=config.activation_depth, granularity=width),
+                                                                   depth=config.activation_depth,
+                                                                   granularity=config.fmt.width),
                                    module_name=f"{config.name}_activation_ram", instance_name=f"activations{index}")
             for index in range(2)]
 
-        # ---- Descriptor table and the current layer ---------------------------------------------
-        layout = descriptor_layout(config)
-        table = Array(Signal(layout, name=f"descriptor{index}") for index in range(config.max_layers))
-        layer = Signal(layout)
-        m.d.comb += [layer.eq(table[sequencer.layer_index]), sequencer.descriptor.eq(layer)]
+        # ---- Host control: registers, counters, descriptor table, host reads ---------------------------
+        wiring.connect(m, wiring.flipped(self.host), control.host)
+        layer = control.descriptor
+        m.d.comb += [
+            control.busy.eq(sequencer.busy), control.done.eq(sequencer.done),
+            control.layer_index.eq(sequencer.layer_index), control.events.eq(sequencer.events),
+            sequencer.start.eq(control.start), sequencer.layer_count.eq(control.layer_count),
+            sequencer.descriptor.eq(layer),
+            control.system_registers.action.eq(argmax.index), control.system_registers.action_value.eq(argmax.value),
+            control.memory_read_data.weights.eq(Cat(slice_.b.read_data for slice_ in weight_slices)),
+            control.memory_read_data.activations0.eq(activations[0].a.read_data),
+            control.memory_read_data.activations1.eq(activations[1].a.read_data),
+        ]
 
         # ---- Matrix modules: scalar from the feeder, vector = slot m of the weight word, or in a
         # reduction step the elements m*lanes .. m*lanes+lanes-1 of the input RAM's word on port 1 ------
@@ -114,15 +133,16 @@ class DqnAccelerator(wiring.Component):
                                               multiplier_latency=config.multiplier_latency,
                                               adder_latency=config.adder_latency),
                 module_name=module_name, instance_name=f"matrix_module{index}")
+            operands = module.operands.payload
             m.d.comb += [
-                module.in_valid.eq(sequencer.product_valid),
-                module.scalar.eq(feeder.scalars[index * width:(index + 1) * width]),
-                module.vector.eq(self._module_vector(index, weight_slices[index].a.read_data, input_row1,
-                                                     sequencer.vector_from_activations)),
-                module.count.eq(layer.products + 1),
-                module.relu.eq(layer.relu),
+                module.operands.valid.eq(sequencer.products.valid),
+                operands.scalar.eq(feeder.scalars[index]),
+                operands.vector.eq(self._module_vector(index, weight_slices[index].a.read_data, input_row1,
+                                                       sequencer.products.payload.vector_from_activations)),
+                operands.count.eq(layer.products + 1),
+                operands.relu.eq(layer.relu),
             ]
-            results.append(module.result)
+            results.append(module.result.payload)
             if index == 0:
                 first_module = module
 
@@ -138,30 +158,23 @@ class DqnAccelerator(wiring.Component):
 
         # ---- Writer: results into the layer's output RAM ----------------------------------------
         m.d.comb += [
-            writer.results_valid.eq(first_module.out_valid), writer.results.eq(Cat(*results)),
-            writer.group_p0.eq(sequencer.group_p0), writer.group_oy0.eq(sequencer.group_oy0),
-            writer.group_ox0.eq(sequencer.group_ox0),
-            writer.out_base.eq(layer.out_base), writer.out_height.eq(layer.out_height),
-            writer.out_width.eq(layer.out_width), writer.positions.eq(layer.positions),
-            writer.out_channels.eq(layer.out_channels), writer.column_blocks_log2.eq(layer.column_blocks_log2),
-            writer.packed_output.eq(layer.packed_output), writer.position_major.eq(layer.position_major),
-            writer.first_position.eq(layer.first_position),
+            writer.results.valid.eq(first_module.result.valid), writer.results.payload.eq(Cat(*results)),
+            writer.group.eq(sequencer.group), writer.layer.eq(layer),
             sequencer.group_written.eq(writer.done),
         ]
+        candidates = argmax.candidates.payload
         m.d.comb += [
-            argmax.clear.eq(sequencer.start), argmax.in_valid.eq(writer.busy & layer.last & layer.packed_output),
-            argmax.values.eq(writer.write_data[:vector_bits]), argmax.mask.eq(writer.lane_enable),
-            argmax.base_index.eq(writer.packed_index),
+            argmax.clear.eq(sequencer.start),
+            argmax.candidates.valid.eq(writer.busy & layer.last & layer.packed_output),
+            candidates.values.eq(writer.write_data.as_value()[:vector_bits]), candidates.mask.eq(writer.lane_enable),
+            candidates.base_index.eq(writer.packed_index),
         ]
 
         # ---- RAM ports: the datapath while busy, the host otherwise -------------------------------
-        host_memory = ~sequencer.busy
-        host_read_enable = self.host_read & host_memory
-        host_write_enable = self.host_write & host_memory
         for index, ram in enumerate(activations):
             reading = sequencer.busy & (layer.in_ram == index)
             writing = sequencer.busy & (layer.out_ram == index)
-            host_selected = self.host_target == HostTarget.ACTIVATIONS0 + index
+            host_name = f"activations{index}"
             # Port 1 reads for the datapath; port 0 writes the layer's results, or else reads (a reduction
             # layer may read and write one RAM: it reads on port 1 only).
             with m.If(reading):
@@ -172,63 +185,12 @@ class DqnAccelerator(wiring.Component):
             with m.Elif(reading):
                 m.d.comb += [ram.a.address.eq(sequencer.row_address0), ram.a.read_enable.eq(sequencer.row_read)]
             with m.Else():
-                m.d.comb += [ram.a.address.eq(self.host_address), ram.a.write_data.eq(self.host_write_data),
-                             ram.a.read_enable.eq(host_read_enable & host_selected),
-                             ram.a.write_enable.eq(Mux(host_write_enable & host_selected, -1, 0))]
-        weights_selected = self.host_target == HostTarget.WEIGHTS
+                m.d.comb += [ram.a.address.eq(control.memory_address), ram.a.write_data.eq(control.memory_write_data),
+                             ram.a.read_enable.eq(control.memory_read[host_name]),
+                             ram.a.write_enable.eq(Mux(control.memory_write[host_name], -1, 0))]
         for index, slice_ in enumerate(weight_slices):
-            m.d.comb += [slice_.b.address.eq(self.host_address),
-                         slice_.b.write_data.eq(self.host_write_data[index * vector_bits:(index + 1) * vector_bits]),
-                         slice_.b.read_enable.eq(host_read_enable & weights_selected),
-                         slice_.b.write_enable.eq(host_write_enable & weights_selected)]
-        with m.If(host_write_enable & (self.host_target == HostTarget.DESCRIPTORS)):
-            m.d.sync += table[self.host_address[:6]].eq(self.host_write_data[:layout.size])
-
-        # ---- Control: start, status, performance counters ---------------------------------------
-        start = self.host_write & (self.host_target == HostTarget.CONTROL) & \
-            (self.host_address == ControlRegister.START) & ~sequencer.busy
-        m.d.comb += [sequencer.start.eq(start), sequencer.layer_count.eq(self.host_write_data[:6]),
-                     self.busy.eq(sequencer.busy), self.done.eq(sequencer.done)]
-        total_cycles = Signal(COUNTER_BITS)
-        counters = [Signal(COUNTER_BITS, name=f"layer{layer_index}_counter{kind}")
-                    for layer_index in range(config.max_layers) for kind in range(COUNTERS_PER_LAYER)]
-        with m.If(start):
-            m.d.sync += [total_cycles.eq(0)] + [counter.eq(0) for counter in counters]
-        with m.Elif(sequencer.busy):
-            m.d.sync += total_cycles.eq(total_cycles + 1)
-            for layer_index in range(config.max_layers):
-                cycles, products, stalls, drains = counters[layer_index * 4:layer_index * 4 + 4]
-                with m.If(sequencer.layer_index == layer_index):
-                    m.d.sync += cycles.eq(cycles + 1)
-                    with m.If(sequencer.issue):
-                        m.d.sync += products.eq(products + 1)
-                    with m.If(sequencer.stall):
-                        m.d.sync += stalls.eq(stalls + 1)
-                    with m.If(sequencer.draining):
-                        m.d.sync += drains.eq(drains + 1)
-
-        registers = {ControlRegister.STATUS: Cat(sequencer.busy, sequencer.done),
-                     ControlRegister.ACTION: argmax.index, ControlRegister.ACTION_VALUE: argmax.value,
-                     ControlRegister.TOTAL_CYCLES: total_cycles}
-        registers.update({LAYER_COUNTER_BASE + index: counter for index, counter in enumerate(counters)})
-        control_value = Signal(COUNTER_BITS)
-        with m.Switch(self.host_address):
-            for address, value in registers.items():
-                with m.Case(address):
-                    m.d.comb += control_value.eq(value)
-
-        # ---- Host reads: one cycle later, from a register or the selected RAM ---------------------
-        read_target = Signal(3)
-        read_control = Signal(COUNTER_BITS)
-        m.d.sync += [self.host_read_valid.eq(self.host_read), read_target.eq(self.host_target),
-                     read_control.eq(control_value)]
-        with m.Switch(read_target):
-            with m.Case(HostTarget.CONTROL):
-                m.d.comb += self.host_read_data.eq(read_control)
-            with m.Case(HostTarget.WEIGHTS):
-                m.d.comb += self.host_read_data.eq(Cat(slice_.b.read_data for slice_ in weight_slices))
-            with m.Case(HostTarget.ACTIVATIONS0):
-                m.d.comb += self.host_read_data.eq(activations[0].a.read_data)
-            with m.Case(HostTarget.ACTIVATIONS1):
-                m.d.comb += self.host_read_data.eq(activations[1].a.read_data)
+            m.d.comb += [slice_.b.address.eq(control.memory_address),
+                         slice_.b.write_data.eq(control.memory_write_data.word_select(index, vector_bits)),
+                         slice_.b.read_enable.eq(control.memory_read.weights),
+                         slice_.b.write_enable.eq(control.memory_write.weights)]
         return m

@@ -9,9 +9,13 @@ of the descriptor table; :func:`descriptor_layout` gives its fields (LSB first) 
 from amaranth.lib import data
 
 from hw.dqn.config import DqnConfig
-from hw.dqn.result_writer import GEOMETRY_BITS, POSITION_BITS
 
-__all__ = ["descriptor_layout", "encode_descriptor", "DESCRIPTOR_FIELDS"]
+__all__ = ["descriptor_layout", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
+           "POSITION_BITS", "STRIDE_BITS"]
+
+GEOMETRY_BITS = 12      # an output height, width, row or column; a channel count
+POSITION_BITS = 20      # an output position (oy * out_width + ox)
+STRIDE_BITS = 4
 
 
 def _bits_for(limit):
@@ -28,14 +32,14 @@ def _field_widths(config):
         "in_height": 10,                               # rows per input channel (word stride of a channel)
         "kernel_height": 8,
         "kernel_width": _bits_for(config.row_elements),
-        "stride": 4,
+        "stride": STRIDE_BITS,
         "out_height": GEOMETRY_BITS,
         "out_width": GEOMETRY_BITS,
         "positions": POSITION_BITS,                    # end of the layer's positions (exclusive)
         "first_position": POSITION_BITS,               # first output position the layer computes
         "first_oy": GEOMETRY_BITS,                     # its output row and column
         "first_ox": GEOMETRY_BITS,
-        "first_row": GEOMETRY_BITS + 4,                # first_oy * stride
+        "first_row": GEOMETRY_BITS + STRIDE_BITS,      # first_oy * stride
         "first_column": _bits_for(config.row_elements), # first_ox * stride
         "column_blocks_log2": _bits_for(config.modules.bit_length() - 1),
         "out_channels": 12,
@@ -56,6 +60,13 @@ DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))
 
 def descriptor_layout(config):
     return data.StructLayout({name: width for name, width in _field_widths(config).items()})
+
+
+def group_layout(config):
+    """A group of output positions, from the sequencer to the result writer: its first position ``p0`` and that
+    position's output row and column."""
+    widths = _field_widths(config)
+    return data.StructLayout({"p0": widths["first_position"], "oy0": widths["first_oy"], "ox0": widths["first_ox"]})
 
 
 def encode_descriptor(config, **fields):

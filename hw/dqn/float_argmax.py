@@ -1,12 +1,12 @@
 """Running argmax over a stream of float vectors: the DQN accelerator's on-chip action choice."""
 
 from amaranth.hdl import Const, Module, Mux
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.shared.float_format import BINARY32, FloatFormat
 
-__all__ = ["FloatArgmax", "order_key"]
+__all__ = ["FloatArgmax", "candidate_layout", "order_key"]
 
 
 def order_key(fmt, bits):
@@ -19,30 +19,44 @@ def order_key(fmt, bits):
     return bits ^ Mux(sign, Const((1 << fmt.width) - 1, fmt.width), Const(1 << (fmt.width - 1), fmt.width))
 
 
+def candidate_layout(fmt, lanes, index_bits):
+    """The payload of :class:`FloatArgmax`'s input stream (see its ``candidates`` port)."""
+    return data.StructLayout({"values": data.ArrayLayout(fmt.width, lanes), "mask": lanes, "base_index": index_bits})
+
+
 class FloatArgmax(wiring.Component):
     """Index and value of the largest float seen since ``clear``, fed ``lanes`` values per cycle.
 
-    Ports: ``clear`` (In 1) forgets everything; ``in_valid`` (In 1) with ``values`` (In lanes x width,
-    lane 0 at the LSB), ``mask`` (In lanes: which lanes take part) and ``base_index`` (In 16: the index
-    of lane 0); ``index`` (Out 16), ``value`` (Out width), ``found`` (Out 1: some lane has been seen).
+    Parameters (keyword-only, read-only properties): ``fmt``, ``lanes`` and ``index_bits`` (the width of an
+    index: the accelerator's output-channel field).
+
+    Ports: ``clear`` (In 1) forgets everything; ``candidates`` (In, an always-ready stream of
+    :func:`candidate_layout`: ``values``, ``lanes`` raw floats; ``mask``, which lanes take part; ``base_index``,
+    the index of lane 0); ``index`` (Out index_bits), ``value`` (Out width), ``found`` (Out 1: some lane has been
+    seen).
 
     Order: :func:`order_key` (so -0 < +0); among equal values the lowest index wins, whether the tie is
     inside one beat or across beats (beats must come in increasing ``base_index``).
 
-    Timing: the result of a beat is in ``index``/``value`` on the next cycle; one beat per cycle.
+    Timing: the result of a valid beat is in ``index``/``value`` on the next cycle; one beat per cycle.
     FPGA: a tree of ``lanes - 1`` comparators of ``width`` bits plus one against the running best, in ALMs.
     """
 
-    def __init__(self, *, fmt=BINARY32, lanes=16):
+    def __init__(self, *, fmt=BINARY32, lanes=16, index_bits=16):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        for name, value in (("lanes", lanes), ("index_bits", index_bits)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if lanes > 1 << index_bits:
+            raise ValueError(f"index_bits must number the {lanes} lanes, not {index_bits!r}")
         self._fmt = fmt
         self._lanes = lanes
+        self._index_bits = index_bits
         super().__init__({
-            "clear": In(1), "in_valid": In(1), "values": In(lanes * fmt.width), "mask": In(lanes),
-            "base_index": In(16), "index": Out(16), "value": Out(fmt.width), "found": Out(1),
+            "clear": In(1),
+            "candidates": In(stream.Signature(candidate_layout(fmt, lanes, index_bits), always_ready=True)),
+            "index": Out(index_bits), "value": Out(fmt.width), "found": Out(1),
         })
 
     @property
@@ -53,14 +67,18 @@ class FloatArgmax(wiring.Component):
     def lanes(self):
         return self._lanes
 
+    @property
+    def index_bits(self):
+        return self._index_bits
+
     def elaborate(self, platform):
         m = Module()
-        width = self._fmt.width
+        beat = self.candidates.payload
         # Candidates: (present, key, value, lane offset); a pairwise tree keeps the left one on ties.
         candidates = []
         for lane in range(self._lanes):
-            value = self.values[lane * width:(lane + 1) * width]
-            candidates.append((self.mask[lane], order_key(self._fmt, value), value, Const(lane, 16)))
+            value = beat.values[lane]
+            candidates.append((beat.mask[lane], order_key(self._fmt, value), value, Const(lane, self._index_bits)))
         while len(candidates) > 1:
             merged = []
             for left, right in zip(candidates[0::2], candidates[1::2]):
@@ -74,6 +92,6 @@ class FloatArgmax(wiring.Component):
         better = present & (~self.found | (key > order_key(self._fmt, self.value)))
         with m.If(self.clear):
             m.d.sync += [self.found.eq(0), self.index.eq(0), self.value.eq(0)]
-        with m.Elif(self.in_valid & better):
-            m.d.sync += [self.found.eq(1), self.index.eq(self.base_index + offset), self.value.eq(value)]
+        with m.Elif(self.candidates.valid & better):
+            m.d.sync += [self.found.eq(1), self.index.eq(beat.base_index + offset), self.value.eq(value)]
         return m

@@ -1,7 +1,7 @@
 """The DQN accelerator's "16-width matrix operation module" (SPEC section 1): a scalar times a vector, accumulated."""
 
 from amaranth.hdl import Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.shared.float_adder import FloatAdder
@@ -9,7 +9,7 @@ from hw.shared.float_format import BINARY32, FloatFormat
 from hw.shared.float_multiplier import FloatMultiplier
 from hw.shared.pipeline import Pipeline
 
-__all__ = ["MatrixModule", "matrix_module_latency", "partial_sum_count", "reduction_levels"]
+__all__ = ["MatrixModule", "matrix_module_latency", "operand_layout", "partial_sum_count", "reduction_levels"]
 
 
 def partial_sum_count(adder_latency):
@@ -32,6 +32,12 @@ def matrix_module_latency(multiplier_latency, adder_latency):
     return multiplier_latency + adder_latency * (1 + reduction_levels(partial_sum_count(adder_latency)))
 
 
+def operand_layout(lanes, fmt, count_bits):
+    """The payload of :class:`MatrixModule`'s input stream (see its ``operands`` port)."""
+    return data.StructLayout({"scalar": fmt.width, "vector": data.ArrayLayout(fmt.width, lanes),
+                              "count": count_bits, "relu": 1})
+
+
 def _select(values, selects):
     """The value whose select is high (``values[0]`` when none is): a mux chain over one-hot ``selects``."""
     chosen = values[0]
@@ -45,22 +51,21 @@ class MatrixModule(wiring.Component):
 
     Ports
     -----
-    in_valid : In(1)
-        High for one product: ``scalar`` and ``vector`` (and, on an accumulation's first product, ``count`` and
-        ``relu``) are sampled on that cycle.  Idle cycles between products are allowed anywhere.
-    scalar : In(fmt.width)
-        The scalar shared by all lanes.
-    vector : In(lanes * fmt.width)
-        One element per lane, lane 0 at the LSB.
-    count : In(count_bits)
-        Number of products in this accumulation, sampled with its first product (``count = 0`` acts as 1).
-    relu : In(1)
-        Apply ReLU to this accumulation's results, sampled with its first product.  ReLU replaces every result
-        whose sign bit is set (negative numbers, ``-0``, NaNs with the sign set) by ``+0``.
-    out_valid : Out(1)
-        High for one cycle per finished accumulation; ``result`` is only meaningful on that cycle.
-    result : Out(lanes * fmt.width)
-        The lanes' sums, lane 0 at the LSB.
+    operands : In(stream.Signature(operand_layout(lanes, fmt, count_bits), always_ready=True))
+        One product per valid beat (idle cycles between products are allowed anywhere; the module never
+        stalls).  Payload fields:
+
+        ``scalar`` (fmt.width)
+            The scalar shared by all lanes.
+        ``vector`` (``lanes`` x fmt.width)
+            One element per lane.
+        ``count`` (count_bits)
+            Number of products in this accumulation, sampled with its first product (``count = 0`` acts as 1).
+        ``relu`` (1)
+            Apply ReLU to this accumulation's results, sampled with its first product.  ReLU replaces every
+            result whose sign bit is set (negative numbers, ``-0``, NaNs with the sign set) by ``+0``.
+    result : Out(stream.Signature(ArrayLayout(fmt.width, lanes), always_ready=True))
+        One valid beat per finished accumulation: the lanes' sums (the payload is only meaningful then).
 
     Summation order (the golden model ``models.dqn.matrix_module.accumulate_products`` repeats it)
     ------------------------------------------------------------------------------------------
@@ -89,8 +94,8 @@ class MatrixModule(wiring.Component):
 
     Timing
     ------
-    Latency: ``out_valid`` rises ``latency = Lm + La * (1 + reduction_levels(P))`` cycles after the cycle on which
-    the accumulation's last product had ``in_valid`` high, ``reduction_levels(P) = ceil(log2(P))``
+    Latency: the result is valid ``latency = Lm + La * (1 + reduction_levels(P))`` cycles after the cycle on which
+    the accumulation's last product was valid, ``reduction_levels(P) = ceil(log2(P))``
     (``Lm = La = 2``, the default: ``2 + 2 * (1 + 1) = 6`` cycles).  Throughput: one product (``lanes``
     multiply-adds) per cycle, without bubbles between accumulations.
 
@@ -137,13 +142,8 @@ class MatrixModule(wiring.Component):
         self._adder_latency = adder_latency
         self._count_bits = count_bits
         super().__init__({
-            "in_valid": In(1),
-            "scalar": In(fmt.width),
-            "vector": In(lanes * fmt.width),
-            "count": In(count_bits),
-            "relu": In(1),
-            "out_valid": Out(1),
-            "result": Out(lanes * fmt.width),
+            "operands": In(stream.Signature(operand_layout(lanes, fmt, count_bits), always_ready=True)),
+            "result": Out(stream.Signature(data.ArrayLayout(fmt.width, lanes), always_ready=True)),
         })
 
     @property
@@ -179,13 +179,14 @@ class MatrixModule(wiring.Component):
 
     @property
     def latency(self):
-        """Cycles from the last product's ``in_valid`` to the result's ``out_valid``."""
+        """Cycles from the last product's valid beat to the result's."""
         return matrix_module_latency(self._multiplier_latency, self._adder_latency)
 
     def elaborate(self, platform):
         m = Module()
         width = self._fmt.width
         partials = self.partials
+        operands = self.operands.payload
         negative_zero = Const(1 << (width - 1), width)
 
         # ---- Accumulation bookkeeping, on the input cycle -------------------------------------------------
@@ -202,9 +203,9 @@ class MatrixModule(wiring.Component):
         m.d.comb += [
             first.eq(~busy),
             # count <= 1 and remaining == 1, spelt with bits (Yosys narrows the constant of a comparison).
-            last.eq(Mux(first, ~self.count[1:].any(), remaining[0] & ~remaining[1:].any())),
+            last.eq(Mux(first, ~operands.count[1:].any(), remaining[0] & ~remaining[1:].any())),
         ]
-        input_tag = {"seed": ~wrapped, "last": last, "relu": Mux(first, self.relu, accumulation_relu)}
+        input_tag = {"seed": ~wrapped, "last": last, "relu": Mux(first, operands.relu, accumulation_relu)}
         if partials > 1:
             next_partial = Signal(partials, init=1)  # one-hot: bit p set when the next product goes to partial p
             completes_round = next_partial[-1]
@@ -212,32 +213,30 @@ class MatrixModule(wiring.Component):
         else:
             completes_round = Const(1)
 
-        with m.If(self.in_valid):
+        with m.If(self.operands.valid):
             m.d.sync += [
                 busy.eq(~last),
-                remaining.eq(Mux(first, self.count, remaining) - 1),
+                remaining.eq(Mux(first, operands.count, remaining) - 1),
                 wrapped.eq(~last & (wrapped | completes_round)),
             ]
             if partials > 1:
                 m.d.sync += next_partial.eq(Mux(last | completes_round, 1, next_partial << 1))
             with m.If(first):
-                m.d.sync += accumulation_relu.eq(self.relu)
+                m.d.sync += accumulation_relu.eq(operands.relu)
 
-        multiply = Pipeline(m, latency=self._multiplier_latency, cut_priority=("product",), valid=self.in_valid)
+        multiply = Pipeline(m, latency=self._multiplier_latency, cut_priority=("product",), valid=self.operands.valid)
         product_tag = multiply.cut("product", input_tag)
-        product_valid = multiply.valid
-        accumulate = Pipeline(m, latency=self._adder_latency, cut_priority=("sum",), valid=product_valid)
+        accumulate = Pipeline(m, latency=self._adder_latency, cut_priority=("sum",), valid=multiply.valid)
         sum_tag = accumulate.cut("sum", {key: value for key, value in product_tag.items() if key != "seed"})
-        sum_valid = accumulate.valid
 
         if partials > 1:
             product_selects = list(product_tag["partial"])
-            sum_updates = [sum_valid & selected for selected in sum_tag["partial"]]
+            sum_updates = [accumulate.valid & selected for selected in sum_tag["partial"]]
             # This accumulation put products into partials 0 .. (its last product's partial), or into all of them.
             partial_used = [Const(1)] + [sum_tag["full"] | sum_tag["partial"][index:].any()
                                          for index in range(1, partials)]
         else:
-            product_selects, sum_updates, partial_used = [Const(1)], [sum_valid], [Const(1)]
+            product_selects, sum_updates, partial_used = [Const(1)], [accumulate.valid], [Const(1)]
 
         # ---- Per lane: multiply, accumulate into the interleaved partial sums --------------------------------
         final_partials = []
@@ -245,25 +244,26 @@ class MatrixModule(wiring.Component):
             multiplier = m.submodules[f"multiplier_{lane}"] = FloatMultiplier(
                 fmt=self._fmt, latency=self._multiplier_latency)
             m.d.comb += [
-                multiplier.a.eq(self.scalar),
-                multiplier.b.eq(self.vector.word_select(lane, width)),
-                multiplier.in_valid.eq(self.in_valid),
+                multiplier.operands.payload.a.eq(operands.scalar),
+                multiplier.operands.payload.b.eq(operands.vector[lane]),
+                multiplier.operands.valid.eq(self.operands.valid),
             ]
 
             accumulator = m.submodules[f"accumulator_{lane}"] = FloatAdder(
                 fmt=self._fmt, latency=self._adder_latency)
             stored = [Signal(width, name=f"partial_{lane}_{index}", reset_less=True) for index in range(partials)]
-            latest = [Mux(sum_updates[index], accumulator.result, stored[index]) for index in range(partials)]
+            latest = [Mux(sum_updates[index], accumulator.result.payload, stored[index]) for index in range(partials)]
             # A combinational adder's output is this cycle's own sum: its running value is the register.
             running = latest if self._adder_latency else stored
             m.d.comb += [
-                accumulator.a.eq(multiplier.result),
-                accumulator.b.eq(Mux(product_tag["seed"], negative_zero, _select(running, product_selects))),
-                accumulator.in_valid.eq(product_valid),
+                accumulator.operands.payload.a.eq(multiplier.result.payload),
+                accumulator.operands.payload.b.eq(Mux(product_tag["seed"], negative_zero,
+                                                      _select(running, product_selects))),
+                accumulator.operands.valid.eq(multiply.valid),
             ]
             for index in range(partials):
                 with m.If(sum_updates[index]):
-                    m.d.sync += stored[index].eq(accumulator.result)
+                    m.d.sync += stored[index].eq(accumulator.result.payload)
             # Read on the cycle the last product's sum leaves the adder; partials this accumulation did not use
             # hold older values and count as -0.
             final_partials.append([Mux(partial_used[index], latest[index], negative_zero)
@@ -271,7 +271,7 @@ class MatrixModule(wiring.Component):
 
         # ---- Reduce the final partials (pairwise tree), while the next accumulation runs --------------------
         values = final_partials
-        reduction_valid = sum_valid & sum_tag["last"]
+        reducing = accumulate.valid & sum_tag["last"]             # the values of this tree level are valid
         relu = sum_tag["relu"]
         for level in range(reduction_levels(partials)):
             sums = [[] for _ in range(self._lanes)]
@@ -280,26 +280,26 @@ class MatrixModule(wiring.Component):
                     adder = m.submodules[f"reducer_{lane}_{level}_{pair}"] = FloatAdder(
                         fmt=self._fmt, latency=self._adder_latency)
                     m.d.comb += [
-                        adder.a.eq(values[lane][2 * pair]),
-                        adder.b.eq(values[lane][2 * pair + 1]),
-                        adder.in_valid.eq(reduction_valid),
+                        adder.operands.payload.a.eq(values[lane][2 * pair]),
+                        adder.operands.payload.b.eq(values[lane][2 * pair + 1]),
+                        adder.operands.valid.eq(reducing),
                     ]
-                    sums[lane].append(adder.result)
+                    sums[lane].append(adder.result.payload)
             # The level's odd value (if any) and the ReLU flag wait for the level's adders.
             carried = {"relu": relu}
             if len(values[0]) % 2:
                 carried |= {f"lane{lane}": values[lane][-1] for lane in range(self._lanes)}
             level_stage = Pipeline(m, latency=self._adder_latency, cut_priority=(f"level{level + 1}",),
-                                   valid=reduction_valid)
+                                   valid=reducing)
             carried = level_stage.cut(f"level{level + 1}", carried)
-            reduction_valid, relu = level_stage.valid, carried["relu"]
+            reducing, relu = level_stage.valid, carried["relu"]
             if len(values[0]) % 2:
                 for lane in range(self._lanes):
                     sums[lane].append(carried[f"lane{lane}"])
             values = sums
 
         # ---- ReLU ---------------------------------------------------------------------------------------------
-        m.d.comb += self.out_valid.eq(reduction_valid)
+        m.d.comb += self.result.valid.eq(reducing)
         for lane, (total,) in enumerate(values):
-            m.d.comb += self.result.word_select(lane, width).eq(Mux(relu & total[width - 1], 0, total))
+            m.d.comb += self.result.payload[lane].eq(Mux(relu & total[width - 1], 0, total))
         return m

@@ -1,15 +1,13 @@
 """Result writer of the DQN accelerator: a group's results from all matrix modules into the output tensor."""
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.dqn.config import DqnConfig
+from hw.dqn.descriptor import descriptor_layout, group_layout
 
 __all__ = ["ResultWriter"]
-
-POSITION_BITS = 20
-GEOMETRY_BITS = 12
 
 
 class ResultWriter(wiring.Component):
@@ -29,15 +27,17 @@ class ResultWriter(wiring.Component):
     column block ``b``: word ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the
     lanes of module ``(q << log2 C) | b``.
 
-    Ports: ``results_valid`` (In 1) and ``results`` (In modules x lanes x width, module-major) from
-    the matrix modules; the group (``group_p0``, ``group_oy0``, ``group_ox0``) and layer fields
-    (``out_base``, ``out_height``, ``out_width``, ``positions``, ``out_channels``,
-    ``column_blocks_log2``, ``packed_output``, ``position_major``, ``first_position``), stable from the group's last product until ``done``;
-    ``write_address``, ``write_data`` (row_elements x width), ``write_enable`` (row_elements: one bit per
-    element, all zero = no write), ``packed_index`` (Out); ``busy`` (Out 1) and ``done`` (Out 1, one
-    cycle after the last write).  ``results_valid`` must not come while ``busy``.
+    Ports: ``results`` (In, an always-ready stream of ``modules`` x ``lanes`` x width: module ``m``'s lanes
+    are element ``m``) from the matrix modules; ``group`` (In, :func:`~hw.dqn.descriptor.group_layout`: ``p0``,
+    ``oy0``, ``ox0``) and ``layer`` (In, the descriptor: ``out_base``, ``out_height``, ``out_width``,
+    ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``, ``position_major``,
+    ``first_position`` are used), stable from the group's last product until ``done``; ``write_address``,
+    ``write_data`` (row_elements x width), ``write_enable`` (row_elements: one bit per element, all zero = no
+    write), ``packed_index`` (Out: the output index of element 0 of a packed write) and ``lane_enable`` (Out
+    lanes: its lanes written); ``busy`` (Out 1) and ``done`` (Out 1, one cycle after the last write).  A valid
+    ``results`` beat must not come while ``busy`` (the writer never stalls the modules).
 
-    Timing: the first write on the cycle after ``results_valid``, then one write per cycle:
+    Timing: the first write on the cycle after the valid ``results`` beat, then one write per cycle:
     ``2 * out_channels`` writes at most (image), ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major).
     FPGA: a ``modules x lanes x width`` staging register, per module a lanes:1 mux and per row
@@ -48,16 +48,14 @@ class ResultWriter(wiring.Component):
         if not isinstance(config, DqnConfig):
             raise TypeError(f"config must be a DqnConfig, not {config!r}")
         self._config = config
-        address_bits = (config.activation_depth - 1).bit_length()
+        layer = descriptor_layout(config)
+        module_results = data.ArrayLayout(data.ArrayLayout(config.fmt.width, config.lanes), config.modules)
         super().__init__({
-            "results_valid": In(1), "results": In(config.modules * config.lanes * config.fmt.width),
-            "group_p0": In(POSITION_BITS), "group_oy0": In(GEOMETRY_BITS), "group_ox0": In(GEOMETRY_BITS),
-            "out_base": In(address_bits), "out_height": In(GEOMETRY_BITS), "out_width": In(GEOMETRY_BITS),
-            "positions": In(POSITION_BITS), "out_channels": In(GEOMETRY_BITS),
-            "column_blocks_log2": In(range(config.modules.bit_length())), "packed_output": In(1),
-            "position_major": In(1), "first_position": In(POSITION_BITS),
-            "write_address": Out(address_bits), "write_data": Out(config.row_elements * config.fmt.width),
-            "write_enable": Out(config.row_elements), "packed_index": Out(GEOMETRY_BITS),
+            "results": In(stream.Signature(module_results, always_ready=True)),
+            "group": In(group_layout(config)), "layer": In(layer),
+            "write_address": Out(layer["out_base"].shape),
+            "write_data": Out(data.ArrayLayout(config.fmt.width, config.row_elements)),
+            "write_enable": Out(config.row_elements), "packed_index": Out(layer["out_channels"].shape),
             "lane_enable": Out(config.lanes),
             "busy": Out(1), "done": Out(1),
         })
@@ -70,14 +68,15 @@ class ResultWriter(wiring.Component):
         m = Module()
         config = self._config
         width, lanes, modules = config.fmt.width, config.lanes, config.modules
+        layer, group = self.layer, self.group
         staging = Signal(modules * lanes * width)
         lane = Signal(range(lanes))
-        block = Signal(GEOMETRY_BITS)            # column block: n // lanes
-        channel = Signal(GEOMETRY_BITS)          # n
-        channel_rows = Signal(len(self.write_address) + GEOMETRY_BITS)   # n * out_height
-        second_row = Signal()                    # writing row oy0 + 1
-        valid_positions = Signal(POSITION_BITS)  # positions of this group that exist
-        group_modules = modules >> self.column_blocks_log2
+        block = Signal.like(layer.out_channels)                  # column block: n // lanes
+        channel = Signal.like(layer.out_channels)                # n
+        channel_rows = Signal(len(self.write_address) + len(layer.out_height))   # n * out_height
+        second_row = Signal()                                    # writing row oy0 + 1
+        valid_positions = Signal.like(layer.positions)           # positions of this group that exist
+        group_modules = modules >> layer.column_blocks_log2
 
         # ---- The crossbar: element x of the row takes lane `lane` of module ((x - ox0 + r*W) << log2 C) | block
         lane_of_module = Array(Signal(width, name=f"lane_of_module{module}") for module in range(modules))
@@ -85,69 +84,71 @@ class ResultWriter(wiring.Component):
             module_lanes = Array(staging[(module * lanes + l) * width:(module * lanes + l + 1) * width]
                                  for l in range(lanes))
             m.d.comb += picked.eq(module_lanes[lane])
-        row_offset = Mux(second_row, self.out_width, 0) - self.group_ox0
+        row_offset = Mux(second_row, layer.out_width, 0) - group.ox0
         image_data, image_enable = [], []
         for element in range(config.row_elements):
-            position = Signal(signed(POSITION_BITS + 2), name=f"position_{element}")
+            # element + out_width - ox0: a position, one bit for the carry of the sum, one for the sign
+            position = Signal(signed(len(layer.positions) + 2), name=f"position_{element}")
             m.d.comb += position.eq(element + row_offset)
             source = Signal(range(modules), name=f"source_module_{element}")
-            m.d.comb += source.eq((position.as_unsigned() << self.column_blocks_log2) | block)
+            m.d.comb += source.eq((position.as_unsigned() << layer.column_blocks_log2) | block)
             image_data.append(lane_of_module[source])
-            image_enable.append((element < self.out_width) & (position >= 0) & (position < valid_positions))
+            image_enable.append((element < layer.out_width) & (position >= 0) & (position < valid_positions))
 
         # ---- Packed layouts: module (q << log2 C) | block, its lanes repeated along the word; the
         # write enables pick elements 0 .. lanes-1 (packed) or block*lanes .. (position-major)
         packed_position = Signal(range(modules))                 # q: the group's position being written
         packed_module = Array(staging[module * lanes * width:(module + 1) * lanes * width] for module in range(modules))
-        packed_lanes = packed_module[(packed_position << self.column_blocks_log2) | block]
-        packed_enable = Cat((block * lanes + l) < self.out_channels for l in range(lanes))
-        element_block = Mux(self.position_major, block, 0)
+        packed_lanes = packed_module[(packed_position << layer.column_blocks_log2) | block]
+        packed_enable = Cat((block * lanes + l) < layer.out_channels for l in range(lanes))
+        element_block = Mux(layer.position_major, block, 0)
         packed_data = Cat(packed_lanes.word_select(e % lanes, width) for e in range(config.row_elements))
         packed_element_enable = Cat((e // lanes == element_block) & packed_enable[e % lanes]
                                     for e in range(config.row_elements))
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.results_valid):
-                    remaining = self.positions - self.group_p0
+                with m.If(self.results.valid):
+                    remaining = layer.positions - group.p0
                     m.d.sync += [
-                        staging.eq(self.results), lane.eq(0), block.eq(0), channel.eq(0), packed_position.eq(0),
+                        staging.eq(self.results.payload), lane.eq(0), block.eq(0), channel.eq(0),
+                        packed_position.eq(0),
                         channel_rows.eq(0), second_row.eq(0),
                         valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules)),
                     ]
                     m.next = "WRITE"
             with m.State("WRITE"):
                 m.d.comb += self.busy.eq(1)
-                with m.If(self.packed_output):
+                with m.If(layer.packed_output):
                     m.d.comb += [
-                        self.write_address.eq(self.out_base + Mux(self.position_major,
-                                                                  self.group_p0 - self.first_position + packed_position,
+                        self.write_address.eq(layer.out_base + Mux(layer.position_major,
+                                                                  group.p0 - layer.first_position + packed_position,
                                                                   block)),
                         self.write_data.eq(packed_data), self.write_enable.eq(packed_element_enable),
                         self.packed_index.eq(block * lanes), self.lane_enable.eq(packed_enable),
                     ]
                     m.d.sync += block.eq(block + 1)
-                    with m.If((block + 1) * lanes >= self.out_channels):
+                    with m.If((block + 1) * lanes >= layer.out_channels):
                         m.d.sync += [block.eq(0), packed_position.eq(packed_position + 1)]
-                        with m.If(~self.position_major | (packed_position + 1 == valid_positions)):
+                        with m.If(~layer.position_major | (packed_position + 1 == valid_positions)):
                             m.next = "DONE"
                 with m.Else():
                     m.d.comb += [
-                        self.write_address.eq(self.out_base + channel_rows + self.group_oy0 + second_row),
+                        self.write_address.eq(layer.out_base + channel_rows + group.oy0 + second_row),
                         self.write_data.eq(Cat(*image_data)),
                         self.write_enable.eq(Cat(*image_enable)),
                     ]
-                    two_rows = self.group_ox0 + valid_positions > self.out_width
+                    two_rows = group.ox0 + valid_positions > layer.out_width
                     with m.If(two_rows & ~second_row):
                         m.d.sync += second_row.eq(1)
                     with m.Else():
                         m.d.sync += [second_row.eq(0), channel.eq(channel + 1),
-                                     channel_rows.eq(channel_rows + self.out_height)]
+                                     channel_rows.eq(channel_rows + layer.out_height)]
                         with m.If(lane == lanes - 1):
                             m.d.sync += [lane.eq(0), block.eq(block + 1)]
                         with m.Else():
                             m.d.sync += lane.eq(lane + 1)
-                        with m.If(channel + 1 == self.out_channels):
+                        with m.If(channel + 1 == layer.out_channels):
                             m.next = "DONE"
             with m.State("DONE"):
                 m.d.comb += self.done.eq(1)

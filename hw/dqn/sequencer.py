@@ -1,14 +1,18 @@
 """Layer sequencer of the DQN accelerator: runs the descriptor table, one product per cycle."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout
-from hw.dqn.result_writer import GEOMETRY_BITS, POSITION_BITS
+from hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, group_layout
+from hw.shared.host_control import COUNTER_EVENTS
 
-__all__ = ["LayerSequencer"]
+__all__ = ["LayerSequencer", "PRODUCT_LAYOUT"]
+
+# What the matrix modules need to know of a product besides its operands: take the vector from the
+# activation RAM (a reduction step) rather than from the weight RAM.
+PRODUCT_LAYOUT = data.StructLayout({"vector_from_activations": 1})
 
 
 class LayerSequencer(wiring.Component):
@@ -18,24 +22,25 @@ class LayerSequencer(wiring.Component):
     ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
     every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
     reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` reads input
-    word ``in_base + k`` on ``row_address1``; ``vector_from_activations`` (Out 1, aligned with
-    ``product_valid``) tells the datapath to take the modules' vectors from that word. On the first cycle of each step the rows of the
-    *next* step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the
-    feeder reload without a bubble; within a step the feeder shifts one element per product.
+    word ``in_base + k`` on ``row_address1``; the product's ``vector_from_activations`` tells the datapath
+    to take the modules' vectors from that word.  On the first cycle of each step the rows of the *next*
+    step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the feeder reload
+    without a bubble; within a step the feeder shifts one element per product.
 
     Group taps: a position walker computes, one position per cycle in the background, each
     module's tap (row slot and first window column) for the next group; the taps switch on the
     group's first product.
 
-    Ports: ``start`` (In 1) with ``layer_count`` (In 6); ``descriptor`` (In, the current layer's fields)
-    and ``layer_index`` (Out); activation reads ``row_address0``, ``row_address1``, ``row_read``;
-    weight reads ``weight_address``, ``weight_read``; feeder control ``load``, ``shift``, ``bias``,
-    ``tap_slot``, ``tap_column``; ``product_valid`` (Out 1: the matrix modules take a product, one
-    cycle after the control above) and ``vector_from_activations``; the writer's group (``group_p0``, ``group_oy0``, ``group_ox0``)
-    and ``group_written`` (In 1, pulse when the writer is done with it); ``busy``, ``done`` (Out 1);
-    events for the performance counters: ``issue`` (a product issued), ``stall`` (a product could
-    not issue: the writer still holds the previous group, or the taps are not ready), ``draining``
-    (waiting at the end of a layer for its last writes).
+    Ports: ``start`` (In 1) with ``layer_count`` (In, up to ``max_layers``); ``descriptor`` (In, the current
+    layer's fields) and ``layer_index`` (Out, below ``max_layers``); activation reads ``row_address0``,
+    ``row_address1``, ``row_read``; weight reads ``weight_address``, ``weight_read``; feeder control
+    ``load``, ``shift``, ``bias``, ``tap_slot``, ``tap_column``; ``products`` (Out, an always-ready stream of
+    :data:`PRODUCT_LAYOUT`: valid when the matrix modules take a product, one cycle after the control above);
+    the writer's ``group`` (Out, :func:`~hw.dqn.descriptor.group_layout`) and ``group_written`` (In 1, pulse
+    when the writer is done with it); ``busy``, ``done`` (Out 1); ``events`` (Out,
+    :data:`~hw.shared.host_control.COUNTER_EVENTS`) for the performance counters: ``issue`` (a product
+    issued), ``stall`` (a product could not issue: the writer still holds the previous group, or the taps are
+    not ready), ``draining`` (waiting at the end of a layer for its last writes).
 
     Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
     positions) to walk the first group, 1 cycle
@@ -52,17 +57,16 @@ class LayerSequencer(wiring.Component):
         self._config = config
         activation_address = (config.activation_depth - 1).bit_length()
         super().__init__({
-            "start": In(1), "layer_count": In(6),
-            "descriptor": In(descriptor_layout(config)), "layer_index": Out(6),
+            "start": In(1), "layer_count": In(range(config.max_layers + 1)),
+            "descriptor": In(descriptor_layout(config)), "layer_index": Out(range(config.max_layers)),
             "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
             "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
             "load": Out(1), "shift": Out(1), "bias": Out(1),
             "tap_slot": Out(config.modules),
             "tap_column": Out(data.ArrayLayout(range(config.row_elements), config.modules)),
-            "product_valid": Out(1), "vector_from_activations": Out(1),
-            "group_p0": Out(POSITION_BITS), "group_oy0": Out(GEOMETRY_BITS), "group_ox0": Out(GEOMETRY_BITS),
-            "group_written": In(1),
-            "busy": Out(1), "done": Out(1), "issue": Out(1), "stall": Out(1), "draining": Out(1),
+            "products": Out(stream.Signature(PRODUCT_LAYOUT, always_ready=True)),
+            "group": Out(group_layout(config)), "group_written": In(1),
+            "busy": Out(1), "done": Out(1), "events": Out(COUNTER_EVENTS),
         })
 
     @property
@@ -78,13 +82,13 @@ class LayerSequencer(wiring.Component):
         m.d.comb += group_size.eq(modules >> layer.column_blocks_log2)
 
         # ---- Position walker: taps of the next group ---------------------------------------------
-        walk_position = Signal(POSITION_BITS)
-        walk_oy, walk_ox = Signal(GEOMETRY_BITS), Signal(GEOMETRY_BITS)
+        walk_position = Signal.like(layer.positions)
+        walk_oy, walk_ox = Signal.like(layer.first_oy), Signal.like(layer.first_ox)
         walk_column = Signal(GEOMETRY_BITS)                      # walk_ox * stride
-        walk_row = Signal(GEOMETRY_BITS + 4)                     # walk_oy * stride
+        walk_row = Signal.like(layer.first_row)                  # walk_oy * stride
         walk_active, walk_step = Signal(), Signal(range(modules + 1))
-        next_p0, next_oy0, next_ox0, next_row = (Signal(POSITION_BITS), Signal(GEOMETRY_BITS),
-                                                 Signal(GEOMETRY_BITS), Signal(GEOMETRY_BITS + 4))
+        next_p0, next_oy0, next_ox0 = Signal.like(walk_position), Signal.like(walk_oy), Signal.like(walk_ox)
+        next_row = Signal.like(walk_row)
         next_slot = Signal(modules)
         next_column = Signal(data.ArrayLayout(range(config.row_elements), modules))
         start_walk = Signal()
@@ -112,16 +116,19 @@ class LayerSequencer(wiring.Component):
         taps_ready = ~walk_active
 
         # ---- Current group and step --------------------------------------------------------------
-        group_row = Signal(GEOMETRY_BITS + 4)                    # oy0 * stride of the current group
-        channel, kernel_row, kernel_column = Signal(12), Signal(8), Signal(8)
-        channel_base = Signal(len(self.row_address0) + 2)        # channel * in_height
-        product = Signal(24)                                     # k within the group
+        # Counters as wide as the descriptor fields they run up to; the channel's word offset as wide as an
+        # address (it is only ever added into addresses, which wrap at that width).
+        group_row = Signal.like(walk_row)                        # oy0 * stride of the current group
+        channel, kernel_row = Signal.like(layer.in_channels), Signal.like(layer.kernel_height)
+        kernel_column = Signal.like(layer.kernel_width)
+        channel_base = Signal.like(self.row_address0)            # channel * in_height
+        product = Signal.like(layer.products)                    # k within the group
         bias_step = Signal()
         in_flight = Signal()                                     # a group's results not yet written
-        current_p0, current_oy0, current_ox0 = (Signal.like(self.group_p0), Signal.like(self.group_oy0),
-                                                Signal.like(self.group_ox0))   # the group taking products
+        current_group = Signal.like(self.group)                  # the group taking products
         last_group = Signal()
-        layer_count = Signal(6)
+        layer_count = Signal.like(self.layer_count)
+        issue, stall = self.events.issue, self.events.stall
 
         def read_rows(row_base, channel_rows, kernel_row_value):
             address = layer.in_base + channel_rows + row_base + kernel_row_value
@@ -130,8 +137,8 @@ class LayerSequencer(wiring.Component):
 
         with m.If(self.group_written):
             m.d.sync += in_flight.eq(0)
-        m.d.sync += [self.product_valid.eq(self.issue),
-                     self.vector_from_activations.eq(self.issue & layer.reduce & ~bias_step)]
+        m.d.sync += [self.products.valid.eq(issue),
+                     self.products.payload.vector_from_activations.eq(issue & layer.reduce & ~bias_step)]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -155,21 +162,19 @@ class LayerSequencer(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 with m.If(bias_step):
                     with m.If(in_flight):
-                        m.d.comb += self.stall.eq(1)
+                        m.d.comb += stall.eq(1)
                     with m.Else():
-                        m.d.comb += [self.issue.eq(1), self.bias.eq(1), self.weight_read.eq(1),
+                        m.d.comb += [issue.eq(1), self.bias.eq(1), self.weight_read.eq(1),
                                      self.weight_address.eq(layer.weight_base + layer.products)]
                         # The group's results reach the writer after the matrix modules' latency; its
                         # position stays on the group ports until then (the next bias waits for in_flight).
-                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0),
-                                     self.group_p0.eq(current_p0), self.group_oy0.eq(current_oy0),
-                                     self.group_ox0.eq(current_ox0)]
+                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0), self.group.eq(current_group)]
                         with m.If(last_group):
                             m.next = "DRAIN"
                 with m.Elif((product == 0) & ~taps_ready):
-                    m.d.comb += self.stall.eq(1)
+                    m.d.comb += stall.eq(1)
                 with m.Else():
-                    m.d.comb += self.issue.eq(1)
+                    m.d.comb += issue.eq(1)
                     with m.If(layer.reduce):
                         # A reduction step: scalar 1.0 times word in_base + k of the input RAM (port 1).
                         m.d.comb += self.bias.eq(1)
@@ -179,8 +184,8 @@ class LayerSequencer(wiring.Component):
                     with m.If(product == 0):
                         # The group starts: its taps become current, the walker prepares the next group.
                         m.d.sync += [self.tap_slot.eq(next_slot), self.tap_column.eq(next_column),
-                                     group_row.eq(next_row), current_p0.eq(next_p0),
-                                     current_oy0.eq(next_oy0), current_ox0.eq(next_ox0),
+                                     group_row.eq(next_row), current_group.p0.eq(next_p0),
+                                     current_group.oy0.eq(next_oy0), current_group.ox0.eq(next_ox0),
                                      last_group.eq(next_p0 + group_size >= layer.positions)]
                         m.d.comb += start_walk.eq(1)
                     current_row = Mux(product == 0, next_row, group_row)
@@ -209,7 +214,7 @@ class LayerSequencer(wiring.Component):
                     with m.Else():
                         m.d.sync += kernel_column.eq(kernel_column + 1)
             with m.State("DRAIN"):
-                m.d.comb += [self.busy.eq(1), self.draining.eq(1)]
+                m.d.comb += [self.busy.eq(1), self.events.draining.eq(1)]
                 with m.If(~in_flight):
                     with m.If(self.layer_index + 1 == layer_count):
                         m.d.sync += self.done.eq(1)

@@ -21,11 +21,11 @@ class WindowFeeder(wiring.Component):
     with the window start chosen by the tap instead of by further shifts).
 
     Ports (control is sampled at a clock edge and acts on the next cycle's ``scalars``):
-    ``row0``, ``row1`` (In row_elements x width): the activation RAMs' read data;
+    ``row0``, ``row1`` (In, ``row_elements`` x width: element 0 first): the activation RAMs' read data;
     ``load`` (In 1): copy both rows into the registers; ``shift`` (In 1): shift both registers down one
     element; ``bias`` (In 1): the next cycle's scalars are all 1.0 (the bias product);
     ``tap_slot`` (In modules), ``tap_column`` (In modules x column bits): each module's tap;
-    ``scalars`` (Out modules x width, module 0 at the LSB).
+    ``scalars`` (Out, ``modules`` x width: module ``m``'s scalar is element ``m``).
 
     Timing: ``scalars`` on cycle n+1 reflect ``load``/``shift``/``bias`` of cycle n (one register stage).
     Throughput: one scalar per module per cycle, no stall.
@@ -38,13 +38,13 @@ class WindowFeeder(wiring.Component):
         if not isinstance(config, DqnConfig):
             raise TypeError(f"config must be a DqnConfig, not {config!r}")
         self._config = config
-        row_bits = config.row_elements * config.fmt.width
+        row = data.ArrayLayout(config.fmt.width, config.row_elements)
         super().__init__({
-            "row0": In(row_bits), "row1": In(row_bits),
+            "row0": In(row), "row1": In(row),
             "load": In(1), "shift": In(1), "bias": In(1),
             "tap_slot": In(config.modules),
             "tap_column": In(data.ArrayLayout(range(config.row_elements), config.modules)),
-            "scalars": Out(config.modules * config.fmt.width),
+            "scalars": Out(data.ArrayLayout(config.fmt.width, config.modules)),
         })
 
     @property
@@ -69,5 +69,5 @@ class WindowFeeder(wiring.Component):
         for module in range(config.modules):
             column = self.tap_column[module]
             tapped = Mux(self.tap_slot[module], slot_elements[1][column], slot_elements[0][column])
-            m.d.comb += self.scalars[module * width:(module + 1) * width].eq(Mux(bias, one, tapped))
+            m.d.comb += self.scalars[module].eq(Mux(bias, one, tapped))
         return m

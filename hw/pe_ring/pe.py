@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.shared.fixed_point import AluOp, FixedPointALU
 from hw.pe_ring.pwl_activation import PWLActivation, PWLTable
-from hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, Opcode, Source
+from hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, InstructionLayout, Opcode, Source
 
 __all__ = ["ProcessingElement"]
 
@@ -60,7 +60,7 @@ class ProcessingElement(wiring.Component):
         fmt = table.fmt
         address = range(lm_depth)
         super().__init__({
-            "opcode": In(Opcode), "dst": In(4), "a": In(4), "b": In(4), "c": In(4),
+            "opcode": In(Opcode), **{field: In(InstructionLayout[field].shape) for field in ("dst", "a", "b", "c")},
             "valid": In(1), "sra": In(1), "read_addr": In(address), "write_addr": In(address),
             "data_in": In(fmt.shape), "data_out": Out(fmt.shape),
             "mem_we": In(1), "mem_wdata": In(fmt.shape), "mem_rdata": Out(fmt.shape),
@@ -150,14 +150,14 @@ class ProcessingElement(wiring.Component):
             m.d.sync += ring.eq(self.data_in)
 
         # ---- Activation: PWL latency 1, the register is written one cycle later -------------
-        act_dst = Signal(4)
-        m.d.comb += [pwl.x.eq(alu.a), pwl.x_valid.eq(activation)]
+        act_dst = Signal.like(self.dst)
+        m.d.comb += [pwl.x.payload.eq(alu.a), pwl.x.valid.eq(activation)]
         m.d.sync += act_dst.eq(self.dst)
-        with m.If(pwl.y_valid):
+        with m.If(pwl.y.valid):
             with m.Switch(act_dst):
                 for number, register in enumerate(registers):
                     with m.Case(number):
-                        m.d.sync += register.eq(pwl.y)
+                        m.d.sync += register.eq(pwl.y.payload)
                 with m.Default():
                     pass
         return m

@@ -20,7 +20,7 @@ Tables come from :mod:`models.pe_ring.pwl` (sigmoid, tanh, Gaussian), which also
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -82,10 +82,10 @@ class PWLTable:
 class PWLActivation(wiring.Component):
     """PWL activation unit for a :class:`PWLTable`.
 
-    Ports: ``x`` (``fmt.shape``) and ``x_valid`` in; ``y`` (``fmt.shape``) and ``y_valid`` out.
-    Timing: latency 1 (``y`` for the ``x`` of cycle ``c`` is on the port during cycle ``c + 1``),
-    throughput one input per cycle. The table lookup is the registered stage (synchronous ROM read,
-    ``dx`` registered beside it); the multiply-add is combinational after it.
+    Ports: ``x`` (In) and ``y`` (Out), always-ready streams of ``fmt.shape`` values.
+    Timing: latency 1 (``y`` for the ``x`` of cycle ``c`` is on the port during cycle ``c + 1``, valid
+    when that ``x`` was), throughput one input per cycle. The table lookup is the registered stage
+    (synchronous ROM read, ``dx`` registered beside it); the multiply-add is combinational after it.
     FPGA mapping: the table is one block RAM (``segments`` x ``2 * width`` bits: 256 x 32 fits one
     M10K / M20K), the multiply one DSP block, clamping and the adder ALMs.
     """
@@ -96,7 +96,8 @@ class PWLActivation(wiring.Component):
         self._table = table
         fmt = table.fmt
         self._entry = data.StructLayout({"slope": fmt.shape, "intercept": fmt.shape})
-        super().__init__({"x": In(fmt.shape), "x_valid": In(1), "y": Out(fmt.shape), "y_valid": Out(1)})
+        super().__init__({"x": In(stream.Signature(fmt.shape, always_ready=True)),
+                          "y": Out(stream.Signature(fmt.shape, always_ready=True))})
 
     @property
     def table(self):
@@ -106,17 +107,18 @@ class PWLActivation(wiring.Component):
         m = Module()
         table, fmt = self._table, self._table.fmt
         range_log2, shift = table.range_log2, table.segment_shift
+        x = self.x.payload
 
         # ---- Clamp to [-input_range, +input_range) and split into index / dx (cycle c) ----------
         offset_bits = range_log2 + 1
         if range_log2 == fmt.width - 1:
-            offset = Cat(self.x[:-1], ~self.x[-1])          # the range is the whole format
+            offset = Cat(x[:-1], ~x[-1])                      # the range is the whole format
         else:
-            high = self.x[range_log2:]                        # all equal when x is inside the range
-            negative = self.x[-1]
+            high = x[range_log2:]                             # all equal when x is inside the range
+            negative = x[-1]
             below = negative & ~high.all()
             above = ~negative & high.any()
-            inside = Cat(self.x[:range_log2], ~self.x[range_log2])
+            inside = Cat(x[:range_log2], ~x[range_log2])
             offset = Mux(below, 0, Mux(above, (1 << offset_bits) - 1, inside))
         offset_signal = Signal(offset_bits)
         m.d.comb += offset_signal.eq(offset)
@@ -128,8 +130,8 @@ class PWLActivation(wiring.Component):
         lookup = rom.read_port()
         dx = Signal(fmt.shape)
         m.d.comb += lookup.addr.eq(offset_signal[shift:])
-        m.d.sync += [dx.eq(offset_signal[:shift]) if shift else dx.eq(0), self.y_valid.eq(self.x_valid)]
+        m.d.sync += [dx.eq(offset_signal[:shift]) if shift else dx.eq(0), self.y.valid.eq(self.x.valid)]
 
         # ---- y = intercept + slope * dx (cycle c + 1) -------------------------------------------
-        m.d.comb += self.y.eq(fx_mac(lookup.data.intercept, lookup.data.slope, dx, fmt))
+        m.d.comb += self.y.payload.eq(fx_mac(lookup.data.intercept, lookup.data.slope, dx, fmt))
         return m

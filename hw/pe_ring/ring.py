@@ -93,6 +93,12 @@ class PERing(wiring.Component):
         return (f"pe_ring_n{self.pes}_{self.fmt.name}_r{self.registers}_lm{self.lm_depth}_p{self.program_depth}_"
                 f"{self.table.name}{self.table.segments}")
 
+    @property
+    def verilog_cache_key(self):
+        """Generating this design's Verilog takes most of a minute; ``sim.verilog`` caches it under this key
+        (every parameter, the PWL table's slopes and intercepts included)."""
+        return f"{self.module_name}|{self._table!r}"
+
     def elaborate(self, platform):
         m = Module()
         pes = [ProcessingElement(table=self._table, registers=self._registers, lm_depth=self._lm_depth)

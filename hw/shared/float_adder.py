@@ -23,15 +23,16 @@ class FloatAdder(FloatOperator):
     in full; True: subnormal operands count as zeros and results with encoded exponent 0 after
     rounding become zeros, signs kept).
 
-    Ports: ``a``, ``b``, ``in_valid`` in; ``result``, ``out_valid`` out (see
+    Ports: the ``operands`` stream (``a``, ``b``) in, the ``result`` stream out (see
     :class:`hw.shared.float_operator.FloatOperator`). Subtraction is ``a + (b with its sign bit flipped)``.
 
     Special values: NaN operand or infinities of opposite signs -> the canonical NaN
     (``fmt.canonical_nan``, 0x7FC00000 for binary32); infinity plus finite -> that infinity;
     overflow -> infinity. An exact zero sum is +0, except -0 + -0 = -0 (round to nearest).
 
-    Timing: latency ``latency`` cycles, throughput one operation per cycle (``in_valid`` travels to
-    ``out_valid``). Datapath stages and the cut points between them, in data-flow order::
+    Timing: latency ``latency`` cycles, throughput one operation per cycle (the operands'
+    ``valid`` travels to the result's). Datapath stages and the cut points between them, in data-flow
+    order::
 
         unpack, order by magnitude, align (shift right, sticky) --[aligned]-->
         add or subtract significands --[sum]--> normalize, round, pack --[result]--> result
@@ -53,13 +54,14 @@ class FloatAdder(FloatOperator):
         fmt = self.fmt
         extended_bits = fmt.mantissa_bits + 1 + GUARD_BITS
         operand_layout = raw_float_layout(fmt, fmt.mantissa_bits + 1)
-        pipeline = Pipeline(m, latency=self.latency, cut_priority=self.CUT_PRIORITY, valid=self.in_valid)
+        operands = self.operands.payload
+        pipeline = Pipeline(m, latency=self.latency, cut_priority=self.CUT_PRIORITY, valid=self.operands.valid)
 
         # ---- Unpack, order by magnitude, align ---------------------------------------------------
-        a = unpack(m, fmt, self.a, flush_to_zero=self.flush_to_zero, name="a_unpacked")
-        b = unpack(m, fmt, self.b, flush_to_zero=self.flush_to_zero, name="b_unpacked")
+        a = unpack(m, fmt, operands.a, flush_to_zero=self.flush_to_zero, name="a_unpacked")
+        b = unpack(m, fmt, operands.b, flush_to_zero=self.flush_to_zero, name="b_unpacked")
         # The encodings without sign bits order finite magnitudes (and put infinities on top).
-        a_is_larger = self.a[:fmt.width - 1] >= self.b[:fmt.width - 1]
+        a_is_larger = operands.a[:fmt.width - 1] >= operands.b[:fmt.width - 1]
         larger = Signal(operand_layout, name="larger")
         smaller = Signal(operand_layout, name="smaller")
         exponent_difference = Signal(fmt.exponent_bits, name="exponent_difference")
@@ -103,5 +105,5 @@ class FloatAdder(FloatOperator):
         # ---- Normalize, round, pack --------------------------------------------------------------
         result = pipeline.cut("result", round_to_format(m, fmt, raw_sum, flush_to_zero=self.flush_to_zero))
         pipeline.check_complete()
-        m.d.comb += [self.result.eq(result), self.out_valid.eq(pipeline.valid)]
+        m.d.comb += [self.result.payload.eq(result), self.result.valid.eq(pipeline.valid)]
         return m

@@ -18,15 +18,16 @@ class FloatMultiplier(FloatOperator):
     in full; True: subnormal operands count as zeros and results with encoded exponent 0 after
     rounding become zeros, signs kept).
 
-    Ports: ``a``, ``b``, ``in_valid`` in; ``result``, ``out_valid`` out (see
+    Ports: the ``operands`` stream (``a``, ``b``) in, the ``result`` stream out (see
     :class:`hw.shared.float_operator.FloatOperator`).
 
     Special values: NaN operand or infinity times zero -> the canonical NaN (``fmt.canonical_nan``,
     0x7FC00000 for binary32); infinity times non-zero -> infinity; overflow -> infinity; signs of
     zeros and infinities are the XOR of the operand signs.
 
-    Timing: latency ``latency`` cycles, throughput one operation per cycle (``in_valid`` travels to
-    ``out_valid``). Datapath stages and the cut points between them, in data-flow order::
+    Timing: latency ``latency`` cycles, throughput one operation per cycle (the operands'
+    ``valid`` travels to the result's). Datapath stages and the cut points between them, in data-flow
+    order::
 
         unpack/classify --[operands]--> significand product, exponent sum --[product]-->
         normalize, round, pack --[result]--> result
@@ -49,12 +50,13 @@ class FloatMultiplier(FloatOperator):
     def elaborate(self, platform):
         m = Module()
         fmt = self.fmt
-        pipeline = Pipeline(m, latency=self.latency, cut_priority=self.CUT_PRIORITY, valid=self.in_valid)
+        operands = self.operands.payload
+        pipeline = Pipeline(m, latency=self.latency, cut_priority=self.CUT_PRIORITY, valid=self.operands.valid)
 
         # ---- Unpack and classify --------------------------------------------------------------
         operands = pipeline.cut("operands", {
-            "a": unpack(m, fmt, self.a, flush_to_zero=self.flush_to_zero, name="a_unpacked"),
-            "b": unpack(m, fmt, self.b, flush_to_zero=self.flush_to_zero, name="b_unpacked"),
+            "a": unpack(m, fmt, operands.a, flush_to_zero=self.flush_to_zero, name="a_unpacked"),
+            "b": unpack(m, fmt, operands.b, flush_to_zero=self.flush_to_zero, name="b_unpacked"),
         })
         a, b = operands["a"], operands["b"]
 
@@ -76,5 +78,5 @@ class FloatMultiplier(FloatOperator):
         # ---- Normalize, round, pack --------------------------------------------------------------
         result = pipeline.cut("result", round_to_format(m, fmt, product, flush_to_zero=self.flush_to_zero))
         pipeline.check_complete()
-        m.d.comb += [self.result.eq(result), self.out_valid.eq(pipeline.valid)]
+        m.d.comb += [self.result.payload.eq(result), self.result.valid.eq(pipeline.valid)]
         return m

@@ -1,19 +1,25 @@
 """What the two-operand float units share: constructor parameters, their checks and the ports."""
 
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.shared.float_format import BINARY32, FloatFormat
 
-__all__ = ["FloatOperator"]
+__all__ = ["FloatOperator", "operand_layout"]
+
+
+def operand_layout(fmt):
+    """The payload of a two-operand float unit's input stream: ``a`` (bits 0 ..) and ``b``, raw ``fmt`` floats."""
+    return data.StructLayout({"a": fmt.width, "b": fmt.width})
 
 
 class FloatOperator(wiring.Component):
     """Base of :class:`hw.shared.float_multiplier.FloatMultiplier` and :class:`hw.shared.float_adder.FloatAdder`.
 
-    Ports: ``a``, ``b`` (``In(fmt.width)``), ``in_valid`` (``In(1)``), ``result`` (``Out(fmt.width)``),
-    ``out_valid`` (``Out(1)``). ``result``/``out_valid`` show the operation on the operands presented
-    with ``in_valid`` exactly ``latency`` cycles earlier; a new operation may start every cycle.
+    Ports: ``operands`` (``In``, an always-ready stream of :func:`operand_layout`: fields ``a`` and ``b`` of
+    ``fmt.width`` bits) and ``result`` (``Out``, an always-ready stream of ``fmt.width`` bits). ``result``
+    shows the operation on the operands of the beat ``latency`` cycles earlier, with ``valid`` when that
+    beat was valid; a new operation may start every cycle (the units never stall: no ``ready``).
 
     Subclasses name their pipeline cut points in ``CUT_PRIORITY`` (first = registered first) and the
     prefix of their Verilog module name in ``MODULE_PREFIX``.
@@ -33,11 +39,8 @@ class FloatOperator(wiring.Component):
         self._latency = latency
         self._flush_to_zero = flush_to_zero
         super().__init__({
-            "a": In(fmt.width),
-            "b": In(fmt.width),
-            "in_valid": In(1),
-            "result": Out(fmt.width),
-            "out_valid": Out(1),
+            "operands": In(stream.Signature(operand_layout(fmt), always_ready=True)),
+            "result": Out(stream.Signature(fmt.width, always_ready=True)),
         })
 
     @property

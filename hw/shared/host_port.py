@@ -1,23 +1,62 @@
 """The host port the accelerators share (DQN, CapsNet): one request per cycle over a wide data port.
 
-Members (from the accelerator's point of view): ``host_write``, ``host_read`` (In 1: the request),
-``host_target`` (In 3: which register file or memory), ``host_address`` (In 20), ``host_write_data``
-(In ``data_bits``), ``host_read_data`` (Out ``data_bits``) with ``host_read_valid`` (Out 1) on the cycle after
-``host_read``; ``busy`` and ``done`` (Out 1).  Each accelerator documents its targets and registers;
-``testbench.dqn.accelerator_tb.HostDriver`` drives this port for both.
+:class:`HostPortSignature` is described from the host's side (the initiator, as Amaranth bus signatures are);
+an accelerator has ``host: In(HostPortSignature(data_bits=...))``, which gives the Verilog ports ``host__write``,
+``host__read``, ``host__target``, ``host__address``, ``host__write_data``, ``host__read_data__payload``,
+``host__read_data__valid``, ``host__busy`` and ``host__done``.  :mod:`hw.shared.host_control` implements the
+accelerator's side; ``testbench.shared.host_driver.HostDriver`` drives it for both testbenches.
 """
 
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["HOST_ADDRESS_BITS", "host_port_members"]
+__all__ = ["HostPortSignature", "ADDRESS_BITS", "TARGET_BITS"]
 
-HOST_ADDRESS_BITS = 20
+TARGET_BITS = 3         # up to 8 targets: CONTROL, DESCRIPTORS and the system's memories
+ADDRESS_BITS = 20       # word address inside a target: 1 M words, beyond the deepest RAM of either accelerator
 
 
-def host_port_members(data_bits):
-    """The port's signature members for a ``data_bits``-wide data port."""
-    return {
-        "host_write": In(1), "host_read": In(1), "host_target": In(3), "host_address": In(HOST_ADDRESS_BITS),
-        "host_write_data": In(data_bits), "host_read_data": Out(data_bits), "host_read_valid": Out(1),
-        "busy": Out(1), "done": Out(1),
-    }
+class HostPortSignature(wiring.Signature):
+    """A ``data_bits``-wide host port: one request per cycle, reads answered on the next cycle.
+
+    Members (flows from the host's side)
+    ------------------------------------
+    write, read : Out(1)
+        A write or a read request this cycle (not both).
+    target : Out(TARGET_BITS)
+        What the request addresses: a register file or a memory, numbered by the accelerator
+        (:class:`hw.shared.host_control.HostTarget` and the system's memory targets).
+    address : Out(ADDRESS_BITS)
+        The word inside the target.
+    write_data : Out(data_bits)
+        The word a write stores (a narrower target takes its low bits).
+    read_data : In(stream.Signature(data_bits, always_ready=True))
+        The answer to a read: valid on the cycle after the ``read`` request, with the word in the payload (a
+        narrower target's word zero-extended).  The host takes it on that cycle (no ``ready``).
+    busy, done : In(1)
+        The accelerator runs (it ignores memory requests then); it finished a run (high until the next start).
+    """
+
+    def __init__(self, *, data_bits):
+        if not isinstance(data_bits, int) or isinstance(data_bits, bool) or data_bits < 1:
+            raise ValueError(f"data_bits must be a positive integer, not {data_bits!r}")
+        self._data_bits = data_bits
+        super().__init__({
+            "write": Out(1), "read": Out(1), "target": Out(TARGET_BITS), "address": Out(ADDRESS_BITS),
+            "write_data": Out(data_bits),
+            "read_data": In(stream.Signature(data_bits, always_ready=True)),
+            "busy": In(1), "done": In(1),
+        })
+
+    @property
+    def data_bits(self):
+        return self._data_bits
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.data_bits == self.data_bits
+
+    def __hash__(self):
+        return hash((type(self), self._data_bits))
+
+    def __repr__(self):
+        return f"HostPortSignature(data_bits={self._data_bits})"

@@ -2,8 +2,8 @@
 
 A datapath is written once, as a chain of combinational stages separated by named *cut points*.
 :class:`Pipeline` decides, from the requested latency, which cut points get a register stage, and
-carries the ``valid`` bit along with the data so that ``out_valid`` marks the same element that
-entered with ``in_valid``. Latency 0 gives a purely combinational circuit.
+carries the ``valid`` bit along with the data so that the output's ``valid`` marks the same element
+that entered with the input's. Latency 0 gives a purely combinational circuit.
 
 Cut points are filled in the order of ``cut_priority`` (the first one named is the first to be
 registered). A latency larger than the number of cut points puts the surplus register stages at the
@@ -11,11 +11,11 @@ output, where synthesis retiming can move them into the logic.
 
 Usage inside ``elaborate``::
 
-    pipeline = Pipeline(m, latency=self.latency, cut_priority=("product", "result"), valid=self.in_valid)
+    pipeline = Pipeline(m, latency=self.latency, cut_priority=("product", "result"), valid=self.operands.valid)
     product = pipeline.cut("product", {"sig": sig, "exp": exp})   # registered or passed through
     ...
     result = pipeline.cut("result", rounded)
-    m.d.comb += [self.result.eq(result), self.out_valid.eq(pipeline.valid)]
+    m.d.comb += [self.result.payload.eq(result), self.result.valid.eq(pipeline.valid)]
     pipeline.check_complete()
 
 Data registers have no reset (they need none: ``valid`` says when they hold an element); the valid

@@ -10,6 +10,8 @@ The behaviour is identical: the instance is the component's own Verilog.
 from amaranth.hdl import ClockSignal, Instance, ResetSignal
 from amaranth.lib import wiring
 
+from hw.shared.verilog_ports import verilog_ports
+
 __all__ = ["instantiate_separately", "separate_modules"]
 
 _REGISTRY_ATTRIBUTE = "_separately_generated_modules"
@@ -28,10 +30,8 @@ def instantiate_separately(m, parent, make_component, *, module_name, instance_n
         registry[module_name] = make_component()
     component = registry[module_name]
     interface = component.signature.create(path=(instance_name,))
-    ports = {}
-    for path, member, value in component.signature.flatten(interface):
-        name = "__".join(str(part) for part in path)
-        ports[("i_" if member.flow == wiring.In else "o_") + name] = value
+    ports = {("i_" if member.flow == wiring.In else "o_") + name: value
+             for name, member, value in verilog_ports(interface)}
     m.submodules[instance_name] = Instance(module_name, i_clk=ClockSignal(), i_rst=ResetSignal(), **ports)
     return interface
 

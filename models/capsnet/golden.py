@@ -41,6 +41,7 @@ import numpy as np
 from models.capsnet import network as capsnet
 from models.capsnet.network import CLASSES, DIGIT_DIM, KERNEL, PRIMARY_DIM, PRIMARY_STRIDE, CapsNetShape
 from models.capsnet.int8_layers import INT8_MAX, conv2d, matvec, requantize
+from models.shared.input_files import InputError, load_arrays, require_keys
 
 __all__ = ["IMAGE_FRAC_BITS", "COUPLING_SHIFT", "FixedCapsNet", "RoutingResult", "FixedInference",
            "weights_path", "load_capsnet", "save_capsnet", "quantize_capsnet", "quantize_image",
@@ -54,6 +55,9 @@ _CHUNK = 32                      # images per batch in the vectorised paths (bou
 _SHIFT_KEYS = ("conv1_shift", "primary_shift", "digit_shift", "squash_shift")
 _FRAC_KEYS = ("conv1_weight_frac", "primary_weight_frac", "digit_weight_frac")
 _ARRAY_KEYS = ("conv1_weights", "conv1_bias", "primary_weights", "primary_bias", "digit_weights")
+_SIZE_KEYS = ("conv_channels", "primary_types")
+_HEADER_KEYS = _SIZE_KEYS + ("variant", "metadata")
+_FILE_LAYOUT = "expected a CapsNet weights .npz as models.capsnet.golden.save_capsnet writes it"
 
 
 @dataclass(frozen=True)
@@ -166,19 +170,58 @@ def save_capsnet(net, path):
 
 
 def load_capsnet(variant="full", *, path=None):
-    """The shipped quantized weights of ``variant`` ("full" or "reduced"), or those in ``path``."""
-    path = weights_path(variant) if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no CapsNet weights at {path}; train them with "
-                                f"`python -m models.capsnet.train --variant {variant}`")
-    with np.load(path) as data:
-        shape = CapsNetShape(conv_channels=int(data["conv_channels"]), primary_types=int(data["primary_types"]))
-        net = FixedCapsNet(variant=str(data["variant"]), shape=shape,
-                           **{key: data[key] for key in _ARRAY_KEYS},
-                           **{key: int(data[key]) for key in _SHIFT_KEYS + _FRAC_KEYS},
-                           metadata=json.loads(str(data["metadata"])))
-    _check_shapes(net)
+    """The shipped quantized weights of ``variant`` ("full" or "reduced"), or those in ``path``.
+
+    A file is checked before use: no pickles, exactly the keys :func:`save_capsnet` writes, integer
+    scalars, int8 weights and int32 biases in the shapes its ``conv_channels`` and ``primary_types`` give;
+    every fault is an :class:`models.shared.input_files.InputError` naming the file.
+    """
+    if path is None:
+        path = weights_path(variant)
+        if not path.exists():
+            raise InputError(f"{path}: no shipped CapsNet weights for the {variant} variant; train them with "
+                             f"`python -m models.capsnet.train --variant {variant}`")
+    arrays = load_arrays(path, expected=_FILE_LAYOUT)
+    require_keys(path, arrays, _ARRAY_KEYS + _SHIFT_KEYS + _FRAC_KEYS + _HEADER_KEYS, expected=_FILE_LAYOUT)
+    scalars = {key: _integer_scalar(path, key, arrays[key]) for key in _SHIFT_KEYS + _FRAC_KEYS + _SIZE_KEYS}
+    try:
+        shape = CapsNetShape(conv_channels=scalars.pop("conv_channels"), primary_types=scalars.pop("primary_types"))
+    except ValueError as error:
+        raise InputError(f"{path}: {error} ({_FILE_LAYOUT})") from None
+    try:
+        metadata = json.loads(_text_scalar(path, "metadata", arrays["metadata"]))
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: metadata is not JSON: {error} ({_FILE_LAYOUT})") from None
+    if not isinstance(metadata, dict):
+        raise InputError(f"{path}: metadata must be a JSON object, not {type(metadata).__name__} ({_FILE_LAYOUT})")
+    for key in _ARRAY_KEYS:
+        want = np.int32 if key.endswith("_bias") else np.int8
+        if arrays[key].dtype != want:
+            raise InputError(f"{path}: {key} is {arrays[key].dtype}, not {np.dtype(want)} ({_FILE_LAYOUT})")
+    net = FixedCapsNet(variant=_text_scalar(path, "variant", arrays["variant"]), shape=shape,
+                       **{key: arrays[key] for key in _ARRAY_KEYS}, **scalars, metadata=metadata)
+    try:
+        _check_shapes(net)
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
     return net
+
+
+def _integer_scalar(path, key, array):
+    if array.shape != () or array.dtype.kind not in "iu":
+        raise InputError(f"{path}: {key} is a {array.dtype} array of shape {array.shape}, not one integer "
+                         f"({_FILE_LAYOUT})")
+    value = int(array)
+    if key in _SHIFT_KEYS and not 0 <= value < 32:
+        raise InputError(f"{path}: {key} is {value}, expected a shift from 0 to 31")
+    return value
+
+
+def _text_scalar(path, key, array):
+    if array.shape != () or array.dtype.kind != "U":
+        raise InputError(f"{path}: {key} is a {array.dtype} array of shape {array.shape}, not one string "
+                         f"({_FILE_LAYOUT})")
+    return str(array)
 
 
 def _check_shapes(net):

@@ -10,6 +10,7 @@ for the closed host loop; a few recorded states ship with the project (:func:`re
 so inference and tests run without the emulator.
 """
 
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -70,7 +71,9 @@ class AtariGame:
         self._ale.setInt("random_seed", seed)
         self._ale.setFloat("repeat_action_probability", 0.0)
         try:
-            rom = roms.get_rom_path(game)
+            with warnings.catch_warnings():      # an unknown name: ale-py warns, then returns None; we say it below
+                warnings.simplefilter("ignore")
+                rom = roms.get_rom_path(game)
         except Exception:
             rom = None
         if rom is None:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from models.shared.input_files import InputError, load_arrays, require_keys
+
 MAX_ACTIONS = 32
 WEIGHT_KEYS = ("conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b")
 
@@ -134,12 +136,15 @@ def save_weights(path, weights):
 
 
 def load_weights(path):
+    """The weights in the ``.npz`` at ``path``, checked; raises :class:`models.shared.input_files.InputError`
+    naming the file for anything unreadable, missing, extra, misshapen, not float32 or not finite."""
+    expected = f"expected a weights .npz with the float32 arrays {', '.join(WEIGHT_KEYS)}"
+    weights = load_arrays(path, expected=expected)
+    require_keys(path, weights, WEIGHT_KEYS, expected=expected)
     try:
-        with np.load(path) as archive:
-            weights = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as error:
-        raise ValueError(f"cannot read weights from {path}: {error}") from None
-    check_weights(weights)
+        check_weights(weights)
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
     return weights
 
 

@@ -25,6 +25,7 @@ from amaranth.hdl import ClockSignal, Elaboratable, Instance, IOBufferInstance, 
 from amaranth.lib import wiring
 from amaranth.vendor import IntelPlatform
 
+from hw.shared.verilog_ports import verilog_ports
 from sim.verilog import check_module_name, generate_verilog
 
 __all__ = ["BOARDS", "DE5NetPlatform", "BoardTop", "board_platform_class", "write_project", "DEFAULT_CLOCK_MHZ"]
@@ -82,20 +83,20 @@ class BoardTop(Elaboratable):
         check_module_name(module_name)
         self._component = component
         self._module_name = module_name
-        self._ports = [("__".join(str(part) for part in path), member)
-                       for path, member, _ in component.signature.flatten(component.signature.create())]
+        self._ports = [(name, member.flow, len(value)) for name, member, value in
+                       verilog_ports(component.signature.create())]
 
     @property
     def virtual_ports(self):
-        return {name: Signal(member.shape).shape().width for name, member in self._ports}
+        return {name: width for name, _, width in self._ports}
 
     def elaborate(self, platform):
         m = Module()
         connections = {}
-        for name, member in self._ports:
-            signal = Signal(member.shape, name=name)
-            port = IOPort(len(signal), name=name, metadata=tuple(_VirtualPin() for _ in range(len(signal))))
-            if member.flow == wiring.In:
+        for name, flow, width in self._ports:
+            signal = Signal(width, name=name)
+            port = IOPort(width, name=name, metadata=tuple(_VirtualPin() for _ in range(width)))
+            if flow == wiring.In:
                 m.submodules[f"pin_{name}"] = IOBufferInstance(port, i=signal)
                 connections[f"i_{name}"] = signal
             else:

@@ -17,10 +17,12 @@ row_elements) uint8, ``total_cycles`` (N,), ``layer_counters`` (N, layers, 4), `
 import cocotb
 import numpy as np
 
-from hw.capsnet.accelerator import COUNTERS_PER_LAYER, LAYER_COUNTER_BASE, ControlRegister, HostTarget
+from hw.capsnet.accelerator import CapsNetMemory
+from hw.shared.host_control import HostTarget
 from testbench.shared.clocking import start_clock_and_reset
 from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.host_driver import HostDriver, current_cycle, report_progress
+from testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
+
 
 def rows_to_ints(rows, dtype):
     """Rows of elements (element 0 at the LSB) as Python ints."""
@@ -32,9 +34,9 @@ def int_to_bytes(value, count):
 
 
 async def _load_network(host, config, stimulus):
-    await host.write_block(HostTarget.CONV_WEIGHTS, 0, rows_to_ints(stimulus["conv_weights"], "<u1"))
-    await host.write_block(HostTarget.BIASES, 0, rows_to_ints(stimulus["biases"], "<u4"))
-    await host.write_block(HostTarget.MATVEC_WEIGHTS, 0, rows_to_ints(stimulus["matvec_weights"], "<u1"))
+    await host.write_block(CapsNetMemory.CONV_WEIGHTS, 0, rows_to_ints(stimulus["conv_weights"], "<u1"))
+    await host.write_block(CapsNetMemory.BIASES, 0, rows_to_ints(stimulus["biases"], "<u4"))
+    await host.write_block(CapsNetMemory.MATVEC_WEIGHTS, 0, rows_to_ints(stimulus["matvec_weights"], "<u1"))
     await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])
 
 
@@ -42,31 +44,30 @@ async def _infer(host, config, input_words, lanes, row_elements):
     """Load one input, run, read everything back: a dict of this input's observations."""
     first = current_cycle()
     tensor = config["input"]
-    await host.write_block(HostTarget.ACTIVATIONS0 + tensor["ram"], tensor["base"], rows_to_ints(input_words, "<u1"))
+    await host.write_block(CapsNetMemory.ACTIVATIONS0 + tensor["ram"], tensor["base"],
+                           rows_to_ints(input_words, "<u1"))
     observed = {"load_cycles": current_cycle() - first}
     observed["run_wall_seconds"] = await host.run(len(config["descriptors"]), config["max_cycles"])
     words = config["prediction_words"]
     observed["predictions"] = ([int_to_bytes(value, lanes) for value in
-                                await host.read_block(HostTarget.PREDICTIONS, range(words))] if words else [])
+                                await host.read_block(CapsNetMemory.PREDICTIONS, range(words))] if words else [])
     observed["dumps"] = []
     for dump in config.get("dumps", []):
-        values = await host.read_block(HostTarget.ACTIVATIONS0 + dump["ram"], range(dump["base"],
-                                                                                     dump["base"] + dump["words"]))
+        values = await host.read_block(CapsNetMemory.ACTIVATIONS0 + dump["ram"],
+                                       range(dump["base"], dump["base"] + dump["words"]))
         observed["dumps"].append([int_to_bytes(value, row_elements) for value in values])
-    layers = len(config["descriptors"])
-    counter_addresses = [LAYER_COUNTER_BASE + index for index in range(layers * COUNTERS_PER_LAYER)]
-    total, *counters = await host.read_block(HostTarget.CONTROL, [ControlRegister.TOTAL_CYCLES] + counter_addresses)
-    observed.update(total_cycles=total, layer_counters=np.reshape(counters, (layers, COUNTERS_PER_LAYER)))
+    observed["total_cycles"], observed["layer_counters"] = await host.read_counters(len(config["descriptors"]))
     return observed
 
 
 @cocotb.test()
 async def run_inputs(dut):
     config, stimulus = load_config(), load_stimulus()
-    await start_clock_and_reset(dut, hold={"host_write": 0, "host_read": 0})
-    host = HostDriver(dut, control_target=HostTarget.CONTROL, start_register=ControlRegister.START)
+    await start_clock_and_reset(dut, hold=IDLE_HOST)
+    host = HostDriver(dut)
     await _load_network(host, config, stimulus)
     lanes, row_elements = stimulus["matvec_weights"].shape[1], stimulus["inputs"].shape[2]
+    report_progress(config, 0, len(stimulus["inputs"]))     # network loaded: the bar shows the inferences
     runs = []
     for input_words in stimulus["inputs"]:
         runs.append(await _infer(host, config, input_words, lanes, row_elements))

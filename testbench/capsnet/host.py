@@ -24,7 +24,7 @@ class CapsNetRun:
 
 
 def run_on_capsnet(accelerator, plan, inputs, *, read_layers=False, simulator="verilator", waves=None,
-                   progress_file=None, max_cycles=20_000_000):
+                   max_cycles=20_000_000):
     """Load ``plan`` into ``accelerator`` and run every int8 input of ``inputs`` (N, C, H, W) in one simulation.
 
     ``read_layers``: also read back every convolution layer's output after each run.
@@ -38,8 +38,6 @@ def run_on_capsnet(accelerator, plan, inputs, *, read_layers=False, simulator="v
     prediction_words = plan.prediction_words if plan.prediction_shape else 0
     config = {"descriptors": plan.descriptors, "max_cycles": max_cycles, "prediction_words": prediction_words,
               "input": {"ram": plan.input.ram, "base": plan.input.base, "words": plan.input.words}, "dumps": dumps}
-    if progress_file is not None:
-        config["progress_file"] = str(progress_file)
     stimulus = {"conv_weights": plan.conv_weight_image.view(np.uint8),
                 "biases": plan.bias_image.view(np.uint32),
                 "matvec_weights": plan.matvec_weight_image.view(np.uint8), "inputs": words}

@@ -22,15 +22,12 @@ Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``t
 import cocotb
 import numpy as np
 
-from hw.dqn.accelerator import COUNTERS_PER_LAYER, LAYER_COUNTER_BASE, ControlRegister, HostTarget
+from hw.dqn.accelerator import DqnMemory, DqnRegister
+from hw.shared.host_control import HostTarget
 from models.dqn.plan import pack_image
 from testbench.shared.clocking import start_clock_and_reset
 from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.host_driver import HostDriver, current_cycle, report_progress
-
-# The register map (docs/dqn_accelerator.md), from the hardware's own definition.
-CONTROL, DESCRIPTORS, WEIGHTS, ACTIVATIONS = (HostTarget.CONTROL, HostTarget.DESCRIPTORS, HostTarget.WEIGHTS,
-                                              HostTarget.ACTIVATIONS0)
+from testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
 
 
 def words_to_ints(words, element_bits):
@@ -49,29 +46,30 @@ async def _infer(host, config, state_words, tensors):
     bits, elements = config["element_bits"], config["row_elements"]
     layers = len(config["descriptors"])
     first = current_cycle()
-    await host.write_block(ACTIVATIONS + config["input"]["ram"], config["input"]["base"],
+    await host.write_block(DqnMemory.ACTIVATIONS0 + config["input"]["ram"], config["input"]["base"],
                            words_to_ints(state_words, bits))
     observed = {"load_cycles": current_cycle() - first, "run_wall_seconds": await host.run(layers, config["max_cycles"])}
     observed["tensors"] = []
     for tensor in tensors:
         addresses = range(tensor["base"], tensor["base"] + tensor["words"])
-        values = await host.read_block(ACTIVATIONS + tensor["ram"], addresses)
+        values = await host.read_block(DqnMemory.ACTIVATIONS0 + tensor["ram"], addresses)
         observed["tensors"].append([int_to_words(value, elements, bits) for value in values])
-    counter_addresses = [LAYER_COUNTER_BASE + index for index in range(layers * COUNTERS_PER_LAYER)]
-    registers = [ControlRegister.ACTION, ControlRegister.ACTION_VALUE, ControlRegister.TOTAL_CYCLES]
-    action, action_value, total_cycles, *counters = await host.read_block(CONTROL, registers + counter_addresses)
-    observed.update(action=action, action_value=action_value, total_cycles=total_cycles,
-                    layer_counters=np.reshape(counters, (layers, COUNTERS_PER_LAYER)))
+    observed["action"], observed["action_value"] = await host.read_block(
+        HostTarget.CONTROL, [DqnRegister.ACTION, DqnRegister.ACTION_VALUE])
+    observed["total_cycles"], observed["layer_counters"] = await host.read_counters(layers)
     return observed
 
 
 @cocotb.test()
 async def run_states(dut):
     config, stimulus = load_config(), load_stimulus()
-    await start_clock_and_reset(dut, hold={"host_write": 0, "host_read": 0})
-    host = HostDriver(dut, control_target=CONTROL, start_register=ControlRegister.START)
-    await host.write_block(WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
-    await host.write_block(DESCRIPTORS, 0, config["descriptors"])
+    await start_clock_and_reset(dut, hold=IDLE_HOST)
+    host = HostDriver(dut)
+    await host.write_block(DqnMemory.WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
+    await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])
+
+    inferences = config["play"]["steps"] if "play" in config else len(stimulus["states"])
+    report_progress(config, 0, inferences)     # weights loaded: the bar shows the inferences from here
 
     tensors = [config["output"]] + config.get("dumps", [])
     frames, runs = [], []
@@ -84,12 +82,12 @@ async def run_states(dut):
             frames.append(game.state())
             state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
             runs.append(await _infer(host, config, state_words, tensors))
-            report_progress(config, len(runs), play["steps"])
+            report_progress(config, len(runs), inferences)
             game.step(int(runs[-1]["action"]))
     else:
         for state_words in stimulus["states"]:
             runs.append(await _infer(host, config, state_words, tensors))
-            report_progress(config, len(runs), len(stimulus["states"]))
+            report_progress(config, len(runs), inferences)
 
     arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name == "run_wall_seconds" else np.uint64)
               for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles",

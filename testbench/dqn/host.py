@@ -33,12 +33,11 @@ def _tensor_config(tensor):
 
 
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
-                       waves=None, progress_file=None, max_cycles=1_000_000):
+                       waves=None, max_cycles=1_000_000):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
     or, with ``play = {"game", "seed", "steps"}``, the host loop on the Atari emulator inside the simulation.
 
     ``read_layers``: also read back every layer's output tensor after each run (for locating a mismatch).
-    ``progress_file``: the test module rewrites it with "done total" after every inference.
     """
     if accelerator.config != plan.config:
         raise ValueError(f"the plan was compiled for {plan.config}, the accelerator is built for {accelerator.config}")
@@ -52,8 +51,6 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
                  "element_bits": config.element_bits, "row_elements": config.row_elements}
     if play is not None:
         tb_config["play"] = play
-    if progress_file is not None:
-        tb_config["progress_file"] = str(progress_file)
     result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.dqn.accelerator_tb",
                       simulator=simulator, waves=waves, config=tb_config,
                       stimulus={"weight_image": plan.weight_image, "states": words})

@@ -3,7 +3,8 @@
 Stimulus (``load_stimulus()``), one row per cycle, for each port ``p`` in ``a``, ``b``:
 ``p_address`` (N,), ``p_read_enable`` (N,), ``p_write_enable`` (N,), ``p_write_data`` (N, lanes) raw bits.
 Configuration: ``width``, ``depth``, ``lanes`` (write_data lanes of ``width // lanes`` bits), ``granularity``
-(null, or the write-enable element width) and ``init`` (the initial words as lists of lanes, or null).
+(null, or the write-enable element width) and ``init`` (the initial words as lists of lanes, or null);
+:func:`random_requests` makes such a stimulus.
 
 Driver: presents cycle ``n``'s requests during cycle ``n``.  Monitor: samples both ``read_data`` ports during
 every cycle.  Scoreboard: :class:`models.shared.dual_port_buffer.DualPortBufferModel` predicts, from cycle ``n``'s
@@ -22,6 +23,26 @@ from testbench.shared.exchange import load_config, load_stimulus, pack_lanes, sa
 
 PORTS = ("a", "b")
 FIELDS = ("address", "read_enable", "write_enable", "write_data")
+
+
+def random_requests(rng, cycles, *, depth, lanes, lane_bits, granularity):
+    """Stimulus for this module: per-cycle requests for both ports (about 40 % reads, 40 % writes, 10 % both, 10 %
+    idle), never two writes to one address on one cycle; with a granularity, each write enables a random non-empty
+    set of the ``lanes`` elements."""
+    stimulus = {}
+    kind = {port: rng.choice(4, size=cycles, p=[0.1, 0.4, 0.4, 0.1]) for port in PORTS}
+    address = {port: rng.integers(0, depth, size=cycles) for port in PORTS}
+    clash = (kind["a"] >= 2) & (kind["b"] >= 2) & (address["a"] == address["b"])
+    address["b"][clash] = (address["a"][clash] + 1) % depth
+    for port in PORTS:
+        stimulus[f"{port}_address"] = address[port].astype(np.uint64)
+        stimulus[f"{port}_read_enable"] = np.isin(kind[port], (1, 3)).astype(np.uint64)
+        writes = (kind[port] >= 2).astype(np.uint64)
+        if granularity is not None:
+            writes *= rng.integers(1, 1 << lanes, size=cycles, dtype=np.uint64)
+        stimulus[f"{port}_write_enable"] = writes
+        stimulus[f"{port}_write_data"] = rng.integers(0, 1 << lane_bits, size=(cycles, lanes), dtype=np.uint64)
+    return stimulus
 
 
 def _requests(stimulus, lane_bits):

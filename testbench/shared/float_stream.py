@@ -9,14 +9,16 @@ more than a simulation run). The benchmark and the Icarus tests stream through a
 
 import numpy as np
 from amaranth.hdl import Module
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.shared.float_adder import FloatAdder
 from hw.shared.float_format import BINARY32
 from hw.shared.float_multiplier import FloatMultiplier
+from hw.shared.float_operator import operand_layout
 from models.shared.float_arith import bits_dtype, is_nan
 from sim.harness import simulate
+from testbench.shared.stream_ports import stream_config
 
 __all__ = ["FloatUnitPair", "run_float_stream", "mismatches", "check_results", "check_testfloat",
            "check_against_model"]
@@ -24,14 +26,15 @@ __all__ = ["FloatUnitPair", "run_float_stream", "mismatches", "check_results", "
 
 class FloatUnitPair(wiring.Component):
     """Design under test: ``FloatMultiplier`` and ``FloatAdder`` with the same parameters on the same
-    operands. Ports: ``a``, ``b``, ``in_valid`` in; ``product``, ``sum``, ``out_valid`` out (both
-    units have the same latency, so one valid serves both)."""
+    operands. Ports: the ``operands`` stream (``a``, ``b``) in; the ``result`` stream out, its payload
+    the fields ``product`` and ``sum`` (both units have the same latency, so one valid serves both)."""
 
     def __init__(self, *, fmt=BINARY32, latency=2, flush_to_zero=False):
         self._units = {"product": FloatMultiplier(fmt=fmt, latency=latency, flush_to_zero=flush_to_zero),
                        "sum": FloatAdder(fmt=fmt, latency=latency, flush_to_zero=flush_to_zero)}
-        super().__init__({"a": In(fmt.width), "b": In(fmt.width), "in_valid": In(1),
-                          "product": Out(fmt.width), "sum": Out(fmt.width), "out_valid": Out(1)})
+        results = data.StructLayout({"product": fmt.width, "sum": fmt.width})
+        super().__init__({"operands": In(stream.Signature(operand_layout(fmt), always_ready=True)),
+                          "result": Out(stream.Signature(results, always_ready=True))})
 
     @property
     def fmt(self):
@@ -47,16 +50,12 @@ class FloatUnitPair(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        for port, unit in self._units.items():
-            m.submodules[port] = unit
-            m.d.comb += [unit.a.eq(self.a), unit.b.eq(self.b), unit.in_valid.eq(self.in_valid),
-                         getattr(self, port).eq(unit.result)]
-        m.d.comb += self.out_valid.eq(self._units["product"].out_valid)
+        for field, unit in self._units.items():
+            m.submodules[field] = unit
+            m.d.comb += [unit.operands.payload.eq(self.operands.payload), unit.operands.valid.eq(self.operands.valid),
+                         self.result.payload[field].eq(unit.result.payload)]
+        m.d.comb += self.result.valid.eq(self._units["product"].result.valid)
         return m
-
-
-def _output_ports(design):
-    return ("product", "sum") if isinstance(design, FloatUnitPair) else ("result",)
 
 
 def run_float_stream(design, a, b, *, simulator="verilator", idle_seed=None):
@@ -64,21 +63,12 @@ def run_float_stream(design, a, b, *, simulator="verilator", idle_seed=None):
     FloatUnitPair), one pair per cycle (or with random idle cycles for ``idle_seed``). Returns the
     :class:`sim.harness.SimResult`; its outputs (``result``, or ``product`` and ``sum``) hold the
     result bits in the order of the operands."""
-    width = design.fmt.width
-    outputs = _output_ports(design)
-    config = {
-        "inputs": {"a": {"lanes": 1, "bits": width}, "b": {"lanes": 1, "bits": width}},
-        "in_valid": "in_valid",
-        "outputs": {port: {"lanes": 1, "bits": width} for port in outputs},
-        "out_valid": "out_valid",
-        "expect": len(a),
-        "idle_seed": idle_seed,
-    }
+    config = stream_config(design, input="operands", output="result", expect=len(a), idle_seed=idle_seed)
     stimulus = {"a": np.asarray(a, dtype=np.uint64), "b": np.asarray(b, dtype=np.uint64)}
     result = simulate(design, name=design.module_name, test_module="testbench.shared.stream_tb", stimulus=stimulus,
                       config=config, simulator=simulator)
-    for port in outputs:
-        result.outputs[port] = result.outputs[port].astype(bits_dtype(design.fmt))
+    for field in config["outputs"]["result__payload"]["fields"]:
+        result.outputs[field] = result.outputs[field].astype(bits_dtype(design.fmt))
     return result
 
 

@@ -1,18 +1,25 @@
 """The host side of the host port both accelerators share (:mod:`hw.shared.host_port`), for cocotb test modules.
 
 :class:`HostDriver` makes one access per cycle: writes take effect on the next clock edge, reads return one cycle
-later; ``run`` writes START and waits for ``done``.  :func:`report_progress` tells the job how far a run got.
+later; ``run`` writes START and waits for ``done``; ``read_counters`` reads TOTAL_CYCLES and the layers' counters
+(the register map of :mod:`hw.shared.host_control`, common to both accelerators).  :func:`report_progress` tells
+the job how far a run got.
 """
 
 import os
 import time
 
+import numpy as np
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
 
+from hw.shared.host_control import COUNTERS_PER_LAYER, ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from testbench.shared.clocking import CLOCK_PERIOD_NS
 
-__all__ = ["HostDriver", "current_cycle", "report_progress"]
+__all__ = ["HostDriver", "IDLE_HOST", "current_cycle", "report_progress"]
+
+# The host port's request inputs at rest: what the clock-and-reset helper holds through reset.
+IDLE_HOST = {"host__write": 0, "host__read": 0}
 
 
 def current_cycle():
@@ -22,32 +29,31 @@ def current_cycle():
 class HostDriver:
     """One host access per cycle: writes take effect on the next clock edge, reads return one cycle later."""
 
-    def __init__(self, dut, *, control_target, start_register):
+    def __init__(self, dut):
         self.dut = dut
-        self._control_target, self._start_register = control_target, start_register
 
     async def write_block(self, target, base, values):
         """``values[i]`` to ``base + i``, back to back."""
         dut = self.dut
-        dut.host_target.value, dut.host_write.value = target, 1
+        dut.host__target.value, dut.host__write.value = int(target), 1
         for offset, value in enumerate(values):
-            dut.host_address.value, dut.host_write_data.value = base + offset, value
+            dut.host__address.value, dut.host__write_data.value = base + offset, int(value)
             await RisingEdge(dut.clk)
-        dut.host_write.value = 0
+        dut.host__write.value = 0
 
     async def read_block(self, target, addresses):
         """The words at ``addresses``, one read issued per cycle; read i's data is sampled in the cycle after it."""
-        dut, addresses, values = self.dut, list(addresses), []
-        dut.host_target.value, dut.host_read.value, dut.host_address.value = target, 1, addresses[0]
+        dut, addresses, values = self.dut, [int(address) for address in addresses], []
+        dut.host__target.value, dut.host__read.value, dut.host__address.value = int(target), 1, addresses[0]
         for index in range(len(addresses)):
             await RisingEdge(dut.clk)                  # read `index` sampled
             if index + 1 < len(addresses):
-                dut.host_address.value = addresses[index + 1]
+                dut.host__address.value = addresses[index + 1]
             else:
-                dut.host_read.value = 0
+                dut.host__read.value = 0
             await ReadOnly()
-            assert int(dut.host_read_valid.value), "host_read_valid was low the cycle after a read"
-            values.append(int(dut.host_read_data.value))
+            assert int(dut.host__read_data__valid.value), "the read data was not valid the cycle after a read"
+            values.append(int(dut.host__read_data__payload.value))
         await RisingEdge(dut.clk)                      # leave the read-only phase
         return values
 
@@ -55,10 +61,17 @@ class HostDriver:
         """START ``layers`` layers and wait for the rising edge of ``done``; returns the wall seconds it took."""
         dut = self.dut
         start = time.perf_counter()
-        await self.write_block(self._control_target, self._start_register, [layers])
-        await with_timeout(RisingEdge(dut.done), max_cycles * CLOCK_PERIOD_NS, "ns")
+        await self.write_block(HostTarget.CONTROL, ControlRegister.START, [layers])
+        await with_timeout(RisingEdge(dut.host__done), max_cycles * CLOCK_PERIOD_NS, "ns")
         await RisingEdge(dut.clk)
         return time.perf_counter() - start
+
+    async def read_counters(self, layers):
+        """TOTAL_CYCLES and the counters of layers ``0 .. layers-1``: ``(total, array (layers, COUNTERS_PER_LAYER))``,
+        columns in :class:`~hw.shared.host_control.LayerCounter` order."""
+        addresses = [layer_counter_address(layer, counter) for layer in range(layers) for counter in LayerCounter]
+        total, *counters = await self.read_block(HostTarget.CONTROL, [ControlRegister.TOTAL_CYCLES] + addresses)
+        return total, np.reshape(counters, (layers, COUNTERS_PER_LAYER))
 
 
 def report_progress(config, done, total):

@@ -3,8 +3,11 @@
 Configuration (``load_config()``)::
 
     inputs:    {port: {"lanes": L, "bits": B}}   # stimulus[port] is (N,) or (N, L) raw bits
+               or {port: {"fields": {key: {"offset": O, "lanes": L, "bits": B}}}}: the port holds
+               stimulus[key] at bit offset O for each key (a stream's payload of several fields)
     in_valid:  port pulsed with each element, or null
-    outputs:   {port: {"lanes": L, "bits": B}}
+    outputs:   {port: {"lanes": L, "bits": B}} or {port: {"fields": ...}}, recorded as outputs[port]
+               or outputs[key] for each field key
     out_valid: port sampled each cycle; when high the outputs are recorded
     expect:    number of output beats to collect
     idle_seed: null, or a seed for random idle cycles (0-3) between input elements
@@ -24,6 +27,30 @@ from testbench.shared.clocking import start_clock_and_reset
 from testbench.shared.exchange import load_config, load_stimulus, pack_lanes, save_outputs, unpack_lanes
 
 
+def _fields(port, spec):
+    """A port's fields ``{key: {"offset", "lanes", "bits"}}``; a port without fields is one field named after it."""
+    return spec["fields"] if "fields" in spec else {port: {"offset": 0, "lanes": spec["lanes"], "bits": spec["bits"]}}
+
+
+def _pack_port(port, spec, stimulus):
+    """The port's value for every element: its fields' stimulus packed at their offsets."""
+    words = None
+    for key, field in _fields(port, spec).items():
+        packed = [value << field["offset"] for value in pack_lanes(stimulus[key], field["bits"])]
+        words = packed if words is None else [word | value for word, value in zip(words, packed)]
+    return words
+
+
+def _unpack_port(port, spec, words):
+    """``{key: array}`` of the port's fields in the recorded words."""
+    unpacked = {}
+    for key, field in _fields(port, spec).items():
+        mask = (1 << field["lanes"] * field["bits"]) - 1
+        unpacked[key] = unpack_lanes([(word >> field["offset"]) & mask for word in words], field["lanes"],
+                                     field["bits"])
+    return unpacked
+
+
 def _input_schedule(count, idle_seed):
     """Cycle on which each input element is presented."""
     if idle_seed is None:
@@ -36,7 +63,7 @@ def _input_schedule(count, idle_seed):
 async def stream(dut):
     config = load_config()
     stimulus = load_stimulus()
-    inputs = {port: pack_lanes(stimulus[port], spec["bits"]) for port, spec in config["inputs"].items()}
+    inputs = {port: _pack_port(port, spec, stimulus) for port, spec in config["inputs"].items()}
     count = len(next(iter(inputs.values()))) if inputs else 0
     in_cycle = _input_schedule(count, config.get("idle_seed"))
     expect = config["expect"]
@@ -70,9 +97,10 @@ async def stream(dut):
         await next_cycle()
         cycle += 1
 
-    save_outputs(cycle=np.array(out_cycle, dtype=np.int64), in_cycle=np.asarray(in_cycle, dtype=np.int64),
-                 **{port: unpack_lanes(observed[port], spec["lanes"], spec["bits"])
-                    for port, spec in config["outputs"].items()})
+    outputs = {}
+    for port, spec in config["outputs"].items():
+        outputs.update(_unpack_port(port, spec, observed[port]))
+    save_outputs(cycle=np.array(out_cycle, dtype=np.int64), in_cycle=np.asarray(in_cycle, dtype=np.int64), **outputs)
     assert len(out_cycle) == expect, (
         f"expected {expect} output beats, saw {len(out_cycle)} by cycle {cycle} "
         f"({count} inputs, last presented on cycle {in_cycle[-1] if count else None})")

@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["TestFloatVectors", "reference_vector_dir", "load_testfloat", "TestFloatError"]
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
 
 class TestFloatError(RuntimeError):

@@ -6,7 +6,7 @@ the per-layer counters against the compiler's cycle formula; the register map; l
 import numpy as np
 import pytest
 
-from hw.capsnet.accelerator import CapsNetAccelerator, ControlRegister, HostTarget
+from hw.capsnet.accelerator import CapsNetAccelerator, CapsNetMemory
 from hw.capsnet.config import SMALL_CONFIG
 from models.capsnet.plan import ConvSpec, MatvecSpec, compile_layers
 from models.capsnet.int8_layers import conv2d, matvec
@@ -83,8 +83,9 @@ def test_cycle_counters_match_the_compiler(small_run):
 
 
 def test_register_map_constants():
-    assert (HostTarget.CONTROL, HostTarget.DESCRIPTORS, HostTarget.PREDICTIONS) == (0, 1, 7)
-    assert (ControlRegister.START, ControlRegister.STATUS, ControlRegister.TOTAL_CYCLES) == (0, 1, 2)
+    assert [(target.name, int(target)) for target in CapsNetMemory] == [
+        ("CONV_WEIGHTS", 2), ("BIASES", 3), ("MATVEC_WEIGHTS", 4), ("ACTIVATIONS0", 5), ("ACTIVATIONS1", 6),
+        ("PREDICTIONS", 7)]
     assert SMALL_CONFIG.module_name == "capsnet_c4x3dsp_v4dsp_r12_a512_w1024_b16_m1024_p128_d4"
 
 

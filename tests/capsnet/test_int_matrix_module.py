@@ -4,12 +4,16 @@
 
 import numpy as np
 import pytest
-from amaranth.hdl import Shape
+from amaranth.hdl import signed
+from amaranth.lib import data
+from amaranth.lib.stream import Signature as StreamSignature
+from amaranth.lib.wiring import In, Out
 
 from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
 from models.capsnet.int8_layers import matvec
 from sim.harness import simulate
 from sim.lint import lint_verilog
+from testbench.shared.stream_ports import stream_config
 
 SEED = 20261122
 # Long and short accumulations back to back (0 acts as 1), the CapsNet lengths (81, 8) among them.
@@ -39,14 +43,16 @@ def test_parameters_and_ports():
     assert module.module_name == "int_matrix_module_w6_logic_c12"
     with pytest.raises(AttributeError):
         module.lanes = 8
-    members = module.signature.members
-    assert {name: (member.flow.name, Shape.cast(member.shape).width) for name, member in members.items()} == {
-        "in_valid": ("In", 1), "scalar": ("In", 8), "vector": ("In", 48), "bias": ("In", 32), "count": ("In", 12),
-        "shift": ("In", 5), "relu": ("In", 1), "out_valid": ("Out", 1), "result": ("Out", 48)}
+    products = {"scalar": signed(8), "vector": data.ArrayLayout(signed(8), 6), "bias": signed(32)}
+    assert dict(module.signature.members) == {
+        "operands": In(StreamSignature(data.StructLayout(products | {"count": 12, "shift": 5, "relu": 1}),
+                                        always_ready=True)),
+        "result": Out(StreamSignature(data.ArrayLayout(8, 6), always_ready=True))}
     sums = IntMatrixModule(lanes=6, requantized=False)
     assert sums.module_name == "int_matrix_module_w6_dsp_c16_sums"
-    assert {name: Shape.cast(member.shape).width for name, member in sums.signature.members.items()} == {
-        "in_valid": 1, "scalar": 8, "vector": 48, "bias": 32, "count": 16, "out_valid": 1, "result": 192}
+    assert dict(sums.signature.members) == {
+        "operands": In(StreamSignature(data.StructLayout(products | {"count": 16}), always_ready=True)),
+        "result": Out(StreamSignature(data.ArrayLayout(32, 6), always_ready=True))}
 
 
 def accumulation_stream(rng, lanes, counts):
@@ -99,10 +105,7 @@ def test_accumulations_bit_exact(multipliers, requantized):
     widths = {"scalar": 8, "vector": 8, "bias": 32, "count": 16} | ({"shift": 5, "relu": 1} if requantized else {})
     stimulus = {name: raw(stream[name], bits) for name, bits in widths.items()}
     result_bits = 8 if requantized else 32
-    config = {"inputs": {name: {"lanes": module.lanes if name == "vector" else 1, "bits": bits}
-                         for name, bits in widths.items()},
-              "in_valid": "in_valid", "outputs": {"result": {"lanes": module.lanes, "bits": result_bits}},
-              "out_valid": "out_valid", "expect": len(COUNTS), "idle_seed": None}
+    config = stream_config(module, input="operands", output="result", expect=len(COUNTS), idle_seed=None)
     back_to_back = simulate(module, name=module.module_name, test_module="testbench.shared.stream_tb",
                             stimulus=stimulus, config=config)
     with_idle = simulate(module, name=module.module_name, test_module="testbench.shared.stream_tb",

@@ -4,7 +4,8 @@ against ``models.dqn.matrix_module.matrix_accumulate``, and lint."""
 
 import numpy as np
 import pytest
-from amaranth.hdl import Shape
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
 
 from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
 from hw.dqn.matrix_module import MatrixModule, partial_sum_count, reduction_levels
@@ -12,6 +13,7 @@ from models.shared.float_arith import bits_dtype
 from models.dqn.matrix_module import matrix_accumulate
 from sim.harness import simulate
 from sim.lint import lint_verilog
+from testbench.shared.stream_ports import stream_config
 
 SEED = 20261121
 # The DQN layers' accumulation lengths (CONV_1/CONV_2/FC_2: 256, FC_1: 2592) and their neighbours, then short
@@ -60,10 +62,10 @@ def test_latency_formula(multiplier_latency, adder_latency, partials, latency):
 
 def test_ports():
     module = MatrixModule(lanes=4, count_bits=12)
-    members = module.signature.members
-    assert {name: (member.flow.name, Shape.cast(member.shape).width) for name, member in members.items()} == {
-        "in_valid": ("In", 1), "scalar": ("In", 32), "vector": ("In", 128), "count": ("In", 12),
-        "relu": ("In", 1), "out_valid": ("Out", 1), "result": ("Out", 128)}
+    operands = data.StructLayout({"scalar": 32, "vector": data.ArrayLayout(32, 4), "count": 12, "relu": 1})
+    assert dict(module.signature.members) == {
+        "operands": In(stream.Signature(operands, always_ready=True)),
+        "result": Out(stream.Signature(data.ArrayLayout(32, 4), always_ready=True))}
 
 
 # ---- Simulation ----------------------------------------------------------------------------------------------
@@ -111,18 +113,10 @@ def accumulation_stream(rng, module, counts, relus):
 def run_stream(module, counts, relus, *, idle_seed=None, seed=SEED):
     """Simulate back-to-back accumulations; check every result bit for bit and every latency."""
     rng = np.random.default_rng(seed)
-    fmt, lanes = module.fmt, module.lanes
+    fmt = module.fmt
     counts, relus = np.asarray(counts, dtype=np.uint64), np.asarray(relus, dtype=np.uint64)
     stimulus, lasts, zero_sum = accumulation_stream(rng, module, counts, relus)
-    config = {
-        "inputs": {"scalar": {"lanes": 1, "bits": fmt.width}, "vector": {"lanes": lanes, "bits": fmt.width},
-                   "count": {"lanes": 1, "bits": module.count_bits}, "relu": {"lanes": 1, "bits": 1}},
-        "in_valid": "in_valid",
-        "outputs": {"result": {"lanes": lanes, "bits": fmt.width}},
-        "out_valid": "out_valid",
-        "expect": len(counts),
-        "idle_seed": idle_seed,
-    }
+    config = stream_config(module, input="operands", output="result", expect=len(counts), idle_seed=idle_seed)
     result = simulate(module, name=module.module_name, test_module="testbench.shared.stream_tb",
                       stimulus=stimulus, config=config)
 

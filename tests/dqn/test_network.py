@@ -5,6 +5,7 @@ import pytest
 
 from models.dqn.network import (ConvLayer, _conv_float64, check_states, dqn_layers, load_weights,
                                 reference_q_values, save_weights, seeded_weights)
+from models.shared.input_files import InputError
 
 
 def test_layer_shapes_match_the_thesis():
@@ -52,15 +53,15 @@ def test_bad_weights_files_are_explained(tmp_path):
     weights = seeded_weights()
     del weights["fc1_b"]
     np.savez(tmp_path / "missing.npz", **weights)
-    with pytest.raises(ValueError, match="weights are missing fc1_b"):
+    with pytest.raises(InputError, match=r"missing.npz: missing fc1_b \(expected a weights .npz"):
         load_weights(tmp_path / "missing.npz")
     weights = seeded_weights()
     weights["conv2_w"] = weights["conv2_w"][:8]
     np.savez(tmp_path / "shape.npz", **weights)
-    with pytest.raises(ValueError, match=r"conv2_w must have shape \(16, 4, 4, 32\), not \(8, 4, 4, 32\)"):
+    with pytest.raises(InputError, match=r"shape.npz: conv2_w must have shape \(16, 4, 4, 32\), not \(8, 4, 4, 32\)"):
         load_weights(tmp_path / "shape.npz")
     (tmp_path / "corrupt.npz").write_bytes(b"not a zip file")
-    with pytest.raises(ValueError, match="cannot read weights from"):
+    with pytest.raises(InputError, match="corrupt.npz: not a NumPy .npy or .npz file"):
         load_weights(tmp_path / "corrupt.npz")
 
 

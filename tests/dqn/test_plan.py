@@ -7,7 +7,6 @@ import dataclasses
 
 from hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from hw.shared.float_format import BFLOAT16, BINARY16
-from hw.dqn.descriptor import encode_descriptor
 from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
 from models.dqn.plan import (check_mapping, compile_network, default_mapping, layer_shapes, network_weights,
@@ -61,10 +60,44 @@ def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
     assert thesis_plan.actions == 18
 
 
+# The descriptor word of the default configuration, LSB first (docs/dqn_accelerator.md): field widths written out
+# by hand (activation addresses 10 bits for 1,024 words, weight addresses 12 for 4,096, kernel_width and
+# first_column 7 bits for 84 elements, column_blocks_log2 3 bits for up to 16 blocks).
+DESCRIPTOR_WIDTHS = [("in_ram", 1), ("in_base", 10), ("in_channels", 12), ("in_height", 10), ("kernel_height", 8),
+                     ("kernel_width", 7), ("stride", 4), ("out_height", 12), ("out_width", 12), ("positions", 20),
+                     ("first_position", 20), ("first_oy", 12), ("first_ox", 12), ("first_row", 16),
+                     ("first_column", 7), ("column_blocks_log2", 3), ("out_channels", 12), ("products", 24),
+                     ("weight_base", 12), ("out_ram", 1), ("out_base", 10), ("packed_output", 1),
+                     ("position_major", 1), ("reduce", 1), ("relu", 1), ("last", 1)]
+
+
+def decode(word):
+    fields, offset = {}, 0
+    for name, width in DESCRIPTOR_WIDTHS:
+        fields[name] = word >> offset & ((1 << width) - 1)
+        offset += width
+    assert word >> offset == 0, "bits beyond the last field"
+    return fields
+
+
+def test_descriptor_words_decode_to_the_thesis_layers(thesis_plan):
+    """CONV_1 and FC_2 of the thesis network, decoded field by field from the words the host writes."""
+    conv1, fc2 = decode(thesis_plan.layers[0].encoded), decode(thesis_plan.layers[-1].encoded)
+    # CONV_1: 4 x 84 x 84 from RAM 0, 8 x 8 kernel, stride 4 -> 16 x 20 x 20 in RAM 1; 16 positions per group.
+    assert conv1 == dict.fromkeys(conv1, 0) | {
+        "in_channels": 4, "in_height": 84, "kernel_height": 8, "kernel_width": 8, "stride": 4, "out_height": 20,
+        "out_width": 20, "positions": 400, "out_channels": 16, "products": 4 * 8 * 8, "out_ram": 1, "relu": 1}
+    # FC_2: FC_1's 256 outputs as 16 packed words of 16 (RAM 1 from word 320) -> 18 Q-values, 2 column blocks,
+    # weights after CONV_1, CONV_2 (257 words each) and FC_1 (2,593), no ReLU, the last layer.
+    assert fc2 == dict.fromkeys(fc2, 0) | {
+        "in_ram": 1, "in_base": 320, "in_channels": 16, "in_height": 1, "kernel_height": 1, "kernel_width": 16,
+        "stride": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 18,
+        "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 624, "packed_output": 1, "last": 1}
+
+
 def test_descriptors_are_encoded_from_their_fields(thesis_plan):
-    config = thesis_plan.config
     for layer in thesis_plan.layers:
-        assert layer.encoded == encode_descriptor(config, **layer.descriptor)
+        assert decode(layer.encoded) == layer.descriptor
         d = layer.descriptor
         assert (d["first_position"], d["positions"]) == (0, d["out_height"] * d["out_width"])
         assert d["products"] == d["in_channels"] * d["kernel_height"] * d["kernel_width"]

@@ -10,6 +10,7 @@ from models.shared import fixed_point as fx
 from models.pe_ring import pwl
 from sim.harness import simulate
 from sim.lint import lint_verilog
+from testbench.shared.stream_ports import stream_config
 
 Q5_10 = QFormat(width=16, frac_bits=10)
 Q15_16 = QFormat(width=32, frac_bits=16)
@@ -78,9 +79,7 @@ def test_rtl_matches_model(table):
     assert lint_verilog(dut, name) == []
     fmt = table.fmt
     result = simulate(dut, name=name, test_module="testbench.shared.stream_tb", stimulus={"x": fx.to_bits(x, fmt)},
-                      config={"inputs": {"x": {"lanes": 1, "bits": fmt.width}}, "in_valid": "x_valid",
-                              "outputs": {"y": {"lanes": 1, "bits": fmt.width}}, "out_valid": "y_valid",
-                              "expect": len(x), "idle_seed": 3})
+                      config=stream_config(dut, input="x", output="y", expect=len(x), idle_seed=3))
     got = fx.from_bits(result.outputs["y"], fmt)
     expected = pwl.evaluate(table, x)
     bad = np.flatnonzero(got != expected)

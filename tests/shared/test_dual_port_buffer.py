@@ -8,6 +8,7 @@ from hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, bloc
 from models.shared.dual_port_buffer import DualPortBufferModel, PortRequest
 from sim.harness import simulate
 from sim.lint import lint_verilog
+from testbench.shared.dual_port_buffer_tb import random_requests
 
 WIDTH, DEPTH, LANES = 96, 32, 3     # a word wider than 64 bits, a depth small enough for many collisions
 
@@ -88,31 +89,12 @@ def test_model_granularity():
 
 # --- RTL: random simultaneous traffic on both ports --------------------------------------------
 
-def random_traffic(rng, cycles, granularity):
-    """Per-cycle requests for both ports (about 40 % reads, 40 % writes, 10 % both, 10 % idle), never two
-    writes to one address on one cycle; with a granularity, each write enables a random non-empty set of lanes."""
-    stimulus = {}
-    kind = {port: rng.choice(4, size=cycles, p=[0.1, 0.4, 0.4, 0.1]) for port in "ab"}
-    address = {port: rng.integers(0, DEPTH, size=cycles) for port in "ab"}
-    clash = (kind["a"] >= 2) & (kind["b"] >= 2) & (address["a"] == address["b"])
-    address["b"][clash] = (address["a"][clash] + 1) % DEPTH
-    for port in "ab":
-        stimulus[f"{port}_address"] = address[port].astype(np.uint64)
-        stimulus[f"{port}_read_enable"] = np.isin(kind[port], (1, 3)).astype(np.uint64)
-        writes = (kind[port] >= 2).astype(np.uint64)
-        if granularity is not None:
-            writes *= rng.integers(1, 1 << LANES, size=cycles, dtype=np.uint64)
-        stimulus[f"{port}_write_enable"] = writes
-        stimulus[f"{port}_write_data"] = rng.integers(0, 1 << 32, size=(cycles, LANES), dtype=np.uint64)
-    return stimulus
-
-
 @pytest.mark.parametrize("granularity", [None, WIDTH // LANES])
 def test_random_traffic_against_model(simulator, granularity):
     rng = np.random.default_rng(2024)
     cycles = 3000
     init = rng.integers(0, 1 << 32, size=(DEPTH, LANES), dtype=np.uint64)
-    stimulus = random_traffic(rng, cycles, granularity)
+    stimulus = random_requests(rng, cycles, depth=DEPTH, lanes=LANES, lane_bits=32, granularity=granularity)
     reads = {port: stimulus[f"{port}_read_enable"].astype(bool) for port in "ab"}
     writes = {port: stimulus[f"{port}_write_enable"].astype(bool) for port in "ab"}
     same_address = stimulus["a_address"] == stimulus["b_address"]

@@ -2,6 +2,7 @@
 """What FloatMultiplier and FloatAdder share: parameters, their validation messages, ports, names."""
 
 import pytest
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from hw.shared.float_adder import FloatAdder
@@ -22,7 +23,9 @@ def test_defaults_and_properties(unit_class):
 @UNITS
 def test_ports(unit_class):
     members = dict(unit_class(fmt=BFLOAT16).signature.members)
-    assert members == {"a": In(16), "b": In(16), "in_valid": In(1), "result": Out(16), "out_valid": Out(1)}
+    operands = data.StructLayout({"a": 16, "b": 16})
+    assert members == {"operands": In(stream.Signature(operands, always_ready=True)),
+                       "result": Out(stream.Signature(16, always_ready=True))}
 
 
 def test_module_names():

@@ -36,7 +36,7 @@ class FloatOperation:
     """What the tests need to know of one two-operand float unit."""
     name: str               # "add" or "mul": the test id and the ``operation`` of random_operands
     unit: type              # the component streamed alone (Icarus run, lint)
-    output: str             # its port of FloatUnitPair (which holds both units on one build)
+    output: str             # its field of FloatUnitPair's result (one build holds both units)
     model: Callable         # model(fmt, a, b): the golden model through the host's float arithmetic
     bitlevel_model: Callable  # bitlevel_model(fmt, a, b, *, flush_to_zero): integer-only model, any format
     testfloat_level1: dict  # format name -> TestFloat level-1 vector file

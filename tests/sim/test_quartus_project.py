@@ -37,7 +37,7 @@ def test_project_names_device_top_level_and_existing_files(board, tmp_path):
     assert f'PROJECT_REVISION = "{project}"' in (tmp_path / f"{project}.qpf").read_text()
     # The clock on the board's pin, every other port a virtual pin (no location).
     assert re.findall(r"^set_location_assignment -to (\S+) PIN_(\w+)$", qsf, re.M) == [('"clk50_0__io"', clock_pin)]
-    for port in ('"a\\[*]"', '"b\\[*]"', '"in_valid"', '"result\\[*]"', '"out_valid"'):
+    for port in ('"operands__payload\\[*]"', '"operands__valid"', '"result__payload\\[*]"', '"result__valid"'):
         assert f"set_instance_assignment -name VIRTUAL_PIN ON -to {port}" in qsf
 
 

@@ -1,0 +1,69 @@
+"""The layers and template hardware points DCP's data set is drawn from, and which are held out.
+
+Layers (``LAYERS``): the thesis' DQN network (4 layers), the CapsNet's two convolutions (conv1:
+1x28x28 -> 256 channels, 9x9, stride 1; PrimaryCaps: 256x20x20 -> 256, 9x9, stride 2) and
+fifteen small CNN / ResNet / MobileNet-like shapes (3x3, 1x1, 5x5 and 7x7 convolutions at
+strides 1 and 2, a depthwise convolution, dense layers). Input sizes include the padding
+(a "same" 3x3 convolution on 16x16 is an 18x18 input). Five of the other shapes are never
+trained on (``HELD_OUT_LAYERS``).
+
+Hardware (``TRAIN_HARDWARE``, ``HELD_OUT_HARDWARE``): fp16 template points with the default GB
+(108 KiB) and HBM; four for training, each dataflow at least once, and one the predictor never
+sees (a 20x20 array, which no training point has, with a 32-word RF under OS, a combination no
+training point has). ``DEFAULT_HARDWARE`` (16x16, 64-word RF, row-stationary) is where the
+searches run unless told otherwise.
+"""
+
+from dse.shared.layer import Layer, LayerType, dqn_layers
+from dse.shared.template import TemplateHardware
+
+CAPSNET_LAYERS = (
+    Layer.conv(in_channels=1, in_size=28, out_channels=256, kernel=9, name="CAPS_CONV1"),
+    Layer.conv(in_channels=256, in_size=20, out_channels=256, kernel=9, stride=2,
+               name="CAPS_PRIMARY"),
+)
+
+OTHER_LAYERS = (
+    Layer.conv(in_channels=3, in_size=34, out_channels=64, kernel=3, name="cifar_stem_3x3"),
+    Layer.conv(in_channels=64, in_size=18, out_channels=64, kernel=3, name="res_3x3_64"),
+    Layer.conv(in_channels=64, in_size=17, out_channels=128, kernel=3, stride=2,
+               name="res_3x3_64_128_s2"),
+    Layer.conv(in_channels=64, in_size=16, out_channels=256, kernel=1, name="res_1x1_64_256"),
+    Layer.conv(in_channels=128, in_size=16, out_channels=256, kernel=1, stride=2,
+               name="res_1x1_128_256_s2"),
+    Layer.conv(in_channels=3, in_size=38, out_channels=64, kernel=7, stride=2,
+               name="stem_7x7_s2"),
+    Layer.conv(in_channels=6, in_size=14, out_channels=16, kernel=5, name="lenet_5x5"),
+    Layer(y=18, x=18, r=3, s=3, k=32, c=32, type=LayerType.DEPTHWISE, name="dw_3x3_32"),
+    Layer.dense(in_features=512, out_features=10, name="fc_512_10"),
+    Layer.dense(in_features=120, out_features=84, name="fc_120_84"),
+)
+
+HELD_OUT_LAYERS = (
+    Layer.conv(in_channels=128, in_size=10, out_channels=128, kernel=3, name="res_3x3_128"),
+    Layer.conv(in_channels=256, in_size=8, out_channels=64, kernel=1, name="res_1x1_256_64"),
+    Layer.conv(in_channels=16, in_size=12, out_channels=32, kernel=5, name="conv_5x5_16_32"),
+    Layer(y=17, x=17, r=3, s=3, k=64, c=64, type=LayerType.DEPTHWISE, stride=2,
+          name="dw_3x3_64_s2"),
+    Layer.dense(in_features=1024, out_features=128, name="fc_1024_128"),
+)
+
+TRAIN_LAYERS = (*dqn_layers(), *CAPSNET_LAYERS, *OTHER_LAYERS)
+LAYERS = (*TRAIN_LAYERS, *HELD_OUT_LAYERS)
+
+DEFAULT_HARDWARE = TemplateHardware(pe_x=16, pe_y=16, rf_words=64, dataflow="RS")
+TRAIN_HARDWARE = (
+    DEFAULT_HARDWARE,
+    TemplateHardware(pe_x=16, pe_y=16, rf_words=64, dataflow="OS"),
+    TemplateHardware(pe_x=12, pe_y=24, rf_words=16, dataflow="WS"),
+    TemplateHardware(pe_x=8, pe_y=16, rf_words=8, dataflow="RS"),
+)
+HELD_OUT_HARDWARE = (TemplateHardware(pe_x=20, pe_y=20, rf_words=32, dataflow="OS"),)
+
+
+def layer_by_name(name):
+    """A layer of ``LAYERS`` by name (case-insensitive); ValueError listing the names."""
+    for layer in LAYERS:
+        if layer.name.lower() == name.lower():
+            return layer
+    raise ValueError(f"unknown layer {name!r}; known: {', '.join(l.name for l in LAYERS)}")

@@ -1,0 +1,105 @@
+"""cocotb test of :class:`hw.shared.avalon_master.AvalonBurstMaster` against the SDRAM model.
+
+Configuration (``load_config()``)::
+
+    commands:      [[kind, address, words], ...]   kind "read" or "write", in the order they are issued
+    timing:        SdramTiming fields (defaults for the others)
+    image_base:    byte address where stimulus["image"] (uint8) is loaded before the run
+    ready_seed:    null (read_data always ready) or a seed for random ready (about 1 cycle in 3 low)
+    valid_seed:    null (write words always offered) or a seed for random gaps between write words
+    max_burst:     the master's burst limit (the slave checks every burstcount against it)
+    max_cycles:    the run fails if the commands are not done by then
+
+Stimulus: ``image`` (bytes loaded at ``image_base``), ``write_words`` (uint64 data of every write word, in
+command order), ``write_enables`` (their byte enables).  Outputs: ``read_words`` and ``read_cycles`` (every word
+taken from ``read_data`` and the cycle it was taken), ``requests`` ((cycle, is_write, address, burstcount) per
+accepted bus request), ``image_after`` (the bytes at ``image_base`` after the run), ``cycles`` (cycle on which
+the master went idle with every read word taken), ``statistics`` (beats, row hits, opens, row misses, refreshes).
+"""
+
+import dataclasses
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ReadOnly
+
+from models.shared.sdram import SdramModel, SdramTiming
+from testbench.shared.avalon_sdram import AvalonSdramSlave
+from testbench.shared.clocking import start_clock_and_reset
+from testbench.shared.exchange import load_config, load_stimulus, save_outputs
+
+
+def _pattern(seed, count, low_probability):
+    """``count`` booleans, True where the handshake side is willing (all True without a seed)."""
+    if seed is None:
+        return np.ones(count, bool)
+    return np.random.default_rng(seed).random(count) >= low_probability
+
+
+@cocotb.test()
+async def burst_master(dut):
+    config, stimulus = load_config(), load_stimulus()
+    timing = SdramTiming(**config.get("timing", {}))
+    model = SdramModel(timing=timing, port_bits=len(dut.avalon__writedata))
+    image = stimulus["image"].astype(np.uint8)
+    base = config["image_base"]
+    model.memory[base:base + len(image)] = image
+    hold = {"read_command__valid": 0, "write_command__valid": 0, "write_data__valid": 0, "read_data__ready": 0}
+    next_cycle = await start_clock_and_reset(dut, hold=hold)
+    slave = AvalonSdramSlave(dut, model, max_burst=config["max_burst"])
+    slave.start(next_cycle)
+
+    commands = {kind: [(address, words) for k, address, words in config["commands"] if k == kind]
+                for kind in ("read", "write")}
+    expected_reads = sum(words for _, words in commands["read"])
+    write_words, write_enables = stimulus["write_words"], stimulus["write_enables"]
+    max_cycles = config["max_cycles"]
+    ready = _pattern(config.get("ready_seed"), max_cycles, 0.3)
+    offer = _pattern(config.get("valid_seed"), max_cycles, 0.3)
+    command_address_bits = len(dut.avalon__address)
+
+    read_words, read_cycles = [], []
+    next_command = {"read": 0, "write": 0}
+    written = 0
+    offering = False                  # a write word offered and not yet taken stays offered (stream rule)
+    cycle = 0
+    while cycle < max_cycles:
+        for kind in ("read", "write"):
+            port = getattr(dut, f"{kind}_command__valid"), getattr(dut, f"{kind}_command__payload")
+            if next_command[kind] < len(commands[kind]):
+                address, words = commands[kind][next_command[kind]]
+                port[0].value = 1
+                port[1].value = address | words << command_address_bits
+            else:
+                port[0].value = 0
+        offering = written < len(write_words) and (offering or bool(offer[cycle]))
+        dut.write_data__valid.value = int(offering)
+        if offering:
+            dut.write_data__payload.value = int(write_words[written]) | int(write_enables[written]) << \
+                len(dut.avalon__writedata)
+        dut.read_data__ready.value = int(ready[cycle])
+        await ReadOnly()
+        for kind in ("read", "write"):
+            if int(getattr(dut, f"{kind}_command__valid").value) and int(getattr(dut, f"{kind}_command__ready").value):
+                next_command[kind] += 1
+        if offering and int(dut.write_data__ready.value):
+            written += 1
+            offering = False
+        if int(dut.read_data__valid.value) and ready[cycle]:
+            read_words.append(int(dut.read_data__payload.value))
+            read_cycles.append(cycle)
+        done = (all(next_command[kind] == len(commands[kind]) for kind in commands) and written == len(write_words)
+                and len(read_words) == expected_reads and not int(dut.busy.value))
+        if done:
+            break
+        await next_cycle()
+        cycle += 1
+
+    stats = dataclasses.astuple(model.statistics)[:5]
+    save_outputs(read_words=np.array(read_words, dtype=np.uint64), read_cycles=np.array(read_cycles, np.int64),
+                 requests=np.array([(c, kind == "write", a, n) for c, kind, a, n in slave.requests], np.int64)
+                 .reshape(-1, 4),
+                 image_after=model.memory[base:base + len(image)].copy(), cycles=np.int64(cycle),
+                 statistics=np.array(stats, np.int64))
+    assert cycle < max_cycles, (f"not done after {max_cycles} cycles: commands {next_command}, {written} of "
+                                f"{len(write_words)} words written, {len(read_words)} of {expected_reads} read")

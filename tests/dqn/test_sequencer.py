@@ -1,0 +1,206 @@
+# amaranth: UnusedElaboratable=no
+"""hw.dqn.sequencer.LayerSequencer on Amaranth's simulator, with a stand-in result writer that reports a group
+written a fixed number of cycles after its bias product: per layer, the products it issues (weight and row
+addresses, load / shift / bias, taps, groups) against what the descriptor fields give by hand, and its cycles,
+stalls and drain against the timing its docstring states."""
+
+import pytest
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from hw.dqn.config import DqnConfig
+from hw.dqn.descriptor import descriptor_layout, group_layout
+from hw.dqn.sequencer import PRODUCT_LAYOUT, LayerSequencer
+from hw.shared.host_control import COUNTER_EVENTS
+
+CONFIG = DqnConfig(modules=4, lanes=2, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
+
+
+def conv_descriptor(*, in_base, in_channels, in_height, kernel, stride, out_shape, column_blocks_log2, weight_base,
+                    first_position=0):
+    (kernel_height, kernel_width), (out_height, out_width) = kernel, out_shape
+    first_oy, first_ox = divmod(first_position, out_width)
+    return {"in_ram": 0, "in_base": in_base, "in_channels": in_channels, "in_height": in_height,
+            "kernel_height": kernel_height, "kernel_width": kernel_width, "stride": stride,
+            "out_height": out_height, "out_width": out_width, "positions": out_height * out_width,
+            "first_position": first_position, "first_oy": first_oy, "first_ox": first_ox,
+            "first_row": first_oy * stride, "first_column": first_ox * stride,
+            "column_blocks_log2": column_blocks_log2, "out_channels": 4,
+            "products": in_channels * kernel_height * kernel_width, "weight_base": weight_base,
+            "out_ram": 1, "out_base": 0, "packed_output": 0, "position_major": 0, "reduce": 0, "relu": 1, "last": 0}
+
+
+LAYERS = [
+    # 2 positions per group (C = 2), 12 positions: 6 groups of 12 products; groups span two output rows
+    conv_descriptor(in_base=5, in_channels=2, in_height=7, kernel=(3, 2), stride=2, out_shape=(3, 4),
+                    column_blocks_log2=1, weight_base=20),
+    # 4 positions per group (C = 1), a pass from position 2: groups of 4, 4 and 2 positions
+    conv_descriptor(in_base=40, in_channels=1, in_height=5, kernel=(2, 3), stride=1, out_shape=(4, 3),
+                    column_blocks_log2=0, weight_base=60, first_position=2),
+    # a reduction: the sum of 3 partial sums read from words 70, 71, 72, then the bias
+    conv_descriptor(in_base=70, in_channels=3, in_height=1, kernel=(1, 1), stride=1, out_shape=(1, 1),
+                    column_blocks_log2=1, weight_base=100) | {"reduce": 1, "packed_output": 1},
+]
+
+
+def simulate(layers, written_after):
+    """Run ``layers``; the stand-in writer pulses ``group_written`` ``written_after`` cycles after each group's
+    bias product. Returns one dict of observations per cycle from START on."""
+    sequencer = LayerSequencer(config=CONFIG)
+    trace = []
+    simulator = Simulator(sequencer)
+    simulator.add_clock(1e-6)
+
+    async def testbench(ctx):
+        ctx.set(sequencer.descriptor, layers[0])
+        ctx.set(sequencer.layer_count, len(layers))
+        ctx.set(sequencer.start, 1)
+        await ctx.tick()
+        ctx.set(sequencer.start, 0)
+        written_at = set()
+        for cycle in range(2000):
+            layer = ctx.get(sequencer.layer_index)
+            ctx.set(sequencer.descriptor, layers[layer])
+            ctx.set(sequencer.group_written, cycle in written_at)
+            events = {name: ctx.get(getattr(sequencer.events, name)) for name in ("issue", "stall", "draining")}
+            observed = {"layer": layer, "busy": ctx.get(sequencer.busy), "done": ctx.get(sequencer.done), **events}
+            for name in ("load", "shift", "bias", "weight_read", "weight_address", "row_read", "row_address0",
+                         "row_address1", "tap_slot"):
+                observed[name] = ctx.get(getattr(sequencer, name))
+            observed["tap_column"] = [ctx.get(sequencer.tap_column[m]) for m in range(CONFIG.modules)]
+            observed["product"] = ctx.get(sequencer.products.valid)
+            observed["from_activations"] = ctx.get(sequencer.products.payload.vector_from_activations)
+            observed["group"] = {field: ctx.get(getattr(sequencer.group, field)) for field in ("p0", "oy0", "ox0")}
+            trace.append(observed)
+            if events["issue"] and observed["bias"] and observed["weight_read"]:
+                written_at.add(cycle + written_after)
+            if observed["done"] and not observed["busy"]:
+                break
+            await ctx.tick()
+
+    simulator.add_testbench(testbench)
+    simulator.run()
+    assert trace[-1]["done"], "the run did not finish"
+    return trace
+
+
+def groups_of(descriptor):
+    per_group = CONFIG.modules >> descriptor["column_blocks_log2"]
+    return [range(p0, min(p0 + per_group, descriptor["positions"]))
+            for p0 in range(descriptor["first_position"], descriptor["positions"], per_group)]
+
+
+def expected_products(d):
+    """Per issued product of the layer: (weight address or None, load, shift, bias)."""
+    products = []
+    for _ in groups_of(d):
+        for k in range(d["products"]):
+            column = k % d["kernel_width"]
+            if d["reduce"]:
+                products.append((None, 0, 0, 1))
+            else:
+                products.append((d["weight_base"] + k, int(column == 0), int(column != 0), 0))
+        products.append((d["weight_base"] + d["products"], 0, 0, 1))
+    return products
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return simulate(LAYERS, written_after=5)
+
+
+def layer_cycles(trace, layer):
+    return [entry for entry in trace if entry["busy"] and entry["layer"] == layer]
+
+
+@pytest.mark.parametrize("layer", range(len(LAYERS)))
+def test_products_weights_load_shift_bias(trace, layer):
+    d = LAYERS[layer]
+    cycles = layer_cycles(trace, layer)
+    issued = [(entry["weight_address"] if entry["weight_read"] else None, entry["load"], entry["shift"], entry["bias"])
+              for entry in cycles if entry["issue"]]
+    assert issued == expected_products(d)
+    # The product beat follows each issue by one cycle; a reduction takes its vectors from the input words.
+    index = trace.index(cycles[0])
+    for offset, entry in enumerate(cycles):
+        if entry["issue"]:
+            beat = trace[index + offset + 1]
+            assert beat["product"] == 1
+            assert beat["from_activations"] == int(bool(d["reduce"]) and not (entry["weight_read"] and entry["bias"]))
+    assert sum(entry["product"] for entry in trace) == sum(len(expected_products(d)) for d in LAYERS)
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_rows_read_per_step(trace, layer):
+    """Every step (c, kh) of every group reads rows in_base + c*in_height + oy0*stride + kh (slot 0) and the row a
+    stride below (slot 1), before the step; the last step reads ahead for a group that does not exist."""
+    d = LAYERS[layer]
+    reads = [(entry["row_address0"], entry["row_address1"])
+             for entry in layer_cycles(trace, layer) if entry["row_read"]]
+    expected = []
+    for positions in groups_of(d):
+        oy0 = positions[0] // d["out_width"]
+        for channel in range(d["in_channels"]):
+            for kernel_row in range(d["kernel_height"]):
+                row = d["in_base"] + channel * d["in_height"] + oy0 * d["stride"] + kernel_row
+                expected.append((row, row + d["stride"]))
+    assert reads[:len(expected)] == expected and len(reads) == len(expected) + 1
+
+
+def test_reduction_reads_one_word_per_product(trace):
+    d = LAYERS[2]
+    reads = [entry["row_address1"] for entry in layer_cycles(trace, 2) if entry["issue"] and entry["row_read"]]
+    assert reads == [d["in_base"] + k for k in range(d["products"])]
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_taps_and_groups(trace, layer):
+    """From a group's first product on, module m taps slot (oy != oy0) and column ox * stride of its position
+    p0 + (m >> log2 C); the group's position reaches the writer after its bias product."""
+    d = LAYERS[layer]
+    cycles = layer_cycles(trace, layer)
+    index = trace.index(cycles[0])
+    firsts = [offset for offset, entry in enumerate(cycles) if entry["issue"]][::d["products"] + 1]
+    biases = [offset for offset, entry in enumerate(cycles) if entry["issue"] and entry["bias"]]
+    for positions, first, bias in zip(groups_of(d), firsts, biases, strict=True):
+        taps = trace[index + first + 1]
+        oy0, ox0 = divmod(positions[0], d["out_width"])
+        for module in range(CONFIG.modules):
+            q = module >> d["column_blocks_log2"]
+            if q < len(positions):
+                oy, ox = divmod(positions[q], d["out_width"])
+                assert (taps["tap_slot"] >> module & 1, taps["tap_column"][module]) == (oy - oy0, ox * d["stride"])
+        assert trace[index + bias + 1]["group"] == {"p0": positions[0], "oy0": oy0, "ox0": ox0}
+
+
+@pytest.mark.parametrize("written_after", [5, 16])
+def test_layer_timing(written_after):
+    """Per layer: 1 cycle set-up, 1 to start the walk, the first group's positions to walk plus 1 to read its rows,
+    groups * (products + 1) product cycles, a stall per cycle the previous group is still being written when a
+    group's bias product is due, then the drain until the last group is written (written_after + 1)."""
+    trace = simulate(LAYERS, written_after=written_after)
+    for layer, d in enumerate(LAYERS):
+        cycles = layer_cycles(trace, layer)
+        groups = groups_of(d)
+        stalls = (len(groups) - 1) * max(0, written_after - d["products"])
+        assert sum(entry["issue"] for entry in cycles) == len(groups) * (d["products"] + 1)
+        assert sum(entry["stall"] for entry in cycles) == stalls
+        assert sum(entry["draining"] for entry in cycles) == written_after + 1
+        assert len(cycles) == 2 + len(groups[0]) + 1 + len(groups) * (d["products"] + 1) + stalls + written_after + 1
+    assert [entry["layer"] for entry in trace if entry["busy"]][-1] == len(LAYERS) - 1
+
+
+def test_ports():
+    sequencer = LayerSequencer(config=CONFIG)
+    members = dict(sequencer.signature.members)
+    assert (members["layer_count"], members["layer_index"]) == (In(range(5)), Out(range(4)))
+    assert members["descriptor"] == In(descriptor_layout(CONFIG))
+    assert members["products"] == Out(stream.Signature(PRODUCT_LAYOUT, always_ready=True))
+    assert (members["group"], members["events"]) == (Out(group_layout(CONFIG)), Out(COUNTER_EVENTS))
+    assert members["tap_column"] == Out(data.ArrayLayout(range(12), 4))
+
+
+def test_rejects_bad_config():
+    with pytest.raises(TypeError, match="^config must be a DqnConfig, not None$"):
+        LayerSequencer(config=None)

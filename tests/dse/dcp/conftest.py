@@ -1,0 +1,39 @@
+"""A tiny labelled data set and a predictor trained on it in seconds, shared by the DCP tests."""
+
+import pytest
+
+from dse.dcp.dataset import Plan, assemble, label_chunk, space_named
+from dse.dcp.workloads import DEFAULT_HARDWARE
+from dse.shared.layer import Layer, dqn_layers
+from dse.shared.template import TemplateHardware
+
+TINY_PLAN = Plan(per_group=150, held_out_per_group=40,
+                 train_layers=(*dqn_layers()[1:], Layer.conv(in_channels=8, in_size=10,
+                                                            out_channels=16, kernel=3,
+                                                            name="conv8")),
+                 held_out_layers=(Layer.conv(in_channels=16, in_size=8, out_channels=8,
+                                             kernel=3, name="conv16"),),
+                 train_hardware=(DEFAULT_HARDWARE,),
+                 held_out_hardware=(TemplateHardware(pe_x=12, pe_y=12, rf_words=32,
+                                                     dataflow="RS"),))
+
+
+@pytest.fixture(scope="session")
+def space():
+    return space_named("template")
+
+
+@pytest.fixture(scope="session")
+def tiny_data(space):
+    return assemble(space, [(case, label_chunk(case)) for case in TINY_PLAN.cases(space)])
+
+
+@pytest.fixture(scope="session")
+def tiny_predictor(space, tiny_data):
+    torch = pytest.importorskip("torch")
+    from dse.dcp import predictor
+
+    torch.set_num_threads(1)
+    model = predictor.new_predictor(space, "mlp", width=64, depth=2)
+    predictor.train(model, tiny_data.split(TINY_PLAN)["train"], space, epochs=40)
+    return model.freeze()
