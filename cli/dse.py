@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 
 from cli.report import positive_int, write_json
+from models.shared.input_files import InputError
 from dse.dcp import command as dcp_command
 
 __all__ = ["add_arguments"]
 
 NETWORKS = ("dqn",)
+COST_SCHEMA = "nnaccel.dse.cost/1"
 
 
 def add_arguments(commands):
@@ -134,12 +136,18 @@ def run_cost(arguments):
     from models.dqn.network import dqn_layers, seeded_weights
     from models.dqn.plan import compile_network
 
-    config = _config(arguments)
+    try:
+        config = _config(arguments)
+    except ValueError as error:
+        raise InputError(f"dse cost: not a configuration of the DQN accelerator: {error}") from None
     layers = dqn_layers(18)
-    # The compiler checks what the cost model does not: RAM capacities, descriptor fields.
-    compile_network(config, layers, seeded_weights(), split=arguments.split)
-    mapping, per_layer, totals = evaluate_network(config, layers, split=arguments.split)
-    components, area = area_breakdown(config)
+    try:
+        # The compiler checks what the cost model does not: RAM capacities, descriptor fields.
+        compile_network(config, layers, seeded_weights(), split=arguments.split)
+        mapping, per_layer, totals = evaluate_network(config, layers, split=arguments.split)
+        components, area = area_breakdown(config)
+    except ValueError as error:
+        raise InputError(f"dse cost: cannot cost the DQN on this configuration: {error}") from None
     print(f"DQN (thesis network, 18 actions) on {config.modules} x {config.lanes} {config.fmt.name} MACs, multiplier "
           f"latency {config.multiplier_latency}, adder latency {config.adder_latency}, {config.row_elements}-element "
           f"rows, RAMs {config.activation_depth} / {config.weight_depth} words")
@@ -163,12 +171,12 @@ def run_cost(arguments):
     print(f"{'total':<44}{area.alms:>9,}{area.dsp_blocks:>8.1f}{area.m10k:>8,}")
     if arguments.json:
         write_json(arguments.json, {
-            "schema": "nnaccel.dse.cost/1", "config": config_to_json(config), "network": arguments.network,
+            "config": config_to_json(config), "network": arguments.network,
             "mapping": mapping.to_json(), "layers": per_layer, "total": totals,
             "area": {"alms": area.alms, "dsp_blocks": area.dsp_blocks, "m10k": area.m10k,
                      "components": [{"component": name, "instances": count, "alms": resources.alms,
                                      "dsp_blocks": resources.dsp_blocks, "m10k": resources.m10k}
-                                    for name, count, resources in components]}})
+                                    for name, count, resources in components]}}, schema=COST_SCHEMA)
     return 0
 
 
@@ -224,11 +232,11 @@ def run_validate(arguments):
         print(f"  failed: {key[:12]}: {error[:300]}")
     print(f"validation wall time {wall:.0f} s")
     if arguments.json:
-        write_json(arguments.json, {"schema": SCHEMA, "seed": arguments.seed, "hardware": arguments.hardware,
+        write_json(arguments.json, {"seed": arguments.seed, "hardware": arguments.hardware,
                                     "exact_cases": exact, "total_cases": len(rows),
                                     "hardware_configurations": distinct, "run_now": report.new,
                                     "skipped": report.skipped, "failures": report.failures, "wall_seconds": wall,
-                                    "store": str(store_path), "cases": rows})
+                                    "store": str(store_path), "cases": rows}, schema=SCHEMA)
     return 0 if exact == len(rows) else 1
 
 

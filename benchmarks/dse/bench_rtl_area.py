@@ -12,7 +12,7 @@ whole-design run takes the better part of an hour).  Yosys results are cached, s
 import argparse
 import time
 
-from dse.shared.rtl_area import compose
+from dse.shared.rtl_area import component_of_row, compose
 from hw.dqn.accelerator import DqnAccelerator
 from hw.dqn.config import DqnConfig
 from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
@@ -26,9 +26,6 @@ CHECK_CONFIGS = (
     DqnConfig(modules=8, lanes=2, fmt=BINARY32, multiplier_latency=2, adder_latency=3, row_elements=12,
               activation_depth=128, weight_depth=256, max_layers=8),
 )
-_COMPONENT_OF_ROW = {".sequencer": "sequencer", ".feeder": "feeder", ".writer": "writer", ".argmax": "argmax",
-                     "_weight_slice": "weight_slice", "_activation_ram": "activation_ram",
-                     "_matrix_module": "matrix_module", " (own logic)": "control"}
 
 
 def relative(composed, measured):
@@ -54,12 +51,11 @@ def main():
                        relative(composed.m10k, measured.m10k)]
         print(f"  {'difference':<16}{differences[0]:>+9.1%}{differences[1]:>+8.1%}{differences[2]:>+7.1%}")
         worst = max(worst, *map(abs, differences))
-        for row in report.rows:
-            component = next(name for suffix, name in _COMPONENT_OF_ROW.items() if row.label.endswith(suffix))
-            _, cells = parts[component]
-            print(f"    {component:<16} LUTs {row.resources.luts:>7,} composed {cells['luts']:>7,}   FFs "
-                  f"{row.resources.flip_flops:>6,} composed {cells['flip_flops']:>6,}   carry {row.resources.carry:>6,} "
-                  f"composed {cells['carry']:>6,}")
+        for component, (_, cells) in parts.items():
+            rows = [row.resources for row in report.rows if component_of_row(row.label) == component]
+            luts, flip_flops, carry = (sum(getattr(row, field) for row in rows) for field in ("luts", "flip_flops", "carry"))
+            print(f"    {component:<16} LUTs {luts:>7,} composed {cells['luts']:>7,}   FFs "
+                  f"{flip_flops:>6,} composed {cells['flip_flops']:>6,}   carry {carry:>6,} composed {cells['carry']:>6,}")
     print(f"\nlargest difference over {len(configs)} configurations (ALMs, DSP blocks, M10K): {worst:.1%}")
 
 

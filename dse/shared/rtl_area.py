@@ -4,17 +4,18 @@ per-component estimates kept in ``data/rtl_area_cyclonev.json``.
 ``nnaccel synth`` (:mod:`sim.fpga.synth`) maps a design hierarchically: each distinct Verilog module once, its
 cell counts times its instances, the ALMs estimated from the total.  A configuration of the accelerator is
 ``modules`` matrix modules and weight-RAM slices, two activation RAMs, the sequencer, feeder, result writer,
-argmax and the top level's own logic (descriptor table, counters, host port, RAM port multiplexers).  This
+argmax, the host control block (descriptor table, counters, host port) and the top level's own logic (RAM port
+and vector multiplexers; with the host control block, "control" below).  This
 module composes the same sum from a table instead of a Yosys run (milliseconds instead of minutes):
 
 * matrix module: measured for every number format and multiplier / adder latency of :data:`FAMILY_LATENCIES`
-  at 1 and 2 lanes; the cells are linear in the lanes (each lane is a multiplier, its adders and its partial
+  at 2 and 4 lanes (:data:`MATRIX_MODULE_LANES`); the cells are linear in the lanes (each lane is a multiplier, its adders and its partial
   sums; the control is shared), so ``fixed + lanes * per_lane``;
-* sequencer, feeder, writer, argmax and the top's own logic: a linear model per
+* sequencer, feeder, writer, argmax and control: a linear model per
   cell kind over features that count what the component is made of (:data:`FEATURES`, e.g. the feeder's
   ``modules x row_elements x width`` multiplexer bits), fitted by least squares to components measured in
-  :data:`MEASURED_CONFIGS` (each component's module cut out of the accelerator's Verilog and synthesized
-  alone; the top with its children as black boxes);
+  :data:`MEASURED_CONFIGS` (the accelerator's Verilog with its matrix module as a black box, synthesized
+  hierarchically: every other component in its place);
 * the RAMs by rule (:func:`ram_cells`): M10K blocks in the cheapest true dual-port mode of
   ``sim/fpga/yosys/m10k_tdp.txt``, the read multiplexers and write enables around them, width x depth memory
   bits (checked against every measured RAM).
@@ -36,6 +37,7 @@ from hw.dqn.descriptor import descriptor_layout
 from hw.shared.float_format import float_format
 
 __all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE", "RESOURCE_FIELDS", "component_cells",
+           "component_of_row",
            "component_features", "compose", "m10k_blocks", "ram_cells", "RAM_CHECKS", "table", "without_matrix_modules", "wrapped_matrix_module"]
 
 TABLE_FILE = "rtl_area_cyclonev.json"
@@ -84,7 +86,7 @@ _COUNTS = {"sequencer": lambda c: 1, "feeder": lambda c: 1, "writer": lambda c: 
            "matrix_module": lambda c: c.modules}
 
 # Small configurations whose components the table is fitted to (each a quick Verilog generation; every
-# component synthesized alone).  The whole-design check uses others (benchmarks/dse/bench_rtl_area.py).
+# component measured in its place).  The whole-design check uses others (benchmarks/dse/bench_rtl_area.py).
 MEASURED_CONFIGS = tuple(DqnConfig(modules=m, lanes=l, fmt=float_format(f), row_elements=r, activation_depth=a,
                                    weight_depth=w, max_layers=d)
                          for m, l, f, r, a, w, d in (
@@ -227,17 +229,29 @@ def wrapped_matrix_module(verilog_text, name):
     return top, wrapper + verilog_text
 
 
+# The rows of a synthesis report of the accelerator (``sim.fpga.synth``: a row per kind of the top's submodules and
+# one for the top's own logic) by the component they belong to; the host control block (descriptor table,
+# counters, host reads) and the top's own logic (RAM port and vector multiplexers) are together "control".
 _ROW_SUFFIXES = {".sequencer": "sequencer", ".feeder": "feeder", ".writer": "writer", ".argmax": "argmax",
-                 "_weight_slice": "weight_slice", "_activation_ram": "activation_ram", " (own logic)": "control"}
+                 ".control": "control", " (own logic)": "control", "_weight_slice": "weight_slice",
+                 "_activation_ram": "activation_ram", "_matrix_module": "matrix_module"}
+
+
+def component_of_row(label):
+    """The component a row of the accelerator's synthesis report belongs to (see :data:`_ROW_SUFFIXES`)."""
+    for suffix, component in _ROW_SUFFIXES.items():
+        if label.endswith(suffix):
+            return component
+    raise ValueError(f"no component of the DQN accelerator matches the synthesis report's row {label!r}")
 
 
 def component_cells(report):
     """``{component: {field: cells of one instance}}`` from the rows of an accelerator's synthesis report."""
     cells = {}
     for row in report.rows:
-        for suffix, component in _ROW_SUFFIXES.items():
-            if row.label.endswith(suffix):
-                cells[component] = {field: getattr(row.resources, field) // row.count for field in RESOURCE_FIELDS}
+        component = cells.setdefault(component_of_row(row.label), dict.fromkeys(RESOURCE_FIELDS, 0))
+        for field in RESOURCE_FIELDS:
+            component[field] += getattr(row.resources, field) // row.count
     return cells
 
 
