@@ -245,7 +245,8 @@ def case_config_key(case):
 
 
 def _print_table(rows):
-    header = f"{'#':>3}  {'configuration':<28}{'network':<44}{'predicted':>10}{'measured':>10}  {'bit-exact':<9}  mapping"
+    header = (f"{'#':>3}  {'configuration':<28}{'network':<44}{'predicted':>10}{'measured':>10}  {'bit-exact':<9}  "
+              "mapping")
     print("\n" + header)
     print("-" * (len(header) + 20))
     for row in rows:

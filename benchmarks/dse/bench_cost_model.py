@@ -26,7 +26,8 @@ from models.dqn.network import ConvLayer, DenseLayer
 from models.dqn.network import dqn_layers as thesis_layers
 from models.dqn.plan import layer_shapes
 
-SMALL_CNN = (ConvLayer("conv1", 3, 32, 16, 3, 1), ConvLayer("conv2", 16, 30, 32, 3, 2), DenseLayer("fc", 32 * 14 * 14, 10))
+SMALL_CNN = (ConvLayer("conv1", 3, 32, 16, 3, 1), ConvLayer("conv2", 16, 30, 32, 3, 2),
+             DenseLayer("fc", 32 * 14 * 14, 10))
 
 LAYERS = (*dqn_layers(),
           Layer.conv(in_channels=3, in_size=34, out_channels=64, kernel=3, name="conv3x3"),

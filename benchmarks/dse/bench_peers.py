@@ -1,6 +1,7 @@
 """The template cost model beside two peers: SCALE-Sim 3 and ZigZag (the ``peers`` extra).
 
-    python benchmarks/dse/bench_peers.py [--cases N] [--samples S] [--seed X] [--skip-dqn] [--skip-rtl] [--skip-template]
+    python benchmarks/dse/bench_peers.py [--cases N] [--samples S] [--seed X] [--skip-dqn] [--skip-rtl]
+                                         [--skip-template]
 
 1. The thesis' DQN network (SPEC sections 1 and 6) on a 16x16 array: SCALE-Sim's compute cycles
    per dataflow (os / ws / is) and ZigZag's cycles with its TPU-like template resized to 16x16,

@@ -43,7 +43,8 @@ def main():
         report = estimate(DqnAccelerator(config=config), config.module_name)
         parts, composed = compose(config)
         measured = report.total
-        print(f"\n{config.module_name} (whole-design Yosys {report.seconds:.0f} s, this run {time.perf_counter() - start:.0f} s)")
+        print(f"\n{config.module_name} (whole-design Yosys {report.seconds:.0f} s, this run "
+              f"{time.perf_counter() - start:.0f} s)")
         print(f"  {'':<16}{'ALMs':>9}{'DSP':>8}{'M10K':>7}")
         print(f"  {'Yosys':<16}{measured.alms:>9,}{measured.dsp_blocks:>8.1f}{measured.m10k:>7,}")
         print(f"  {'composed':<16}{composed.alms:>9,}{composed.dsp_blocks:>8.1f}{composed.m10k:>7,}")
@@ -53,9 +54,10 @@ def main():
         worst = max(worst, *map(abs, differences))
         for component, (_, cells) in parts.items():
             rows = [row.resources for row in report.rows if component_of_row(row.label) == component]
-            luts, flip_flops, carry = (sum(getattr(row, field) for row in rows) for field in ("luts", "flip_flops", "carry"))
-            print(f"    {component:<16} LUTs {luts:>7,} composed {cells['luts']:>7,}   FFs "
-                  f"{flip_flops:>6,} composed {cells['flip_flops']:>6,}   carry {carry:>6,} composed {cells['carry']:>6,}")
+            luts, flip_flops, carry = (sum(getattr(row, field) for row in rows)
+                                       for field in ("luts", "flip_flops", "carry"))
+            print(f"    {component:<16} LUTs {luts:>7,} composed {cells['luts']:>7,}   FFs {flip_flops:>6,} composed "
+                  f"{cells['flip_flops']:>6,}   carry {carry:>6,} composed {cells['carry']:>6,}")
     print(f"\nlargest difference over {len(configs)} configurations (ALMs, DSP blocks, M10K): {worst:.1%}")
 
 

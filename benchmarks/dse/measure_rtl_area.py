@@ -83,7 +83,8 @@ def main():
         **rtl_area.fit_table(config_cells, matrix_cells),
         "measurements": {
             "configs": [{"config": config_to_json(config), "cells": cells} for config, cells in config_cells],
-            "matrix_module": [{"fmt": fmt, "multiplier_latency": ml, "adder_latency": al, "lanes": lanes, "cells": cells}
+            "matrix_module": [{"fmt": fmt, "multiplier_latency": ml, "adder_latency": al, "lanes": lanes,
+                               "cells": cells}
                               for (fmt, ml, al), by_lanes in sorted(matrix_cells.items())
                               for lanes, cells in sorted(by_lanes.items())],
             "rams": rams},

@@ -9,8 +9,8 @@ and vector multiplexers; with the host control block, "control" below).  This
 module composes the same sum from a table instead of a Yosys run (milliseconds instead of minutes):
 
 * matrix module: measured for every number format and multiplier / adder latency of :data:`FAMILY_LATENCIES`
-  at 2 and 4 lanes (:data:`MATRIX_MODULE_LANES`); the cells are linear in the lanes (each lane is a multiplier, its adders and its partial
-  sums; the control is shared), so ``fixed + lanes * per_lane``;
+  at 2 and 4 lanes (:data:`MATRIX_MODULE_LANES`); the cells are linear in the lanes (each lane is a multiplier,
+  its adders and its partial sums; the control is shared), so ``fixed + lanes * per_lane``;
 * sequencer, feeder, writer, argmax and control: a linear model per
   cell kind over features that count what the component is made of (:data:`FEATURES`, e.g. the feeder's
   ``modules x row_elements x width`` multiplexer bits), fitted by least squares to components measured in
@@ -36,9 +36,9 @@ from hw.dqn.config import DqnConfig
 from hw.dqn.descriptor import descriptor_layout
 from hw.shared.float_format import float_format
 
-__all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE", "RESOURCE_FIELDS", "component_cells",
-           "component_of_row",
-           "component_features", "compose", "m10k_blocks", "ram_cells", "RAM_CHECKS", "table", "without_matrix_modules", "wrapped_matrix_module"]
+__all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE",
+           "RESOURCE_FIELDS", "component_cells", "component_of_row", "component_features", "compose", "m10k_blocks",
+           "ram_cells", "RAM_CHECKS", "table", "without_matrix_modules", "wrapped_matrix_module"]
 
 TABLE_FILE = "rtl_area_cyclonev.json"
 FAMILY_LATENCIES = (1, 2, 3)
@@ -273,5 +273,6 @@ def fit_table(config_cells, matrix_cells):
         (low, low_cells), (high, high_cells) = sorted(by_lanes.items())
         per_lane = {field: (high_cells[field] - low_cells[field]) / (high - low) for field in RESOURCE_FIELDS}
         matrix_module[f"{fmt}/{multiplier_latency}/{adder_latency}"] = {
-            "per_lane": per_lane, "fixed": {field: low_cells[field] - low * per_lane[field] for field in RESOURCE_FIELDS}}
+            "per_lane": per_lane,
+            "fixed": {field: low_cells[field] - low * per_lane[field] for field in RESOURCE_FIELDS}}
     return {"components": components, "matrix_module": matrix_module}

@@ -1,4 +1,4 @@
-"""The RTL family's cost model against the RTL: seeded cases compiled, simulated and compared (``nnaccel dse validate``).
+"""The RTL family's cost model against the RTL: seeded cases compiled, simulated, compared (``nnaccel dse validate``).
 
 A case is JSON (so it can be a Dask task and a key of the result store): a hardware configuration, a network,
 its weights' seed, a mapping, inputs' seed; or the thesis network at full size with the compiler's mapping
