@@ -47,6 +47,19 @@ def measure_matrix_module(fmt, multiplier_latency, adder_latency, lanes):
     return {field: getattr(row.resources, field) for field in rtl_area.RESOURCE_FIELDS}
 
 
+def measure_rams(start):
+    """The RAMs of ``rtl_area.RAM_CHECKS`` on their own: ``[{"width", "depth", "granularity", "cells"}]``."""
+    rams = []
+    for width, depth, granularity in rtl_area.RAM_CHECKS:
+        report = estimate(DualPortBuffer(width=width, depth=depth, granularity=granularity),
+                          f"buf_w{width}_d{depth}_g{granularity or 0}")
+        rams.append({"width": width, "depth": depth, "granularity": granularity,
+                     "cells": {field: getattr(report.total, field) for field in rtl_area.RESOURCE_FIELDS}})
+        print(f"{time.perf_counter() - start:7.0f} s  RAM {width} x {depth} (granularity {granularity}): "
+              f"{report.total.m10k} M10K, {report.total.luts} LUTs", flush=True)
+    return rams
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -66,14 +79,7 @@ def main():
                     matrix_cells.setdefault((fmt, multiplier_latency, adder_latency), {})[lanes] = cells
                     print(f"{time.perf_counter() - start:7.0f} s  matrix module {fmt} Lm {multiplier_latency} "
                           f"La {adder_latency} x{lanes}: {cells['luts']} LUTs {cells['flip_flops']} FFs", flush=True)
-    rams = []
-    for width, depth, granularity in rtl_area.RAM_CHECKS:
-        report = estimate(DualPortBuffer(width=width, depth=depth, granularity=granularity),
-                          f"buf_w{width}_d{depth}_g{granularity or 0}")
-        rams.append({"width": width, "depth": depth, "granularity": granularity,
-                     "cells": {field: getattr(report.total, field) for field in rtl_area.RESOURCE_FIELDS}})
-        print(f"{time.perf_counter() - start:7.0f} s  RAM {width} x {depth} (granularity {granularity}): "
-              f"{report.total.m10k} M10K, {report.total.luts} LUTs", flush=True)
+    rams = measure_rams(start)
     table = {
         "note": "Yosys estimates (synth_intel_alm -family cyclonev, hierarchical) of the DQN accelerator's components; "
                 "see dse/shared/rtl_area.py for how they compose",
