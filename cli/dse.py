@@ -19,6 +19,13 @@ __all__ = ["add_arguments"]
 
 NETWORKS = ("dqn",)
 COST_SCHEMA = "nnaccel.dse.cost/1"
+# The integer fields of hw.dqn.config.DqnConfig that nnaccel dse cost takes as options (--modules, ...).
+_INTEGER_FIELDS = (("modules", "matrix modules, a power of two"), ("lanes", "lanes per matrix module"),
+                   ("multiplier_latency", "the multiplier's register stages"),
+                   ("adder_latency", "the adder's register stages"),
+                   ("row_elements", "elements per activation word"),
+                   ("activation_depth", "words per activation RAM"), ("weight_depth", "words per weight RAM"),
+                   ("max_layers", "descriptor-table entries"))
 
 
 def add_arguments(commands):
@@ -74,24 +81,12 @@ def _run_predictor(arguments):
 def _add_cost_arguments(cost):
     from hw.dqn.config import DqnConfig
 
-    cost.add_argument("--modules", type=positive_int, default=DqnConfig.modules,
-                      help=f"matrix modules, a power of two (default {DqnConfig.modules})")
-    cost.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes,
-                      help=f"lanes per matrix module (default {DqnConfig.lanes})")
     cost.add_argument("--format", dest="fmt", choices=("binary32", "bfloat16", "binary16"), default="binary32",
                       help="number format of weights, activations and arithmetic (default binary32)")
-    cost.add_argument("--multiplier-latency", type=positive_int, default=DqnConfig.multiplier_latency,
-                      help=f"the multiplier's register stages (default {DqnConfig.multiplier_latency})")
-    cost.add_argument("--adder-latency", type=positive_int, default=DqnConfig.adder_latency,
-                      help=f"the adder's register stages (default {DqnConfig.adder_latency})")
-    cost.add_argument("--row-elements", type=positive_int, default=DqnConfig.row_elements,
-                      help=f"elements per activation word (default {DqnConfig.row_elements})")
-    cost.add_argument("--activation-depth", type=positive_int, default=DqnConfig.activation_depth,
-                      help=f"words per activation RAM (default {DqnConfig.activation_depth})")
-    cost.add_argument("--weight-depth", type=positive_int, default=DqnConfig.weight_depth,
-                      help=f"words per weight RAM (default {DqnConfig.weight_depth})")
-    cost.add_argument("--max-layers", type=positive_int, default=DqnConfig.max_layers,
-                      help=f"descriptor-table entries (default {DqnConfig.max_layers})")
+    for field, help_text in _INTEGER_FIELDS:
+        default = getattr(DqnConfig, field)
+        cost.add_argument(f"--{field.replace('_', '-')}", type=positive_int, default=default,
+                          help=f"{help_text} (default {default})")
     cost.add_argument("--network", choices=NETWORKS, default="dqn", help="the network: the thesis' DQN (18 actions)")
     cost.add_argument("--split", choices=("auto", "always", "never"), default="auto",
                       help="the compiler's K-split of idle modules (default auto: where it pays)")
@@ -123,11 +118,8 @@ def _add_validate_arguments(validate):
 def _config(arguments):
     from dse.shared.rtl_family import config_from_json
 
-    return config_from_json({"modules": arguments.modules, "lanes": arguments.lanes, "fmt": arguments.fmt,
-                             "multiplier_latency": arguments.multiplier_latency,
-                             "adder_latency": arguments.adder_latency, "row_elements": arguments.row_elements,
-                             "activation_depth": arguments.activation_depth, "weight_depth": arguments.weight_depth,
-                             "max_layers": arguments.max_layers})
+    return config_from_json({"fmt": arguments.fmt,
+                             **{field: getattr(arguments, field) for field, _ in _INTEGER_FIELDS}})
 
 
 def run_cost(arguments):
