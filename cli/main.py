@@ -10,6 +10,8 @@
     nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
     nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
     nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
+    nnaccel dse cost --modules M --lanes L [--format F] ...            the RTL family's cost of the DQN per layer
+    nnaccel dse validate [--cases N] [--scheduler ADDR] [--json F]     the RTL family's cost model against the RTL
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -114,10 +116,11 @@ _COMMANDS = (
      "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
      "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
      fpga_job.add_synth_arguments, fpga_job.run_synth),
-    ("dse", "design-space exploration: DCP's dataflow search and predictor, DANCE's co-search",
+    ("dse", "design-space exploration: DCP, DANCE, the RTL family's cost model and its check against the RTL",
      "Design-space exploration. dataflow: DCP, a layer's dataflow by back-propagation through a learned "
      "predictor; predictor: label dataflows and train that predictor; cosearch: DANCE, a network and its "
-     "accelerator searched together, against its baselines.",
+     "accelerator searched together, against its baselines; cost: the RTL family's cost of a network on one "
+     "configuration of the DQN accelerator; validate: that cost model against the simulated RTL.",
      dse_job.add_arguments, None),
     ("info", "show toolchain versions and the build cache",
      "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",

@@ -6,6 +6,7 @@ thesis network on a recorded Atari state (``system``).  Each is simulated once p
 fixtures; the harness caches the builds) and the tests check different aspects of that one run.
 """
 
+import dataclasses
 import json
 
 import numpy as np
@@ -13,12 +14,13 @@ import pytest
 
 from hw.dqn.accelerator import DqnAccelerator
 from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.shared.float_format import BINARY32
+from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
 from models.dqn.atari import recorded_states
 from models.dqn.golden import golden_forward
 from models.dqn.network import dqn_layers, reduced_layers, seeded_weights
 from models.dqn.plan import compile_network
 from cli.main import main
+from tests.dqn.test_plan import MIXED_MAPPING, mixed_layers
 from testbench.dqn.host import run_on_accelerator
 from testbench.dqn.raw_verilator import run_raw
 from testbench.dqn.accelerator_tb import int_to_words, words_to_ints
@@ -98,6 +100,48 @@ def test_cpp_testbench_gives_the_harness_bits(reduced_run):
     assert np.array_equal(raw.layer_counters, run.layer_counters) and np.array_equal(raw.total_cycles, run.total_cycles)
     assert np.array_equal(raw.actions, run.actions) and np.array_equal(raw.action_values, run.action_values)
     assert np.all(raw.run_wall_seconds > 0)
+
+
+def predicted_counters(plan):
+    return [[layer.predicted[name] for name in ("cycles", "product_cycles", "stall_cycles", "drain_cycles")]
+            for layer in plan.layers]
+
+
+def test_a_mapping_of_segments_splits_and_stalls_runs_as_predicted():
+    """A mapping the compiler would not choose: segments in a shuffled order with their own column blocks, a
+    K-split position inside a convolution, a 1x1 convolution whose groups wait for the writer and the walker:
+    bit-exact, and every pass's four counters as the timing model predicts."""
+    rng = np.random.default_rng([SEED, 7])
+    layers = mixed_layers()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED_CONFIG, layers, weights, mapping=MIXED_MAPPING)
+    states = reduced_states(rng)[:2]
+    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
+    assert compare_layers(plan, states, run) == []
+    assert [[int(c) for c in counters] for counters in run.layer_counters[0]] == predicted_counters(plan)
+    assert sum(counters[2] for counters in predicted_counters(plan)) > 0
+
+
+@pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
+def test_reduced_configuration_in_each_number_format(fmt):
+    """The family's number-format parameter: weights and inputs rounded from float32 to the format, the
+    hardware computing in it, bit for bit as the golden model, every pass's counters as predicted."""
+    rng = np.random.default_rng([SEED, fmt.width, fmt.mantissa_bits])
+    config = dataclasses.replace(REDUCED_CONFIG, fmt=fmt, row_elements=16)   # 16 x 16 bits hold a descriptor
+    layers = reduced_layers()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(config, layers, weights, split="always")
+    states = reduced_states(rng)[:2]
+    run = run_on_accelerator(DqnAccelerator(config=config), plan, states, read_layers=True)
+    assert compare_layers(plan, states, run) == []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        assert np.array_equal(run.q_values[index], golden.q_values)
+        assert (run.actions[index], run.action_values[index]) == (golden.action, golden.action_value)
+        assert run.q_values[index].max() < 1 << fmt.width
+    assert [[int(c) for c in counters] for counters in run.layer_counters[0]] == predicted_counters(plan)
 
 
 def test_host_words_round_trip():
