@@ -3,14 +3,23 @@
 ``run dqn`` compiles the thesis network (:mod:`models.dqn.plan`) for a :class:`hw.dqn.config.DqnConfig`,
 builds the accelerator (cached), runs the states in one simulation, checks every Q-value bit for bit
 against the golden model (:mod:`models.dqn.golden`) and prints the per-layer table next to the thesis'
-Table 5.1.  ``play`` runs the thesis' host loop: the Atari emulator inside the simulation produces each
-state, the simulated accelerator picks the action, the emulator steps; every step is checked against the
-golden model afterwards.
+Table 5.1.
 
-Weights: a ``.npz`` in the layout of :mod:`models.dqn.network` (``--weights``), or the seeded
-He-uniform initialisation ``seeded_weights(seed=0)`` (no trained weights ship with nnaccel).
+``play`` scores whole episodes (:mod:`models.dqn.episodes`: one game per seed, epsilon-greedy with seeded
+exploration) next to a random policy on the same seeds.  The first ``--rtl-steps`` steps of every episode run
+the thesis' host loop in one simulation: the Atari emulator inside the simulation produces each state, the
+simulated accelerator picks the action, the emulator steps; every one of those steps is checked bit for bit
+against the golden model afterwards.  The golden model, bit-exact with the accelerator and fast, plays the rest
+of each episode from where the accelerator left it (the emulator is deterministic: the host replays the
+accelerator's actions and checks it sees the same frames).  ``--gif`` draws the first episode.
+
+Weights: by default the network trained for Breakout that ships in ``models/dqn/data/dqn_breakout.npz``
+(:mod:`models.dqn.train`: imitation of a scripted player that reads the emulator's RAM, DAgger, DQN
+fine-tuning; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :mod:`models.dqn.network`;
+``--seeded-weights`` the untrained He-uniform initialisation ``seeded_weights(seed=0)``.
 """
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -18,18 +27,20 @@ import numpy as np
 
 from hw.dqn.config import DqnConfig
 from models.dqn.atari import recorded_states
-from models.dqn.network import check_states, dqn_layers, load_weights, reference_q_values, save_weights, \
-    seeded_weights
+from models.dqn.episodes import EVAL_EPSILON, MAX_EPISODE_STEPS
+from models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers, load_weights, reference_q_values, \
+    save_weights, seeded_weights
 from models.dqn.plan import SPLIT_MODES, compile_network
 from models.shared.input_files import InputError, load_single_array
 
 from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
-                        add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table, output_file,
-                        positive_int, q_value_fields, simulate_dqn_plan, timing_notes, write_json)
+                        add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table,
+                        non_negative_int, output_file, positive_int, probability, q_value_fields,
+                        simulate_dqn_plan, timing_notes, write_json)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
 
-JSON_SCHEMAS = {"dqn": "nnaccel.dqn/1", "play": "nnaccel.play/1"}
+JSON_SCHEMAS = {"dqn": "nnaccel.dqn/1", "play": "nnaccel.play/2"}
 
 WEIGHTS_SEED = 0
 # Thesis Table 5.1 (SPEC section 1): layer -> (time ms, GFLOPS); 100 MHz, data on chip.
@@ -41,8 +52,13 @@ THESIS_INPUT_CYCLES = 1_800             # 0.018 ms at 100 MHz
 # ---- Arguments ------------------------------------------------------------------------------------------------
 
 def _hardware_arguments(parser):
-    parser.add_argument("--weights", metavar="FILE", help="weights .npz (float32 arrays conv1_w conv1_b ... fc2_b, "
-                        "see models/dqn/network.py); default: seeded He-uniform weights, seed 0")
+    weights = parser.add_mutually_exclusive_group()
+    weights.add_argument("--weights", metavar="FILE", help="weights .npz (float32 arrays conv1_w conv1_b ... fc2_b, "
+                         "see models/dqn/network.py); default: the network trained for Breakout, "
+                         "models/dqn/data/dqn_breakout.npz")
+    weights.add_argument("--seeded-weights", action="store_true",
+                         help=f"the untrained seeded He-uniform weights (seed {WEIGHTS_SEED}) instead of the "
+                              f"trained ones")
     add_simulator_argument(parser)
     parser.add_argument("--waves", action="store_true", help="dump a waveform (large: every cycle of every run)")
     add_json_argument(parser, "the report (with every Q-value, as a float and as bits)")
@@ -73,9 +89,24 @@ def add_arguments(parser):
 
 def add_play_arguments(parser):
     """Options of ``nnaccel play``."""
-    parser.add_argument("--steps", type=positive_int, default=20, metavar="N", help="agent steps (default 20)")
+    parser.add_argument("--episodes", type=positive_int, default=1, metavar="N",
+                        help="whole episodes (games) to play and score (default 1)")
+    parser.add_argument("--rtl-steps", type=non_negative_int, default=20, metavar="K",
+                        help="the first K steps of every episode run on the simulated accelerator, each checked bit "
+                             "for bit against the golden model (default 20; 0: the golden model plays everything)")
+    parser.add_argument("--epsilon", type=probability, default=EVAL_EPSILON, metavar="E",
+                        help=f"probability of a random action on a step (default {EVAL_EPSILON}, the usual Atari "
+                             f"evaluation setting)")
+    parser.add_argument("--max-steps", type=positive_int, default=MAX_EPISODE_STEPS, metavar="N",
+                        help=f"cut an episode after N agent steps (default {MAX_EPISODE_STEPS:,}: 108,000 frames)")
     parser.add_argument("--game", default="breakout", help="Atari game shipped with ale-py (default breakout)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="emulator seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the first episode (emulator and exploration); episode i uses N + i (default 0)")
+    parser.add_argument("--gif", metavar="FILE", type=output_file,
+                        help="write an animated GIF of the first episode: the screen, the Q-values as bars, the "
+                             "chosen action marked")
+    parser.add_argument("--gif-steps", type=positive_int, default=400, metavar="N",
+                        help="frames of the GIF: the episode's first N steps (default 400)")
     _hardware_arguments(parser)
 
 
@@ -102,11 +133,12 @@ def _recorded_states(count):
 
 
 def _check_game(arguments):
-    """Open the game in the emulator here, so that a wrong --game or a missing ale-py is said before the build."""
+    """Open the game in the emulator here, so that a wrong --game or a missing ale-py is said before the build;
+    returns the game."""
     from models.dqn.atari import AtariGame
 
     try:
-        AtariGame(arguments.game, seed=arguments.seed)
+        return AtariGame(arguments.game, seed=arguments.seed)
     except ValueError as error:
         raise InputError(f"--game {arguments.game}: {error}") from None
     except RuntimeError as error:           # ale-py is not installed
@@ -117,8 +149,10 @@ def _weights(arguments):
     """(weights dict, description for the report)."""
     if arguments.weights:
         return load_weights(arguments.weights), f"from {arguments.weights}"
-    return seeded_weights(seed=WEIGHTS_SEED), f"seeded He-uniform (models.dqn.network.seeded_weights, seed " \
-                                              f"{WEIGHTS_SEED}; not trained)"
+    if arguments.seeded_weights:
+        return seeded_weights(seed=WEIGHTS_SEED), f"seeded He-uniform (models.dqn.network.seeded_weights, seed " \
+                                                  f"{WEIGHTS_SEED}; not trained)"
+    return load_weights(TRAINED_WEIGHTS), _trained_note()
 
 
 def _compile(arguments, weights):
@@ -180,8 +214,18 @@ def _layer_rows(plan, run):
     return rows
 
 
-def _report(arguments, plan, weights, weights_note, states, source, run, start, *, job, extra=None):
+def _report(arguments, plan, weights, weights_note, states, source, run, start, *, job):
     """Check, print the table and the summary, write the JSON; returns the exit status."""
+    status, fields = _check_and_print(arguments, plan, weights, weights_note, states, source, run)
+    if arguments.json:
+        write_json(arguments.json, {"job": job, **fields, "wall_seconds": time.perf_counter() - start},
+                   schema=JSON_SCHEMAS[job])
+    return status
+
+
+def _check_and_print(arguments, plan, weights, weights_note, states, source, run):
+    """Check the run against the golden model, print the table and the summary; returns (exit status, the
+    report's fields)."""
     print("nnaccel: checking every Q-value against the golden model ...", flush=True)
     check = _check(plan, weights, states, run)
     rows = _layer_rows(plan, run)
@@ -202,22 +246,18 @@ def _report(arguments, plan, weights, weights_note, states, source, run, start, 
     print(f"simulation: {cycles_per_second:,.0f} simulated cycles per wall second while running "
           f"({float(run.run_wall_seconds.mean()):.2f} s per inference); build {run.build_seconds:.1f} s, "
           f"simulator process {run.run_seconds:.1f} s")
-    if arguments.json:
-        document = {
-            "job": job, "simulator": arguments.simulator, "config": {"modules": plan.config.modules,
-                                                                     "lanes": plan.config.lanes},
-            "states": len(states), "states_source": source, "weights": weights_note,
-            "total_cycles": int(run.total_cycles[0]), "total_cycles_per_state": run.total_cycles.tolist(),
-            "ideal_cycles": sum(layer.product_cycles for layer in plan.layers),
-            "load_cycles": int(run.load_cycles[0]), "bit_exact": check.bit_exact, "mismatches": check.mismatches,
-            "actions": run.actions.tolist(), "golden_actions": check.golden_actions,
-            "per_state": _state_rows(run, check), "layers": rows,
-            "float64_max_abs": json_float(check.float64_max_abs), "float64_max_rel": json_float(check.float64_max_rel),
-            "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
-            "simulation_seconds": run.run_seconds, "wall_seconds": time.perf_counter() - start,
-            **(extra or {})}
-        write_json(arguments.json, document, schema=JSON_SCHEMAS[job])
-    return EXIT_DONE if check.bit_exact else EXIT_MISMATCH
+    fields = {
+        "simulator": arguments.simulator, "config": {"modules": plan.config.modules, "lanes": plan.config.lanes},
+        "states": len(states), "states_source": source, "weights": weights_note,
+        "total_cycles": int(run.total_cycles[0]), "total_cycles_per_state": run.total_cycles.tolist(),
+        "ideal_cycles": sum(layer.product_cycles for layer in plan.layers),
+        "load_cycles": int(run.load_cycles[0]), "bit_exact": check.bit_exact, "mismatches": check.mismatches,
+        "actions": run.actions.tolist(), "golden_actions": check.golden_actions,
+        "per_state": _state_rows(run, check), "layers": rows,
+        "float64_max_abs": json_float(check.float64_max_abs), "float64_max_rel": json_float(check.float64_max_rel),
+        "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
+        "simulation_seconds": run.run_seconds}
+    return (EXIT_DONE if check.bit_exact else EXIT_MISMATCH), fields
 
 
 # ---- The jobs -------------------------------------------------------------------------------------------------
@@ -243,17 +283,127 @@ def run(arguments):
     return _report(arguments, plan, weights, weights_note, states, source, accelerator_run, start, job="dqn")
 
 
+def _trained_note():
+    """How the shipped weights were made, from their provenance file (the run's phase when they were selected)."""
+    provenance = json.loads(TRAINED_WEIGHTS.with_suffix(".json").read_text())
+    selected = provenance["selected"]
+    method = {"pretrain": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM",
+              "dagger": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM, "
+                        "then DAgger",
+              "finetune": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM, "
+                          "DAgger, then DQN fine-tuning"}[selected["phase"]]
+    return (f"trained for Breakout (models/dqn/data/{TRAINED_WEIGHTS.name}): {method}; selected by validation after "
+            f"{selected['steps']:,} agent steps; docs/dqn_training.md")
+
+
+def _rtl_openings(arguments, plan, explorations):
+    """The first ``--rtl-steps`` steps of every episode in one simulation, with the episodes' first exploration
+    draws: (AcceleratorRun, per episode its slice of the run's steps, per episode the draws); the run is None and
+    the slices empty with --rtl-steps 0."""
+    steps = min(arguments.rtl_steps, arguments.max_steps)
+    explore = [[exploration.next() for _ in range(steps)] for exploration in explorations]
+    if steps == 0:
+        return None, [slice(0, 0)] * len(explorations), explore
+    episodes = [{"seed": arguments.seed + index, "explore": [-1 if action is None else action for action in draws]}
+                for index, draws in enumerate(explore)]
+    run = simulate_dqn_plan(arguments, plan, play={"game": arguments.game, "episodes": episodes}, what="steps")
+    ends = np.cumsum(run.episode_steps).tolist()
+    return run, [slice(end - count, end) for end, count in zip(ends, run.episode_steps.tolist())], explore
+
+
+def _play_episodes(arguments, plan, minimal_actions, action_names):
+    """Every episode: the accelerator's opening, then the golden model; and the random policy on the same seed.
+    Returns (AcceleratorRun or None, per episode (Episode, random Episode, opening slice), EpisodeGif or None)."""
+    from models.dqn.atari import AtariGame
+    from models.dqn.episode_gif import EpisodeGif
+    from models.dqn.episodes import Exploration, GoldenPolicy, play_episode
+
+    seeds = [arguments.seed + index for index in range(arguments.episodes)]
+    explorations = [Exploration(seed, arguments.epsilon, minimal_actions) for seed in seeds]
+    run, openings, explore = _rtl_openings(arguments, plan, explorations)
+    gif = EpisodeGif(arguments.game, action_names) if arguments.gif else None
+    played = []
+    for index, (seed, exploration, steps) in enumerate(zip(seeds, explorations, openings)):
+        opening = [(int(run.actions[step]) if draw is None else draw, draw is not None)
+                   for step, draw in zip(range(steps.start, steps.stop), explore[index])]
+        policy = GoldenPolicy(plan)
+        gif_steps = []
+
+        def record(game, action, explored, *, policy=policy, steps=steps, gif_steps=gif_steps):
+            step = len(gif_steps)
+            if step < arguments.gif_steps:
+                on_rtl = step < steps.stop - steps.start
+                q_bits = run.q_values[steps.start + step] if on_rtl else policy.q_values[-1]
+                gif_steps.append((game.screen(), q_bits, action, explored, "RTL" if on_rtl else "golden"))
+
+        episode = play_episode(AtariGame(arguments.game, seed=seed), policy, exploration, seed=seed,
+                               max_steps=arguments.max_steps, opening=opening,
+                               opening_frames=run.frames[steps] if run is not None else None,
+                               on_step=record if gif is not None and index == 0 else None)
+        random = play_episode(AtariGame(arguments.game, seed=seed), None, Exploration(seed, 1.0, minimal_actions),
+                              seed=seed, max_steps=arguments.max_steps)
+        for step, (screen, q_bits, action, explored, source) in enumerate(gif_steps):
+            gif.add(screen, q_bits, action, explored=explored, source=source, score=sum(episode.rewards[:step]))
+        played.append((episode, random, steps))
+        print(f"episode {index + 1} of {arguments.episodes} (seed {seed}): score {episode.score:g} in "
+              f"{episode.steps} steps ({steps.stop - steps.start} on the accelerator"
+              f"{'' if episode.over else f'; cut at --max-steps {arguments.max_steps}'}); random policy "
+              f"{random.score:g} in {random.steps} steps", flush=True)
+    return run, played, gif
+
+
+def _episode_rows(played):
+    """Per episode: seed, score, steps, whether the game ended, steps on the accelerator, steps the exploration
+    chose, every action; and the random policy's episode on the same seed."""
+    return [{"seed": episode.seed, "score": episode.score, "steps": episode.steps, "game_over": episode.over,
+             "rtl_steps": steps.stop - steps.start, "explored_steps": sum(episode.explored),
+             "actions": episode.actions,
+             "random_policy": {"score": random.score, "steps": random.steps, "game_over": random.over}}
+            for episode, random, steps in played]
+
+
 def play(arguments):
-    """``nnaccel play``: the host loop on the emulator; returns 0 if every step's action and Q-values matched."""
+    """``nnaccel play``: scored episodes, their openings on the simulated accelerator; returns 0 if every simulated
+    step's Q-values and action matched the golden model (1 otherwise)."""
     from models.dqn.atari import frames_to_states
 
     start = time.perf_counter()
-    _check_game(arguments)
+    game = _check_game(arguments)
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
-    accelerator_run = simulate_dqn_plan(arguments, plan, play={"game": arguments.game, "seed": arguments.seed,
-                                                       "steps": arguments.steps}, what="steps")
-    states = frames_to_states(accelerator_run.frames)
-    source = f"{arguments.steps} steps of {arguments.game} (seed {arguments.seed}) chosen by the accelerator"
-    return _report(arguments, plan, weights, weights_note, states, source, accelerator_run, start, job="play",
-                   extra={"game": arguments.game, "seed": arguments.seed, "steps": arguments.steps})
+    run, played, gif = _play_episodes(arguments, plan, game.minimal_actions, game.action_names)
+    scores = [episode.score for episode, _, _ in played]
+    random_scores = [random.score for _, random, _ in played]
+    mean, random_mean = float(np.mean(scores)), float(np.mean(random_scores))
+    seeds = f"seed {arguments.seed}" if arguments.episodes == 1 else \
+        f"seeds {arguments.seed}..{arguments.seed + arguments.episodes - 1}"
+    play_fields = {
+        "game": arguments.game, "episodes": arguments.episodes, "first_seed": arguments.seed,
+        "epsilon": arguments.epsilon, "max_steps": arguments.max_steps, "rtl_steps": arguments.rtl_steps,
+        "weights": weights_note, "scores": scores, "mean_score": mean, "random_scores": random_scores,
+        "random_mean_score": random_mean, "per_episode": _episode_rows(played)}
+    status, accelerator = EXIT_DONE, None
+    if run is not None:
+        simulated = sum(steps.stop - steps.start for _, _, steps in played)
+        source = f"the first {simulated} steps of {arguments.episodes} {arguments.game} episode(s) ({seeds}), " \
+                 f"actions chosen by the accelerator"
+        status, accelerator = _check_and_print(arguments, plan, weights, weights_note,
+                                               frames_to_states(run.frames), source, run)
+    else:
+        print(f"weights: {weights_note}")
+    if gif is not None:
+        gif.save(arguments.gif)
+        print(f"nnaccel: GIF of episode 1 ({len(gif)} steps) written to {arguments.gif}")
+    ratio = f" ({mean / random_mean:.1f} times the random policy's)" if random_mean > 0 else ""
+    chooser = (f"the first {arguments.rtl_steps} steps of each on the accelerator, the rest chosen by the golden "
+               f"model" if arguments.rtl_steps else "every step chosen by the golden model")
+    print(f"\n{arguments.game}, {arguments.episodes} episode(s) ({seeds}, epsilon {arguments.epsilon:g}, at most "
+          f"{arguments.max_steps:,} steps each; {chooser}):")
+    print(f"  network:       scores {' '.join(f'{score:g}' for score in scores)}, mean {mean:.2f}{ratio}")
+    print(f"  random policy: scores {' '.join(f'{score:g}' for score in random_scores)}, mean {random_mean:.2f}")
+    if arguments.json:
+        write_json(arguments.json, {"job": "play", **play_fields,
+                                    "bit_exact": accelerator["bit_exact"] if accelerator else None,
+                                    "accelerator": accelerator, "wall_seconds": time.perf_counter() - start},
+                   schema=JSON_SCHEMAS["play"])
+    return status

@@ -2,7 +2,7 @@
 
     nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
     nnaccel run net MODEL.onnx [--inputs X.npy] [--modules M --lanes L]  your ONNX model on the DQN accelerator
-    nnaccel play [--steps N] [--game G] ...                            the emulator's host loop on the accelerator
+    nnaccel play [--episodes N] [--rtl-steps K] [--gif F] ...          scored Atari episodes, the accelerator at the controls
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel run ebp [--epochs N] [--data F] [--rtl] [--only PART]      EBP training on the PE ring
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
@@ -11,6 +11,8 @@
     nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
     nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
     nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
+    nnaccel dse cost --modules M --lanes L [--format F] ...            the RTL family's cost of the DQN per layer
+    nnaccel dse validate [--cases N] [--scheduler ADDR] [--json F]     the RTL family's cost model against the RTL
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -107,9 +109,12 @@ _JOBS = (
      capsnet_job.add_arguments, capsnet_job.run),
 )
 _COMMANDS = (
-    ("play", "the Atari host loop: the simulated accelerator chooses every action",
-     "The thesis' host loop: the Atari emulator inside the simulation produces each state, the simulated DQN "
-     "accelerator chooses the action; every step is checked against the golden model afterwards.",
+    ("play", "scored Atari episodes: the trained network plays, its first steps on the simulated accelerator",
+     "Play whole Atari episodes (Breakout by default) with the trained DQN and print the score of each and the "
+     "mean next to a random policy's on the same seeds. The first --rtl-steps steps of every episode run the "
+     "thesis' host loop: the emulator inside the simulation produces each state, the simulated accelerator chooses "
+     "the action, and every Q-value is checked bit for bit against the golden model; the golden model, bit-exact "
+     "and fast, plays the rest. --gif draws the first episode with its Q-values.",
      dqn_job.add_play_arguments, dqn_job.play),
     ("verilog", "Verilog and a Quartus project (.qpf/.qsf/.sdc) for a board",
      "Generate a system's Verilog and a Quartus project (.qpf, .qsf, .sdc and a build script) for an Intel FPGA "
@@ -119,10 +124,11 @@ _COMMANDS = (
      "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
      "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
      fpga_job.add_synth_arguments, fpga_job.run_synth),
-    ("dse", "design-space exploration: DCP's dataflow search and predictor, DANCE's co-search",
+    ("dse", "design-space exploration: DCP, DANCE, the RTL family's cost model and its check against the RTL",
      "Design-space exploration. dataflow: DCP, a layer's dataflow by back-propagation through a learned "
      "predictor; predictor: label dataflows and train that predictor; cosearch: DANCE, a network and its "
-     "accelerator searched together, against its baselines.",
+     "accelerator searched together, against its baselines; cost: the RTL family's cost of a network on one "
+     "configuration of the DQN accelerator; validate: that cost model against the simulated RTL.",
      dse_job.add_arguments, None),
     ("info", "show toolchain versions and the build cache",
      "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",

@@ -23,9 +23,10 @@ from models.shared.input_files import InputError
 from sim.progress import ProgressListener, reporting_to
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
-           "positive_int", "output_file", "json_output", "add_json_argument", "add_simulator_argument",
-           "human_output_to_stderr", "write_json", "json_float", "progress", "DQN_CLOCK_HZ", "simulate_dqn_plan",
-           "golden_mismatches", "q_value_fields", "gflops", "layer_rows", "layer_table", "timing_notes"]
+           "positive_int", "non_negative_int", "probability", "output_file", "json_output", "add_json_argument",
+           "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float", "progress",
+           "DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches", "q_value_fields", "gflops", "layer_rows",
+           "layer_table", "timing_notes"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
 
@@ -39,14 +40,34 @@ PLAIN_QUIET_SECONDS = 30        # ... and a line this often while nothing change
 
 # ---- Option types -----------------------------------------------------------------------------------------
 
-def positive_int(text):
-    """argparse type: an integer >= 1 (argparse prints the message and exits 2 otherwise)."""
+def _int_from(text, least, what):
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}")
+    return value
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1 (argparse prints the message and exits 2 otherwise)."""
+    return _int_from(text, 1, "a positive integer")
+
+
+def non_negative_int(text):
+    """argparse type: an integer >= 0."""
+    return _int_from(text, 0, "a non-negative integer")
+
+
+def probability(text):
+    """argparse type: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, not {text!r}")
     return value
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,9 @@ from models.shared.cache import cache_root
 from .build_cache import build_key, cached_build
 from .progress import build_progress, report_stage, simulation_progress, with_progress_file
 from .toolchain import simulator_environment, simulator_version, verilator_make_environment
-from .verilog import HIERARCHICAL_BLOCK_MARK, generate_verilog
+from .verilator_options import DEFAULT as DEFAULT_VERILATOR_OPTIONS
+from .verilator_options import VerilatorOptions, thread_budget
+from .verilog import HIERARCHICAL_BLOCK_MARK, generate_verilog, module_ports, select_hierarchical_blocks
 from .waves import write_gtkw
 
 TIMESCALE = ("1ns", "1ps")
@@ -109,20 +112,31 @@ def _check_test_module(test_module):
             f"(e.g. 'testbench.shared.stream_tb') and that the project is installed (`pip install -e .`)")
 
 
-def _build(simulator, verilog_path, name, waves, build_dir):
+def verilator_source(verilog_text, options):
+    """The Verilog a Verilator build with ``options`` compiles: its hierarchical blocks chosen."""
+    return select_hierarchical_blocks(verilog_text, options.hierarchy)
+
+
+def verilator_build_arguments(verilog_text, name, options, build_dir):
+    """Verilator's arguments for a simulation build of ``verilog_text`` (:func:`verilator_source`; top module
+    ``name``) with ``options``, the testbench aside: the waivers, the handling of X and the options."""
+    # Warnings are reported by the lint check (sim.lint); a simulation build does not stop on them.
+    return [str(WAIVERS), "-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast",
+            *options.verilator_arguments(top=name, ports=module_ports(verilog_text, name), build_dir=build_dir,
+                                         has_hierarchical_blocks=HIERARCHICAL_BLOCK_MARK in verilog_text)]
+
+
+def _build(simulator, verilog_path, name, waves, build_dir, options, profile=None):
     runner = get_runner(simulator)
-    build_args = []
+    build_args, make_variables = [], []
     if simulator == "verilator":
-        # Warnings are reported by the lint check (sim.lint); a simulation build does not stop on them.
-        build_args = [str(WAIVERS), "-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast"]
+        build_args = verilator_build_arguments(verilog_path.read_text(), name, options, build_dir)
+        make_variables = options.make_variables(profile=profile)
         if waves:
             build_args += ["--trace-structs"] + (["--trace-fst"] if _verilator_can_write_fst() else [])
-        if HIERARCHICAL_BLOCK_MARK in verilog_path.read_text():
-            # Hierarchical blocks are compiled by Verilator's own multi-step make (--build).
-            build_args += ["--hierarchical", "--build", "-j", str(os.cpu_count() or 1)]
     log_path = build_dir / "build.log"
     try:
-        with verilator_make_environment():
+        with verilator_make_environment(make_variables):
             runner.build(sources=[verilog_path], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
                          timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
     except (Exception, SystemExit) as error:
@@ -132,33 +146,31 @@ def _build(simulator, verilog_path, name, waves, build_dir):
 
 
 def simulate(component, *, name, test_module, stimulus=None, config=None, simulator="verilator",
-             waves=None, testcase=None, seed=1):
+             waves=None, testcase=None, seed=1, verilator_options=None):
     """Build ``component`` (cached) and run the cocotb ``test_module`` on it.
 
-    Returns a :class:`SimResult`; raises :class:`SimulationError` when the build or any test fails,
+    ``verilator_options`` (:class:`sim.verilator_options.VerilatorOptions`) decide how Verilator builds the
+    model; by default :data:`sim.verilator_options.DEFAULT` with its threads capped by the cores this process
+    may use (:func:`sim.verilator_options.thread_budget`).  Returns a :class:`SimResult`; raises :class:`SimulationError` when the build or any test fails,
     and :class:`sim.toolchain.SimulatorNotFound` when the simulator is missing.  Reports its stages to
     the listener installed with :func:`sim.progress.reporting_to`, if any (see :mod:`sim.progress`).
     """
+    if verilator_options is None:
+        verilator_options = DEFAULT_VERILATOR_OPTIONS.with_thread_budget()
+    if not isinstance(verilator_options, VerilatorOptions):
+        raise TypeError(f"verilator_options must be a VerilatorOptions, not {verilator_options!r}")
     report_stage("Verilog generation")
     verilog_text = generate_verilog(component, name)
     if simulator == "icarus":
         verilog_text = icarus_time_zero_fix(verilog_text)
+    else:
+        verilog_text = verilator_source(verilog_text, verilator_options)
     _check_test_module(test_module)
     os.environ.update(simulator_environment(simulator))
     waves = waves_requested(waves)
+    options_key = verilator_options.cache_key() if simulator == "verilator" else None
     key = build_key(verilog_text, simulator=simulator, version=simulator_version(simulator),
-                    cocotb=cocotb.__version__, waves=waves, waivers=WAIVERS.read_text())
-
-    def build(build_dir):
-        verilog_path = build_dir / f"{name}.v"
-        verilog_path.write_text(verilog_text)
-        with build_progress(simulator, build_dir):
-            _build(simulator, verilog_path, name, waves, build_dir)
-
-    report_stage("simulator build")
-    build_start = time.perf_counter()
-    build_dir, built_now = cached_build(f"{simulator}-{name}", key, build)
-    build_seconds = time.perf_counter() - build_start
+                    cocotb=cocotb.__version__, waves=waves, waivers=WAIVERS.read_text(), options=options_key)
 
     run_dir = _new_run_dir(name)
     stimulus_path, config_path, outputs_path = (run_dir / n for n in ("stimulus.npz", "config.json", "outputs.npz"))
@@ -170,26 +182,31 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
 
     waves_path = run_dir / _waves_file_name(simulator, name) if waves else None
     plusargs = [f"+dumpfile_path={waves_path}"] if waves and simulator == "icarus" else []
-    log_path = run_dir / "sim.log"
-    results_xml = run_dir / "results.xml"
+
+    def run(build_dir, test_dir):
+        test_dir.mkdir(exist_ok=True)
+        _run_test(simulator, test_module, name, build_dir, test_dir, testcase=testcase, env=env, waves=waves,
+                  seed=seed, plusargs=plusargs)
+        return test_dir / "sim.log"
+
+    def build(build_dir):
+        verilog_path = build_dir / f"{name}.v"
+        verilog_path.write_text(verilog_text)
+        with build_progress(simulator, build_dir):
+            profile = "generate" if simulator == "verilator" and verilator_options.profile_guided else None
+            _build(simulator, verilog_path, name, waves, build_dir, verilator_options, profile=profile)
+        if profile:
+            run(build_dir, run_dir / "profile")       # this simulation, on the instrumented model, is the profile
+            rebuild_with_profile(build_dir, verilator_options)
+
+    report_stage("simulator build")
+    build_start = time.perf_counter()
+    build_dir, built_now = cached_build(f"{simulator}-{name}", key, build)
+    build_seconds = time.perf_counter() - build_start
     run_start = time.perf_counter()
     with simulation_progress(config):
-        try:
-            get_runner(simulator).test(
-                test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog", testcase=testcase,
-                build_dir=build_dir, test_dir=run_dir, extra_env=env, waves=waves, timescale=TIMESCALE,
-                seed=seed, plusargs=plusargs, log_file=log_path, results_xml=str(results_xml))
-        except (Exception, SystemExit):
-            pass  # the results file, or its absence, says what happened
+        log_path = run(build_dir, run_dir)
     run_seconds = time.perf_counter() - run_start
-    try:
-        tests, failures = get_results(results_xml)
-    except RuntimeError:
-        raise SimulationError(f"simulating {name!r} on {simulator} did not complete; "
-                              f"log {log_path}:\n{_log_tail(log_path)}") from None
-    if tests == 0 or failures:
-        raise SimulationError(f"{failures} of {tests} cocotb tests in {test_module} failed on {name!r} "
-                              f"({simulator}); log {log_path}:\n{_log_tail(log_path)}")
 
     outputs = dict(np.load(outputs_path)) if outputs_path.exists() else {}
     gtkw_path = None
@@ -202,6 +219,41 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     return SimResult(outputs=outputs, run_dir=run_dir, build_dir=build_dir, built_now=built_now,
                      build_seconds=build_seconds, run_seconds=run_seconds, waves_path=waves_path,
                      gtkw_path=gtkw_path, log_path=log_path)
+
+
+def _run_test(simulator, test_module, name, build_dir, test_dir, *, testcase, env, waves, seed, plusargs):
+    """Run the cocotb ``test_module`` on the model in ``build_dir``, its log and results in ``test_dir``; raises
+    :class:`SimulationError` unless every test passed."""
+    log_path, results_xml = test_dir / "sim.log", test_dir / "results.xml"
+    try:
+        get_runner(simulator).test(
+            test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog", testcase=testcase,
+            build_dir=build_dir, test_dir=test_dir, extra_env=env, waves=waves, timescale=TIMESCALE, seed=seed,
+            plusargs=plusargs, log_file=log_path, results_xml=str(results_xml))
+    except (Exception, SystemExit):
+        pass  # the results file, or its absence, says what happened
+    try:
+        tests, failures = get_results(results_xml)
+    except RuntimeError:
+        raise SimulationError(f"simulating {name!r} on {simulator} did not complete; "
+                              f"log {log_path}:\n{_log_tail(log_path)}") from None
+    if tests == 0 or failures:
+        raise SimulationError(f"{failures} of {tests} cocotb tests in {test_module} failed on {name!r} "
+                              f"({simulator}); log {log_path}:\n{_log_tail(log_path)}")
+
+
+def rebuild_with_profile(build_dir, options):
+    """Compile the Verilator model in ``build_dir`` again, optimised with the profile that a simulation on its
+    instrumented build (``options.make_variables(profile="generate")``) wrote."""
+    for pattern in ("*.o", "*.a", "*.gch"):      # the objects, libraries and precompiled headers: make relinks
+        for path in build_dir.rglob(pattern):
+            path.unlink()
+    log_path = build_dir / "profile-build.log"
+    with verilator_make_environment(options.make_variables(profile="use")), open(log_path, "w") as log:
+        result = subprocess.run(["make", "-j", str(thread_budget()), "-C", str(build_dir), "-f", "Vtop.mk"],
+                                stdout=log, stderr=subprocess.STDOUT, check=False)
+    if result.returncode:
+        raise SimulationError(f"the profile-guided rebuild in {build_dir} failed; log {log_path}:\n{_log_tail(log_path)}")
 
 
 def _new_run_dir(name):

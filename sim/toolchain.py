@@ -77,16 +77,18 @@ def simulator_version(simulator):
 
 
 @contextmanager
-def verilator_make_environment():
+def verilator_make_environment(variables=()):
     """Environment for ``make`` on a Verilator model, applied while the block runs.
 
     A large design makes Verilator split its C++ into several files compiled against a precompiled
     header; the PyPI wheel's ``verilated.mk`` leaves ``CFG_CXXFLAGS_PCH_I`` empty (GCC needs
     ``-include``), so those compiles fail with "__pch.h.fast: linker input file not found".  A
-    variable given in ``MAKEFLAGS`` overrides the makefile's.
+    variable given in ``MAKEFLAGS`` overrides the makefile's; so do ``variables`` (``NAME=value``
+    strings, e.g. ``OPT_FAST=-O2``).
     """
     previous = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = " ".join(filter(None, [previous, "CFG_CXXFLAGS_PCH_I=-include"]))
+    overrides = ["CFG_CXXFLAGS_PCH_I=-include", *(variable.replace(" ", "\\ ") for variable in variables)]
+    os.environ["MAKEFLAGS"] = " ".join(filter(None, [previous, *overrides]))
     try:
         yield
     finally:

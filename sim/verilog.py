@@ -23,7 +23,7 @@ from amaranth.hdl._ir import PortDirection      # what verilog.convert itself us
 from amaranth.lib import wiring
 
 import hw
-from hw.shared.separate_module import separate_modules
+from hw.shared.separate_module import hierarchical_blocks, separate_modules
 from hw.shared.verilog_ports import verilog_ports
 
 from models.shared.cache import cache_root
@@ -45,7 +45,7 @@ def generate_verilog(component, name):
     """Verilog text for ``component`` with top module ``name`` (ports as the signature's flattened names).
 
     Modules the design instantiates through :func:`hw.shared.separate_module.instantiate_separately` are
-    generated once each and appended.
+    generated once each and appended, those it asks for marked as Verilator hierarchical blocks.
     """
     check_module_name(name)
     cache_key = getattr(component, "verilog_cache_key", None)
@@ -56,9 +56,11 @@ def generate_verilog(component, name):
         component._MustUse__used = True
         return cached.read_text()
     text = verilog.convert(component, name=name, emit_src=False, ports=_port_list(component))
+    blocks = hierarchical_blocks(component)
     for module_name, submodule in separate_modules(component).items():
         module_text = generate_verilog(submodule, module_name).split("\n", 1)[1]    # without the banner line
-        text += "\n" + _mark_hierarchical_block(module_text, module_name)
+        mark = HIERARCHICAL_BLOCK_MARK if module_name in blocks else SEPARATE_MODULE_MARK
+        text += "\n" + _mark_module(module_text, module_name, mark)
     text = deduplicate_modules(text)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -91,16 +93,40 @@ def _verilog_cache_path(name, cache_key):
     return cache_root() / "verilog" / f"{name}-{key}.v"
 
 
+# A module marked as a Verilator hierarchical block is compiled once and its compiled model instantiated,
+# where Verilator would otherwise generate code per instance (the full-size DQN accelerator's matrix
+# modules: 84 MB of C++ and a 15-minute build without it; docs/simulation_speed.md).  Every other
+# separately generated module carries the second, inert mark, so that a build may still choose it.
 HIERARCHICAL_BLOCK_MARK = "/*verilator hier_block*/"
+SEPARATE_MODULE_MARK = "/*nnaccel separate_module*/"
+HIERARCHY_CHOICES = ("marked", "separate", "none")
 
 
-def _mark_hierarchical_block(text, module_name):
-    """Mark module ``module_name`` as a Verilator hierarchical block: Verilator then compiles it once
-    and instantiates the compiled model, where it would otherwise generate code per instance (a
-    16-module DQN accelerator: 185 MB of C++ and a 14-minute build without it)."""
+def _mark_module(text, module_name, mark):
     header = text.index(f"module {module_name}(")
     header_end = text.index(");", header) + 2
-    return text[:header_end] + "\n  " + HIERARCHICAL_BLOCK_MARK + text[header_end:]
+    return text[:header_end] + "\n  " + mark + text[header_end:]
+
+
+def select_hierarchical_blocks(text, hierarchy):
+    """The Verilog ``text`` with the hierarchical blocks ``hierarchy`` names: ``"marked"``, those the design
+    asked for (:func:`hw.shared.separate_module.instantiate_separately`); ``"separate"``, every separately
+    generated module (the harness' choice before the design could ask); ``"none"``, no block (one flat model)."""
+    if hierarchy not in HIERARCHY_CHOICES:
+        raise ValueError(f"hierarchy must be one of {', '.join(HIERARCHY_CHOICES)}, not {hierarchy!r}")
+    if hierarchy == "separate":
+        return text.replace(SEPARATE_MODULE_MARK, HIERARCHICAL_BLOCK_MARK)
+    if hierarchy == "none":
+        return text.replace(HIERARCHICAL_BLOCK_MARK, SEPARATE_MODULE_MARK)
+    return text
+
+
+def module_ports(text, name):
+    """Port names of module ``name`` in the Verilog ``text``, in the order of its header."""
+    header = re.search(rf"^module {re.escape(name)}\(([^)]*)\);", text, re.M)
+    if header is None:
+        raise ValueError(f"module {name!r} is not in the Verilog text")
+    return [port.strip() for port in header.group(1).split(",") if port.strip()]
 
 
 def _split_modules(text):

@@ -1,10 +1,13 @@
 """The template cost model beside two peers: SCALE-Sim 3 and ZigZag (the ``peers`` extra).
 
-    python benchmarks/dse/bench_peers.py [--cases N] [--samples S] [--seed X] [--skip-dqn]
+    python benchmarks/dse/bench_peers.py [--cases N] [--samples S] [--seed X] [--skip-dqn] [--skip-rtl]
+                                         [--skip-template]
 
 1. The thesis' DQN network (SPEC sections 1 and 6) on a 16x16 array: SCALE-Sim's compute cycles
    per dataflow (os / ws / is) and ZigZag's cycles with its TPU-like template resized to 16x16,
-   spatial unrolling K16 | C16 and K16 | OX16.
+   spatial unrolling K16 | C16 and K16 | OX16; this template model's; the RTL family's cost model
+   (nnaccel's accelerator, 16 modules x 16 lanes, the compiler's mapping) and the RTL itself
+   (the simulated accelerator's counters on a recorded state; the cached full-size build, minutes).
 2. N random template cases (layer, hardware, dataflow): ZigZag (its own temporal-mapping search,
    LOMA, for latency) on an accelerator built from the template point, against this model's best
    latency over S random legal mappings with the same spatial unrolling. Prints Spearman's rank
@@ -243,9 +246,40 @@ def model_dqn_table(samples, seed):
               f"per layer {latency}  (compute-bound part {sum(compute):,})")
 
 
-def dqn_table(scalesim_python, samples, seed):
+def rtl_dqn_rows(simulate):
+    """nnaccel's RTL family on the thesis' configuration: the cost model's cycles per layer and, with
+    ``simulate``, the simulated RTL's cycle counters summed per layer."""
+    from dse.shared.rtl_cost import evaluate_network
+    from hw.dqn.config import DqnConfig
+    from models.dqn.network import dqn_layers as thesis_layers
+
+    config = DqnConfig()
+    mapping, per_layer, totals = evaluate_network(config, thesis_layers(18))
+    cycles = [round(row["latency_cycles"]) for row in per_layer]
+    print(f"  RTL family model, 16x16 fp32, compiler's mapping: {sum(cycles):>9,} cycles  per layer {cycles}  "
+          f"(mapping {mapping.describe()})")
+    if not simulate:
+        return
+    from hw.dqn.accelerator import DqnAccelerator
+    from models.dqn.atari import recorded_states
+    from models.dqn.network import seeded_weights
+    from models.dqn.plan import compile_network
+    from testbench.dqn.host import run_on_accelerator
+
+    start = time.perf_counter()
+    plan = compile_network(config, thesis_layers(18), seeded_weights(), mapping=mapping)
+    run = run_on_accelerator(DqnAccelerator(config=config), plan, recorded_states(1))
+    measured = {}
+    for layer, counters in zip(plan.layers, run.layer_counters[0]):
+        measured[layer.network_layer] = measured.get(layer.network_layer, 0) + int(counters[0])
+    print(f"  RTL (simulated, Verilator), same mapping:        {int(run.total_cycles[0]):>9,} cycles  per layer "
+          f"{list(measured.values())}  ({time.perf_counter() - start:.0f} s)")
+
+
+def dqn_table(scalesim_python, samples, seed, simulate_rtl):
     layers = dqn_layers()
     print("DQN (4 layers, 18 actions) on a 16x16 array")
+    rtl_dqn_rows(simulate_rtl)
     model_dqn_table(samples, seed)
     for dataflow in ("os", "ws", "is"):
         start = time.perf_counter()
@@ -303,6 +337,8 @@ def main():
     parser.add_argument("--lpf-limit", type=int, default=4,
                         help="ZigZag LOMA's loop-prime-factor limit for the template cases")
     parser.add_argument("--skip-dqn", action="store_true")
+    parser.add_argument("--skip-rtl", action="store_true", help="leave out the simulated RTL (the cost model stays)")
+    parser.add_argument("--skip-template", action="store_true", help="leave out the random template cases")
     parser.add_argument("--scalesim-python", default=sys.executable,
                         help="interpreter to run SCALE-Sim with (one whose NumPy is older than 2.4)")
     parser.add_argument("--scalesim-json", metavar="DATAFLOW",
@@ -313,8 +349,9 @@ def main():
         print(json.dumps(scalesim_cycles(dqn_layers(), args.scalesim_json)))
         return
     if not args.skip_dqn:
-        dqn_table(args.scalesim_python, args.samples, args.seed)
-    template_comparison(args.cases, args.samples, args.seed, args.lpf_limit)
+        dqn_table(args.scalesim_python, args.samples, args.seed, not args.skip_rtl)
+    if not args.skip_template:
+        template_comparison(args.cases, args.samples, args.seed, args.lpf_limit)
 
 
 if __name__ == "__main__":

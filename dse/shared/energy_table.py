@@ -31,6 +31,14 @@ def mac_pj(number_format):
     return entry["multiply_pj"] + entry["add_pj"]
 
 
+def multiply_pj(number_format):
+    return table()["mac"][number_format]["multiply_pj"]
+
+
+def add_pj(number_format):
+    return table()["mac"][number_format]["add_pj"]
+
+
 def mac_um2(number_format):
     entry = table()["mac"][number_format]
     return entry["multiply_um2"] + entry["add_um2"]

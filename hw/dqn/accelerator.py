@@ -94,17 +94,20 @@ class DqnAccelerator(wiring.Component):
                       DqnMemory.ACTIVATIONS1: config.activation_word_bits},
             registers={DqnRegister.ACTION: argmax.index_bits, DqnRegister.ACTION_VALUE: config.fmt.width})
         # The weight RAM is one slice per matrix module (slot m of every word), the activation RAMs two
-        # identical buffers: each distinct RAM is generated once (see hw.shared.separate_module).
+        # identical buffers: each distinct RAM is generated once (see hw.shared.separate_module), and simulated
+        # inlined (as hierarchical blocks every evaluation would copy their wide ports).
         vector_bits = config.lanes * config.fmt.width
         weight_slices = [
             instantiate_separately(m, self, lambda: DualPortBuffer(width=vector_bits, depth=config.weight_depth),
-                                   module_name=f"{config.name}_weight_slice", instance_name=f"weights{index}")
+                                   module_name=f"{config.name}_weight_slice", instance_name=f"weights{index}",
+                                   hierarchical_block=False)
             for index in range(config.modules)]
         activations = [
             instantiate_separately(m, self, lambda: DualPortBuffer(width=config.activation_word_bits,
                                                                    depth=config.activation_depth,
                                                                    granularity=config.fmt.width),
-                                   module_name=f"{config.name}_activation_ram", instance_name=f"activations{index}")
+                                   module_name=f"{config.name}_activation_ram", instance_name=f"activations{index}",
+                                   hierarchical_block=False)
             for index in range(2)]
 
         # ---- Host control: registers, counters, descriptor table, host reads ---------------------------

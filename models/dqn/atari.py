@@ -56,8 +56,13 @@ class AtariGame:
 
     ``step(action_index)`` plays one agent step (``FRAME_SKIP`` emulator frames) with the
     ``action_index``-th action of the full Atari action set (18 actions, as the thesis' network
-    outputs) and returns the reward.
-    ``state()`` is the current ``(4, 84, 84)`` uint8 frame stack.
+    outputs) and returns the reward; a step that ends the game resets it and sets ``episode_over``.
+    ``action_names`` names them (``NOOP``, ``FIRE``, ``UP``, ...).
+    ``minimal_actions`` lists the indices of the game's minimal action set (Breakout: NOOP FIRE RIGHT LEFT,
+    indices 0 1 3 4), the actions a random player draws from.
+    ``state()`` is the current ``(4, 84, 84)`` uint8 frame stack, ``screen()`` the last emulator frame in
+    colour ``(210, 160, 3)`` uint8, ``lives()`` the lives left and ``ram()`` the console's 128 bytes of RAM
+    (a scripted player reads positions there).
     """
 
     def __init__(self, game="breakout", *, seed=0):
@@ -81,7 +86,10 @@ class AtariGame:
         self._ale.loadROM(rom)
         self.game = game
         self.actions = list(self._ale.getLegalActionSet())
+        self.action_names = [action.name for action in self.actions]
+        self.minimal_actions = [self.actions.index(action) for action in self._ale.getMinimalActionSet()]
         self._frames = []
+        self.episode_over = False
         self.reset()
 
     def reset(self):
@@ -97,12 +105,22 @@ class AtariGame:
             reward += self._ale.act(self.actions[action_index])
             last_two = (last_two + [self._ale.getScreenGrayscale()])[-2:]
         self._frames = self._frames[1:] + [preprocess_frame(np.stack(last_two))]
-        if self._ale.game_over():
+        self.episode_over = self._ale.game_over()
+        if self.episode_over:
             self.reset()
         return reward
 
     def state(self):
         return np.stack(self._frames)
+
+    def screen(self):
+        return self._ale.getScreenRGB()
+
+    def lives(self):
+        return self._ale.lives()
+
+    def ram(self):
+        return self._ale.getRAM()
 
 
 def record_states(game="breakout", *, count=8, steps_between=12, seed=0):

@@ -1,5 +1,6 @@
 """Bit-exact golden model of the DQN accelerator: a compiled :class:`models.dqn.plan.Plan`, run pass by pass on
-the two activation RAMs in the hardware's order.
+the two activation RAMs in the hardware's order and number format (``config.fmt``: every product and sum rounded
+to nearest even in that format by :mod:`models.shared.float_arith`).
 
 A pass is what the matrix modules compute (docs/dqn_accelerator.md, "Mapping a layer"): group position ``q``
 of output position ``p`` (``q = (p - first) mod P``) and column block ``b`` run on module ``m = q*C + b``, whose
@@ -71,7 +72,7 @@ def golden_pass(config, layer, rams):
     slots = layer.weight_words.reshape(-1, config.modules, lanes)
     vectors = slots[:, modules].reshape(slots.shape[0], len(positions), blocks * lanes)
     d = layer.descriptor
-    one = np.uint32(np.float32(1.0).view(np.uint32))
+    one = fmt.bias << fmt.mantissa_bits                                              # 1.0 in the format
     if layer.reduce:
         words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
         reduced = np.stack([words[:, module * lanes:(module + 1) * lanes] for module in modules.reshape(-1)], 1)

@@ -12,9 +12,10 @@ for convolutions and ``[in, out]`` for fully connected layers, float32, with a f
 output.  A weights file is an ``.npz`` with the keys ``conv1_w conv1_b conv2_w conv2_b fc1_w fc1_b
 fc2_w fc2_b`` in those shapes (:func:`save_weights`, :func:`load_weights` check them).
 
-No trained weights ship with the project: :func:`seeded_weights` draws He-uniform weights
-(uniform in +-sqrt(6 / fan_in), NumPy ``default_rng(seed)``, layer by layer in the order above)
-and small uniform biases (+-0.01), which exercise every datapath with realistic magnitudes.
+Trained weights ship in :data:`TRAINED_WEIGHTS` (``data/dqn_breakout.npz``, 18 actions, trained for Breakout by
+:mod:`models.dqn.train`; ``data/dqn_breakout.json`` says how).  :func:`seeded_weights` draws untrained He-uniform
+weights (uniform in +-sqrt(6 / fan_in), NumPy ``default_rng(seed)``, layer by layer in the order above) and small
+uniform biases (+-0.01), which exercise every datapath with realistic magnitudes.
 """
 
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import numpy as np
 from models.shared.input_files import InputError, check_batch, load_arrays, require_keys
 
 MAX_ACTIONS = 32
+TRAINED_WEIGHTS = Path(__file__).with_name("data") / "dqn_breakout.npz"
 WEIGHT_KEYS = ("conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b")
 
 

@@ -1,10 +1,17 @@
-"""The layer compiler of the DQN accelerator: a network of conv / dense layers -> descriptors, weight image, placement.
+"""The layer compiler of the DQN accelerator: a network of conv / dense layers and a mapping -> descriptors, weight
+image, placement and the predicted counters of every pass.
 
-:func:`compile_network` maps every layer the way docs/dqn_accelerator.md ("Mapping a layer") describes and
-returns a :class:`Plan`: per layer the descriptor (fields and encoded word), the weight RAM image the host
-loads, where each activation tensor lives, and the work the layer does.  Every size comes from the
-:class:`hw.dqn.config.DqnConfig` the hardware is built from; every constraint of the hardware is checked here
-with an error that names the layer and the bad value.
+:func:`compile_network` runs every layer the way its :class:`models.dqn.mapping.DqnMapping` says (by default
+:func:`default_mapping`: the mapping of docs/dqn_accelerator.md, "Mapping a layer", with the K-splits that pay)
+and returns a :class:`Plan`: per pass the descriptor (fields and encoded word), the weight RAM image the host
+loads, where each activation tensor lives, the work the pass does and the four counters the hardware will read
+back (:mod:`models.dqn.timing`).  Every size comes from the :class:`hw.dqn.config.DqnConfig` the hardware is
+built from; every constraint of the hardware is checked here with an error that names the layer and the
+broken constraint (:func:`check_mapping` for the mapping's).
+
+Number format.  Weights, biases and network inputs are given as float32 and rounded to the configuration's
+format (``config.fmt``: binary32, bfloat16, binary16) to nearest even by
+:func:`models.shared.float_arith.from_binary32`; everything the hardware computes then stays in that format.
 
 Placement.  The network input is an image ``[C, H, W]`` at word 0 of activation RAM ``input_ram`` (a first
 dense layer reads its ``N`` inputs in packed layout).  Layer ``i`` reads from one RAM and writes the other
@@ -20,33 +27,40 @@ there), and the golden model reads them as ``+0``.  A dense layer after a convol
 with kernel ``H x W`` (weight index ``(c*H + y)*W + x``, the flattening order of the weights); after a dense
 layer it reads the packed image with kernel ``1 x lanes``, the weights of the padding elements being zero.
 
-Weight image.  Layer weights start at ``weight_base``: word ``k`` (``k = (c*Kh + kh)*Kw + kw``) holds, in slot
-``m`` (elements ``m*lanes .. m*lanes + lanes - 1``), the weights of output channels ``(m % C)*lanes ..`` for
-step ``k``; word ``weight_base + products`` is the bias row in the same slots.  Channels past the layer's
-output count are zero.
+Passes (:func:`pass_shapes`).  Each segment of a layer's mapping is one pass over its positions, or, split
+``S`` ways (a single position), a partial-sum pass and a reduction pass (docs/dqn_accelerator.md, "Splitting a
+layer"): the position's kernel columns are cut into ``S`` chunks of ``w = Kw / S`` columns; chunk ``q`` runs on
+group position ``q`` as a ``Kh x w`` convolution at stride ``w`` (position ``q`` of that grid reads input
+columns ``ox*stride + q*w ..``), written position-major into partial sums placed in the layer's output RAM
+after the tensors placed so far; the reduction adds them and the bias into the layer's output.
 
-Passes.  A layer is one pass (one descriptor), or, when it leaves matrix modules idle, a K-split into
-partial-sum passes on the idle position slots plus a reduction pass (docs/dqn_accelerator.md, "Splitting a
-layer"): a dense layer's kernel columns are cut into chunks (:func:`_split_dense`), a convolution's lone last
-position is cut by kernel column (:func:`_split_tail`).  ``split="auto"`` splits where the cycle estimate
-:func:`_pass_cycles` says it pays; partial sums live in the layer's output RAM after the tensors placed so far.
+Weight image.  A pass's weights start at its ``weight_base``: word ``k`` (``k = (c*Kh + kh)*Kw + kw``) holds, in
+slot ``m`` (elements ``m*lanes .. m*lanes + lanes - 1``), the weights of output channels ``(m % C)*lanes ..`` for
+step ``k``; word ``weight_base + products`` is the bias row in the same slots.  Channels past the layer's
+output count are zero.  Passes of one layer over positions with the same ``C`` share their rows.
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from hw.dqn.config import DqnConfig
-from hw.shared.float_format import BINARY32
-from hw.dqn.descriptor import encode_descriptor
+from hw.dqn.descriptor import descriptor_layout, encode_descriptor
 from hw.dqn.matrix_module import matrix_module_latency
+from hw.shared.float_format import BINARY32
+from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import WEIGHT_KEYS, ConvLayer, DenseLayer
+from models.dqn.timing import LAYOUTS, pass_counters
+from models.shared.float_arith import from_binary32
 
-__all__ = ["Tensor", "LayerPlan", "Plan", "SPLIT_MODES", "compile_network", "network_weights", "pack_image",
-           "unpack_image"]
+__all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "compile_network",
+           "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment", "default_mapping", "network_weights",
+           "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
+COUNTERS = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
 
 
 @dataclass(frozen=True)
@@ -77,7 +91,7 @@ class Tensor:
 @dataclass(frozen=True)
 class LayerPlan:
     """One pass of the hardware: one descriptor (see the module docstring for the mapping).  A network layer is
-    one pass, or several when the compiler splits it (``network_layer`` names the layer)."""
+    one pass, or several when its mapping has several segments or splits one (``network_layer`` names it)."""
 
     name: str
     network_layer: str
@@ -90,7 +104,7 @@ class LayerPlan:
     groups: int
     out_channels: int
     ideal_macs: int           # multiply-accumulates of the network layer done here (no padding, no bias)
-    estimated_cycles: int     # the sequencer's timing for this pass (set-up, products, drain; no stalls)
+    predicted: dict           # the pass's counters as the hardware will count them (models.dqn.timing)
     weight_words: np.ndarray  # (products + 1, modules * lanes) raw bits: the pass's weight RAM rows, bias last
 
     @property
@@ -111,12 +125,18 @@ class LayerPlan:
         """Cycles the matrix modules take a product: ``groups * (products + 1)``, the layer's minimum time."""
         return self.groups * self.cycles_per_group
 
+    @property
+    def estimated_cycles(self):
+        """The pass's cycles (set-up, products, stalls, drain): its cycle counter, predicted."""
+        return self.predicted["cycles"]
+
 
 @dataclass(frozen=True)
 class Plan:
-    """A compiled network: descriptors, weight image and placement for one :class:`DqnConfig`."""
+    """A compiled network: descriptors, weight image and placement for one :class:`DqnConfig` and mapping."""
 
     config: DqnConfig
+    mapping: DqnMapping
     layers: tuple
     weight_image: np.ndarray  # (words, modules * lanes) raw bits: what the host writes to weight RAM words 0..
 
@@ -137,8 +157,12 @@ class Plan:
     def descriptors(self):
         return [layer.encoded for layer in self.layers]
 
+    @property
+    def estimated_cycles(self):
+        return sum(layer.estimated_cycles for layer in self.layers)
+
     def input_words(self, state):
-        """The activation words (``(words, row_elements)`` raw bits) of one network input (float32)."""
+        """The activation words (``(words, row_elements)`` raw bits of the format) of one network input (float32)."""
         state = np.asarray(state)
         channels, height, width = self.input.shape
         if self.input.packed:
@@ -150,15 +174,16 @@ class Plan:
             state = flat.reshape(channels, height, width)
         if state.shape != (channels, height, width):
             raise ValueError(f"the network input must have shape {(channels, height, width)}, not {state.shape}")
-        return pack_image(state, self.config.row_elements)
+        return pack_image(state, self.config.row_elements, self.config.fmt)
 
     def output_values(self, words):
         """The last layer's outputs (raw bits, ``(actions,)``) from its words (``(words, row_elements)``)."""
         return unpack_image(self.output, words).reshape(-1)[:self.output.elements]
 
 
-def pack_image(image, row_elements):
-    """``image [C, H, W]`` (float32) as activation words: ``(C*H, row_elements)`` raw bits, zeros past ``W``."""
+def pack_image(image, row_elements, fmt=BINARY32):
+    """``image [C, H, W]`` (float32) as activation words of ``fmt``: ``(C*H, row_elements)`` raw bits rounded to
+    the format, zeros past ``W``."""
     image = np.asarray(image)
     if image.dtype != np.float32:
         raise ValueError(f"activations must be float32, not {image.dtype}")
@@ -166,7 +191,7 @@ def pack_image(image, row_elements):
     if width > row_elements:
         raise ValueError(f"an image row of {width} elements does not fit a word of {row_elements}")
     words = np.zeros((channels * height, row_elements), np.uint32)
-    words[:, :width] = image.reshape(channels * height, width).view(np.uint32)
+    words[:, :width] = from_binary32(fmt, image.reshape(channels * height, width))
     return words
 
 
@@ -197,7 +222,45 @@ def network_weights(layers, weights):
     return pairs
 
 
-def _column_blocks(config, name, out_channels):
+# ---- Layer shapes: each network layer as the convolution the hardware runs ----------------------------------
+
+@dataclass(frozen=True)
+class LayerShape:
+    """A network layer as a convolution over the tensor it reads (a dense layer: kernel = the whole input).
+
+    ``in_shape`` / ``out_shape`` are the tensors as they lie in the activation RAMs (a dense layer's output is
+    packed: ``[ceil(N / lanes), 1, lanes]``); ``min_column_blocks`` is the smallest power of two ``C`` with
+    ``C * lanes >= out_channels``."""
+
+    name: str
+    dense: bool
+    in_shape: tuple
+    in_packed: bool
+    in_elements: int
+    kernel_height: int
+    kernel_width: int
+    stride: int
+    out_height: int
+    out_width: int
+    out_channels: int
+    out_shape: tuple
+    relu: bool
+    min_column_blocks: int
+
+    @property
+    def positions(self):
+        return self.out_height * self.out_width
+
+    @property
+    def products(self):
+        return self.in_shape[0] * self.kernel_height * self.kernel_width
+
+    @property
+    def out_elements(self):
+        return self.out_channels * (1 if self.dense else self.positions)
+
+
+def _min_column_blocks(config, name, out_channels):
     """Smallest power of two ``C`` with ``C * lanes >= out_channels``; at most ``modules``."""
     blocks = 1
     while blocks * config.lanes < out_channels:
@@ -207,6 +270,172 @@ def _column_blocks(config, name, out_channels):
                          f"{config.lanes} lanes (at most {config.modules * config.lanes})")
     return blocks
 
+
+def _check_follows(layer, in_shape, in_packed, in_elements):
+    """``layer`` must read the previous layer's output tensor as it is."""
+    if isinstance(layer, ConvLayer):
+        expected = (layer.in_channels, layer.in_size, layer.in_size)
+        if in_packed:
+            raise ValueError(f"{layer.name}: a convolution cannot read the packed output of a dense layer")
+        if in_shape != expected:
+            raise ValueError(f"{layer.name}: expects an input image {expected}, the previous layer makes "
+                             f"{in_shape}")
+    elif layer.inputs != in_elements:
+        raise ValueError(f"{layer.name}: expects {layer.inputs} inputs, the previous layer makes {in_elements}")
+
+
+def _layer_shape(config, layer, in_shape, in_packed, in_elements):
+    name = layer.name
+    if isinstance(layer, ConvLayer):
+        if layer.kernel > layer.in_size or layer.stride < 1:
+            raise ValueError(f"{name}: kernel {layer.kernel} stride {layer.stride} do not fit an input of "
+                             f"{layer.in_size}")
+        out_channels, kernel_height, kernel_width = layer.out_channels, layer.kernel, layer.kernel
+        stride, out_height, out_width = layer.stride, layer.out_size, layer.out_size
+        out_shape = (out_channels, out_height, out_width)
+    else:
+        out_channels, kernel_height, kernel_width = layer.outputs, in_shape[1], in_shape[2]
+        stride, out_height, out_width = 1, 1, 1
+        out_shape = (-(-out_channels // config.lanes), 1, config.lanes)
+    if in_shape[2] > config.row_elements:
+        raise ValueError(f"{name}: input rows of {in_shape[2]} elements are wider than a word "
+                         f"(row_elements = {config.row_elements})")
+    if isinstance(layer, ConvLayer) and out_width > config.row_elements:
+        raise ValueError(f"{name}: output rows of {out_width} elements are wider than a word "
+                         f"(row_elements = {config.row_elements})")
+    if isinstance(layer, DenseLayer) and config.lanes > config.row_elements:
+        raise ValueError(f"{name}: packed outputs need lanes ({config.lanes}) <= row_elements "
+                         f"({config.row_elements})")
+    return LayerShape(name=name, dense=isinstance(layer, DenseLayer), in_shape=in_shape, in_packed=in_packed,
+                      in_elements=in_elements, kernel_height=kernel_height, kernel_width=kernel_width, stride=stride,
+                      out_height=out_height, out_width=out_width, out_channels=out_channels, out_shape=out_shape,
+                      relu=layer.relu, min_column_blocks=_min_column_blocks(config, name, out_channels))
+
+
+def layer_shapes(config, layers):
+    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer``) on ``config``."""
+    if not isinstance(config, DqnConfig):
+        raise TypeError(f"config must be a DqnConfig, not {config!r}")
+    descriptor_bits = descriptor_layout(config).size
+    if descriptor_bits > config.host_data_bits:
+        raise ValueError(f"{config.module_name}: a descriptor of {descriptor_bits} bits does not fit the host data "
+                         f"port of {config.host_data_bits} bits (the widest RAM word): more row elements or lanes")
+    layers = tuple(layers)
+    if not layers:
+        raise ValueError("the network has no layers")
+    for layer in layers:
+        if not isinstance(layer, (ConvLayer, DenseLayer)):
+            raise TypeError(f"layers must be ConvLayer or DenseLayer, not {layer!r}")
+    first = layers[0]
+    if isinstance(first, ConvLayer):
+        source = ((first.in_channels, first.in_size, first.in_size), False,
+                  first.in_channels * first.in_size * first.in_size)
+    else:
+        source = ((-(-first.inputs // config.lanes), 1, config.lanes), True, first.inputs)
+    shapes = []
+    for layer in layers:
+        _check_follows(layer, *source)
+        shapes.append(_layer_shape(config, layer, *source))
+        source = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
+    return tuple(shapes)
+
+
+# ---- Passes: what a layer's mapping makes the hardware run -----------------------------------------------------
+
+class PassShape(NamedTuple):
+    """One pass of a layer as the descriptor describes it, without addresses or weights (a named tuple: the
+    design-space cost model expands thousands of cases per second through :func:`pass_shapes`).
+
+    ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
+    group position) or "sum" (their reduction with the bias).  ``grid`` and ``first`` are the output grid the
+    pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the channels read (a reduction: the
+    partial sums)."""
+
+    name: str
+    layer: str
+    kind: str
+    segment: Segment
+    in_channels: int
+    kernel: tuple
+    stride: int
+    grid: tuple
+    first: tuple
+    count: int
+    column_blocks: int
+    out_channels: int
+    layout: str
+    relu: bool
+
+    @property
+    def products(self):
+        return self.in_channels * self.kernel[0] * self.kernel[1]
+
+    @property
+    def reduce(self):
+        return self.kind == "sum"
+
+    @property
+    def first_position(self):
+        return self.first[0] * self.grid[1] + self.first[1]
+
+
+def _split_names(shape, segment):
+    """Names of a split segment's two passes (the thesis network's: "FC_2 partials", "CONV_2 tail", "... sum")."""
+    if shape.positions == 1:
+        return f"{shape.name} partials", f"{shape.name} sum"
+    if segment.first == shape.positions - 1:
+        return f"{shape.name} tail", f"{shape.name} sum"
+    return f"{shape.name} @{segment.first} partials", f"{shape.name} @{segment.first} sum"
+
+
+def pass_shapes(config, shape, layer_mapping):
+    """The passes (:class:`PassShape`, in the order they run) of layer ``shape`` under ``layer_mapping``
+    (assumed legal: see :func:`check_mapping`)."""
+    layout = "packed" if shape.dense else "image"
+    grid = (shape.out_height, shape.out_width)
+    passes, named = [], False
+    for segment in layer_mapping.segments:
+        first = divmod(segment.first, shape.out_width)
+        if segment.split == 1:
+            name = shape.name if not named else f"{shape.name} {segment.first}..{segment.last}"
+            named = True
+            passes.append(PassShape(name=name, layer=shape.name, kind="positions", segment=segment,
+                                    in_channels=shape.in_shape[0], kernel=(shape.kernel_height, shape.kernel_width),
+                                    stride=shape.stride, grid=grid, first=first, count=segment.count,
+                                    column_blocks=segment.column_blocks, out_channels=shape.out_channels,
+                                    layout=layout, relu=shape.relu))
+            continue
+        chunk = shape.kernel_width // segment.split
+        _, in_height, in_width = shape.in_shape
+        partials_name, sum_name = _split_names(shape, segment)
+        passes.append(PassShape(
+            name=partials_name, layer=shape.name, kind="partials", segment=segment, in_channels=shape.in_shape[0],
+            kernel=(shape.kernel_height, chunk), stride=chunk,
+            grid=((in_height - shape.kernel_height) // chunk + 1, (in_width - chunk) // chunk + 1),
+            first=(first[0] * shape.stride // chunk, first[1] * shape.stride // chunk), count=segment.split,
+            column_blocks=segment.column_blocks, out_channels=shape.out_channels, layout="position_major",
+            relu=False))
+        passes.append(PassShape(name=sum_name, layer=shape.name, kind="sum", segment=segment,
+                                in_channels=segment.split, kernel=(1, 1), stride=1, grid=grid, first=first, count=1,
+                                column_blocks=segment.column_blocks, out_channels=shape.out_channels, layout=layout,
+                                relu=shape.relu))
+    return passes
+
+
+def pass_timing(config, passes):
+    """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape) on ``config``: int64 arrays."""
+    def column(read):
+        return np.array([read(work) for work in passes], dtype=np.int64)
+
+    return pass_counters(positions_per_group=config.modules // column(lambda work: work.column_blocks),
+                         count=column(lambda work: work.count), products=column(lambda work: work.products),
+                         latency=matrix_module_latency(config.multiplier_latency, config.adder_latency),
+                         out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
+                         layout=column(lambda work: LAYOUTS[work.layout]), first_column=column(lambda work: work.first[1]),
+                         out_width=column(lambda work: work.grid[1]))
+
+
+# ---- Mappings: the hardware's constraints and the default ------------------------------------------------------
 
 def _check_groups(name, start, end, positions_per_group, out_width):
     """Every group's output positions must lie in at most two output rows (the feeder holds two rows)."""
@@ -218,14 +447,111 @@ def _check_groups(name, start, end, positions_per_group, out_width):
                              f"(positions {first}..{last}); the feeder holds two rows")
 
 
-def _check_array(name, what, array, shape):
-    array = np.asarray(array)
-    if array.shape != shape:
-        raise ValueError(f"{name}: {what} must have shape {shape}, not {array.shape}")
-    if array.dtype != np.float32:
-        raise ValueError(f"{name}: {what} must be float32, not {array.dtype}")
-    return array
+def _check_coverage(shape, layer_mapping):
+    expected = 0
+    for segment in layer_mapping.in_position_order():
+        if segment.first > expected:
+            raise ValueError(f"{shape.name}: positions {expected}..{segment.first - 1} are in no segment")
+        if segment.first < expected:
+            raise ValueError(f"{shape.name}: positions {segment.first}..{min(segment.last, expected - 1)} are in "
+                             f"two segments")
+        expected = segment.last + 1
+    if expected != shape.positions:
+        if expected < shape.positions:
+            raise ValueError(f"{shape.name}: positions {expected}..{shape.positions - 1} are in no segment")
+        raise ValueError(f"{shape.name}: the segments end at position {expected - 1}, the layer has "
+                         f"{shape.positions} (0..{shape.positions - 1})")
 
+
+def check_segment(config, shape, segment):
+    """Raise a ValueError naming the layer, the segment and the constraint if the hardware cannot run ``segment``
+    of layer ``shape``."""
+    where = f"{shape.name}: segment {segment.describe()}"
+    blocks = segment.column_blocks
+    if blocks & (blocks - 1):
+        raise ValueError(f"{where}: column_blocks {blocks} is not a power of two (positions are spread over "
+                         f"modules by shifts)")
+    if blocks > config.modules:
+        raise ValueError(f"{where}: {blocks} column blocks exceed the {config.modules} matrix modules")
+    if blocks * config.lanes < shape.out_channels:
+        raise ValueError(f"{where}: {blocks} column blocks of {config.lanes} lanes hold {blocks * config.lanes} "
+                         f"of the {shape.out_channels} output channels")
+    positions_per_group = config.modules // blocks
+    if segment.split == 1:
+        _check_groups(shape.name, segment.first, segment.first + segment.count, positions_per_group,
+                      shape.out_width)
+        return
+    if segment.count != 1:
+        raise ValueError(f"{where}: a K-split (S{segment.split}) takes a single-position segment, not "
+                         f"{segment.count} positions")
+    if shape.kernel_width % segment.split:
+        raise ValueError(f"{where}: {segment.split} chunks do not divide the kernel width {shape.kernel_width}")
+    if segment.split > positions_per_group:
+        raise ValueError(f"{where}: {segment.split} partial sums need {segment.split} position slots, "
+                         f"{blocks} column blocks leave {positions_per_group} ({config.modules} modules)")
+    if blocks * config.lanes > config.row_elements:
+        raise ValueError(f"{where}: a partial sum of {blocks} column blocks x {config.lanes} lanes does not fit a "
+                         f"word of {config.row_elements} elements (row_elements)")
+    chunk = shape.kernel_width // segment.split
+    oy, ox = divmod(segment.first, shape.out_width)
+    if (oy * shape.stride) % chunk or (ox * shape.stride) % chunk:
+        raise ValueError(f"{where}: chunks of {chunk} kernel columns run at stride {chunk}, so the window must "
+                         f"start on a multiple of {chunk}; it starts at input row {oy * shape.stride}, column "
+                         f"{ox * shape.stride}")
+
+
+def check_mapping(config, shapes, mapping):
+    """Raise a ValueError naming the layer and the constraint if ``mapping`` is not one the hardware can run
+    (docs/dqn_accelerator.md; descriptor field widths and RAM sizes are checked when the plan is built)."""
+    if not isinstance(mapping, DqnMapping):
+        raise TypeError(f"mapping must be a DqnMapping, not {mapping!r}")
+    if len(mapping.layers) != len(shapes):
+        raise ValueError(f"the mapping has {len(mapping.layers)} layer mappings, the network {len(shapes)} layers")
+    for shape, layer_mapping in zip(shapes, mapping.layers):
+        _check_coverage(shape, layer_mapping)
+        for segment in layer_mapping.segments:
+            check_segment(config, shape, segment)
+
+
+def _split_candidate(config, shape):
+    """The compiler's K-split of a layer, or None: a dense layer's kernel columns in as many equal chunks as fit
+    the idle position slots; a convolution's last position alone in its group, one chunk per kernel column."""
+    blocks = shape.min_column_blocks
+    slots = config.modules // blocks
+    if blocks * config.lanes > config.row_elements:
+        return None
+    width, positions = shape.kernel_width, shape.positions
+    if shape.dense:
+        chunks = max(divisor for divisor in range(1, min(slots, width) + 1) if width % divisor == 0)
+        return LayerMapping.whole(1, blocks, chunks) if chunks >= 2 else None
+    if positions % slots != 1 or positions == 1 or not 2 <= width <= slots:
+        return None
+    return LayerMapping((Segment(0, positions - 1, blocks), Segment(positions - 1, 1, blocks, width)))
+
+
+def _default_layer_mapping(config, shape, split):
+    whole = LayerMapping.whole(shape.positions, shape.min_column_blocks)
+    candidate = None if split == "never" else _split_candidate(config, shape)
+    if candidate is None:
+        return whole
+    if split == "auto":
+        split_cycles = pass_timing(config, pass_shapes(config, shape, candidate))["cycles"].sum()
+        if split_cycles >= pass_timing(config, pass_shapes(config, shape, whole))["cycles"].sum():
+            return whole
+    return candidate
+
+
+def default_mapping(config, layers, *, split="auto"):
+    """The compiler's mapping of ``layers``: per layer the fewest column blocks that hold its output channels
+    (docs/dqn_accelerator.md, "Mapping a layer") and, with ``split`` "auto", the K-split of idle modules where the
+    predicted cycles say it pays ("always": wherever possible, "never": none)."""
+    if split not in SPLIT_MODES:
+        raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
+    shapes = layers if all(isinstance(layer, LayerShape) for layer in layers) else layer_shapes(config, layers)
+    return DqnMapping(tuple(_default_layer_mapping(config, shape, split) for shape in shapes))
+
+
+# ---- The compiler ------------------------------------------------------------------------------------------------
 
 class _Allocator:
     """First free word of each activation RAM; tensors are never overwritten."""
@@ -233,13 +559,6 @@ class _Allocator:
     def __init__(self, config):
         self._depth = config.activation_depth
         self._top = [0, 0]
-
-    def mark(self):
-        return tuple(self._top)
-
-    def release(self, mark):
-        """Free everything placed since :meth:`mark` returned ``mark``."""
-        self._top = list(mark)
 
     def place(self, name, ram, shape, *, packed, elements):
         base, words = self._top[ram], shape[0] * shape[1]
@@ -250,326 +569,144 @@ class _Allocator:
         return Tensor(ram=ram, base=base, shape=shape, packed=packed, elements=elements)
 
 
-def _input_tensor(config, layer, ram, allocator):
-    if isinstance(layer, ConvLayer):
-        shape = (layer.in_channels, layer.in_size, layer.in_size)
-        return allocator.place(f"{layer.name} input", ram, shape, packed=False, elements=int(np.prod(shape)))
-    return allocator.place(f"{layer.name} input", ram, (-(-layer.inputs // config.lanes), 1, config.lanes),
-                           packed=True, elements=layer.inputs)
+def _check_array(name, what, array, shape):
+    array = np.asarray(array)
+    if array.shape != shape:
+        raise ValueError(f"{name}: {what} must have shape {shape}, not {array.shape}")
+    if array.dtype != np.float32:
+        raise ValueError(f"{name}: {what} must be float32, not {array.dtype}")
+    return array
 
 
-def _check_follows(layer, source):
-    """``layer`` must read ``source`` (the previous layer's output tensor) as it is."""
-    if isinstance(layer, ConvLayer):
-        expected = (layer.in_channels, layer.in_size, layer.in_size)
-        if source.packed:
-            raise ValueError(f"{layer.name}: a convolution cannot read the packed output of a dense layer")
-        if source.shape != expected:
-            raise ValueError(f"{layer.name}: expects an input image {expected}, the previous layer makes "
-                             f"{source.shape}")
-    elif layer.inputs != source.elements:
-        raise ValueError(f"{layer.name}: expects {layer.inputs} inputs, the previous layer makes {source.elements}")
+def _kernel_bits(config, shape, layer, weight, bias):
+    """``(in_channels, Kh, Kw, out_channels)`` weight bits and ``(out_channels,)`` bias bits in the format; row
+    ``(c*Kh + kh)*Kw + kw`` of the kernel is the dense input index, a packed input's padding has zero weights."""
+    weight = _check_array(shape.name, "weight", weight, layer.weight_shape)
+    bias = _check_array(shape.name, "bias", bias, (shape.out_channels,))
+    kernel = np.zeros((shape.products, shape.out_channels), np.uint32)
+    flat = weight.reshape(-1, shape.out_channels)
+    kernel[:flat.shape[0]] = from_binary32(config.fmt, flat)
+    return kernel.reshape(shape.in_shape[0], shape.kernel_height, shape.kernel_width, shape.out_channels), \
+        from_binary32(config.fmt, bias)
 
 
-def compile_network(config, layers, weights, *, input_ram=0, split="auto"):
-    """Compile ``layers`` (``ConvLayer`` / ``DenseLayer``) with their ``weights`` for ``config`` into a :class:`Plan`.
-
-    ``weights``: one ``(weight, bias)`` pair per layer (float32, shapes ``layer.weight_shape`` and
-    ``(out_channels,)``), or a dict in the layout of :mod:`models.dqn.network` for the thesis network.
-    ``split``: "auto" splits a layer's accumulations over idle matrix modules where the cycle estimate says
-    it pays (see the module docstring), "always" wherever possible, "never" keeps one pass per layer.
-    """
-    if split not in SPLIT_MODES:
-        raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
-    if not isinstance(config, DqnConfig):
-        raise TypeError(f"config must be a DqnConfig, not {config!r}")
-    if config.fmt != BINARY32:
-        raise ValueError(f"the compiler takes float32 weights and activations: config.fmt must be binary32, "
-                         f"not {config.fmt.name}")
-    layers = tuple(layers)
-    if not layers:
-        raise ValueError("the network has no layers")
-    for layer in layers:
-        if not isinstance(layer, (ConvLayer, DenseLayer)):
-            raise TypeError(f"layers must be ConvLayer or DenseLayer, not {layer!r}")
-    if input_ram not in (0, 1):
-        raise ValueError(f"input_ram must be 0 or 1, not {input_ram!r}")
-    pairs = network_weights(layers, weights)
-
-    allocator = _Allocator(config)
-    source = _input_tensor(config, layers[0], input_ram, allocator)
-    work = []
-    for layer, (weight, bias) in zip(layers, pairs):
-        _check_follows(layer, source)
-        geometry = _geometry(config, layer, weight, bias, source)
-        work += _layer_passes(config, layer, geometry, allocator, split)
-        source = work[-1].output
-    if len(work) > config.max_layers:
-        raise ValueError(f"the network needs {len(work)} passes ({', '.join(item.name for item in work)}); "
-                         f"the descriptor table holds {config.max_layers}")
-    planned, weight_base = [], 0
-    for index, item in enumerate(work):
-        planned.append(_place_pass(config, item, weight_base, last=index == len(work) - 1))
-        weight_base += len(planned[-1].weight_words)
-    return Plan(config=config, layers=tuple(planned),
-                weight_image=np.concatenate([layer.weight_words for layer in planned]))
-
-
-@dataclass(frozen=True)
-class _Geometry:
-    """A network layer as a convolution over its input tensor (a dense layer: kernel = the whole input)."""
-
-    name: str
-    source: Tensor
-    kernel_height: int
-    kernel_width: int
-    stride: int
-    out_height: int
-    out_width: int
-    out_channels: int
-    column_blocks: int
-    relu: bool
-    weights: np.ndarray       # (in_channels, kernel_height, kernel_width, out_channels) raw bits
-    bias: np.ndarray          # (out_channels,) raw bits
-
-    @property
-    def positions(self):
-        return self.out_height * self.out_width
-
-    @property
-    def products(self):
-        return self.source.shape[0] * self.kernel_height * self.kernel_width
-
-
-def _geometry(config, layer, weight, bias, source):
-    name = layer.name
-    if isinstance(layer, ConvLayer):
-        if layer.kernel > layer.in_size or layer.stride < 1:
-            raise ValueError(f"{name}: kernel {layer.kernel} stride {layer.stride} do not fit an input of "
-                             f"{layer.in_size}")
-        out_channels, kernel_height, kernel_width = layer.out_channels, layer.kernel, layer.kernel
-        stride, out_height, out_width = layer.stride, layer.out_size, layer.out_size
-    else:
-        out_channels, kernel_height, kernel_width = layer.outputs, source.shape[1], source.shape[2]
-        stride, out_height, out_width = 1, 1, 1
-    in_channels, _, in_width = source.shape
-    if in_width > config.row_elements:
-        raise ValueError(f"{name}: input rows of {in_width} elements are wider than a word "
-                         f"(row_elements = {config.row_elements})")
-    if not isinstance(layer, DenseLayer) and out_width > config.row_elements:
-        raise ValueError(f"{name}: output rows of {out_width} elements are wider than a word "
-                         f"(row_elements = {config.row_elements})")
-    if isinstance(layer, DenseLayer) and config.lanes > config.row_elements:
-        raise ValueError(f"{name}: packed outputs need lanes ({config.lanes}) <= row_elements "
-                         f"({config.row_elements})")
-    weight = _check_array(name, "weight", weight, layer.weight_shape)
-    bias = _check_array(name, "bias", bias, (out_channels,))
-    # Row (c*Kh + kh)*Kw + kw of the kernel is the dense input index; a packed input's padding has zero weights.
-    kernel = np.zeros((in_channels * kernel_height * kernel_width, out_channels), np.uint32)
-    flat = weight.reshape(-1, out_channels)
-    kernel[:flat.shape[0]] = flat.view(np.uint32)
-    kernel = kernel.reshape(in_channels, kernel_height, kernel_width, out_channels)
-    return _Geometry(name=name, source=source, kernel_height=kernel_height, kernel_width=kernel_width,
-                     stride=stride, out_height=out_height, out_width=out_width, out_channels=out_channels,
-                     column_blocks=_column_blocks(config, name, out_channels), relu=layer.relu,
-                     weights=kernel, bias=bias.view(np.uint32))
-
-
-@dataclass(frozen=True)
-class _Pass:
-    """What one hardware pass computes, before weight RAM and descriptor placement."""
-
-    name: str
-    layer: str                # the network layer it belongs to
-    input: Tensor
-    output: Tensor
-    kernel: tuple             # (kernel_height, kernel_width)
-    stride: int
-    grid: tuple               # (out_height, out_width): the output position grid
-    first: tuple              # (oy, ox) of the first position computed
-    count: int                # positions computed: first .. first + count - 1 in row-major order
-    out_channels: int
-    slots: np.ndarray         # (products + 1, modules, lanes) raw bits: the weight rows, bias row last
-    relu: bool
-    layout: str               # "image", "packed" or "position_major"
-    reduce: bool = False
-    macs: int = 0
-
-
-def _replicated_slots(config, geometry, weights, bias):
+def _slots(config, blocks, rows, out_channels):
     """Weight rows where every group position uses the same weights: slot m = channel block m % C."""
-    rows = np.concatenate([weights.reshape(-1, geometry.out_channels), bias[None, :]])
-    padded = np.zeros((rows.shape[0], geometry.column_blocks * config.lanes), np.uint32)
-    padded[:, :geometry.out_channels] = rows
-    blocks = padded.reshape(rows.shape[0], geometry.column_blocks, config.lanes)
-    return blocks[:, np.arange(config.modules) % geometry.column_blocks]
+    padded = np.zeros((rows.shape[0], blocks * config.lanes), np.uint32)
+    padded[:, :out_channels] = rows
+    return padded.reshape(rows.shape[0], blocks, config.lanes)[:, np.arange(config.modules) % blocks]
 
 
-def _chunk_slots(config, geometry, chunks):
+def _chunk_slots(config, blocks, chunks, out_channels):
     """Weight rows of a partial-sum pass: group position q uses ``chunks[q]`` ((products, out_channels) bits);
     no bias (the reduction adds it)."""
-    column_blocks, lanes = geometry.column_blocks, config.lanes
     products = chunks[0].shape[0]
-    slots = np.zeros((products + 1, config.modules, lanes), np.uint32)
+    slots = np.zeros((products + 1, config.modules, config.lanes), np.uint32)
     for q, chunk in enumerate(chunks):
-        padded = np.zeros((products, column_blocks * lanes), np.uint32)
-        padded[:, :geometry.out_channels] = chunk
-        slots[:products, q * column_blocks:(q + 1) * column_blocks] = padded.reshape(products, column_blocks, lanes)
+        padded = np.zeros((products, blocks * config.lanes), np.uint32)
+        padded[:, :out_channels] = chunk
+        slots[:products, q * blocks:(q + 1) * blocks] = padded.reshape(products, blocks, config.lanes)
     return slots
 
 
-def _bias_slots(config, geometry, reductions):
-    """Weight rows of a reduction pass: ``reductions`` unused rows (its vectors come from the input RAM), then
-    the bias row."""
-    return _replicated_slots(config, geometry, np.zeros((reductions, geometry.out_channels), np.uint32),
-                             geometry.bias)
+def _pass_weights(config, work, kernel, bias):
+    """``(products + 1, modules, lanes)`` weight rows of a pass, bias row last."""
+    blocks, out_channels = work.column_blocks, work.out_channels
+    if work.kind == "positions":
+        return _slots(config, blocks, np.concatenate([kernel.reshape(-1, out_channels), bias[None, :]]), out_channels)
+    if work.kind == "partials":
+        chunk = work.kernel[1]
+        chunks = [kernel[:, :, q * chunk:(q + 1) * chunk].reshape(-1, out_channels) for q in range(work.count)]
+        return _chunk_slots(config, blocks, chunks, out_channels)
+    unused = np.zeros((work.in_channels, out_channels), np.uint32)          # a reduction's vectors come from RAM
+    return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
 
 
-def _pass_cycles(config, work):
-    """Estimated cycles of a pass (the sequencer's timing, docs/dqn_accelerator.md): set-up (3 + the positions of
-    its first group), groups x (products + 1), then the drain: matrix-module latency + the last group's writes
-    + 3."""
-    positions_per_group = config.modules // _column_blocks(config, work.name, work.out_channels)
-    groups = -(-work.count // positions_per_group)
-    products = work.slots.shape[0] - 1
-    last = work.count - (groups - 1) * positions_per_group
-    blocks = -(-work.out_channels // config.lanes)
-    if work.layout == "image":
-        rows = 1 if (work.first[1] + (groups - 1) * positions_per_group) % work.grid[1] + last <= work.grid[1] else 2
-        writes = work.out_channels * rows
-    else:
-        writes = blocks * (last if work.layout == "position_major" else 1)
-    return 3 + min(positions_per_group, work.count) + groups * (products + 1) + matrix_module_latency(config.multiplier_latency, config.adder_latency) + writes + 3
+def _descriptor(work, source, output, weight_base, last):
+    first_position = work.first_position
+    return dict(
+        in_ram=source.ram, in_base=source.base, in_channels=work.in_channels, in_height=source.shape[1],
+        kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride=work.stride, out_height=work.grid[0],
+        out_width=work.grid[1], positions=first_position + work.count, first_position=first_position,
+        first_oy=work.first[0], first_ox=work.first[1], first_row=work.first[0] * work.stride,
+        first_column=work.first[1] * work.stride, column_blocks_log2=work.column_blocks.bit_length() - 1,
+        out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
+        out_base=output.base, packed_output=int(work.layout != "image"),
+        position_major=int(work.layout == "position_major"), reduce=int(work.reduce), relu=int(work.relu),
+        last=int(last))
 
 
-def _whole_layer(config, geometry, output, *, count=None):
-    layout = "packed" if output.packed else "image"
-    count = geometry.positions if count is None else count
-    return _Pass(name=geometry.name, layer=geometry.name, input=geometry.source, output=output,
-                 kernel=(geometry.kernel_height, geometry.kernel_width), stride=geometry.stride,
-                 grid=(geometry.out_height, geometry.out_width), first=(0, 0), count=count,
-                 out_channels=geometry.out_channels,
-                 slots=_replicated_slots(config, geometry, geometry.weights, geometry.bias),
-                 relu=geometry.relu, layout=layout,
-                 macs=count * geometry.products * geometry.out_channels)
+def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None):
+    """Compile ``layers`` (``ConvLayer`` / ``DenseLayer``) with their ``weights`` for ``config`` into a :class:`Plan`.
 
+    ``weights``: one ``(weight, bias)`` pair per layer (float32, shapes ``layer.weight_shape`` and
+    ``(out_channels,)``), or a dict in the layout of :mod:`models.dqn.network` for the thesis network; rounded to
+    ``config.fmt``.  ``mapping``: a :class:`DqnMapping` (checked by :func:`check_mapping`); by default
+    :func:`default_mapping` with ``split`` ("auto": K-splits where the predicted cycles say they pay, "always",
+    "never").
+    """
+    if split not in SPLIT_MODES:
+        raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
+    shapes = layer_shapes(config, layers)
+    if input_ram not in (0, 1):
+        raise ValueError(f"input_ram must be 0 or 1, not {input_ram!r}")
+    layers = tuple(layers)
+    pairs = network_weights(layers, weights)
+    if mapping is None:
+        mapping = default_mapping(config, shapes, split=split)
+    elif split != "auto":
+        raise ValueError(f"give a mapping or a split mode, not both (split={split!r})")
+    check_mapping(config, shapes, mapping)
+    passes = [pass_shapes(config, shape, layer_mapping) for shape, layer_mapping in zip(shapes, mapping.layers)]
+    count = sum(len(layer_passes) for layer_passes in passes)
+    if count > config.max_layers:
+        raise ValueError(f"the network needs {count} passes "
+                         f"({', '.join(work.name for layer_passes in passes for work in layer_passes)}); "
+                         f"the descriptor table holds {config.max_layers}")
+    kernels = [_kernel_bits(config, shape, layer, *pair) for shape, layer, pair in zip(shapes, layers, pairs)]
 
-def _reduction(config, geometry, partials, output, position, reductions):
-    """Sum ``reductions`` partial vectors (words of ``partials``) plus the bias into output ``position``."""
-    oy, ox = divmod(position, geometry.out_width)
-    return _Pass(name=f"{geometry.name} sum", layer=geometry.name, input=partials, output=output, kernel=(1, 1), stride=1,
-                 grid=(geometry.out_height, geometry.out_width), first=(oy, ox), count=1,
-                 out_channels=geometry.out_channels, slots=_bias_slots(config, geometry, reductions),
-                 relu=geometry.relu, layout="packed" if output.packed else "image", reduce=True)
+    allocator = _Allocator(config)
+    first = shapes[0]
+    source = allocator.place(f"{first.name} input", input_ram, first.in_shape, packed=first.in_packed,
+                             elements=first.in_elements)
+    placed = []                 # (PassShape, input Tensor, output Tensor, kernel, bias)
+    for shape, layer_passes, (kernel, bias) in zip(shapes, passes, kernels):
+        output = allocator.place(f"{shape.name} output", 1 - source.ram, shape.out_shape, packed=shape.dense,
+                                 elements=shape.out_elements)
+        for work in layer_passes:
+            if work.kind == "partials":
+                partials = allocator.place(f"{work.name} partial sums", output.ram,
+                                           (work.count, 1, work.column_blocks * config.lanes), packed=True,
+                                           elements=work.count * work.column_blocks * config.lanes)
+                placed.append((work, source, partials, kernel, bias))
+            else:
+                placed.append((work, partials if work.reduce else source, output, kernel, bias))
+        source = output
+    timing = pass_timing(config, [work for work, *_ in placed])
 
-
-def _split_dense(config, geometry, output, allocator):
-    """A dense layer whose single position leaves P - 1 position slots idle: its kernel columns are cut into S
-    chunks (S = the largest divisor of the kernel width <= P), one per slot, computed as S partial sums, then
-    summed by a reduction pass.  None if the layer cannot be split."""
-    slots = config.modules // geometry.column_blocks
-    width = geometry.kernel_width
-    chunks = max(divisor for divisor in range(1, min(slots, width) + 1) if width % divisor == 0)
-    if chunks < 2 or geometry.column_blocks * config.lanes > config.row_elements:
-        return None
-    chunk = width // chunks
-    partials = allocator.place(f"{geometry.name} partial sums", output.ram, (chunks, 1, geometry.column_blocks * config.lanes),
-                               packed=True, elements=chunks * geometry.column_blocks * config.lanes)
-    in_channels = geometry.source.shape[0]
-    weights = [geometry.weights[:, :, q * chunk:(q + 1) * chunk].reshape(-1, geometry.out_channels)
-               for q in range(chunks)]
-    partial_pass = _Pass(name=f"{geometry.name} partials", layer=geometry.name, input=geometry.source, output=partials,
-                         kernel=(geometry.kernel_height, chunk), stride=chunk, grid=(1, chunks), first=(0, 0),
-                         count=chunks, out_channels=geometry.out_channels,
-                         slots=_chunk_slots(config, geometry, weights), relu=False, layout="position_major",
-                         macs=chunks * in_channels * geometry.kernel_height * chunk * geometry.out_channels)
-    return [partial_pass, _reduction(config, geometry, partials, output, 0, chunks)]
-
-
-def _split_tail(config, geometry, output, allocator):
-    """A convolution whose last group holds one position: that position is computed as kernel-width partial
-    sums (kernel column q on group position q, a ``Kh x 1`` convolution over the input at stride 1), then
-    summed by a reduction pass; the other positions run as before.  None if the layer cannot be split."""
-    slots = config.modules // geometry.column_blocks
-    kernel_width = geometry.kernel_width
-    if geometry.positions % slots != 1 or geometry.positions == 1 or not 2 <= kernel_width <= slots \
-            or geometry.column_blocks * config.lanes > config.row_elements:
-        return None
-    tail = geometry.positions - 1
-    oy, ox = divmod(tail, geometry.out_width)
-    in_channels, in_height, in_width = geometry.source.shape
-    partials = allocator.place(f"{geometry.name} tail partial sums", output.ram,
-                               (kernel_width, 1, geometry.column_blocks * config.lanes), packed=True,
-                               elements=kernel_width * geometry.column_blocks * config.lanes)
-    weights = [geometry.weights[:, :, q:q + 1].reshape(-1, geometry.out_channels) for q in range(kernel_width)]
-    partial_pass = _Pass(name=f"{geometry.name} tail", layer=geometry.name, input=geometry.source, output=partials,
-                         kernel=(geometry.kernel_height, 1), stride=1,
-                         grid=(in_height - geometry.kernel_height + 1, in_width),
-                         first=(oy * geometry.stride, ox * geometry.stride), count=kernel_width,
-                         out_channels=geometry.out_channels, slots=_chunk_slots(config, geometry, weights),
-                         relu=False, layout="position_major",
-                         macs=in_channels * geometry.kernel_height * kernel_width * geometry.out_channels)
-    return [_whole_layer(config, geometry, output, count=tail), partial_pass,
-            _reduction(config, geometry, partials, output, tail, kernel_width)]
-
-
-
-def _layer_passes(config, layer, geometry, allocator, split):
-    """The passes that compute ``layer``: the whole layer, or a K-split (see :func:`_split_dense`,
-    :func:`_split_tail`) when ``split`` is "always", or "auto" and the estimate says it is faster."""
-    out_ram = 1 - geometry.source.ram
-    if isinstance(layer, ConvLayer):
-        output = allocator.place(f"{layer.name} output", out_ram,
-                                 (geometry.out_channels, geometry.out_height, geometry.out_width), packed=False,
-                                 elements=geometry.out_channels * geometry.positions)
-    else:
-        output = allocator.place(f"{layer.name} output", out_ram,
-                                 (-(-geometry.out_channels // config.lanes), 1, config.lanes), packed=True,
-                                 elements=geometry.out_channels)
-    whole = [_whole_layer(config, geometry, output)]
-    if split == "never":
-        return whole
-    mark = allocator.mark()
-    splitter = _split_dense if isinstance(layer, DenseLayer) else _split_tail
-    passes = splitter(config, geometry, output, allocator)
-    if passes is None:
-        return whole
-    if split == "auto" and sum(_pass_cycles(config, work) for work in passes) >= _pass_cycles(config, whole[0]):
-        allocator.release(mark)
-        return whole
-    return passes
-
-
-def _place_pass(config, work, weight_base, *, last):
-    """The :class:`LayerPlan` of one pass whose weight rows start at ``weight_base``."""
-    name = work.name
-    column_blocks = _column_blocks(config, name, work.out_channels)
-    positions_per_group = config.modules // column_blocks
-    out_height, out_width = work.grid
-    first = work.first[0] * out_width + work.first[1]
-    end = first + work.count
-    _check_groups(name, first, end, positions_per_group, out_width)
-    products = work.slots.shape[0] - 1
-    if weight_base + products + 1 > config.weight_depth:
-        raise ValueError(f"{name}: the weight RAM is too small: the layers up to {name} need "
-                         f"{weight_base + products + 1} words, the RAM has {config.weight_depth}")
-    source, output = work.input, work.output
-    in_channels = products if work.reduce else source.shape[0]
-    descriptor = dict(
-        in_ram=source.ram, in_base=source.base, in_channels=in_channels, in_height=source.shape[1],
-        kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride=work.stride, out_height=out_height,
-        out_width=out_width, positions=end, first_position=first, first_oy=work.first[0], first_ox=work.first[1],
-        first_row=work.first[0] * work.stride, first_column=work.first[1] * work.stride,
-        column_blocks_log2=column_blocks.bit_length() - 1, out_channels=work.out_channels, products=products,
-        weight_base=weight_base, out_ram=output.ram, out_base=output.base,
-        packed_output=int(work.layout != "image"), position_major=int(work.layout == "position_major"),
-        reduce=int(work.reduce), relu=int(work.relu), last=int(last))
-    try:
-        encoded = encode_descriptor(config, **descriptor)
-    except ValueError as error:
-        raise ValueError(f"{name}: {error}") from None
-    return LayerPlan(name=name, network_layer=work.layer, descriptor=descriptor, encoded=encoded,
-                     input=source, output=output, column_blocks=column_blocks,
-                     positions_per_group=positions_per_group, groups=-(-work.count // positions_per_group),
-                     out_channels=work.out_channels, ideal_macs=work.macs,
-                     estimated_cycles=_pass_cycles(config, work), weight_words=work.slots.reshape(products + 1, -1))
+    planned, rows, weight_base, shared = [], [], 0, {}
+    for index, (work, source, output, kernel, bias) in enumerate(placed):
+        weight_words = _pass_weights(config, work, kernel, bias).reshape(work.products + 1, -1)
+        key = (work.layer, work.column_blocks) if work.kind == "positions" else None
+        base = shared.get(key, weight_base)
+        if base == weight_base:
+            if weight_base + work.products + 1 > config.weight_depth:
+                raise ValueError(f"{work.name}: the weight RAM is too small: the layers up to {work.name} need "
+                                 f"{weight_base + work.products + 1} words, the RAM has {config.weight_depth}")
+            rows.append(weight_words)
+            weight_base += work.products + 1
+            if key is not None:
+                shared[key] = base
+        descriptor = _descriptor(work, source, output, base, last=index == len(placed) - 1)
+        try:
+            encoded = encode_descriptor(config, **descriptor)
+        except ValueError as error:
+            raise ValueError(f"{work.name}: {error}") from None
+        positions_per_group = config.modules // work.column_blocks
+        macs = 0 if work.reduce else work.count * work.products * work.out_channels   # partials: chunks x chunk
+        planned.append(LayerPlan(
+            name=work.name, network_layer=work.layer, descriptor=descriptor, encoded=encoded, input=source,
+            output=output, column_blocks=work.column_blocks, positions_per_group=positions_per_group,
+            groups=-(-work.count // positions_per_group), out_channels=work.out_channels, ideal_macs=macs,
+            predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words))
+    return Plan(config=config, mapping=mapping, layers=tuple(planned), weight_image=np.concatenate(rows))

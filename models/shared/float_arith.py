@@ -15,6 +15,10 @@ Two implementations:
 * NumPy's own ``float32`` / ``float16`` arithmetic (IEEE-754, round to nearest even, on x86-64 with
   subnormals) for binary32 and binary16 without flush-to-zero: the fast path ``float_mul`` and
   ``float_add`` take there. ``tests/shared/test_float_arith.py`` checks that both agree bit for bit.
+
+:func:`from_binary32` rounds float32 values into another format the way a host would before writing them to
+hardware of that format: round to nearest even (the same rounding step), subnormals kept, overflow to infinity,
+every NaN to the format's canonical NaN; binary32 passes through unchanged.
 """
 
 from dataclasses import dataclass
@@ -24,7 +28,7 @@ import numpy as np
 from hw.shared.float_adder import GUARD_BITS
 from hw.shared.float_format import BINARY16, BINARY32
 
-__all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "is_nan", "bits_dtype"]
+__all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "from_binary32", "is_nan", "bits_dtype"]
 
 _NATIVE = {BINARY32: (np.float32, np.uint32), BINARY16: (np.float16, np.uint16)}
 
@@ -178,3 +182,22 @@ def bitlevel_add(fmt, a_bits, b_bits, *, flush_to_zero=False):
                    sign=np.where((total == 0) & subtract, 0, larger.sign), exponent=larger.exponent + 1,
                    significand=total)
     return _round_to_format(fmt, raw_sum, extended_bits + 1, flush_to_zero)
+
+
+def from_binary32(fmt, values):
+    """float32 ``values`` (a float32 array, or their raw bits as unsigned integers) as encodings of ``fmt``.
+
+    Rounded to nearest even by the rounder the float units use; binary32 comes back bit for bit (NaN payloads
+    included); in every other format a NaN becomes the canonical NaN.  Formats whose significand is wider than
+    binary32's are refused (the rounder needs two bits below the target's last one).
+    """
+    values = np.asarray(values)
+    bits = values.view(np.uint32) if values.dtype == np.float32 else values.astype(np.uint32)
+    if fmt == BINARY32:
+        return bits.copy()
+    if fmt.mantissa_bits > BINARY32.mantissa_bits - 2:
+        raise ValueError(f"from_binary32 rounds to formats of at most {BINARY32.mantissa_bits - 2} mantissa bits, "
+                         f"not {fmt.name}")
+    raw = _unpack(BINARY32, bits.astype(np.int64), False)
+    raw.exponent = raw.exponent - BINARY32.bias + fmt.bias
+    return _round_to_format(fmt, raw, BINARY32.mantissa_bits + 1, False)

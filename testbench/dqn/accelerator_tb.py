@@ -7,17 +7,25 @@ reads back the output words, ACTION, ACTION_VALUE, TOTAL_CYCLES, the per-layer c
 for in ``dumps``.
 
 With ``play`` in the configuration the states come from the Atari emulator instead (``nnaccel play``): the
-host loop of the thesis, each step's frame stack goes to the accelerator and its ACTION steps the game.
+host loop of the thesis, each step's frame stack goes to the accelerator and its ACTION steps the game, except on
+the steps where the episode's exploration gives a random action instead.  An episode stops after its steps or
+when its game ends.
 
 Stimulus: ``weight_image`` (words, modules*lanes) raw bits; ``states`` (N, words, row_elements) raw bits.
 Configuration: ``descriptors`` (ints), ``input`` and ``output`` and each of ``dumps`` as ``{"ram", "base",
 "words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``play``
-(``{"game", "seed", "steps"}``) and ``progress_file`` (rewritten with "done total" after every inference).
+(``{"game", "episodes": [{"seed", "explore"}]}``: per episode the emulator's seed and, per step, the random action
+that replaces the accelerator's, or -1 to play ACTION) and ``progress_file`` (rewritten with "done total" after
+every inference).
 Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``total_cycles`` (N,),
 ``layer_counters`` (N, layers, 4), ``load_cycles`` (N,) cycles the host took to write the state,
-``run_wall_seconds`` (N,) wall time from START to ``done``, ``dump<i>`` (N, words, row_elements); with
-``play``, ``frames`` (N, 4, 84, 84) uint8, the frame stacks the accelerator saw.
+``run_wall_seconds`` (N,) wall time from START to ``done``, ``run_cpu_seconds`` (N,) the simulator process'
+CPU time over the same span (the speed of the simulation whatever else the machine runs), ``dump<i>`` (N, words,
+row_elements); with ``play``, ``frames`` (N, 4, 84, 84) uint8, the frame stacks the accelerator saw, and
+``episode_steps`` (episodes,), the steps each episode ran (N in all).
 """
+
+import time
 
 import cocotb
 import numpy as np
@@ -48,7 +56,10 @@ async def _infer(host, config, state_words, tensors):
     first = current_cycle()
     await host.write_block(DqnMemory.ACTIVATIONS0 + config["input"]["ram"], config["input"]["base"],
                            words_to_ints(state_words, bits))
-    observed = {"load_cycles": current_cycle() - first, "run_wall_seconds": await host.run(layers, config["max_cycles"])}
+    observed = {"load_cycles": current_cycle() - first}
+    cpu_start = time.process_time()
+    observed["run_wall_seconds"] = await host.run(layers, config["max_cycles"])
+    observed["run_cpu_seconds"] = time.process_time() - cpu_start
     observed["tensors"] = []
     for tensor in tensors:
         addresses = range(tensor["base"], tensor["base"] + tensor["words"])
@@ -68,33 +79,40 @@ async def run_states(dut):
     await host.write_block(DqnMemory.WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
     await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])
 
-    inferences = config["play"]["steps"] if "play" in config else len(stimulus["states"])
+    if "play" in config:
+        inferences = sum(len(episode["explore"]) for episode in config["play"]["episodes"])
+    else:
+        inferences = len(stimulus["states"])
     report_progress(config, 0, inferences)     # weights loaded: the bar shows the inferences from here
 
     tensors = [config["output"]] + config.get("dumps", [])
-    frames, runs = [], []
+    frames, runs, episode_steps = [], [], []
     if "play" in config:        # the host loop: emulator frame -> accelerator -> action -> emulator step
         from models.dqn.atari import AtariGame, frames_to_states
 
-        play = config["play"]
-        game = AtariGame(play["game"], seed=play["seed"])
-        for _ in range(play["steps"]):
-            frames.append(game.state())
-            state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
-            runs.append(await _infer(host, config, state_words, tensors))
-            report_progress(config, len(runs), inferences)
-            game.step(int(runs[-1]["action"]))
+        for episode in config["play"]["episodes"]:
+            game = AtariGame(config["play"]["game"], seed=episode["seed"])
+            for random_action in episode["explore"]:
+                frames.append(game.state())
+                state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
+                runs.append(await _infer(host, config, state_words, tensors))
+                report_progress(config, len(runs), inferences)
+                game.step(int(runs[-1]["action"]) if random_action < 0 else random_action)
+                if game.episode_over:
+                    break
+            episode_steps.append(len(runs) - sum(episode_steps))
     else:
         for state_words in stimulus["states"]:
             runs.append(await _infer(host, config, state_words, tensors))
             report_progress(config, len(runs), inferences)
 
-    arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name == "run_wall_seconds" else np.uint64)
-              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles",
-                           "run_wall_seconds")}
+    seconds = ("run_wall_seconds", "run_cpu_seconds")
+    arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name in seconds else np.uint64)
+              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles", *seconds)}
     arrays["outputs"] = np.array([run["tensors"][0] for run in runs], dtype=np.uint32)
     arrays.update({f"dump{index}": np.array([run["tensors"][index + 1] for run in runs], dtype=np.uint32)
                    for index in range(len(tensors) - 1)})
     if frames:
         arrays["frames"] = np.stack(frames)
+        arrays["episode_steps"] = np.array(episode_steps, np.uint64)
     save_outputs(**arrays)

@@ -21,11 +21,14 @@ class AcceleratorRun:
     layer_counters: np.ndarray  # (N, layers, 4) per-layer counters, in COUNTER_NAMES order
     load_cycles: np.ndarray     # (N,) cycles the host took to write each state
     run_wall_seconds: np.ndarray  # (N,) wall time of each run (START to done)
+    run_cpu_seconds: np.ndarray   # (N,) the simulator process' CPU time over the same span
     layer_words: list           # per layer (N, words, row_elements) output tensors, if asked for (else [])
     frames: np.ndarray | None   # play: (N, 4, 84, 84) uint8 frame stacks the accelerator saw
     build_seconds: float
     run_seconds: float
     waves_path: object = None
+    built_now: bool = False     # the simulator build was made for this run (not taken from the cache)
+    episode_steps: np.ndarray | None = None  # play: (episodes,) steps each episode ran on the accelerator
 
 
 def _tensor_config(tensor):
@@ -33,11 +36,14 @@ def _tensor_config(tensor):
 
 
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
-                       waves=None, max_cycles=1_000_000):
+                       waves=None, max_cycles=1_000_000, verilator_options=None):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
-    or, with ``play = {"game", "seed", "steps"}``, the host loop on the Atari emulator inside the simulation.
+    or, with ``play = {"game", "episodes": [{"seed", "explore"}]}``, the host loop on the Atari emulator inside the
+    simulation (``explore``: per step the random action replacing the accelerator's, or -1; see
+    :mod:`testbench.dqn.accelerator_tb`).
 
     ``read_layers``: also read back every layer's output tensor after each run (for locating a mismatch).
+    ``verilator_options``: how Verilator builds the model (:func:`sim.harness.simulate`'s default if None).
     """
     if accelerator.config != plan.config:
         raise ValueError(f"the plan was compiled for {plan.config}, the accelerator is built for {accelerator.config}")
@@ -52,7 +58,7 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
     if play is not None:
         tb_config["play"] = play
     result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.dqn.accelerator_tb",
-                      simulator=simulator, waves=waves, config=tb_config,
+                      simulator=simulator, waves=waves, config=tb_config, verilator_options=verilator_options,
                       stimulus={"weight_image": plan.weight_image, "states": words})
     outputs = result.outputs
     return AcceleratorRun(
@@ -60,6 +66,8 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         output_words=outputs["outputs"], actions=outputs["action"].astype(np.int64),
         action_values=outputs["action_value"].astype(np.uint32), total_cycles=outputs["total_cycles"].astype(np.int64),
         layer_counters=outputs["layer_counters"].astype(np.int64), load_cycles=outputs["load_cycles"].astype(np.int64),
-        run_wall_seconds=outputs["run_wall_seconds"],
+        run_wall_seconds=outputs["run_wall_seconds"], run_cpu_seconds=outputs["run_cpu_seconds"],
         layer_words=[outputs[f"dump{index}"] for index in range(len(dumps))], frames=outputs.get("frames"),
-        build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path)
+        episode_steps=outputs["episode_steps"].astype(np.int64) if "episode_steps" in outputs else None,
+        build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path,
+        built_now=result.built_now)

@@ -137,7 +137,17 @@ CASES = {
     "dqn split": ("run dqn --split sometimes",
                   "nnaccel run dqn: error: argument --split: invalid choice: 'sometimes' (choose from 'auto', "
                   "'always', 'never')"),
-    "play steps": ("play --steps -1", "nnaccel play: error: argument --steps: must be a positive integer, not '-1'"),
+    "play rtl steps": ("play --rtl-steps -1",
+                       "nnaccel play: error: argument --rtl-steps: must be a non-negative integer, not '-1'"),
+    "play episodes": ("play --episodes 0", "nnaccel play: error: argument --episodes: must be a positive integer, "
+                                           "not '0'"),
+    "play epsilon": ("play --epsilon 1.5", "nnaccel play: error: argument --epsilon: must be a number from 0 to 1, "
+                                           "not '1.5'"),
+    "play gif directory": ("play --gif {d}/nowhere/episode.gif",
+                           "nnaccel play: error: argument --gif: cannot write {d}/nowhere/episode.gif: the directory "
+                           "{d}/nowhere does not exist"),
+    "play two weights": ("play --seeded-weights --weights {d}/extra.npz",
+                         "nnaccel play: error: argument --weights: not allowed with argument --seeded-weights"),
     "play game": ("play --game pacmanx",
                   "nnaccel: error: --game pacmanx: unknown Atari game 'pacmanx'; ale-py ships e.g. 'breakout', "
                   "'pong', 'space_invaders'"),

@@ -9,7 +9,7 @@ import pytest
 from hw.dqn.config import DqnConfig
 from models.dqn.atari import recorded_states
 from models.dqn.golden import golden_forward
-from models.dqn.network import dqn_layers, save_weights, seeded_weights
+from models.dqn.network import TRAINED_WEIGHTS, dqn_layers, load_weights, save_weights, seeded_weights
 from models.dqn.plan import compile_network
 from cli import dqn as dqn_job
 from cli.main import main
@@ -35,7 +35,9 @@ def test_arguments():
         parse("--states", "0")
     play_parser = argparse.ArgumentParser()
     dqn_job.add_play_arguments(play_parser)
-    assert play_parser.parse_args([]).steps == 20
+    play = play_parser.parse_args([])
+    assert (play.episodes, play.rtl_steps, play.epsilon, play.max_steps, play.seed, play.gif, play.weights,
+            play.seeded_weights) == (1, 20, 0.05, 27_000, 0, None, None, False)
 
 
 def test_states_files(tmp_path):
@@ -49,6 +51,11 @@ def test_states_files(tmp_path):
 
 def test_weights_files(tmp_path):
     weights, note = dqn_job._weights(parse())
+    assert note.startswith("trained for Breakout (models/dqn/data/dqn_breakout.npz): imitation of a scripted "
+                           "player that reads the ball and paddle from the emulator's RAM")
+    assert "docs/dqn_training.md" in note
+    assert np.array_equal(weights["fc1_w"], load_weights(TRAINED_WEIGHTS)["fc1_w"])
+    weights, note = dqn_job._weights(parse("--seeded-weights"))
     assert note.startswith("seeded He-uniform") and weights["fc2_w"].shape == (256, 18)
     save_weights(tmp_path / "w.npz", weights)
     loaded, note = dqn_job._weights(parse("--weights", str(tmp_path / "w.npz")))
@@ -68,6 +75,7 @@ def fake_run(plan, states, *, corrupt=False):
                           action_values=np.array([g.action_value for g in goldens], np.uint32),
                           total_cycles=np.full(len(states), total), layer_counters=counters,
                           load_cycles=np.full(len(states), 336), run_wall_seconds=np.full(len(states), 0.5),
+                          run_cpu_seconds=np.full(len(states), 0.4),
                           layer_words=[], frames=None, build_seconds=1.0, run_seconds=2.0)
 
 
@@ -120,7 +128,8 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(thesis, tmp_path, monkeypa
 
     monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", stand_in)
     report_path = tmp_path / "report.json"
-    assert main(["run", "dqn", "--states", "2", "--json", str(report_path)]) == (1 if corrupt else 0)
+    status = main(["run", "dqn", "--states", "2", "--seeded-weights", "--json", str(report_path)])
+    assert status == (1 if corrupt else 0)
     report = json.loads(report_path.read_text())
     assert report["schema"] == "nnaccel.dqn/1" and report["bit_exact"] is not corrupt
     _, plan, states = thesis
@@ -134,3 +143,82 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(thesis, tmp_path, monkeypa
         assert row["q_bits"] == [f"0x{int(bits):08X}" for bits in observed]
         assert row["q_values"] == observed.view(np.float32).tolist()
         assert row["action"] == row["golden_action"] == golden.action
+
+
+def stand_in_host_loop(plan, play, *, corrupt_step=None):
+    """What the testbench's host loop would return for a bit-exact accelerator: the emulator's frames, the golden
+    model's Q-values and actions, the exploration's actions played where it gives one."""
+    from models.dqn.atari import AtariGame, frames_to_states
+
+    frames, episode_steps = [], []
+    for episode in play["episodes"]:
+        game = AtariGame(play["game"], seed=episode["seed"])
+        for random_action in episode["explore"]:
+            frames.append(game.state())
+            action = golden_forward(plan, frames_to_states(frames[-1])).action
+            game.step(action if random_action < 0 else random_action)
+            if game.episode_over:
+                break
+        episode_steps.append(len(frames) - sum(episode_steps))
+    states = frames_to_states(np.stack(frames))
+    run = fake_run(plan, states)
+    if corrupt_step is not None:
+        run.q_values[corrupt_step, 0] ^= 1
+    run.frames, run.episode_steps = np.stack(frames), np.array(episode_steps)
+    return run
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_play_scores_episodes_with_a_stand_in_simulator(tmp_path, monkeypatch, corrupt):
+    """``nnaccel play`` through main with the host loop's simulation replaced by the golden model (the real one:
+    tests/dqn/test_accelerator.py): two short episodes, their first 3 steps 'on the accelerator', the rest on the
+    golden model, the random policy on the same seeds, the GIF and the JSON."""
+    pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")
+    from PIL import Image
+
+    import testbench.dqn.host
+
+    calls = []
+
+    def stand_in(accelerator, plan, states, *, play, simulator, waves):
+        assert states is None and [episode["seed"] for episode in play["episodes"]] == [7, 8]
+        assert [len(episode["explore"]) for episode in play["episodes"]] == [3, 3]
+        accelerator._MustUse__used = True
+        calls.append(play)
+        return stand_in_host_loop(plan, play, corrupt_step=4 if corrupt else None)
+
+    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", stand_in)
+    report_path, gif_path = tmp_path / "play.json", tmp_path / "episode.gif"
+    status = main(["play", "--episodes", "2", "--seed", "7", "--rtl-steps", "3", "--max-steps", "12", "--epsilon",
+                   "0.3", "--gif", str(gif_path), "--gif-steps", "10", "--json", str(report_path)])
+    assert status == (1 if corrupt else 0) and len(calls) == 1
+    report = json.loads(report_path.read_text())
+    assert report["schema"] == "nnaccel.play/2" and report["bit_exact"] is not corrupt
+    assert report["accelerator"]["states"] == 6 and report["accelerator"]["bit_exact"] is not corrupt
+    assert report["weights"].startswith("trained for Breakout")
+    explore = [episode["explore"] for episode in calls[0]["episodes"]]
+    for index, row in enumerate(report["per_episode"]):
+        assert row["seed"] == 7 + index and row["rtl_steps"] == 3 and row["steps"] == 12 and not row["game_over"]
+        opening = [action if action >= 0 else golden for action, golden in
+                   zip(explore[index], report["accelerator"]["golden_actions"][3 * index:3 * index + 3])]
+        assert row["actions"][:3] == opening
+        assert row["random_policy"]["steps"] == 12
+    assert report["scores"] == [row["score"] for row in report["per_episode"]]
+    assert report["mean_score"] == np.mean(report["scores"])
+    with Image.open(gif_path) as gif:
+        assert gif.n_frames == 10 and gif.size == (320 + 300, 420)
+
+
+def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
+    """--rtl-steps 0: no simulation; the random policy's episodes are the seeded exploration's alone."""
+    pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")
+    import testbench.dqn.host
+
+    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", None)      # calling it would fail the test
+    report_path = tmp_path / "play.json"
+    assert main(["play", "--rtl-steps", "0", "--max-steps", "5", "--seeded-weights", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["bit_exact"] is None and report["accelerator"] is None
+    assert report["per_episode"][0]["rtl_steps"] == 0 and report["per_episode"][0]["steps"] == 5
+    assert report["weights"].startswith("seeded He-uniform")
+    assert "network:       scores 0, mean 0.00" in capsys.readouterr().out

@@ -6,6 +6,7 @@ thesis network on a recorded Atari state (``system``).  Each is simulated once p
 fixtures; the harness caches the builds) and the tests check different aspects of that one run.
 """
 
+import dataclasses
 import json
 
 import numpy as np
@@ -13,13 +14,15 @@ import pytest
 
 from hw.dqn.accelerator import DqnAccelerator
 from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.shared.float_format import BINARY32
+from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
 from models.dqn.atari import recorded_states
 from models.dqn.golden import golden_forward
 from models.dqn.network import dqn_layers, reduced_layers, seeded_weights
 from models.dqn.plan import compile_network
 from cli.main import main
+from tests.dqn.test_plan import MIXED_MAPPING, mixed_layers
 from testbench.dqn.host import run_on_accelerator
+from testbench.dqn.raw_verilator import run_raw
 from testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 
 SEED = 4042
@@ -87,6 +90,60 @@ def test_reduced_counters(reduced_run):
     assert len(set(run.total_cycles.tolist())) == 1
 
 
+@pytest.mark.extended
+def test_cpp_testbench_gives_the_harness_bits(reduced_run):
+    """The simulation-speed benchmark's anchor (the same Verilog under a C++ testbench, no cocotb) reads back
+    the words and counters the cocotb run read."""
+    plan, states, run = reduced_run
+    raw = run_raw(DqnAccelerator(config=REDUCED_CONFIG), plan, states)
+    assert np.array_equal(raw.output_words, run.output_words)
+    assert np.array_equal(raw.layer_counters, run.layer_counters) and np.array_equal(raw.total_cycles, run.total_cycles)
+    assert np.array_equal(raw.actions, run.actions) and np.array_equal(raw.action_values, run.action_values)
+    assert np.all(raw.run_wall_seconds > 0)
+
+
+def predicted_counters(plan):
+    return [[layer.predicted[name] for name in ("cycles", "product_cycles", "stall_cycles", "drain_cycles")]
+            for layer in plan.layers]
+
+
+def test_a_mapping_of_segments_splits_and_stalls_runs_as_predicted():
+    """A mapping the compiler would not choose: segments in a shuffled order with their own column blocks, a
+    K-split position inside a convolution, a 1x1 convolution whose groups wait for the writer and the walker:
+    bit-exact, and every pass's four counters as the timing model predicts."""
+    rng = np.random.default_rng([SEED, 7])
+    layers = mixed_layers()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED_CONFIG, layers, weights, mapping=MIXED_MAPPING)
+    states = reduced_states(rng)[:2]
+    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
+    assert compare_layers(plan, states, run) == []
+    assert [[int(c) for c in counters] for counters in run.layer_counters[0]] == predicted_counters(plan)
+    assert sum(counters[2] for counters in predicted_counters(plan)) > 0
+
+
+@pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
+def test_reduced_configuration_in_each_number_format(fmt):
+    """The family's number-format parameter: weights and inputs rounded from float32 to the format, the
+    hardware computing in it, bit for bit as the golden model, every pass's counters as predicted."""
+    rng = np.random.default_rng([SEED, fmt.width, fmt.mantissa_bits])
+    config = dataclasses.replace(REDUCED_CONFIG, fmt=fmt, row_elements=16)   # 16 x 16 bits hold a descriptor
+    layers = reduced_layers()
+    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(config, layers, weights, split="always")
+    states = reduced_states(rng)[:2]
+    run = run_on_accelerator(DqnAccelerator(config=config), plan, states, read_layers=True)
+    assert compare_layers(plan, states, run) == []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        assert np.array_equal(run.q_values[index], golden.q_values)
+        assert (run.actions[index], run.action_values[index]) == (golden.action, golden.action_value)
+        assert run.q_values[index].max() < 1 << fmt.width
+    assert [[int(c) for c in counters] for counters in run.layer_counters[0]] == predicted_counters(plan)
+
+
 def test_host_words_round_trip():
     rng = np.random.default_rng(SEED)
     words = rng.integers(0, 1 << 32, (3, 84), dtype=np.uint64).astype(np.uint32)
@@ -96,8 +153,9 @@ def test_host_words_round_trip():
 
 @pytest.mark.system
 def test_thesis_network_full_size_is_bit_exact(tmp_path):
-    """One recorded state through every pass, then ``nnaccel play`` for two steps on the same (cached) build:
-    the emulator's frames, the accelerator's actions, each checked against the golden model."""
+    """One recorded state through every pass, then ``nnaccel play`` on the same (cached) build: a short episode
+    whose first two steps run the host loop on the accelerator (the emulator's frames, the accelerator's actions,
+    each checked against the golden model) and the rest on the golden model."""
     weights = seeded_weights()
     plan = compile_network(DqnConfig(), dqn_layers(18), weights)
     states = recorded_states(1)
@@ -110,10 +168,12 @@ def test_thesis_network_full_size_is_bit_exact(tmp_path):
     assert [int(c) for c in run.layer_counters[0][:, 0]] == [layer.estimated_cycles for layer in plan.layers]
     assert run.load_cycles[0] == 336
     report_path = tmp_path / "play.json"
-    assert main(["play", "--steps", "2", "--json", str(report_path)]) == 0
+    assert main(["play", "--rtl-steps", "2", "--max-steps", "4", "--epsilon", "0", "--json", str(report_path)]) == 0
     report = json.loads(report_path.read_text())
-    assert report["bit_exact"] is True and report["states"] == 2
-    assert report["actions"] == report["golden_actions"] and report["total_cycles"] == run.total_cycles[0]
+    accelerator = report["accelerator"]
+    assert report["bit_exact"] is True and accelerator["states"] == 2 and report["per_episode"][0]["steps"] == 4
+    assert accelerator["actions"] == accelerator["golden_actions"] == report["per_episode"][0]["actions"][:2]
+    assert accelerator["total_cycles"] == run.total_cycles[0]
 
 
 @pytest.mark.icarus

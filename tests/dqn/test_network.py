@@ -1,5 +1,7 @@
 """The DQN network description, weights files and the float64 reference."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -77,3 +79,21 @@ def test_reference_q_values_have_one_entry_per_action():
     weights = seeded_weights(actions=4)
     q_values = reference_q_values(weights, np.full((4, 84, 84), 0.5, np.float32))
     assert q_values.shape == (4,) and q_values.dtype == np.float64
+
+
+def test_the_trained_weights_ship_and_tell_the_recorded_states_apart():
+    """The shipped Breakout network (models/dqn/train.py) loads as the thesis network and, unlike the seeded weights
+    (one action for every state), chooses more than one action over the recorded states, as the accelerator's
+    golden model computes them; its provenance says which validated network it is."""
+    from hw.dqn.config import DqnConfig
+    from models.dqn.atari import recorded_states
+    from models.dqn.golden import golden_forward
+    from models.dqn.network import TRAINED_WEIGHTS
+    from models.dqn.plan import compile_network
+
+    weights = load_weights(TRAINED_WEIGHTS)
+    plan = compile_network(DqnConfig(), dqn_layers(18), weights)
+    actions = {golden_forward(plan, state).action for state in recorded_states()}
+    assert len(actions) > 1 and actions <= {0, 1, 3, 4}         # Breakout's minimal set: NOOP FIRE RIGHT LEFT
+    provenance = json.loads(TRAINED_WEIGHTS.with_suffix(".json").read_text())
+    assert provenance["game"] == "breakout" and provenance["selected"]["phase"] in ("pretrain", "dagger", "finetune")

@@ -3,10 +3,15 @@
 import numpy as np
 import pytest
 
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import BINARY16
+import dataclasses
+
+from hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from hw.shared.float_format import BFLOAT16, BINARY16
+from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
-from models.dqn.plan import compile_network, network_weights, pack_image, unpack_image
+from models.dqn.plan import (check_mapping, compile_network, default_mapping, layer_shapes, network_weights,
+                             pack_image, unpack_image)
+from models.shared.float_arith import from_binary32
 
 SEED = 4040
 SMALL = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
@@ -277,9 +282,136 @@ def test_bad_arguments():
     layers = tiny_layers()
     with pytest.raises(TypeError, match="config must be a DqnConfig, not 3"):
         compile_network(3, layers, random_pairs(layers))
-    with pytest.raises(ValueError, match="config.fmt must be binary32, not binary16"):
-        compile_network(DqnConfig(fmt=BINARY16), layers, random_pairs(layers))
     with pytest.raises(ValueError, match="input_ram must be 0 or 1, not 2"):
         compile_network(SMALL, layers, random_pairs(layers), input_ram=2)
     with pytest.raises(TypeError, match="layers must be ConvLayer or DenseLayer, not 'x'"):
         compile_network(SMALL, ["x"], [(None, None)])
+
+
+def test_the_default_mapping_is_the_compilers_rule(split_plan, thesis_plan):
+    """The thesis' mapping (one pass per layer, fewest column blocks) and the K-splits "auto" adds."""
+    layers = dqn_layers(18)
+    assert thesis_plan.mapping == default_mapping(DqnConfig(), layers, split="never")
+    assert thesis_plan.mapping.describe() == "0..399 C1 | 0..80 C2 | 0 C16 | 0 C2"
+    assert split_plan.mapping.describe() == "0..399 C1 | 0..79 C2 + 80 C2 S4 | 0 C16 | 0 C2 S8"
+    given = compile_network(DqnConfig(), layers, seeded_weights(), mapping=split_plan.mapping)
+    assert given.descriptors == split_plan.descriptors
+    assert np.array_equal(given.weight_image, split_plan.weight_image)
+    assert DqnMapping.from_json(split_plan.mapping.to_json()) == split_plan.mapping
+    with pytest.raises(ValueError, match="give a mapping or a split mode, not both"):
+        compile_network(DqnConfig(), layers, seeded_weights(), split="never", mapping=split_plan.mapping)
+
+
+def mixed_layers():
+    """On the reduced configuration: a convolution with a K-split position inside it, a 1x1 convolution (four
+    products per group: the writer and the walker make the groups stall) and a dense layer."""
+    return (ConvLayer("c1", 2, 10, 4, 2, 2), ConvLayer("c2", 4, 5, 4, 1, 1), DenseLayer("d1", 100, 3, relu=False))
+
+
+MIXED_MAPPING = DqnMapping((LayerMapping((Segment(11, 14, 2), Segment(0, 10, 1), Segment(10, 1, 1, 2))),
+                            LayerMapping((Segment(0, 24, 1), Segment(24, 1, 2))), LayerMapping.whole(1, 1)))
+
+
+def test_a_mapping_runs_segments_in_its_order_with_their_own_column_blocks():
+    layers = mixed_layers()
+    plan = compile_network(REDUCED_CONFIG, layers, random_pairs(layers), mapping=MIXED_MAPPING)
+    rows = [(layer.name, layer.column_blocks, layer.positions_per_group, layer.descriptor["first_position"],
+             layer.descriptor["positions"], layer.descriptor["weight_base"]) for layer in plan.layers]
+    assert rows == [("c1", 2, 1, 11, 25, 0), ("c1 0..9", 1, 2, 0, 10, 9), ("c1 @10 partials", 1, 2, 40, 42, 18),
+                    ("c1 @10 sum", 1, 2, 10, 11, 23), ("c2", 1, 2, 0, 24, 26), ("c2 24..24", 2, 1, 24, 25, 31),
+                    ("d1", 1, 2, 0, 1, 36)]
+    partials = plan.layers[2].descriptor
+    # Position 10 = (2, 0) at stride 2: input rows 4.., column 0; chunk q = kernel column q at stride 1.
+    assert (partials["kernel_height"], partials["kernel_width"], partials["stride"], partials["first_row"],
+            partials["first_column"], partials["out_width"]) == (2, 1, 1, 4, 0, 10)
+    # The 1x1 convolution's groups (5 cycles) wait for the writer (4 or 8 writes after a latency of 6).
+    assert plan.layers[4].predicted["stall_cycles"] > 0
+    assert sum(layer.ideal_macs for layer in plan.layers) == sum(layer.macs for layer in layers)
+
+
+def test_segments_with_the_same_column_blocks_share_weight_rows():
+    layers = mixed_layers()
+    mapping = DqnMapping((LayerMapping((Segment(0, 10, 1), Segment(10, 15, 1))),) + MIXED_MAPPING.layers[1:])
+    plan = compile_network(REDUCED_CONFIG, layers, random_pairs(layers), mapping=mapping)
+    assert plan.layers[0].descriptor["weight_base"] == plan.layers[1].descriptor["weight_base"] == 0
+    assert plan.layers[2].descriptor["weight_base"] == 9
+
+
+@pytest.mark.parametrize("segments, message", [
+    ([Segment(0, 10, 1), Segment(11, 14, 1)], r"c1: positions 10..10 are in no segment"),
+    ([Segment(0, 12, 1), Segment(11, 14, 1)], r"c1: positions 11..11 are in two segments"),
+    ([Segment(0, 26, 1)], r"c1: the segments end at position 25, the layer has 25 \(0..24\)"),
+    ([Segment(0, 25, 3)], r"c1: segment 0..24 C3: column_blocks 3 is not a power of two"),
+    ([Segment(0, 25, 4)], r"c1: segment 0..24 C4: 4 column blocks exceed the 2 matrix modules"),
+    ([Segment(0, 24, 1), Segment(24, 1, 1, 3)], r"c1: segment 24 C1 S3: 3 chunks do not divide the kernel width 2"),
+    ([Segment(0, 24, 1), Segment(24, 1, 2, 2)],
+     r"c1: segment 24 C2 S2: 2 partial sums need 2 position slots, 2 column blocks leave 1 \(2 modules\)"),
+    ([Segment(0, 23, 1), Segment(23, 2, 1, 2)], r"c1: segment 23..24 C1 S2: a K-split \(S2\) takes a single-position "
+                                                r"segment, not 2 positions"),
+])
+def test_mapping_errors_name_the_layer_and_the_constraint(segments, message):
+    layers = mixed_layers()
+    mapping = DqnMapping((LayerMapping(tuple(segments)),) + MIXED_MAPPING.layers[1:])
+    with pytest.raises(ValueError, match=message):
+        compile_network(REDUCED_CONFIG, layers, random_pairs(layers), mapping=mapping)
+
+
+def test_mapping_errors_of_the_hardware_limits():
+    shapes = layer_shapes(DqnConfig(modules=8, lanes=4), (ConvLayer("rows", 1, 5, 4, 3, 1),))
+    with pytest.raises(ValueError, match=r"rows: a group of 8 output positions spans 3 rows of 3"):
+        check_mapping(DqnConfig(modules=8, lanes=4), shapes, DqnMapping((LayerMapping.whole(9, 1),)))
+    narrow = DqnConfig(modules=4, lanes=4, row_elements=6)
+    shapes = layer_shapes(narrow, (ConvLayer("c", 1, 6, 8, 2, 1),))
+    check_mapping(narrow, shapes, DqnMapping((LayerMapping.whole(25, 2),)))
+    with pytest.raises(ValueError, match=r"c: segment 24 C2 S2: a partial sum of 2 column blocks x 4 lanes does not "
+                                         r"fit a word of 6 elements \(row_elements\)"):
+        check_mapping(narrow, shapes, DqnMapping((LayerMapping((Segment(0, 24, 2), Segment(24, 1, 2, 2))),)))
+    strided = layer_shapes(DqnConfig(modules=4, lanes=4), (ConvLayer("s", 1, 9, 4, 4, 3),))
+    with pytest.raises(ValueError, match=r"s: segment 1 C1 S2: chunks of 2 kernel columns run at stride 2, so the "
+                                         r"window must start on a multiple of 2; it starts at input row 0, column 3"):
+        check_mapping(DqnConfig(modules=4, lanes=4), strided,
+                      DqnMapping((LayerMapping((Segment(0, 1, 1), Segment(1, 1, 1, 2), Segment(2, 2, 1))),)))
+    with pytest.raises(ValueError, match="the mapping has 2 layer mappings, the network 1 layers"):
+        check_mapping(DqnConfig(modules=4, lanes=4), strided, DqnMapping((LayerMapping.whole(4, 1),) * 2))
+
+
+@pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
+def test_weights_and_inputs_are_rounded_to_the_format(fmt):
+    config = dataclasses.replace(REDUCED_CONFIG, fmt=fmt, row_elements=16)
+    layers = tiny_layers()[:3]
+    pairs = random_pairs(layers)
+    plan = compile_network(config, layers, pairs, split="never")
+    first = plan.layers[0]
+    expected = from_binary32(fmt, pairs[0][0].reshape(-1, 4))
+    assert np.array_equal(first.weight_words[:18, :4], expected)
+    assert np.array_equal(first.weight_words[18, :4], from_binary32(fmt, pairs[0][1]))
+    assert plan.weight_image.max() < 1 << 16
+    state = np.random.default_rng(SEED).standard_normal((2, 10, 10)).astype(np.float32)
+    assert np.array_equal(plan.input_words(state)[:, :10], from_binary32(fmt, state.reshape(20, 10)))
+    assert not plan.input_words(state)[:, 10:].any()
+    if fmt is BINARY16:
+        assert np.array_equal(expected, pairs[0][0].reshape(-1, 4).astype(np.float16).view(np.uint16))
+
+
+def test_mapping_objects_check_their_fields_and_round_trip_through_json():
+    with pytest.raises(ValueError, match="segment column_blocks must be an integer >= 1, not 0"):
+        Segment(0, 4, 0)
+    with pytest.raises(ValueError, match="segment count must be an integer >= 1, not True"):
+        Segment(0, True, 1)
+    with pytest.raises(ValueError, match=r"a layer mapping needs one or more Segments, not \(\)"):
+        LayerMapping(())
+    with pytest.raises(ValueError, match=r"a DQN mapping needs one LayerMapping per network layer, not \(1,\)"):
+        DqnMapping([1])
+    with pytest.raises(ValueError, match="a DQN mapping is a list of layers"):
+        DqnMapping.from_json([[[0, 1]]])
+    assert DqnMapping.from_json(MIXED_MAPPING.to_json()) == MIXED_MAPPING
+    assert MIXED_MAPPING.passes == 7 and MIXED_MAPPING.layers[0].passes == 4
+    assert MIXED_MAPPING.describe() == "11..24 C2 + 0..9 C1 + 10 C1 S2 | 0..23 C1 + 24 C2 | 0 C1"
+
+
+def test_a_configuration_whose_host_port_cannot_carry_a_descriptor_is_refused():
+    narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 212-bit descriptor
+    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_a128_w256_d8_ml2_al2: a descriptor of 212 bits does "
+                                         r"not fit the host data port of 192 bits"):
+        layer_shapes(narrow, tiny_layers())
+    layer_shapes(dataclasses.replace(narrow, row_elements=16), tiny_layers())

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32, FloatFormat
-from models.shared.float_arith import bitlevel_add, bitlevel_mul, float_add, float_mul, is_nan
+from models.shared.float_arith import bitlevel_add, bitlevel_mul, float_add, float_mul, from_binary32, is_nan
 from testbench.shared.float_stimulus import random_operands
 from testbench.shared.float_stream import check_results
 from testbench.shared.testfloat import load_testfloat
@@ -117,6 +117,43 @@ def test_bfloat16_matches_float32_rounded():
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
         expected = np.where(np.isnan(wide), BFLOAT16.canonical_nan, rounded)
         check_results(BFLOAT16, a, b, BITLEVEL[operation](BFLOAT16, a, b), expected)
+
+
+# ---- Rounding float32 into a format --------------------------------------------------------
+
+FLOAT32_SPECIALS = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 1, 0x807FFFFF,
+                             0x477FEFFF, 0x477FF000, 0x477FFFFF, 0x7F7FFFFF, 0x33000000, 0x33000001, 0x387FC000,
+                             0x38800000, 0x3F800000, 0x3F808000, 0x3F818000], np.uint32)
+
+
+@pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
+def test_from_binary32_rounds_to_nearest_even(fmt):
+    """Against independent references: NumPy's float32 -> float16 cast, the bfloat16 rounding by integer
+    arithmetic, and the exact rational reference on a sample; NaNs become the canonical NaN."""
+    rng = np.random.default_rng(41)
+    bits = np.concatenate([rng.integers(0, 1 << 32, 400_000, dtype=np.uint64).astype(np.uint32), FLOAT32_SPECIALS])
+    got = from_binary32(fmt, bits)
+    nan = np.isnan(bits.view(np.float32))
+    if fmt is BINARY16:
+        with np.errstate(over="ignore"):
+            expected = bits.view(np.float32).astype(np.float16).view(np.uint16)
+    else:
+        wide = bits.astype(np.uint64)
+        expected = ((wide + 0x7FFF + ((wide >> 16) & 1)) >> 16).astype(np.uint16)
+    assert np.array_equal(got[~nan], expected[~nan]) and np.all(got[nan] == fmt.canonical_nan)
+    for value in np.concatenate([bits[:300], FLOAT32_SPECIALS[~np.isnan(FLOAT32_SPECIALS.view(np.float32))]]):
+        sign, magnitude = _decode(BINARY32, int(value))
+        exact = (fmt.infinity(sign) if magnitude == "inf" else sign << (fmt.width - 1) if magnitude == 0
+                 else _encode_rounded(fmt, magnitude * (-1 if sign else 1)))
+        assert from_binary32(fmt, np.uint32(value)) == exact, hex(value)
+
+
+def test_from_binary32_keeps_binary32_and_refuses_wider_formats():
+    bits = np.array([0x7FC00001, 0x3F800000, 1], np.uint32)
+    assert np.array_equal(from_binary32(BINARY32, bits), bits)
+    assert np.array_equal(from_binary32(BINARY32, bits.view(np.float32)), bits)
+    with pytest.raises(ValueError, match="from_binary32 rounds to formats of at most 21 mantissa bits, not e8m22"):
+        from_binary32(FloatFormat(exponent_bits=8, mantissa_bits=22), bits)
 
 
 # ---- Flush to zero, NaN, calling conventions --------------------------------------------------

@@ -1,0 +1,154 @@
+"""The DQN accelerator's timing, cycle for cycle: the four per-pass counters of a batch of passes (NumPy).
+
+One implementation serves the compiler (:mod:`models.dqn.plan`, one pass at a time) and the design-space cost
+model (:mod:`dse.shared.rtl_cost`, batches of thousands): :func:`pass_counters` takes arrays (or scalars) of pass
+parameters and returns the counters the hardware reads back for each pass (docs/dqn_accelerator.md, "Host
+interface"): ``cycles``, ``product_cycles``, ``stall_cycles`` and ``drain_cycles``.
+
+The sequencer (hw/dqn/sequencer.py) runs a pass of ``n`` positions in ``G = ceil(n / P)`` groups of ``P``
+positions; group ``g`` takes ``products + 1`` product cycles (the last one the bias).  Counted from the pass's
+first cycle:
+
+* set-up: ``3 + k_0`` cycles: load the descriptor, start the position walker, wait while it walks the ``k_0 =
+  min(P, n)`` positions of the first group, read the first rows;
+* group ``g``'s first product ``f_g`` and bias product ``b_g`` (``f_0`` = the set-up's end, ``b_0 = f_0 +
+  products``)::
+
+      f_g = max(b_{g-1} + 1, f_{g-1} + k_g + 1)            # the walker, started at f_{g-1}, needs k_g cycles
+      b_g = max(f_g + products, b_{g-1} + L + W_{g-1} + 3)  # group g-1 must be written: latency L, W writes
+
+  where ``k_g = min(P, n - g*P)`` and ``W_g`` is the result writer's writes of group ``g``: per output channel
+  one row write per output row the group touches (image layout: one or two rows), one write per channel block
+  (packed), or one per channel block and position (position-major);
+* the drain: ``L + W_{G-1} + 3`` cycles after the last bias product (results out of the matrix modules, the
+  last group's writes, the writer's done, the sequencer's next state).
+
+:func:`pass_writes` counts the writer's writes of a whole pass, ``sum_g W_g`` (closed form: the groups that
+cross an output row are counted with floor sums), for the energy model.
+
+Product cycles are ``G * (products + 1)``; stall cycles are the cycles the recurrences add to them (a first
+product waiting for its taps, a bias product waiting for the writer).  A pass without stalls (``k_g <= products``
+and ``L + W_g + 2 <= products`` for every group, always the case for the thesis network) takes ``3 + k_0 + G *
+(products + 1) + L + W_{G-1} + 3`` cycles.  Where only one kind of stall can happen the stalls are a closed form
+(:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
+"""
+
+import numpy as np
+
+__all__ = ["IMAGE", "PACKED", "POSITION_MAJOR", "LAYOUTS", "pass_counters", "pass_writes"]
+
+IMAGE, PACKED, POSITION_MAJOR = 0, 1, 2
+LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR}
+
+
+def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
+    """Result-writer writes of a group of ``valid`` positions whose first position is in column
+    ``first_column`` of an output grid ``out_width`` wide."""
+    blocks = -(-out_channels // lanes)
+    rows = 1 + (first_column + valid > out_width)
+    return np.where(layout == IMAGE, out_channels * rows, np.where(layout == POSITION_MAJOR, blocks * valid, blocks))
+
+
+def _pass_arrays(values):
+    arrays = np.broadcast_arrays(*(np.asarray(value, dtype=np.int64) for value in values))
+    return arrays[0].shape, [array.ravel() for array in arrays]
+
+
+def _two_row_groups(P, count, groups, first_column, out_width):
+    """How many of the first ``G - 1`` groups touch two output rows, and whether the last one does."""
+    full = _floor_sum(groups - 1, out_width, P, first_column + P - 1) - _floor_sum(groups - 1, out_width, P, first_column)
+    last_column = (first_column + (groups - 1) * P) % out_width
+    return full, last_column + count - (groups - 1) * P > out_width
+
+
+def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, first_column,
+                  out_width):
+    """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
+
+    ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
+    group (without the bias), ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout``
+    (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``first_column``: the output column of the
+    pass's first position, ``out_width``: the output grid's width.
+    Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
+
+    With ``t_g`` a group's tap stall and ``s_g`` its bias stall, the recurrences read ``t_g = max(0, k_g - products
+    - s_{g-1})`` and ``s_g = max(0, L + W_{g-1} + 2 - products - t_g)``.  Where no group's walk outlasts the
+    products (``P <= products``) every ``t_g`` is 0, and where no group's writes do (``L + W + 2 <= products``)
+    every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.  Only passes where both
+    stalls can happen are evaluated group by group.
+    """
+    shape, (P, n, products, latency, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
+        positions_per_group, count, products, latency, out_channels, lanes, layout, first_column, out_width))
+    groups = -(-n // P)
+    last_valid = n - (groups - 1) * P
+    blocks = -(-out_channels // lanes)
+    two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
+    image = layout == IMAGE
+    two_rows = np.where(image, two_rows, 0)
+    one_row_writes = np.where(image, out_channels, np.where(layout == POSITION_MAJOR, blocks * P, blocks))
+    last_writes = np.where(image, out_channels * (1 + last_two_rows),
+                           np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
+    # The excess of a full group's writes (one row, two rows) and of its walk over the products.
+    one_row_excess = latency + one_row_writes + 2 - products
+    two_row_excess = one_row_excess + out_channels
+    one_rows = groups - 1 - two_rows
+    bias_stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
+    walk_stalls = np.maximum(0, groups - 2) * np.maximum(0, P - products) + \
+        (groups >= 2) * np.maximum(0, last_valid - products)
+    no_bias_stall = ((one_rows == 0) | (one_row_excess <= 0)) & ((two_rows == 0) | (two_row_excess <= 0))
+    stalls = np.where(P <= products, bias_stalls, np.where(no_bias_stall, walk_stalls, 0))
+    both = np.flatnonzero((P > products) & ~no_bias_stall)
+    if both.size:
+        stalls[both] = _stall_cycles(*(array[both] for array in (
+            P, n, groups, products, latency, out_channels, lanes, layout, first_column, out_width)))
+    product_cycles = groups * (products + 1)
+    drain = latency + last_writes + 3
+    cycles = 3 + np.minimum(P, n) + product_cycles + stalls + drain
+    return {name: values.reshape(shape) for name, values in (
+        ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls), ("drain_cycles", drain))}
+
+
+def _stall_cycles(P, n, groups, products, latency, out_channels, lanes, layout, first_column, out_width):
+    """The recurrences of the module docstring, group by group, for passes that may stall."""
+    first = np.zeros_like(n)                  # f_g relative to f_0
+    bias = first + products                   # b_g
+    previous_writes = _group_writes(layout, out_channels, lanes, np.minimum(P, n), first_column % out_width,
+                                    out_width)
+    for group in range(1, int(groups.max())):
+        active = group < groups
+        walk = np.minimum(P, n - group * P)
+        next_first = np.maximum(bias + 1, first + walk + 1)
+        next_bias = np.maximum(next_first + products, bias + latency + previous_writes + 3)
+        first = np.where(active, next_first, first)
+        bias = np.where(active, next_bias, bias)
+        previous_writes = _group_writes(layout, out_channels, lanes, np.clip(walk, 0, None),
+                                        (first_column + group * P) % out_width, out_width)
+    return bias + 1 - groups * (products + 1)
+
+
+def _floor_sum(n, m, a, b):
+    """``sum_{i=0}^{n-1} floor((a*i + b) / m)`` element-wise (``n >= 0``, ``m >= 1``, ``a, b >= 0``), by the
+    Euclid-like reduction of the sum (each round swaps the roles of ``a`` and ``m``)."""
+    n, m, a, b = (np.array(value, dtype=np.int64) for value in np.broadcast_arrays(n, m, a, b))
+    total = np.zeros_like(n)
+    active = n > 0
+    while active.any():
+        total += np.where(active, n * (n - 1) // 2 * (a // m) + n * (b // m), 0)
+        a, b = a % m, b % m
+        top = a * n + b
+        active &= top >= m
+        n, b, m, a = (np.where(active, top // m, n), np.where(active, top % m, b), np.where(active, a, m),
+                      np.where(active, m, a))
+    return total
+
+
+def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width):
+    """The result writer's writes over a whole pass (arrays broadcast together, int64): per group ``W_g`` as in
+    the module docstring; in image layout a group writes two rows per channel when it crosses an output row."""
+    shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
+        positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
+    groups = -(-n // P)
+    blocks = -(-out_channels // lanes)
+    two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
+    image = out_channels * (groups + two_rows + last_two_rows)
+    return np.where(layout == IMAGE, image, np.where(layout == POSITION_MAJOR, blocks * n, blocks * groups)).reshape(shape)

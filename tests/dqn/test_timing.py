@@ -1,0 +1,59 @@
+"""The DQN accelerator's timing model: the stall recurrences, the closed form without stalls, the writer's writes.
+
+The model's agreement with the hardware is checked on the simulated accelerator (tests/dqn/test_accelerator.py,
+tests/dse/test_rtl_validate.py); here its parts are checked against each other and a hand-worked pass."""
+
+import numpy as np
+
+from models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, _group_writes, _stall_cycles, pass_counters, pass_writes
+
+
+def test_a_hand_worked_pass_with_both_kinds_of_stall():
+    """P = 2 positions per group, 4 positions in a 4-wide grid, 1 product, latency 6, 2 channels in image layout.
+    Group 0: first product at 0, bias at 1.  Group 1: the walker (started at 0, 2 positions) is ready at 3 (one
+    tap stall); its bias waits for group 0's writes: 1 + 6 + 2 writes + 3 = 12 (8 bias stalls).  Set-up 3 + 2,
+    13 run cycles, drain 6 + 2 + 3."""
+    counters = pass_counters(positions_per_group=2, count=4, products=1, latency=6, out_channels=2, lanes=4,
+                             layout=IMAGE, first_column=0, out_width=4)
+    assert {name: int(value) for name, value in counters.items()} == {
+        "cycles": 5 + 13 + 11, "product_cycles": 4, "stall_cycles": 9, "drain_cycles": 11}
+
+
+def random_passes(rng, size):
+    out_width = rng.integers(1, 20, size)
+    positions_per_group = np.minimum(rng.integers(1, 17, size), out_width + 1)
+    return dict(positions_per_group=positions_per_group, count=rng.integers(1, 120, size),
+                products=rng.integers(1, 40, size), latency=rng.integers(1, 12, size),
+                out_channels=rng.integers(1, 24, size), lanes=rng.integers(1, 9, size),
+                layout=rng.integers(0, 3, size), first_column=rng.integers(0, 1 << 20, size) % out_width,
+                out_width=out_width)
+
+
+def test_the_closed_form_is_the_recurrence_where_nothing_stalls():
+    rng = np.random.default_rng(12)
+    passes = random_passes(rng, 20_000)
+    P, count, products = passes["positions_per_group"], passes["count"], passes["products"]
+    recurrence = _stall_cycles(P, count, -(-count // P), products, passes["latency"], passes["out_channels"],
+                               passes["lanes"], passes["layout"], passes["first_column"], passes["out_width"])
+    counters = pass_counters(**passes)
+    assert np.array_equal(counters["stall_cycles"], recurrence)
+    assert (recurrence == 0).sum() > 2_000 and (recurrence > 0).sum() > 2_000
+    groups = -(-count // P)
+    assert np.array_equal(counters["product_cycles"], groups * (products + 1))
+    assert np.array_equal(counters["cycles"], 3 + np.minimum(P, count) + counters["product_cycles"]
+                          + counters["stall_cycles"] + counters["drain_cycles"])
+
+
+def test_pass_writes_sum_the_writes_of_every_group():
+    rng = np.random.default_rng(13)
+    passes = random_passes(rng, 3_000)
+    del passes["products"], passes["latency"]
+    got = pass_writes(**passes)
+    for index in range(len(got)):
+        one = {name: int(values[index]) for name, values in passes.items()}
+        P, count, width = one["positions_per_group"], one["count"], one["out_width"]
+        expected = sum(int(_group_writes(np.int64(one["layout"]), one["out_channels"], one["lanes"],
+                                         min(P, count - group * P), (one["first_column"] + group * P) % width, width))
+                       for group in range(-(-count // P)))
+        assert got[index] == expected, one
+    assert {PACKED, POSITION_MAJOR, IMAGE} == set(passes["layout"].tolist())

@@ -1,0 +1,61 @@
+"""The RTL family's area table: the M10K rule against every RAM Yosys mapped, the matrix module's lane model
+against its measurements, the composition against the measured components.  (The composition against
+whole-design Yosys runs, minutes each, is benchmarks/dse/bench_rtl_area.py.)"""
+
+import pytest
+
+from dse.shared.rtl_area import FEATURES, RESOURCE_FIELDS, compose, ram_cells, table
+from dse.shared.rtl_family import config_from_json
+from hw.dqn.config import DqnConfig
+
+
+def test_the_ram_rule_is_what_yosys_mapped():
+    """M10K blocks exactly; LUTs (read multiplexers over blocks in depth, write enables) within 2 per RAM."""
+    rams = []
+    for entry in table()["measurements"]["configs"]:
+        config = config_from_json(entry["config"])
+        bits = config.fmt.width
+        rams += [((config.lanes * bits, config.weight_depth, None), entry["cells"]["weight_slice"]),
+                 ((config.row_elements * bits, config.activation_depth, bits), entry["cells"]["activation_ram"])]
+    rams += [((ram["width"], ram["depth"], ram["granularity"]), ram["cells"])
+             for ram in table()["measurements"]["rams"]]
+    assert any(depth >= 4096 for (_, depth, _), _ in rams)
+    for shape, measured in rams:
+        rule = ram_cells(*shape)
+        assert (rule["m10k"], rule["memory_bits"], rule["flip_flops"]) == \
+            (measured["m10k"], measured["memory_bits"], measured["flip_flops"]), shape
+        assert abs(rule["luts"] - measured["luts"]) <= 2, shape
+
+
+def test_the_matrix_module_model_reproduces_its_measurements():
+    models = table()["matrix_module"]
+    for entry in table()["measurements"]["matrix_module"]:
+        model = models[f"{entry['fmt']}/{entry['multiplier_latency']}/{entry['adder_latency']}"]
+        for field in RESOURCE_FIELDS:
+            assert model["fixed"][field] + entry["lanes"] * model["per_lane"][field] == \
+                pytest.approx(entry["cells"][field])
+    assert len(models) == 3 * 3 * 3
+
+
+@pytest.mark.xfail(strict=True, reason="known defect (issue 12): the table's linear models were fitted before the "
+                   "accelerator took the shared host control block and streams (one fit configuration's writer "
+                   "grew from 901 to 1,155 LUTs); the writer misses by up to 24 %. Re-measure with "
+                   "benchmarks/dse/measure_rtl_area.py and rework the writer's features; strict, so this marker "
+                   "has to go when the fit holds")
+def test_the_composition_is_close_to_the_components_it_was_fitted_on():
+    for entry in table()["measurements"]["configs"]:
+        config = config_from_json(entry["config"])
+        parts, _ = compose(config)
+        for component in FEATURES:
+            instances, cells = parts[component]
+            for field in ("luts", "carry", "flip_flops"):
+                measured = entry["cells"][component][field] * instances
+                assert abs(cells[field] - measured) <= max(0.1 * measured, 40), (config.module_name, component,
+                                                                                  field, cells[field], measured)
+
+
+def test_the_thesis_configuration():
+    parts, total = compose(DqnConfig())
+    assert total.dsp_blocks == 256 and parts["matrix_module"][0] == 16
+    assert total.m10k == 16 * 206 + 2 * 336          # 512 x 4096 in 2K x 5 mode; 84 x 32 bits in 1K x 10
+    assert total.memory_bits == 16 * 4096 * 512 + 2 * 1024 * 84 * 32

@@ -1,0 +1,119 @@
+# amaranth: UnusedElaboratable=no
+"""Verilator build options: their checks, the arguments and make variables they give, the thread budget,
+the choice of hierarchical blocks, and that the harness keys its build cache by them."""
+
+import numpy as np
+import pytest
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dqn.accelerator import DqnAccelerator
+from hw.dqn.config import REDUCED_CONFIG
+from hw.shared.dual_port_buffer import DualPortBuffer
+from hw.shared.separate_module import instantiate_separately
+from sim.harness import simulate
+from sim.verilator_options import DEFAULT, PREVIOUS_DEFAULT, THREADS_VARIABLE, VerilatorOptions, thread_budget
+from sim.verilog import (HIERARCHICAL_BLOCK_MARK, SEPARATE_MODULE_MARK, generate_verilog, module_ports,
+                         select_hierarchical_blocks)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"public": "some"}, "public must be one of ports, all, not 'some'"),
+    ({"hierarchy": "flat"}, "hierarchy must be one of marked, separate, none, not 'flat'"),
+    ({"cxx_optimization": "-O9"}, "cxx_optimization must be None or a flag such as '-O2', not '-O9'"),
+    ({"verilator_optimization": 3}, "verilator_optimization must be None or a flag such as '-O2', not 3"),
+    ({"threads": 0}, "threads must be a positive integer, not 0"),
+    ({"profile_guided": "yes"}, "profile_guided must be a bool, not 'yes'"),
+])
+def test_rejects_bad_options(arguments, message):
+    with pytest.raises((ValueError, TypeError), match=message.replace("(", r"\(").replace(")", r"\)")):
+        VerilatorOptions(**arguments)
+
+
+def test_arguments_and_make_variables(tmp_path):
+    arguments = DEFAULT.verilator_arguments(top="top", ports=["clk", "a"], has_hierarchical_blocks=True,
+                                            build_dir=tmp_path)
+    assert arguments == ["--no-public-flat-rw", str(tmp_path / "public_ports.vlt"), "--hierarchical"]
+    assert (tmp_path / "public_ports.vlt").read_text().splitlines()[2:] == [
+        'public_flat_rw -module "top" -var "clk"', 'public_flat_rw -module "top" -var "a"']
+    assert DEFAULT.make_variables() == ["OPT_FAST=-O2", "OPT_GLOBAL=-O2"]
+    today = PREVIOUS_DEFAULT.verilator_arguments(top="top", ports=[], has_hierarchical_blocks=True, build_dir=tmp_path)
+    assert today[:2] == ["--public-flat-rw", "--hierarchical"] and today[2] == "--build"
+    assert PREVIOUS_DEFAULT.make_variables() == []
+    tuned = VerilatorOptions(verilator_optimization="-O3", threads=2, profile_guided=True)
+    assert tuned.verilator_arguments(top="t", ports=[], has_hierarchical_blocks=False, build_dir=tmp_path)[2:] == [
+        "-O3", "--threads", "2"]
+    assert tuned.make_variables("generate") == ["OPT_FAST=-O2 -fprofile-generate", "OPT_GLOBAL=-O2",
+                                                "USER_LDFLAGS=-fprofile-generate"]
+    assert tuned.make_variables("use")[0] == "OPT_FAST=-O2 -fprofile-use -fprofile-correction -Wno-missing-profile"
+
+
+def test_thread_budget(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    monkeypatch.delenv(THREADS_VARIABLE, raising=False)
+    assert thread_budget() == 4
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    assert thread_budget() == 2
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    assert thread_budget() == 1
+    assert VerilatorOptions(threads=8).with_thread_budget().threads == 1
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "8")
+    monkeypatch.delenv(THREADS_VARIABLE)
+    assert thread_budget() == 1
+    monkeypatch.setenv(THREADS_VARIABLE, "two")
+    with pytest.raises(ValueError, match=f"{THREADS_VARIABLE} must be a positive integer, not 'two'"):
+        thread_budget()
+
+
+def test_dqn_marks_the_matrix_module_only():
+    accelerator = DqnAccelerator(config=REDUCED_CONFIG)
+    name = accelerator.module_name
+    text = generate_verilog(accelerator, name)
+    prefix = REDUCED_CONFIG.name
+    marked = {module: text.split(f"module {module}(", 1)[1].split(");", 1)[1].lstrip().split("\n", 1)[0]
+              for module in (f"{prefix}_matrix_module", f"{prefix}_weight_slice", f"{prefix}_activation_ram")}
+    assert marked == {f"{prefix}_matrix_module": HIERARCHICAL_BLOCK_MARK, f"{prefix}_weight_slice": SEPARATE_MODULE_MARK,
+                      f"{prefix}_activation_ram": SEPARATE_MODULE_MARK}
+    assert select_hierarchical_blocks(text, "marked") == text
+    assert select_hierarchical_blocks(text, "separate").count(HIERARCHICAL_BLOCK_MARK) == 3
+    flat = select_hierarchical_blocks(text, "none")
+    assert HIERARCHICAL_BLOCK_MARK not in flat and flat.count(SEPARATE_MODULE_MARK) == 3
+    ports = module_ports(text, name)
+    assert {"clk", "rst", "host__write", "host__read_data__payload", "host__done"} <= set(ports)
+    assert len(ports) == len(set(ports)) and all(port.isidentifier() for port in ports)
+    with pytest.raises(ValueError, match="module 'nowhere' is not in the Verilog text"):
+        module_ports(text, "nowhere")
+
+
+def test_one_module_is_one_kind_of_block():
+    """A module generated once is either a hierarchical block in every instance or in none."""
+    m, parent = Module(), wiring.Component({"data": In(8)})
+    make = lambda: DualPortBuffer(width=8, depth=4)
+    instantiate_separately(m, parent, make, module_name="buffer", instance_name="buffer0", hierarchical_block=False)
+    with pytest.raises(ValueError, match="module 'buffer' was instantiated with hierarchical_block=False, now with True"):
+        instantiate_separately(m, parent, make, module_name="buffer", instance_name="buffer1")
+
+
+class Counter(wiring.Component):
+    """A free-running count, for a harness test of build options."""
+
+    def __init__(self):
+        super().__init__({"in_valid": In(1), "data_in": In(8), "out_valid": Out(1), "data_out": Out(8)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.data_out.eq(self.data_in + 1), self.out_valid.eq(self.in_valid)]
+        return m
+
+
+def test_each_option_set_has_its_own_build():
+    values = np.arange(20, dtype=np.uint64)
+    config = {"inputs": {"data_in": {"lanes": 1, "bits": 8}}, "in_valid": "in_valid",
+              "outputs": {"data_out": {"lanes": 1, "bits": 8}}, "out_valid": "out_valid", "expect": 20}
+    runs = [simulate(Counter(), name="counter_options", test_module="testbench.shared.stream_tb", stimulus={"data_in": values},
+                     config=config, verilator_options=options) for options in (DEFAULT, PREVIOUS_DEFAULT)]
+    assert runs[0].build_dir != runs[1].build_dir
+    for run in runs:
+        assert np.array_equal(run.outputs["data_out"], values + 1)
