@@ -23,8 +23,10 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
                {"method": "dance", "edap": 1.0, "indices": second},
                {"method": "baseline", "edap": 0.5, "indices": first}]
     arguments = Namespace(search_epochs=1, warmup_epochs=0, retrain_epochs=1, train_images=0, seed=0)
-    winner, accuracy = command.export_winner(arguments, results, tmp_path / "winner.onnx")
+    winner = command.winner(results)
     assert winner is results[1]
+    network_choice, model, accuracy, _ = command.retrain_winner(arguments, winner)
+    command.export_winner(network_choice, model, tmp_path / "winner.onnx")
     network = import_onnx(tmp_path / "winner.onnx")
     assert network.layers == NETWORK_SPACE.network(second).dqn_layers()
     # The file holds the retrained weights: the same seeded retraining here computes what ONNX Runtime computes.
@@ -37,6 +39,6 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
 
 def test_onnx_needs_a_dance_run():
     arguments = Namespace(methods=("baseline",), onnx="winner.onnx", train_images=0, warmup_epochs=0,
-                          search_epochs=1)
+                          search_epochs=1, rtl_digits=0)
     with pytest.raises(ValueError, match="--onnx writes DANCE's winning network: --methods must include dance"):
         command.check_arguments(arguments)
