@@ -11,6 +11,8 @@ from typing import Callable
 from hw.capsnet.config import SMALL_CONFIG
 from hw.capsnet.conv_engine import CapsNetConvEngine
 from hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from hw.capsnet.stream_config import SMALL_STREAM_CONFIG
+from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
 from hw.dqn.accelerator import DqnAccelerator
 from hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from hw.dqn.matrix_module import MatrixModule
@@ -58,6 +60,10 @@ SYSTEMS = {system.name: system for system in [
     System("capsnet_matvec", "CapsNet matrix-vector engine (step 2): 16 int8 MACs, no RAMs",
            CapsNetMatvecEngine, lambda: CapsNetMatvecEngine(config=SMALL_CONFIG),
            reference="paper: Matrix Multiplication 3,158 ALMs, 46 Kbit, 1 DSP (both: 6,348 ALMs, 163 Kbit, 3 DSP)"),
+    System("capsnet_stream", "CapsNet on the DE1-SoC, step 2 and routing: weights and capsules streamed from SDRAM "
+           "(Avalon-MM master, bursts of 128), 16 int8 MACs and the routing engine in DSP blocks",
+           CapsNetStreamingAccelerator, lambda: CapsNetStreamingAccelerator(config=SMALL_STREAM_CONFIG),
+           reference="paper (HLS, Cyclone V 5CSEMA5, steps 1 and 2; routing on the ARM): 6,348 ALMs, 163 Kbit, 3 DSP"),
 ]}
 
 
