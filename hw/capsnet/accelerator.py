@@ -4,7 +4,6 @@ import enum
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In
 
 from hw.capsnet.config import CapsNetConfig, OPERAND_BITS
 from hw.capsnet.conv_engine import CapsNetConvEngine
@@ -12,7 +11,7 @@ from hw.capsnet.descriptor import LayerKind, descriptor_layout
 from hw.capsnet.matvec_engine import CapsNetMatvecEngine
 from hw.shared.banked_buffer import instantiate_banked_buffer
 from hw.shared.host_control import HostControl, MemoryTarget
-from hw.shared.host_port import HostPortSignature
+from hw.shared.host_port import HostPortAccelerator
 
 __all__ = ["CapsNetAccelerator", "CapsNetMemory"]
 
@@ -29,7 +28,7 @@ class CapsNetMemory(MemoryTarget):
     PREDICTIONS = enum.auto()
 
 
-class CapsNetAccelerator(wiring.Component):
+class CapsNetAccelerator(HostPortAccelerator):
     """Steps 1 and 2 of the CapsNet (convolutions, prediction vectors) from a table of layer descriptors.
 
     Datapath: :class:`~hw.capsnet.conv_engine.CapsNetConvEngine` (``conv_modules x conv_lanes`` int8 MACs) runs the
@@ -56,22 +55,7 @@ class CapsNetAccelerator(wiring.Component):
     """
 
     def __init__(self, *, config=CapsNetConfig()):
-        if not isinstance(config, CapsNetConfig):
-            raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
-        self._config = config
-        super().__init__({"host": In(HostPortSignature(data_bits=config.host_data_bits))})
-
-    @property
-    def config(self):
-        return self._config
-
-    @property
-    def module_name(self):
-        return self._config.module_name
-
-    @property
-    def verilog_cache_key(self):
-        return repr(self._config)
+        super().__init__(config, CapsNetConfig)
 
     def elaborate(self, platform):
         m = Module()

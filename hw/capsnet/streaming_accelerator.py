@@ -4,7 +4,7 @@ import enum
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from hw.capsnet.config import SHIFT_BITS
 from hw.capsnet.descriptor import LayerKind
@@ -13,7 +13,7 @@ from hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
 from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
 from hw.shared.dual_port_buffer import DualPortBuffer
 from hw.shared.host_control import HostControl, MemoryTarget
-from hw.shared.host_port import HostPortSignature
+from hw.shared.host_port import HostPortAccelerator
 from hw.shared.tile_port import TilePort
 
 __all__ = ["CapsNetStreamingAccelerator", "StreamMemory", "StreamStep", "stream_descriptor_layout",
@@ -48,7 +48,7 @@ def routing_word_layout(config):
     return data.StructLayout({name: field.shape for name, field in beat if name != "last"})
 
 
-class CapsNetStreamingAccelerator(wiring.Component):
+class CapsNetStreamingAccelerator(HostPortAccelerator):
     """Step 2 and steps 3-6 of the CapsNet with every parameter and feature in SDRAM (docs/capsnet_accelerator.md,
     "On the DE1-SoC"): the PrimaryCaps output and the DigitCaps weights stream in through one Avalon-MM master
     port, the prediction vectors stream out to SDRAM and into the routing engine, the class comes out on chip.
@@ -93,17 +93,11 @@ class CapsNetStreamingAccelerator(wiring.Component):
     def __init__(self, *, config=CapsNetStreamConfig()):
         if not isinstance(config, CapsNetStreamConfig):
             raise TypeError(f"config must be a CapsNetStreamConfig, not {config!r}")
-        self._config = config
         self._routing_word = routing_word_layout(config)
-        descriptor_bits = stream_descriptor_layout(config).size
-        host_bits = max(self._routing_word.size, descriptor_bits)
-        super().__init__({"host": In(HostPortSignature(data_bits=host_bits)),
-                          "avalon": Out(TilePort.avalon_signature(address_bits=config.address_bits,
-                                                                  max_burst=config.max_burst))})
-
-    @property
-    def config(self):
-        return self._config
+        host_bits = max(self._routing_word.size, stream_descriptor_layout(config).size)
+        super().__init__(config, CapsNetStreamConfig, host_data_bits=host_bits,
+                         ports={"avalon": Out(TilePort.avalon_signature(address_bits=config.address_bits,
+                                                                        max_burst=config.max_burst))})
 
     @property
     def routing_word(self):
@@ -112,10 +106,6 @@ class CapsNetStreamingAccelerator(wiring.Component):
     @property
     def module_name(self):
         return self._config.name
-
-    @property
-    def verilog_cache_key(self):
-        return repr(self._config)
 
     def elaborate(self, platform):
         m = Module()

@@ -4,7 +4,6 @@ import enum
 
 from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In
 
 from hw.dqn.config import DqnConfig
 from hw.dqn.descriptor import descriptor_layout
@@ -15,7 +14,7 @@ from hw.dqn.sequencer import LayerSequencer
 from hw.dqn.window_feeder import WindowFeeder
 from hw.shared.dual_port_buffer import DualPortBuffer
 from hw.shared.host_control import HostControl, MemoryTarget, SystemRegister
-from hw.shared.host_port import HostPortSignature
+from hw.shared.host_port import HostPortAccelerator
 from hw.shared.separate_module import instantiate_separately
 
 __all__ = ["DqnAccelerator", "DqnMemory", "DqnRegister"]
@@ -34,7 +33,7 @@ class DqnRegister(SystemRegister):
     ACTION_VALUE = enum.auto()
 
 
-class DqnAccelerator(wiring.Component):
+class DqnAccelerator(HostPortAccelerator):
     """``config.modules`` matrix modules of ``config.lanes`` float MACs running a table of layer descriptors.
 
     See docs/dqn_accelerator.md for the datapath, the layer mapping, the descriptor and the register
@@ -53,23 +52,7 @@ class DqnAccelerator(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
-        super().__init__({"host": In(HostPortSignature(data_bits=config.host_data_bits))})
-
-    @property
-    def config(self):
-        return self._config
-
-    @property
-    def module_name(self):
-        return self._config.module_name
-
-    @property
-    def verilog_cache_key(self):
-        """Generating this design's Verilog takes a minute; ``sim.verilog`` caches it under this key."""
-        return repr(self._config)
+        super().__init__(config, DqnConfig)
 
     def _module_vector(self, index, weight_vector, input_row, from_activations):
         """Module ``index``'s vector: its weight slice, or in a reduction step its lanes of the input word

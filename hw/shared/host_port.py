@@ -10,7 +10,7 @@ accelerator's side; ``testbench.shared.host_driver.HostDriver`` drives it for bo
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["HostPortSignature", "ADDRESS_BITS", "TARGET_BITS"]
+__all__ = ["HostPortSignature", "HostPortAccelerator", "ADDRESS_BITS", "TARGET_BITS"]
 
 TARGET_BITS = 3         # up to 8 targets: CONTROL, DESCRIPTORS and the system's memories
 ADDRESS_BITS = 20       # word address inside a target: 1 M words, beyond the deepest RAM of either accelerator
@@ -60,3 +60,32 @@ class HostPortSignature(wiring.Signature):
 
     def __repr__(self):
         return f"HostPortSignature(data_bits={self._data_bits})"
+
+
+class HostPortAccelerator(wiring.Component):
+    """What every accelerator on a host port has in common: its configuration (checked to be a ``config_type``),
+    the ``host`` port (an ``In(HostPortSignature(...))`` of ``host_data_bits``, by default the configuration's,
+    plus ``ports``), the Verilog module
+    named after the configuration and the Verilog cached under the configuration's ``repr`` (generating a large
+    design's Verilog takes a minute; ``sim.verilog`` keeps it under ``verilog_cache_key``).  No hardware of its
+    own: each subclass's docstring gives its ports, timing and FPGA mapping."""
+
+    def __init__(self, config, config_type, *, host_data_bits=None, ports=None):
+        if not isinstance(config, config_type):
+            raise TypeError(f"config must be a {config_type.__name__}, not {config!r}")
+        self._config = config
+        data_bits = config.host_data_bits if host_data_bits is None else host_data_bits
+        super().__init__({"host": In(HostPortSignature(data_bits=data_bits)), **(ports or {})})
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def module_name(self):
+        return self._config.module_name
+
+    @property
+    def verilog_cache_key(self):
+        return repr(self._config)
+
