@@ -7,6 +7,10 @@ the golden model (:mod:`models.dqn.golden`), the per-layer cycles are printed, a
 the model's own float32 outputs from ONNX Runtime: a difference that comes from the order of the float
 additions (the accelerator's is fixed by its adder tree), quoted, not checked.
 
+``--format`` picks the number format of the float units (binary32, bfloat16, binary16): inputs and weights are
+rounded to it to nearest even by the host, the golden model computes in it, and the outputs are reported widened to
+float32 (exactly) beside ONNX Runtime's.
+
 Inputs: ``--inputs X.npy`` (``(N, C, H, W)`` for a model input ``(1, C, H, W)``, ``(N, F)`` for ``(1, F)``;
 float32), or ``--random N`` seeded standard-normal inputs of the model's input shape.
 """
@@ -16,8 +20,10 @@ import time
 import numpy as np
 
 from hw.dqn.config import DqnConfig
+from hw.shared.float_format import PRESETS, float_format
 from models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs
 from models.dqn.plan import SPLIT_MODES
+from models.shared.float_arith import to_binary32
 from models.shared.input_files import InputError, check_batch, load_single_array
 
 from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument,
@@ -46,6 +52,9 @@ def add_arguments(parser):
                              f"layer's outputs")
     parser.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes, metavar="N",
                         help=f"lanes per module (default {DqnConfig.lanes})")
+    parser.add_argument("--format", choices=list(PRESETS), default=DqnConfig.fmt.name, dest="number_format",
+                        help=f"number format of the float units (default {DqnConfig.fmt.name}): inputs and weights "
+                             f"are rounded to it to nearest even")
     parser.add_argument("--split", choices=SPLIT_MODES, default="auto",
                         help="split accumulations over idle matrix modules: auto (where the compiler's cycle "
                              "estimate says it pays; default), always, never")
@@ -75,14 +84,15 @@ def _inputs(arguments, network):
 
 def _config(arguments):
     try:
-        return DqnConfig(modules=arguments.modules, lanes=arguments.lanes)
+        return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format))
     except ValueError as error:
         raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: {error}") from None
 
 
-def _runtime_difference(outputs, reference):
-    """Largest |accelerator - ONNX Runtime| and that relative to the largest |ONNX Runtime output|."""
-    distance = np.abs(outputs.view(np.float32).astype(np.float64) - reference.astype(np.float64))
+def _runtime_difference(outputs, fmt, reference):
+    """Largest |accelerator - ONNX Runtime| (the outputs: bits of ``fmt``) and that relative to the largest
+    |ONNX Runtime output|."""
+    distance = np.abs(to_binary32(fmt, outputs).astype(np.float64) - reference.astype(np.float64))
     largest = float(distance.max())
     return largest, largest / max(float(np.abs(reference).max()), np.finfo(np.float64).tiny)
 
@@ -94,7 +104,7 @@ def run(arguments):
     plan = compile_onnx(network, _config(arguments), split=arguments.split)
     inputs, source = _inputs(arguments, network)
     print(f"nnaccel: {arguments.model}: {len(network.layers)} layers, {len(plan.layers)} passes on "
-          f"{plan.config.modules} x {plan.config.lanes} MACs"
+          f"{plan.config.modules} x {plan.config.lanes} {plan.config.fmt.name} MACs"
           + (f"; the first Conv's zero padding {network.padding} is written by the host" if network.padding else ""))
     for line in network.describe():
         print(f"    {line}")
@@ -114,19 +124,23 @@ def run(arguments):
           f"({len(inputs) * plan.actions} outputs)")
     for line in mismatches[:20]:
         print(f"    {line}")
-    largest, relative = _runtime_difference(accelerator_run.q_values, reference)
-    print(f"accelerator vs ONNX Runtime (float32): max |difference| = {largest:.3g} (relative to the largest "
-          f"|output|: {relative:.3g}; the order of the float additions differs)")
+    fmt = plan.config.fmt
+    largest, relative = _runtime_difference(accelerator_run.q_values, fmt, reference)
+    why = ("the order of the float additions differs" if fmt.name == "binary32"
+           else f"the accelerator rounds every input, weight, product and sum to {fmt.name}")
+    print(f"accelerator ({fmt.name}) vs ONNX Runtime (float32): max |difference| = {largest:.3g} (relative to the "
+          f"largest |output|: {relative:.3g}; {why})")
     print(f"simulation: build {accelerator_run.build_seconds:.1f} s, simulator process "
           f"{accelerator_run.run_seconds:.1f} s")
     if arguments.json:
-        per_input = [{"input": index, "bit_exact": same, **q_value_fields("", accelerator_run.q_values[index]),
-                      **q_value_fields("golden_", golden.q_values),
+        per_input = [{"input": index, "bit_exact": same, **q_value_fields("", accelerator_run.q_values[index], fmt),
+                      **q_value_fields("golden_", golden.q_values, fmt),
                       "onnxruntime_values": [json_float(value) for value in reference[index]]}
                      for index, (golden, same) in enumerate(zip(goldens, exact))]
         write_json(arguments.json, {
             "job": "net", "model": arguments.model, "simulator": arguments.simulator,
-            "config": {"modules": plan.config.modules, "lanes": plan.config.lanes}, "split": arguments.split,
+            "config": {"modules": plan.config.modules, "lanes": plan.config.lanes, "format": fmt.name},
+            "split": arguments.split,
             "inputs": len(inputs), "inputs_source": source, "padding": network.padding,
             "total_cycles": int(accelerator_run.total_cycles[0]),
             "total_cycles_per_input": accelerator_run.total_cycles.tolist(),

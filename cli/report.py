@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hw.shared.float_format import BINARY32
+from models.shared.float_arith import to_binary32
 from models.shared.input_files import InputError
 from sim.progress import ProgressListener, reporting_to
 
@@ -309,6 +311,7 @@ def golden_mismatches(plan, states, run):
     per input bit-exact)``."""
     from models.dqn.golden import golden_forward
 
+    digits = plan.config.fmt.width // 4
     mismatches, goldens, exact = [], [], []
     for index, state in enumerate(states):
         golden = golden_forward(plan, state)
@@ -316,22 +319,22 @@ def golden_mismatches(plan, states, run):
         found = len(mismatches)
         wrong = np.flatnonzero(run.q_values[index] != golden.q_values)
         for output in wrong[:4]:
-            mismatches.append(f"state {index}: Q[{output}] = {run.q_values[index][output]:08X}, "
-                              f"golden {golden.q_values[output]:08X}")
+            mismatches.append(f"state {index}: Q[{output}] = {run.q_values[index][output]:0{digits}X}, "
+                              f"golden {golden.q_values[output]:0{digits}X}")
         if len(wrong) > 4:
             mismatches.append(f"state {index}: ... {len(wrong)} of {len(golden.q_values)} Q-values differ")
         if (run.actions[index], run.action_values[index]) != (golden.action, golden.action_value):
-            mismatches.append(f"state {index}: ACTION {run.actions[index]} (value {run.action_values[index]:08X}), "
-                              f"golden {golden.action} ({golden.action_value:08X})")
+            mismatches.append(f"state {index}: ACTION {run.actions[index]} (value {run.action_values[index]:0{digits}X}), "
+                              f"golden {golden.action} ({golden.action_value:0{digits}X})")
         exact.append(len(mismatches) == found)
     return mismatches, goldens, exact
 
 
-def q_value_fields(prefix, bits):
-    """Outputs as floats and as binary32 bit patterns (hex), under ``prefix``."""
+def q_value_fields(prefix, bits, fmt=BINARY32):
+    """Outputs as floats and as bit patterns of ``fmt`` (hex), under ``prefix``."""
     bits = np.asarray(bits, dtype=np.uint32)
-    return {f"{prefix}q_values": [json_float(value) for value in bits.view(np.float32)],
-            f"{prefix}q_bits": [f"0x{int(word):08X}" for word in bits]}
+    return {f"{prefix}q_values": [json_float(value) for value in to_binary32(fmt, bits)],
+            f"{prefix}q_bits": [f"0x{int(word):0{fmt.width // 4}X}" for word in bits]}
 
 
 def gflops(macs, cycles, clock_hz):

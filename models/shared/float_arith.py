@@ -18,7 +18,8 @@ Two implementations:
 
 :func:`from_binary32` rounds float32 values into another format the way a host would before writing them to
 hardware of that format: round to nearest even (the same rounding step), subnormals kept, overflow to infinity,
-every NaN to the format's canonical NaN; binary32 passes through unchanged.
+every NaN to the format's canonical NaN; binary32 passes through unchanged.  :func:`to_binary32` goes back: the
+values of a narrower format as float32, exactly (every bfloat16 and binary16 value is a float32 value).
 """
 
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import numpy as np
 from hw.shared.float_adder import GUARD_BITS
 from hw.shared.float_format import BINARY16, BINARY32
 
-__all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "from_binary32", "is_nan", "bits_dtype"]
+__all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "from_binary32", "to_binary32", "is_nan", "bits_dtype"]
 
 _NATIVE = {BINARY32: (np.float32, np.uint32), BINARY16: (np.float16, np.uint16)}
 
@@ -201,3 +202,24 @@ def from_binary32(fmt, values):
     raw = _unpack(BINARY32, bits.astype(np.int64), False)
     raw.exponent = raw.exponent - BINARY32.bias + fmt.bias
     return _round_to_format(fmt, raw, BINARY32.mantissa_bits + 1, False)
+
+
+def to_binary32(fmt, bits):
+    """Encodings of ``fmt`` (raw bits) as float32 values, exactly; every NaN becomes float32's quiet NaN.
+
+    Defined for the formats binary32 holds: at most 8 exponent bits and 23 mantissa bits.  binary32's own bits
+    come back as they are.
+    """
+    if fmt == BINARY32:
+        return np.asarray(bits, dtype=np.uint32).view(np.float32)
+    if fmt.exponent_bits > BINARY32.exponent_bits or fmt.mantissa_bits > BINARY32.mantissa_bits:
+        raise ValueError(f"to_binary32 widens formats of at most {BINARY32.exponent_bits} exponent and "
+                         f"{BINARY32.mantissa_bits} mantissa bits, not {fmt.name}")
+    bits = np.asarray(bits).astype(np.int64)
+    sign = np.where((bits >> (fmt.width - 1)) & 1, -1.0, 1.0)
+    exponent = (bits >> fmt.mantissa_bits) & fmt.exponent_all_ones
+    fraction = bits & _mask(fmt.mantissa_bits)
+    significand = np.where(exponent == 0, fraction, fraction | (1 << fmt.mantissa_bits)).astype(np.float64)
+    values = sign * np.ldexp(significand, np.maximum(exponent, 1) - fmt.bias - fmt.mantissa_bits)
+    special = np.where(fraction == 0, sign * np.inf, np.nan)
+    return np.where(exponent == fmt.exponent_all_ones, special, values).astype(np.float32)

@@ -9,7 +9,9 @@ import pytest
 
 import testbench.dqn.host
 from cli.main import main
+from hw.shared.float_format import BFLOAT16
 from models.dqn.golden import golden_forward
+from models.shared.float_arith import to_binary32
 from tests.cli.test_dqn import fake_run
 from tests.dqn.onnx_models import GraphBuilder, small_cnn
 
@@ -191,7 +193,7 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(tmp_path, monkeypatch, cap
                    str(tmp_path / "report.json"), *SMALL])
     assert status == (1 if corrupt else 0)
     printed = capsys.readouterr().out
-    assert ("MISMATCH" if corrupt else "3 inputs (from") in printed and "accelerator vs ONNX Runtime" in printed
+    assert ("MISMATCH" if corrupt else "3 inputs (from") in printed and "accelerator (binary32) vs ONNX Runtime" in printed
     assert "zero padding 1 is written by the host" in printed and "conv1 " in printed
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["schema"] == "nnaccel.net/1" and report["bit_exact"] is not corrupt and report["padding"] == 1
@@ -203,6 +205,26 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(tmp_path, monkeypatch, cap
     assert 0 < report["onnxruntime_max_rel"] < 1e-5 if not corrupt else report["onnxruntime_max_abs"] > 0
     runtime = np.array(report["per_input"][0]["onnxruntime_values"], np.float32)
     assert np.allclose(runtime, golden.q_values.view(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_a_narrower_number_format(tmp_path, monkeypatch, capsys):
+    """``--format bfloat16``: the plan is compiled for bfloat16 units, the outputs are reported as bfloat16 bits
+    and their exact float32 values, and ONNX Runtime's float32 outputs differ by bfloat16's rounding."""
+    plans = []
+    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator",
+                        lambda accelerator, plan, states, **keywords: plans.append(plan) or
+                        setattr(accelerator, "_MustUse__used", True) or fake_run(plan, states))
+    model = small_cnn(tmp_path / "cnn.onnx")
+    assert main(["run", "net", str(model), "--random", "2", "--format", "bfloat16", "--json",
+                 str(tmp_path / "report.json"), *SMALL]) == 0
+    assert "2 x 4 bfloat16 MACs" in capsys.readouterr().out and plans[0].config.fmt is BFLOAT16
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["config"]["format"] == "bfloat16" and report["bit_exact"]
+    first = report["per_input"][0]
+    bits = np.array([int(word, 16) for word in first["q_bits"]], np.uint32)
+    assert all(len(word) == 6 for word in first["q_bits"]) and np.all(bits < 1 << 16)
+    assert first["q_values"] == to_binary32(BFLOAT16, bits).tolist()
+    assert 1e-4 < report["onnxruntime_max_rel"] < 0.1
 
 
 def test_random_inputs_are_seeded(tmp_path, monkeypatch):

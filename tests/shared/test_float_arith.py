@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32, FloatFormat
-from models.shared.float_arith import bitlevel_add, bitlevel_mul, float_add, float_mul, from_binary32, is_nan
+from models.shared.float_arith import (bitlevel_add, bitlevel_mul, float_add, float_mul, from_binary32, is_nan,
+                                         to_binary32)
 from testbench.shared.float_stimulus import random_operands
 from testbench.shared.float_stream import check_results
 from testbench.shared.testfloat import load_testfloat
@@ -154,6 +155,31 @@ def test_from_binary32_keeps_binary32_and_refuses_wider_formats():
     assert np.array_equal(from_binary32(BINARY32, bits.view(np.float32)), bits)
     with pytest.raises(ValueError, match="from_binary32 rounds to formats of at most 21 mantissa bits, not e8m22"):
         from_binary32(FloatFormat(exponent_bits=8, mantissa_bits=22), bits)
+
+
+
+@pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
+def test_to_binary32_widens_every_encoding_exactly(fmt):
+    """All 65,536 encodings against NumPy's float16 -> float32 cast and bfloat16's 16-bit shift; the way back
+    through from_binary32 returns every non-NaN encoding unchanged."""
+    bits = np.arange(1 << 16, dtype=np.uint32)
+    got = to_binary32(fmt, bits)
+    if fmt is BINARY16:
+        expected = bits.astype(np.uint16).view(np.float16).astype(np.float32)
+    else:
+        expected = (bits << 16).view(np.float32)
+    nan = is_nan(fmt, bits)
+    assert got.dtype == np.float32 and np.all(np.isnan(got[nan]))
+    assert np.array_equal(got[~nan].view(np.uint32), expected[~nan].view(np.uint32))
+    assert np.array_equal(from_binary32(fmt, got[~nan]), bits[~nan])
+
+
+def test_to_binary32_keeps_binary32_and_refuses_wider_formats():
+    bits = np.array([0x7FC00001, 0x3F800000, 1], np.uint32)
+    assert np.array_equal(to_binary32(BINARY32, bits).view(np.uint32), bits)
+    with pytest.raises(ValueError, match="to_binary32 widens formats of at most 8 exponent and 23 mantissa bits, "
+                                         "not e11m20"):
+        to_binary32(FloatFormat(exponent_bits=11, mantissa_bits=20), bits)
 
 
 # ---- Flush to zero, NaN, calling conventions --------------------------------------------------
