@@ -1,10 +1,10 @@
 """A directory of simulator builds keyed by what went into them.
 
 A build directory's name is a hash of the Verilog text, the simulator and its version, cocotb's
-version and the build options, so a second run of the same design reuses the compiled model
-and a changed design never sees a stale one.  Builds of the same key from concurrent processes
-(pytest-xdist workers) are serialised with a file lock; a build is only published once it
-completed, so an interrupted build is never reused.
+version and installation (a model links cocotb's VPI library by its path) and the build options, so a
+second run of the same design reuses the compiled model and a changed design never sees a stale one.
+Builds of the same key from concurrent processes (pytest-xdist workers) are serialised with a file
+lock; a build is only published once it completed, so an interrupted build is never reused.
 
 The cache lives in ``$NNACCEL_CACHE_DIR`` or, by default, ``~/.cache/nnaccel``.
 """

@@ -169,8 +169,11 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     os.environ.update(simulator_environment(simulator))
     waves = waves_requested(waves)
     options_key = verilator_options.cache_key() if simulator == "verilator" else None
+    # A Verilator model links cocotb's VPI library by its absolute path: a build made from another
+    # installation (another virtual environment sharing the cache) would not load here.
     key = build_key(verilog_text, simulator=simulator, version=simulator_version(simulator),
-                    cocotb=cocotb.__version__, waves=waves, waivers=WAIVERS.read_text(), options=options_key)
+                    cocotb=cocotb.__version__, cocotb_libraries=str(Path(cocotb.__file__).parent / "libs"),
+                    waves=waves, waivers=WAIVERS.read_text(), options=options_key)
 
     run_dir = _new_run_dir(name)
     stimulus_path, config_path, outputs_path = (run_dir / n for n in ("stimulus.npz", "config.json", "outputs.npz"))

@@ -1,7 +1,7 @@
 """Simulation speed of the DQN accelerator per Verilator build variant: build time, cycles per second, bits.
 
     python benchmarks/dqn/bench_simulation_speed.py [--reduced] [--states N] [--rounds R]
-        [--variant NAME ...] [--anchor NAME ...] [--cache-dir DIR]
+        [--variant NAME ...] [--anchor NAME ...] [--baseline NAME] [--cache-dir DIR]
 
 Builds the accelerator (the full-size default configuration on recorded Atari states, or with ``--reduced``
 the reduced configuration on random states) once per variant of :class:`sim.verilator_options.VerilatorOptions`
@@ -11,12 +11,12 @@ times, and prints per variant: the build seconds; the median simulated cycles pe
 to ``done`` over that wall time, summed over the states of a run) and per CPU second of the simulator process
 (the same span; on a machine that other jobs load, the measure that does not depend on them, except for a
 multi-threaded model, which needs its cores at once); each median and the range of the per-round values as
-ratios to ``old`` in the same round; and whether the Q-values, the output words and every cycle counter are
-bit-identical to ``old``'s and to the golden model's.
+ratios to the baseline (``old``, or with ``--baseline NAME`` another variant) in the same round; and whether the
+Q-values, the output words and every cycle counter are bit-identical to the baseline's and to the golden model's.
 
 ``--anchor NAME`` also builds variant NAME under the C++ testbench ``testbench/shared/host_program.cpp`` (the same
 Verilog and Verilator options, no cocotb) and runs it in the same rounds: the harness' share of the raw speed is
-the cocotb median over the raw median.  Every build takes both cores for minutes at full size.
+the median over the rounds of the cocotb rate over the raw rate of the same round.  Every build takes both cores for minutes at full size.
 """
 
 import argparse
@@ -117,9 +117,11 @@ def main():
     parser.add_argument("--variant", action="append", choices=sorted(table), help="variants to build (default: all)")
     parser.add_argument("--anchor", action="append", default=[], choices=sorted(table),
                         help="also run this variant under the C++ testbench")
+    parser.add_argument("--baseline", default="old", choices=sorted(table),
+                        help="the variant ratios and bits are taken against (default: old, the build before the options)")
     parser.add_argument("--cache-dir", type=Path, help="build cache to use (default: a new temporary directory)")
     arguments = parser.parse_args()
-    names = ["old"] + [name for name in arguments.variant or table if name != "old"]
+    names = [arguments.baseline] + [name for name in arguments.variant or table if name != arguments.baseline]
     cache_dir = arguments.cache_dir or Path(tempfile.mkdtemp(prefix="nnaccel-bench-simspeed-"))
     os.environ["NNACCEL_CACHE_DIR"] = str(cache_dir)
     print(f"build cache {cache_dir}; {len(os.sched_getaffinity(0))} cores; load average "
@@ -147,30 +149,31 @@ def main():
             records_path.write_text(json.dumps(records, indent=1))
             print(f"round {round_index + 1} {name} (C++): build {run.build_seconds:.0f} s, {raw[name].rates['wall'][-1]:.0f} "
                   f"cycles/s, {raw[name].rates['cpu'][-1]:.0f} cycles/CPU s", flush=True)
-    print_table(names, cocotb, raw, golden, plan, stable, cycles=int(cocotb["old"].bits[3][0]))
+    print_table(names, cocotb, raw, golden, plan, stable, cycles=int(cocotb[names[0]].bits[3][0]))
 
 
 def print_table(names, cocotb, raw, golden, plan, stable, cycles):
-    old = cocotb["old"]
+    baseline = cocotb[names[0]]
     print(f"\n{cycles} cycles per inference; load average {' '.join(f'{value:.1f}' for value in os.getloadavg())}; "
-          f"cycles/s, cycles/CPU s: medians of the rounds; ratio: to old in the same round (median, range); "
+          f"cycles/s, cycles/CPU s: medians of the rounds; ratio: to {names[0]} in the same round (median, range); "
           f"same bits: Q-values, output words, ACTION, ACTION_VALUE, TOTAL_CYCLES and the per-layer counters equal "
-          f"to old's (and, for the Q-values, the golden model's) in every round")
+          f"to {names[0]}'s (and, for the Q-values, the golden model's) in every round")
     print(f"{'variant':<20}{'build s':>8}{'cycles/s':>10}{'ratio':>6} {'(range)':<12}{'cycles/CPU s':>13}{'ratio':>6} "
           f"{'(range)':<12} same bits")
     rows = [(name, cocotb[name]) for name in names] + [(f"{name} (C++)", raw[name]) for name in raw]
     for name, measurement in rows:
         q_values = np.stack([plan.output_values(words) for words in measurement.bits[0]])
-        identical = stable[name] and same_bits(measurement.bits, old.bits) and np.array_equal(q_values, golden)
+        identical = stable[name] and same_bits(measurement.bits, baseline.bits) and np.array_equal(q_values, golden)
         columns = []
         for kind in ("wall", "cpu"):
-            ratios = [rate / base for rate, base in zip(measurement.rates[kind], old.rates[kind])]
+            ratios = [rate / base for rate, base in zip(measurement.rates[kind], baseline.rates[kind])]
             columns.append(f"{statistics.median(measurement.rates[kind]):>{10 if kind == 'wall' else 13}.0f}"
                            f"{statistics.median(ratios):>6.2f} ({min(ratios):.2f}-{max(ratios):.2f}){'':<1}")
         print(f"{name:<20}{measurement.build_seconds:>8.0f}{''.join(columns)} {identical}")
     for name, measurement in raw.items():
         if name in cocotb:
-            shares = [statistics.median(cocotb[name].rates[kind]) / statistics.median(measurement.rates[kind])
+            shares = [statistics.median(harness / anchor for harness, anchor
+                                        in zip(cocotb[name].rates[kind], measurement.rates[kind]))
                       for kind in ("wall", "cpu")]
             print(f"the cocotb harness keeps {100 * shares[0]:.0f} % (per wall second) and {100 * shares[1]:.0f} % "
                   f"(per CPU second) of the raw Verilator speed with {name!r}")
