@@ -3,7 +3,8 @@
 - ``random_search``: legal dataflows drawn by the design space's sampler, one per layer per
   trial;
 - ``optuna_search``: Optuna's TPE sampler or its genetic NSGA-II sampler over the relaxed code
-  (every slot score in [0, N - 1] and log2 size in [0, log2 bound] a float parameter), each
+  (every slot score in [0, N - 1] and log2 size in [0, ``DataflowSpace.log2_limits``] a float
+  parameter), each
   trial decoded to the nearest legal dataflow by the same decoder DCP uses;
 - ``exhaustive_search``: every cost-distinct legal dataflow of one layer, where the design space
   can enumerate them within a limit.
@@ -65,13 +66,14 @@ def optuna_search(space, layers, hardware, objective, *, sampler, budget=None, s
         codes = []
         for index, layer in enumerate(layers):
             relaxed = np.empty((levels, dims, 2))
+            limits = space.log2_limits(layer, hardware)
             for level in range(levels):
-                for dim, bound in enumerate(layer.loop_bounds()):
+                for dim in range(dims):
                     name = f"{index}.{space.levels[level]}.{space.dims[dim]}"
                     relaxed[level, dim, 0] = trial.suggest_float(f"{name}.slot", 0.0, dims - 1.0)
                     relaxed[level, dim, 1] = (trial.suggest_float(f"{name}.log2", 0.0,
-                                                                  math.log2(bound))
-                                              if bound > 1 else 0.0)
+                                                                  float(limits[level, dim]))
+                                              if limits[level, dim] > 0 else 0.0)
             codes.append(space.nearest(relaxed, layer, hardware))
         return math.log(evaluator(codes))
 

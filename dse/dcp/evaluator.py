@@ -4,7 +4,9 @@ A *problem* is a list of layers on one hardware point and an objective: ``latenc
 summed over the layers), ``energy`` (pJ, summed) or ``edp`` (summed latency x summed energy).
 ``Evaluator`` evaluates one code per layer with the design space's cost model, counts distinct
 (layer, code) evaluations, keeps the best and the best-so-far trace; ``SearchResult`` is what a
-searcher returns.
+searcher returns. A network dataflow that breaks a budget the layers share
+(``DataflowSpace.network_violations``, e.g. the RTL family's descriptor table) has an infinite
+objective and is never the best.
 """
 
 import math
@@ -91,6 +93,8 @@ class Evaluator:
         self.evaluations += evaluations
         value = objective_value(sum(c[0] for c in per_layer), sum(c[1] for c in per_layer),
                                 self.objective)
+        if len(codes) > 1 and self.space.network_violations(codes, self.layers, self.hardware):
+            value = math.inf
         if value < self.best[0]:
             self.best = (value, [np.asarray(c) for c in codes], per_layer)
         self.trace.append((self.evaluations, self.elapsed(), self.best[0]))
