@@ -4,9 +4,9 @@ A *problem* is a list of layers on one hardware point and an objective: ``latenc
 summed over the layers), ``energy`` (pJ, summed) or ``edp`` (summed latency x summed energy).
 ``Evaluator`` evaluates one code per layer with the design space's cost model, counts distinct
 (layer, code) evaluations, keeps the best and the best-so-far trace; ``SearchResult`` is what a
-searcher returns. A network dataflow that breaks a budget the layers share
-(``DataflowSpace.network_violations``, e.g. the RTL family's descriptor table) has an infinite
-objective and is never the best.
+searcher returns. A network dataflow is first fitted to the budgets its layers share
+(``DataflowSpace.fit_network``, e.g. the RTL family's descriptor table); one offered that still
+breaks them (``network_violations``) has an infinite objective and is never the best.
 """
 
 import math
@@ -84,7 +84,10 @@ class Evaluator:
         return self.cache[index][key]
 
     def __call__(self, codes):
-        """The objective of one code per layer; updates the best and the trace."""
+        """The objective of one code per layer (fitted to the shared budgets); updates the best and
+        the trace."""
+        if len(codes) > 1:
+            codes = self.space.fit_network(codes, self.layers, self.hardware)
         return self.offer(codes, [self.layer_costs(i, code) for i, code in enumerate(codes)])
 
     def offer(self, codes, per_layer, *, evaluations=0):

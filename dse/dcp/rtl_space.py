@@ -50,6 +50,7 @@ from math import log2
 
 import numpy as np
 
+from dse.dcp.encoding import relax
 from dse.shared import rtl_cost
 from dse.shared.layer import DIM_INDEX, DIMS, LayerType, dqn_layers
 from dse.shared.rtl_code import RTL_LEVELS, layer_mapping_from_code, segment_code
@@ -303,6 +304,22 @@ class RtlDataflowSpace:
                    for layer, mapping in zip(layers, mappings))
         return _budget_violations(hardware, "the network", sum(m.passes for m in mappings), rows)
 
+    def fit_network(self, codes, layers, hardware):
+        """One code per layer, simplified until the layers fit the descriptor table and the weight RAM together:
+        the layer with the most passes drops its K-splits, or else runs as one segment, until they fit."""
+        codes = [np.asarray(code) for code in codes]
+        while self.network_violations(codes, layers, hardware):
+            mappings = [self.mapping(code, layer, hardware) for code, layer in zip(codes, layers)]
+            passes, index = max((mapping.passes, index) for index, mapping in enumerate(mappings))
+            if passes == 1:
+                break
+            shape = layer_shape(layers[index], hardware)
+            relaxed = relax(codes[index][None])[0].reshape(len(SEGMENT_SLOTS), 3, len(DIMS), 2)
+            segments = list(mappings[index].segments)
+            simpler = self._fit_budgets(hardware, shape, segments, relaxed, force=passes - 1)
+            codes[index] = mapping_code(hardware, shape, simpler)
+        return codes
+
     def mapping(self, code, layer, hardware):
         """The ``models.dqn.mapping.LayerMapping`` a code stands for."""
         return code_mapping(hardware, layer_shape(layer, hardware), code)
@@ -404,12 +421,14 @@ class RtlDataflowSpace:
         return np.concatenate(parts)
 
     @staticmethod
-    def _fit_budgets(config, shape, segments, relaxed):
+    def _fit_budgets(config, shape, segments, relaxed, force=None):
         """Step 4 of the decoder: the segments, without K-splits, or as one segment, whichever first fits the
-        descriptor table and the weight RAM (None if even one segment does not)."""
+        descriptor table and the weight RAM (None if even one segment does not); with ``force``, the first that
+        also takes at most ``force`` passes."""
         def fits(chosen):
             mapping = LayerMapping(tuple(chosen))
-            return not _budget_violations(config, shape.name, mapping.passes, weight_rows(config, shape, mapping))
+            return not _budget_violations(config, shape.name, mapping.passes, weight_rows(config, shape, mapping)) \
+                and (force is None or mapping.passes <= force)
 
         if fits(segments):
             return LayerMapping(tuple(segments))

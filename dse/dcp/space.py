@@ -13,7 +13,8 @@ What DCP needs from a design space, whatever the hardware (``DataflowSpace``):
   ``limit`` of them (exhaustive search), else None;
 - ``log2_limits`` and ``penalty``: the range of each relaxed log2 size and the space's soft
   constraints on relaxed codes, for the gradient search and the black-box searchers;
-- ``network_violations``: what one code per layer breaks together (budgets the layers share);
+- ``network_violations``: what one code per layer breaks together (budgets the layers share), and
+  ``fit_network``: the codes simplified until they fit those budgets;
 - and ``describe`` (a code in words), ``hardware_to_dict`` / ``hardware_from_dict`` (JSON for
   sweep cases), ``predictor_defaults`` (hyper-parameters its predictor needs).
 
@@ -94,6 +95,8 @@ class DataflowSpace(Protocol):
 
     def network_violations(self, codes, layers, hardware) -> list: ...
 
+    def fit_network(self, codes, layers, hardware) -> list: ...
+
 
 _DRAM, _GB, _RF = 0, 1, 2
 _DATAFLOWS = tuple(Dataflow)
@@ -155,6 +158,10 @@ class TemplateDataflowSpace:
     def network_violations(self, codes, layers, hardware):
         """None: the template's layers share no budget (each runs on the whole array in turn)."""
         return []
+
+    def fit_network(self, codes, layers, hardware):
+        """The codes as they are (no shared budget)."""
+        return list(codes)
 
     # ---- search support -----------------------------------------------------------------------
 
