@@ -54,7 +54,7 @@ from dse.dcp.encoding import relax
 from dse.shared import rtl_cost
 from dse.shared.layer import DIM_INDEX, DIMS, LayerType, dqn_layers
 from dse.shared.rtl_code import RTL_LEVELS, layer_mapping_from_code, segment_code
-from dse.shared.rtl_family import config_from_json, config_to_json, sample_layer_mapping
+from dse.shared.rtl_family import FORMATS, config_from_json, config_to_json, sample_layer_mapping
 from hw.dqn.config import DqnConfig
 from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import ConvLayer, DenseLayer
@@ -68,7 +68,6 @@ LEVELS = tuple(f"{slot} {level}" for slot in SEGMENT_SLOTS for level in RTL_LEVE
 _HEAD, _BODY, _TAIL = range(3)
 _GROUPS, _MODULES, _LANES = range(3)
 _N, _K, _C, _Y, _X, _R, _S = (DIM_INDEX[d] for d in DIMS)
-_FORMATS = ("binary32", "bfloat16", "binary16")
 NETWORKS = (dqn_layers(),)
 
 
@@ -227,8 +226,11 @@ class RtlDataflowSpace:
     name = "rtl"
     levels = LEVELS
     dims = DIMS
-    hardware_feature_count = 9 + len(_FORMATS)
+    hardware_feature_count = 9 + len(FORMATS)
     predictor_defaults = {"derived": False}     # the template's derived features assume its nest
+
+    def __init__(self):
+        self._segment_costs = {}                # (hardware, layer shape) -> {segment: (latency, energy)}
 
     # ---- hardware ---------------------------------------------------------------------------------------------
 
@@ -238,7 +240,7 @@ class RtlDataflowSpace:
         values = [hardware.modules, hardware.lanes, hardware.row_elements, hardware.activation_depth,
                   hardware.weight_depth, hardware.max_layers]
         return np.array([*np.log2(values), hardware.multiplier_latency, hardware.adder_latency,
-                         hardware.fmt.width / 32, *(float(hardware.fmt.name == f) for f in _FORMATS)],
+                         hardware.fmt.width / 32, *(float(hardware.fmt.name == f) for f in FORMATS)],
                         dtype=np.float32)
 
     def hardware_to_dict(self, hardware):
@@ -285,8 +287,7 @@ class RtlDataflowSpace:
 
     def _known(self, hardware, shape):
         """Costs of the segments of a (hardware, layer) costed so far."""
-        cache = self.__dict__.setdefault("_segment_costs", {})
-        return cache.setdefault((hardware, shape), {})
+        return self._segment_costs.setdefault((hardware, shape), {})
 
     def violations(self, code, layer, hardware):
         try:

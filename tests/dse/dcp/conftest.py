@@ -46,6 +46,7 @@ RTL_TINY_PLAN = Plan.for_space("rtl", per_group=150, held_out_per_group=40,
                                                                           name="conv8")),
                                held_out_layers=(Layer.conv(in_channels=16, in_size=8, out_channels=8,
                                                            kernel=3, name="conv16"),),
+                               train_hardware=(DqnConfig(),),
                                held_out_hardware=(DqnConfig(modules=8, lanes=32),))
 
 
