@@ -16,12 +16,11 @@ searches run unless told otherwise.
 The RTL family (``dse.dcp.rtl_space``) runs square convolutions and dense layers, no depthwise
 ones: its layers (``RTL_TRAIN_LAYERS``, ``RTL_HELD_OUT_LAYERS``) are the same without the two
 depthwise shapes and without PrimaryCaps (20,736 products per output position overflow every
-weight RAM of the family), plus nine more shapes (``RTL_EXTRA_LAYERS``: convolutions of 1x1 to
-6x6 at strides 1 to 3, two dense layers). Its hardware points (``RTL_TRAIN_HARDWARE``,
-``RTL_HELD_OUT_HARDWARE``) all have 256 or more MACs (the widest layers have 256 output
-channels): the 16x16 binary32 accelerator of the thesis (``RTL_DEFAULT_HARDWARE``) and four
-others (8 to 64 modules, 8 to 32 lanes, each format, float-unit latencies 1 to 3) for training,
-and 32 modules x 16 lanes in binary16 (a shape and format no training point has) held out.
+weight RAM of the family), plus one more 3x3 convolution. Its hardware points
+(``RTL_TRAIN_HARDWARE``, ``RTL_HELD_OUT_HARDWARE``) all have 256 MACs (the widest layers have
+256 output channels): the 16x16 binary32 accelerator of the thesis (``RTL_DEFAULT_HARDWARE``),
+32 modules x 8 lanes in bfloat16 and 8 x 32 in binary16 with other float-unit latencies for
+training, and 64 x 4 in bfloat16 (a shape no training point has) held out.
 """
 
 from dse.shared.layer import Layer, LayerType, dqn_layers
@@ -79,22 +78,9 @@ def _no_depthwise(layers):
     return tuple(layer for layer in layers if layer.type != LayerType.DEPTHWISE)
 
 
-RTL_EXTRA_LAYERS = (
-    Layer.conv(in_channels=32, in_size=12, out_channels=48, kernel=3, name="conv_3x3_32_48"),
-    Layer.conv(in_channels=1, in_size=32, out_channels=6, kernel=5, name="lenet_c1"),
-    Layer.conv(in_channels=32, in_size=30, out_channels=32, kernel=3, stride=2,
-               name="conv_3x3_32_s2"),
-    Layer.conv(in_channels=8, in_size=40, out_channels=24, kernel=4, stride=2,
-               name="conv_4x4_8_24_s2"),
-    Layer.conv(in_channels=128, in_size=6, out_channels=128, kernel=3, name="conv_3x3_128_6"),
-    Layer.conv(in_channels=16, in_size=24, out_channels=16, kernel=1, name="conv_1x1_16"),
-    Layer.conv(in_channels=4, in_size=60, out_channels=8, kernel=6, stride=3,
-               name="conv_6x6_4_8_s3"),
-    Layer.dense(in_features=2048, out_features=32, name="fc_2048_32"),
-    Layer.dense(in_features=64, out_features=200, name="fc_64_200"),
-)
 RTL_TRAIN_LAYERS = (*dqn_layers(), CAPSNET_LAYERS[0], *_no_depthwise(OTHER_LAYERS),
-                    *RTL_EXTRA_LAYERS)
+                    Layer.conv(in_channels=32, in_size=12, out_channels=48, kernel=3,
+                               name="conv_3x3_32_48"))
 RTL_HELD_OUT_LAYERS = _no_depthwise(HELD_OUT_LAYERS)
 RTL_LAYERS = (*RTL_TRAIN_LAYERS, *RTL_HELD_OUT_LAYERS)
 
@@ -105,11 +91,8 @@ RTL_TRAIN_HARDWARE = (
               adder_latency=3),
     DqnConfig(modules=8, lanes=32, fmt=float_format("binary16"), multiplier_latency=3,
               adder_latency=1),
-    DqnConfig(modules=64, lanes=8, multiplier_latency=3, adder_latency=2),
-    DqnConfig(modules=16, lanes=32, fmt=float_format("bfloat16"), multiplier_latency=2,
-              adder_latency=1),
 )
-RTL_HELD_OUT_HARDWARE = (DqnConfig(modules=32, lanes=16, fmt=float_format("binary16")),)
+RTL_HELD_OUT_HARDWARE = (DqnConfig(modules=64, lanes=4, fmt=float_format("bfloat16")),)
 
 
 def layer_by_name(name):
