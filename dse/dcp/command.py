@@ -3,7 +3,8 @@
 ``dataflow``: DCP on one layer (``--layer``) or the DQN network (``--network dqn``) for an
 objective; then random search, Optuna TPE and Optuna NSGA-II with the same number of cost-model
 evaluations and at least the same wall time, and exhaustive search where the design space can
-enumerate the layer. Prints DCP's best dataflow in words with its predicted and cost-model
+enumerate the layer (a baseline stops early after three trials per DCP evaluation, where its
+trials keep landing on dataflows already evaluated, or after ten times DCP's wall time). Prints DCP's best dataflow in words with its predicted and cost-model
 cost, a table of every searcher's best at the same budget and at the same wall time, writes a
 plot of the searches and, with ``--json``, the report.
 
@@ -84,6 +85,9 @@ def add_dataflow_arguments(parser):
     parser.add_argument("--steps", type=int, default=150,
                         help="gradient steps per starting point (default 150)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--start", choices=["random", "default"], default="random",
+                        help="DCP's starting points: all random (default), or the compiler's "
+                             "default mapping as the first (RTL family)")
     parser.add_argument("--baselines", nargs="*", choices=BASELINES, default=list(BASELINES),
                         help="baselines to run (default all)")
     parser.add_argument("--plot", metavar="FILE",
@@ -141,6 +145,9 @@ def run_dataflow(arguments):
     hardware = _hardware(arguments)
     if arguments.simulate and space.name != "rtl":
         raise InputError("--simulate runs the RTL family's answers: use it with --space rtl")
+    if arguments.start == "default" and space.name != "rtl":
+        raise InputError("--start default starts from the compiler's mapping: use it with "
+                         "--space rtl")
     layers = list(dqn_layers()) if arguments.network else [layer_by_name(arguments.layer or
                                                                          "CONV_2")]
     for layer in layers:
@@ -156,11 +163,17 @@ def run_dataflow(arguments):
     objective, unit = arguments.objective, UNITS[arguments.objective]
     print(f"nnaccel: DCP on {target} ({objective}), {_hardware_words(space, hardware)}",
           flush=True)
+    start = space.default_codes(layers, hardware) if arguments.start == "default" else None
     dcp = dcp_search(space, predictor, layers, hardware, objective, restarts=arguments.restarts,
-                     steps=arguments.steps, seed=arguments.seed)
+                     steps=arguments.steps, seed=arguments.seed, start=start)
     results = [dcp]
     for name in arguments.baselines:
-        common = dict(budget=dcp.evaluations, seconds=dcp.seconds, seed=arguments.seed)
+        # A small space (the RTL family's) collapses many trials onto dataflows already
+        # evaluated: a baseline stops after three trials per DCP evaluation, or ten times DCP's
+        # wall time (at least a minute), whatever it has used.
+        common = dict(budget=dcp.evaluations, seconds=dcp.seconds, seed=arguments.seed,
+                      max_trials=max(100, 3 * dcp.evaluations),
+                      max_seconds=max(60.0, 10 * dcp.seconds))
         if name == "random":
             results.append(random_search(space, layers, hardware, objective, **common))
         else:

@@ -58,7 +58,7 @@ from dse.shared.rtl_family import FORMATS, config_from_json, config_to_json, sam
 from hw.dqn.config import DqnConfig
 from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import ConvLayer, DenseLayer
-from models.dqn.plan import check_mapping, check_segment, layer_shapes, pass_shapes
+from models.dqn.plan import check_mapping, check_segment, default_mapping, layer_shapes, pass_shapes
 
 __all__ = ["SEGMENT_SLOTS", "LEVELS", "IDLE_SEGMENT", "NETWORKS", "RtlDataflowSpace", "rtl_network", "layer_shape",
            "mapping_code", "code_mapping", "weight_rows", "mapping_table", "best_network_mapping"]
@@ -319,6 +319,16 @@ class RtlDataflowSpace:
             segments = list(mappings[index].segments)
             simpler = self._fit_budgets(hardware, shape, segments, relaxed, force=passes - 1)
             codes[index] = mapping_code(hardware, shape, simpler)
+        return codes
+
+    def default_codes(self, layers, hardware):
+        """The codes of the compiler's default mapping (``models.dqn.plan.default_mapping``) of each layer in its
+        network (``rtl_network``)."""
+        codes = []
+        for layer in layers:
+            network, index = rtl_network(layer)
+            shapes = layer_shapes(hardware, network)
+            codes.append(mapping_code(hardware, shapes[index], default_mapping(hardware, shapes).layers[index]))
         return codes
 
     def mapping(self, code, layer, hardware):

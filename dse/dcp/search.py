@@ -5,7 +5,9 @@ baselines are). One layer is a single-layer search; the DQN's four layers a whol
 ``dcp_search``:
 
 1. Start: ``restarts`` legal codes per layer drawn by the design space's sampler (random
-   starts), relaxed (``dse.dcp.encoding.relax``) and evaluated with the cost model.
+   starts), or, given ``start`` (one code per layer, e.g. the compiler's default mapping), that
+   code as the first restart and random ones for the rest; relaxed
+   (``dse.dcp.encoding.relax``) and evaluated with the cost model.
 2. Descend: Adam on the relaxed codes of all restarts at once. The loss per restart is the
    predicted objective in log (log of the summed latency / energy over the layers, their sum
    for EDP) plus the design space's penalty (``DataflowSpace.penalty``; on the template: the
@@ -49,13 +51,15 @@ def _inputs(space, layers, hardware, restarts):
 
 def dcp_search(space, predictor, layers, hardware, objective, *, restarts=8, steps=150,
                learning_rate=0.05, decode_every=10, penalty=1.0, temperature=0.5, seed=0,
-               progress=True):
+               start=None, progress=True):
     """DCP on ``layers`` (see the module docstring); returns a ``SearchResult``."""
     # The first optimiser of a process imports torch's compiler stack (seconds): not search time.
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     evaluator = Evaluator(space, layers, hardware, objective)
     starts = np.stack([space.sample_codes(layer, hardware, restarts, seed=seed * 7919 + index)
                        for index, layer in enumerate(layers)], axis=1)    # (R, L, M, N, 2)
+    if start is not None:
+        starts[0] = np.stack(start)
     for restart in range(restarts):
         evaluator(list(starts[restart]))
     levels, dims = starts.shape[2:4]
