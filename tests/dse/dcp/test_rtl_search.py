@@ -40,6 +40,14 @@ def test_dcp_on_the_dqn_network_respects_the_shared_descriptor_table(rtl_space, 
     assert result.latency >= 11945        # the best there is (rtl_space.best_network_mapping)
 
 
+def test_dcp_from_the_default_mapping_keeps_it_when_nothing_is_better(rtl_space, rtl_tiny_predictor):
+    config, layers = DqnConfig(), list(dqn_layers())
+    start = rtl_space.default_codes(layers, config)
+    result = dcp_search(rtl_space, rtl_tiny_predictor, layers, config, "latency", restarts=2, steps=10,
+                        start=start, progress=False)
+    assert result.trace[0][2] == 11945 == result.latency     # the best there is, from the first evaluation
+
+
 def test_the_answer_runs_on_the_simulator_bit_exact_in_the_predicted_cycles(rtl_space, capsys):
     """A reduced-configuration build (the one the DQN tests make)."""
     layer = Layer.conv(in_channels=2, in_size=7, out_channels=4, kernel=3, name="small")
@@ -74,6 +82,7 @@ def test_dataflow_on_the_rtl_family_prints_the_answer_and_the_best_there_is(tmp_
     (["--space", "rtl", "--layer", "dw_3x3_32"], "--layer dw_3x3_32: dw_3x3_32: the RTL family runs"),
     (["--space", "rtl", "--format", "fp16"], "--format fp16: the RTL family's formats are"),
     (["--space", "template", "--simulate"], "--simulate runs the RTL family's answers"),
+    (["--space", "template", "--start", "default"], "--start default starts from the compiler's mapping"),
 ])
 def test_bad_rtl_input_is_one_line_and_exit_2(arguments, message, capsys):
     assert main(["dse", "dataflow", *arguments]) == 2
