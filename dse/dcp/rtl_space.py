@@ -19,8 +19,7 @@ segments is coded as body and tail.  Every level lists every dimension once, so 
 What the code covers: every mapping of one to three segments with any column blocks and any legal K-split of a
 single-position segment (the mappings ``dse.shared.rtl_family`` samples).  What it leaves out: four or more
 segments (``mapping_table`` and ``best_network_mapping`` search those too, by dynamic programming, for "best
-there is") and the order of the
-passes (it changes neither cycles nor results).
+there is") and the order of the passes (it changes neither cycles nor results).
 
 **Nearest legal mapping** (``nearest``): (1) per segment slot the groups level's lowest slot score among ``X``,
 ``S`` and ``N`` says unsplit, K-split or absent (the body cannot be absent: ``N`` there counts as ``X``); (2) the
@@ -41,7 +40,9 @@ layer a packed vector.
 **Costs**: ``dse.shared.rtl_cost`` (latency = the hardware's cycle counters exactly, energy from the 45 nm
 table); **hardware**: a ``hw.dqn.config.DqnConfig``.  Legality per layer (``violations``): the compiler's
 ``check_mapping``, the descriptor table (passes <= ``max_layers``) and the weight RAM (the compiler's rows);
-per network (``network_violations``) the same two budgets summed over the layers.
+per network (``network_violations``) the same two budgets summed over the layers, and ``fit_network`` simplifies a
+network's codes until they fit them.  ``default_codes`` gives the compiler's own mapping as codes (a starting
+point for the search).
 """
 
 from functools import lru_cache
@@ -342,8 +343,8 @@ class RtlDataflowSpace:
         for slot in _present(code):
             groups, modules, lanes = code[3 * slot:3 * slot + 3]
             blocks, lane_count = int(modules[0, 1]), int(lanes[0, 1])
-            kernel = f"{dict(map(tuple, lanes[1:]))[_C]} x {dict(map(tuple, lanes[1:]))[_R]} x " \
-                     f"{dict(map(tuple, lanes[1:]))[_S]}"
+            steps = dict(map(tuple, lanes[1:].tolist()))
+            kernel = f"{steps[_C]} x {steps[_R]} x {steps[_S]}"
             if groups[0, 0] == _S:
                 split = int(groups[0, 1])
                 lines.append(f"{SEGMENT_SLOTS[slot]}: position {first}, K-split: its kernel columns in {split} "
@@ -351,7 +352,7 @@ class RtlDataflowSpace:
                              f"c x kh x kw = {kernel} per chunk), then a reduction pass")
                 first += 1
                 continue
-            count, per_group = int(dict(map(tuple, groups[1:]))[_Y]), int(groups[0, 1])
+            count, per_group = dict(map(tuple, groups[1:].tolist()))[_Y], int(groups[0, 1])
             lines.append(f"{SEGMENT_SLOTS[slot]}: positions {first}..{first + count - 1} ({count}), {blocks} column "
                          f"blocks x {lane_count} lanes, {per_group} positions per group, {-(-count // per_group)} "
                          f"groups of c x kh x kw = {kernel} steps")
