@@ -40,7 +40,8 @@ def add_arguments(parser):
                          "predictor, against random, TPE and NSGA-II",
         description="DCP: find the best dataflow of a layer or of every layer of a network by gradient descent "
                     "through the learned predictor, compared with random search, TPE and NSGA-II at the same "
-                    "budget; report, plot and JSON.")
+                    "budget; report, plot and JSON.  On the RTL family (--space rtl) also the best mapping the "
+                    "hardware allows and, with --simulate, the answer run on the simulated accelerator.")
     dcp_command.add_dataflow_arguments(dataflow)
     dataflow.set_defaults(handler=run_dataflow)
     predictor = commands.add_parser(

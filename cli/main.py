@@ -8,7 +8,7 @@
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
-    nnaccel dse dataflow [--layer L | --network dqn] [--objective O] [--json F]   DCP dataflow search
+    nnaccel dse dataflow [--layer L | --network dqn] [--space rtl --simulate] ...  DCP dataflow search
     nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
     nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
     nnaccel dse cost --modules M --lanes L [--format F] ...            the RTL family's cost of the DQN per layer

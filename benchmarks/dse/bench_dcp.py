@@ -1,8 +1,9 @@
 """DCP's costs on one core: predictor training time, search time per layer, and evaluations per
 second of the predictor against the cost model.
 
-    python benchmarks/dse/bench_dcp.py [--epochs N] [--kind mlp|transformer] [--predictor F]
-                                       [--store F] [--restarts R] [--steps S]
+    python benchmarks/dse/bench_dcp.py [--space template|rtl] [--epochs N] [--kind mlp|transformer]
+                                       [--width W] [--predictor F] [--store F] [--restarts R]
+                                       [--steps S]
 
 1. Training: the labelled data set from the result store (the labelling sweep runs first for
    whatever the store lacks; ``nnaccel dse predictor`` fills the same store), ``--epochs`` of
@@ -25,7 +26,7 @@ from dse.dcp.command import default_store
 from dse.dcp.dataset import Plan, collect, space_named
 from dse.dcp.encoding import layer_features, relax
 from dse.dcp.search import dcp_search
-from dse.dcp.workloads import DEFAULT_HARDWARE
+from dse.dcp.workloads import DEFAULT_HARDWARE, RTL_DEFAULT_HARDWARE
 from dse.shared.layer import dqn_layers
 
 
@@ -35,36 +36,43 @@ def best_of(repeats, function):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--space", choices=["template", "rtl"], default="template")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--kind", default="mlp")
+    parser.add_argument("--width", type=int, default=256, help="the MLP's width")
     parser.add_argument("--predictor", help="checkpoint for the searches (default: shipped)")
-    parser.add_argument("--store", default=str(default_store()))
+    parser.add_argument("--store", help="result store (default: nnaccel dse predictor's)")
     parser.add_argument("--restarts", type=int, default=8)
     parser.add_argument("--steps", type=int, default=150)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    space = space_named("template")
+    space = space_named(args.space)
+    hardware = RTL_DEFAULT_HARDWARE if args.space == "rtl" else DEFAULT_HARDWARE
 
-    plan = Plan()
-    data = collect(space, plan, args.store)
+    plan = Plan.for_space(args.space)
+    data = collect(space, plan, args.store or default_store(args.space))
     parts = data.split(plan)
-    model = predictor_module.new_predictor(space, args.kind)
+    model = predictor_module.new_predictor(space, args.kind,
+                                           **({"width": args.width} if args.kind == "mlp" else {}))
     report = predictor_module.train(model, parts["train"], space, epochs=args.epochs)
     per_epoch = report.seconds / args.epochs
     print(f"training ({args.kind}, {report.parameters:,} parameters): {len(parts['train']):,} "
           f"samples, {per_epoch:.1f} s per epoch ({len(parts['train']) / per_epoch:,.0f} "
           f"samples/s), {args.epochs} epochs in {report.seconds:.1f} s")
 
-    trained = predictor_module.load(args.predictor)
+    trained = predictor_module.load(args.predictor, space=args.space)
     layers = dqn_layers()
     cases = 10_000
     per_layer = cases // len(layers)
-    codes = [space.sample_codes(layer, DEFAULT_HARDWARE, 200, seed=11) for layer in layers]
+    codes = [space.sample_codes(layer, hardware, 200, seed=11) for layer in layers]
     batches = [np.resize(c, (per_layer, *c.shape[1:])) for c in codes]
-    cost_seconds = best_of(3, lambda: [space.evaluate(l, DEFAULT_HARDWARE, b)
-                                       for l, b in zip(layers, batches)])
+    def cost_model():
+        evaluator = space_named(args.space)     # a new one per repeat: no costs kept from the last
+        return [evaluator.evaluate(l, hardware, b) for l, b in zip(layers, batches)]
+
+    cost_seconds = best_of(3, cost_model)
     layer_rows = torch.as_tensor(np.repeat(layer_features(layers), per_layer, axis=0))
-    hardware_rows = torch.as_tensor(space.hardware_features(DEFAULT_HARDWARE))[None].expand(
+    hardware_rows = torch.as_tensor(space.hardware_features(hardware))[None].expand(
         len(layer_rows), -1)
     relaxed = torch.as_tensor(relax(np.concatenate(batches)), dtype=torch.float32)
 
@@ -83,12 +91,12 @@ def main():
           f"evaluations/s")
 
     for layer in layers:
-        result = dcp_search(space, trained, [layer], DEFAULT_HARDWARE, "latency",
+        result = dcp_search(space, trained, [layer], hardware, "latency",
                             restarts=args.restarts, steps=args.steps, progress=False)
         print(f"DCP search {layer.name:<7} latency: {result.seconds:6.1f} s, "
               f"{result.evaluations:4d} cost-model evaluations, best {result.objective:,.0f} "
               f"cycles")
-    result = dcp_search(space, trained, list(layers), DEFAULT_HARDWARE, "edp",
+    result = dcp_search(space, trained, list(layers), hardware, "edp",
                         restarts=args.restarts, steps=args.steps, progress=False)
     print(f"DCP search DQN network EDP: {result.seconds:6.1f} s, {result.evaluations:4d} "
           f"cost-model evaluations, {result.latency:,.0f} cycles, {result.energy / 1e6:,.1f} uJ")

@@ -3,14 +3,16 @@
 - ``random_search``: legal dataflows drawn by the design space's sampler, one per layer per
   trial;
 - ``optuna_search``: Optuna's TPE sampler or its genetic NSGA-II sampler over the relaxed code
-  (every slot score in [0, N - 1] and log2 size in [0, log2 bound] a float parameter), each
+  (every slot score in [0, N - 1] and log2 size in [0, ``DataflowSpace.log2_limits``] a float
+  parameter), each
   trial decoded to the nearest legal dataflow by the same decoder DCP uses;
 - ``exhaustive_search``: every cost-distinct legal dataflow of one layer, where the design space
   can enumerate them within a limit.
 
 The first two run until they have used at least ``budget`` distinct cost-model evaluations and
 at least ``seconds`` of wall time, so one run gives "best at the same budget" and "best at the
-same wall time" (``SearchResult.best_within``). ``max_trials`` stops a run whose trials keep
+same wall time" (``SearchResult.best_within``). ``max_seconds`` caps a run's wall time and
+``max_trials`` stops a run whose trials keep
 landing on dataflows already evaluated.
 """
 
@@ -23,18 +25,18 @@ from tqdm import tqdm
 from dse.dcp.evaluator import Evaluator, objective_value
 
 
-def _running(evaluator, budget, seconds, trials, max_trials):
-    if trials >= max_trials:
+def _running(evaluator, budget, seconds, trials, max_trials, max_seconds):
+    if trials >= max_trials or evaluator.elapsed() >= max_seconds:
         return False
     return evaluator.evaluations < (budget or 0) or evaluator.elapsed() < (seconds or 0)
 
 
 def random_search(space, layers, hardware, objective, *, budget=None, seconds=None, seed=0,
-                  max_trials=100_000, progress=True):
+                  max_trials=100_000, max_seconds=math.inf, progress=True):
     evaluator = Evaluator(space, layers, hardware, objective)
     trials = 0
     with tqdm(desc="random search", disable=not progress, leave=False) as bar:
-        while _running(evaluator, budget, seconds, trials, max_trials):
+        while _running(evaluator, budget, seconds, trials, max_trials, max_seconds):
             evaluator([space.sample_codes(layer, hardware, 1, seed=seed * 1_000_003 + trials)[0]
                        for layer in layers])
             trials += 1
@@ -54,7 +56,8 @@ def _sampler(name, seed, population):
 
 
 def optuna_search(space, layers, hardware, objective, *, sampler, budget=None, seconds=None,
-                  seed=0, population=20, max_trials=100_000, progress=True):
+                  seed=0, population=20, max_trials=100_000, max_seconds=math.inf,
+                  progress=True):
     """Optuna's ``sampler`` (``tpe`` or ``nsga2``) minimising the log objective."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = Evaluator(space, layers, hardware, objective)
@@ -65,20 +68,21 @@ def optuna_search(space, layers, hardware, objective, *, sampler, budget=None, s
         codes = []
         for index, layer in enumerate(layers):
             relaxed = np.empty((levels, dims, 2))
+            limits = space.log2_limits(layer, hardware)
             for level in range(levels):
-                for dim, bound in enumerate(layer.loop_bounds()):
+                for dim in range(dims):
                     name = f"{index}.{space.levels[level]}.{space.dims[dim]}"
                     relaxed[level, dim, 0] = trial.suggest_float(f"{name}.slot", 0.0, dims - 1.0)
                     relaxed[level, dim, 1] = (trial.suggest_float(f"{name}.log2", 0.0,
-                                                                  math.log2(bound))
-                                              if bound > 1 else 0.0)
+                                                                  float(limits[level, dim]))
+                                              if limits[level, dim] > 0 else 0.0)
             codes.append(space.nearest(relaxed, layer, hardware))
         return math.log(evaluator(codes))
 
     trials = 0
     label = {"tpe": "TPE", "nsga2": "NSGA-II"}[sampler]
     with tqdm(desc=f"Optuna {label}", disable=not progress, leave=False) as bar:
-        while _running(evaluator, budget, seconds, trials, max_trials):
+        while _running(evaluator, budget, seconds, trials, max_trials, max_seconds):
             study.optimize(trial_objective, n_trials=1)
             trials += 1
             bar.update()

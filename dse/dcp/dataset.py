@@ -18,13 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.dcp.encoding import layer_features, relax
+from dse.dcp.rtl_space import RtlDataflowSpace
 from dse.dcp.space import METRICS, TemplateDataflowSpace
-from dse.dcp.workloads import HELD_OUT_HARDWARE, HELD_OUT_LAYERS, TRAIN_HARDWARE, TRAIN_LAYERS
+from dse.dcp.workloads import (HELD_OUT_HARDWARE, HELD_OUT_LAYERS, RTL_HELD_OUT_HARDWARE,
+                               RTL_HELD_OUT_LAYERS, RTL_TRAIN_HARDWARE, RTL_TRAIN_LAYERS,
+                               TRAIN_HARDWARE, TRAIN_LAYERS)
 from dse.shared.layer import Layer
 from dse.shared.store import ResultStore
 from dse.shared.sweep import run_sweep
 
-SPACES = {"template": TemplateDataflowSpace}
+SPACES = {"template": TemplateDataflowSpace, "rtl": RtlDataflowSpace}
 CHUNK = 500
 
 
@@ -70,6 +73,15 @@ class Plan:
     train_hardware: tuple = TRAIN_HARDWARE
     held_out_hardware: tuple = HELD_OUT_HARDWARE
     seed: int = 0
+
+    @classmethod
+    def for_space(cls, name, **fields):
+        """The plan of a design space's own layers and hardware points (``dse.dcp.workloads``)."""
+        if name == "rtl":
+            fields = {"train_layers": RTL_TRAIN_LAYERS, "held_out_layers": RTL_HELD_OUT_LAYERS,
+                      "train_hardware": RTL_TRAIN_HARDWARE,
+                      "held_out_hardware": RTL_HELD_OUT_HARDWARE, **fields}
+        return cls(**fields)
 
     def cases(self, space):
         return (chunk_cases(space, self.train_layers, self.train_hardware, self.per_group,

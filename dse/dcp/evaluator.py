@@ -4,7 +4,9 @@ A *problem* is a list of layers on one hardware point and an objective: ``latenc
 summed over the layers), ``energy`` (pJ, summed) or ``edp`` (summed latency x summed energy).
 ``Evaluator`` evaluates one code per layer with the design space's cost model, counts distinct
 (layer, code) evaluations, keeps the best and the best-so-far trace; ``SearchResult`` is what a
-searcher returns.
+searcher returns. A network dataflow is first fitted to the budgets its layers share
+(``DataflowSpace.fit_network``, e.g. the RTL family's descriptor table); one offered that still
+breaks them (``network_violations``) has an infinite objective and is never the best.
 """
 
 import math
@@ -82,7 +84,10 @@ class Evaluator:
         return self.cache[index][key]
 
     def __call__(self, codes):
-        """The objective of one code per layer; updates the best and the trace."""
+        """The objective of one code per layer (fitted to the shared budgets); updates the best and
+        the trace."""
+        if len(codes) > 1:
+            codes = self.space.fit_network(codes, self.layers, self.hardware)
         return self.offer(codes, [self.layer_costs(i, code) for i, code in enumerate(codes)])
 
     def offer(self, codes, per_layer, *, evaluations=0):
@@ -91,6 +96,8 @@ class Evaluator:
         self.evaluations += evaluations
         value = objective_value(sum(c[0] for c in per_layer), sum(c[1] for c in per_layer),
                                 self.objective)
+        if len(codes) > 1 and self.space.network_violations(codes, self.layers, self.hardware):
+            value = math.inf
         if value < self.best[0]:
             self.best = (value, [np.asarray(c) for c in codes], per_layer)
         self.trace.append((self.evaluations, self.elapsed(), self.best[0]))

@@ -34,7 +34,7 @@ from dse.dcp.encoding import LAYER_FEATURES, relaxed_features
 from models.shared.input_files import InputError
 
 OUTPUTS = 2     # log latency, log energy
-DEFAULT_CHECKPOINT = "predictor_template.pt"
+DEFAULT_CHECKPOINT = "predictor_{space}.pt"
 DERIVED_FEATURES = 14
 _N, _K, _C, _Y, _X, _R, _S = range(7)
 
@@ -175,6 +175,8 @@ class Predictor(nn.Module):
 
 
 def new_predictor(space, kind="mlp", **hyper):
+    """An untrained predictor for ``space`` (its ``predictor_defaults`` under ``hyper``)."""
+    hyper = {**space.predictor_defaults, **hyper}
     return Predictor(kind=kind, space=space.name, levels=len(space.levels), dims=len(space.dims),
                      hardware_features=space.hardware_feature_count, hyper=hyper)
 
@@ -269,10 +271,11 @@ def save(predictor, path, *, extra=None):
                 "extra": extra or {}}, path)
 
 
-def load(path=None):
-    """A frozen predictor from ``path`` (default: the one shipped in ``dse/dcp/data``)."""
+def load(path=None, *, space="template"):
+    """A frozen predictor from ``path`` (default: the one shipped in ``dse/dcp/data`` for the design
+    space named ``space``)."""
     if path is None:
-        path = resources.files("dse.dcp").joinpath("data", DEFAULT_CHECKPOINT)
+        path = resources.files("dse.dcp").joinpath("data", DEFAULT_CHECKPOINT.format(space=space))
     try:
         with open(path, "rb") as handle:
             saved = torch.load(handle, weights_only=True)

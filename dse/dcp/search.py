@@ -5,20 +5,20 @@ baselines are). One layer is a single-layer search; the DQN's four layers a whol
 ``dcp_search``:
 
 1. Start: ``restarts`` legal codes per layer drawn by the design space's sampler (random
-   starts), relaxed (``dse.dcp.encoding.relax``) and evaluated with the cost model.
+   starts), or, given ``start`` (one code per layer, e.g. the compiler's default mapping), that
+   code as the first restart and random ones for the rest; relaxed
+   (``dse.dcp.encoding.relax``) and evaluated with the cost model.
 2. Descend: Adam on the relaxed codes of all restarts at once. The loss per restart is the
    predicted objective in log (log of the summed latency / energy over the layers, their sum
-   for EDP) plus two penalties in log2 units: the squared gap between each dimension's summed
-   log2 sizes and its log2 loop bound (tiles must multiply to the bound), and the squared excess
-   of the soft PEs used over the array (the parallel entry weighted by a softmax of the slot
-   scores). After each step sizes are clipped to [0, log2 bound] and slots to [-0.5, N - 0.5].
+   for EDP) plus the design space's penalty (``DataflowSpace.penalty``; on the template: the
+   squared gap between each dimension's summed log2 sizes and its log2 loop bound, and the
+   squared excess of the soft PEs used over the array). After each step sizes are clipped to
+   [0, ``DataflowSpace.log2_limits``] and slots to [-0.5, N - 0.5].
 3. Every ``decode_every`` steps and at the end, each restart's codes are decoded to the nearest
    legal dataflow (``DataflowSpace.nearest``) and evaluated with the cost model (a code already
    evaluated is not counted again).
 4. The answer is the best decoded dataflow by the cost model.
 """
-
-import math
 
 import numpy as np
 import torch
@@ -27,8 +27,10 @@ from tqdm import tqdm
 from dse.dcp.encoding import layer_features, relax
 from dse.dcp.evaluator import Evaluator, objective_value
 
-def _log_bounds(layers):
-    return torch.tensor(np.log2([layer.loop_bounds() for layer in layers]), dtype=torch.float32)
+
+def _log_limits(space, layers, hardware):
+    return torch.tensor(np.stack([space.log2_limits(layer, hardware) for layer in layers]),
+                        dtype=torch.float32)
 
 
 def predicted_objective(predictor, space, layers, hardware, codes, objective):
@@ -49,21 +51,22 @@ def _inputs(space, layers, hardware, restarts):
 
 def dcp_search(space, predictor, layers, hardware, objective, *, restarts=8, steps=150,
                learning_rate=0.05, decode_every=10, penalty=1.0, temperature=0.5, seed=0,
-               progress=True):
+               start=None, progress=True):
     """DCP on ``layers`` (see the module docstring); returns a ``SearchResult``."""
     # The first optimiser of a process imports torch's compiler stack (seconds): not search time.
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     evaluator = Evaluator(space, layers, hardware, objective)
     starts = np.stack([space.sample_codes(layer, hardware, restarts, seed=seed * 7919 + index)
                        for index, layer in enumerate(layers)], axis=1)    # (R, L, M, N, 2)
+    if start is not None:
+        starts[0] = np.stack(start)
     for restart in range(restarts):
         evaluator(list(starts[restart]))
     levels, dims = starts.shape[2:4]
     code = torch.tensor(relax(starts.reshape(-1, levels, dims, 2)), dtype=torch.float32)
     code = code.reshape(restarts, len(layers), levels, dims, 2).requires_grad_(True)
     layer_rows, hardware_rows = _inputs(space, layers, hardware, restarts)
-    log_bounds = _log_bounds(layers)
-    log_pes = math.log2(hardware.pes)
+    log_limits = _log_limits(space, layers, hardware)
     optimiser = torch.optim.Adam([code], lr=learning_rate)
     step_trace = []
     for step in tqdm(range(1, steps + 1), desc="DCP descent", disable=not progress, leave=False):
@@ -72,18 +75,13 @@ def dcp_search(space, predictor, layers, hardware, objective, *, restarts=8, ste
         latency = torch.logsumexp(output[..., 0], dim=1)
         energy = torch.logsumexp(output[..., 1], dim=1)
         predicted = {"latency": latency, "energy": energy, "edp": latency + energy}[objective]
-        sizes = code[..., 1]
-        bound_gap = ((sizes.sum(dim=2) - log_bounds) ** 2).sum(dim=(1, 2))
-        weights = torch.softmax(-code[..., 0] / temperature, dim=-1)
-        soft_pes = (weights * sizes).sum(dim=(-1, -2))
-        pe_excess = (torch.relu(soft_pes - log_pes) ** 2).sum(dim=1)
-        loss = (predicted + penalty * (bound_gap + pe_excess)).sum()
+        loss = (predicted + penalty * space.penalty(code, layers, hardware, temperature)).sum()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         with torch.no_grad():
             code[..., 1].clamp_(min=0.0)
-            code[..., 1].copy_(torch.minimum(code[..., 1], log_bounds[None, :, None, :]))
+            code[..., 1].copy_(torch.minimum(code[..., 1], log_limits[None]))
             code[..., 0].clamp_(-0.5, dims - 0.5)
         step_trace.append((step, float(torch.exp(predicted.detach().min()))))
         if step % decode_every == 0 or step == steps:

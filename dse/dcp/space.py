@@ -11,8 +11,12 @@ What DCP needs from a design space, whatever the hardware (``DataflowSpace``):
   covers several (and can be tried on one it never saw);
 - ``enumerate_codes``: every cost-distinct legal code in chunks when there are at most
   ``limit`` of them (exhaustive search), else None;
+- ``log2_limits`` and ``penalty``: the range of each relaxed log2 size and the space's soft
+  constraints on relaxed codes, for the gradient search and the black-box searchers;
+- ``network_violations``: what one code per layer breaks together (budgets the layers share), and
+  ``fit_network``: the codes simplified until they fit those budgets;
 - and ``describe`` (a code in words), ``hardware_to_dict`` / ``hardware_from_dict`` (JSON for
-  sweep cases).
+  sweep cases), ``predictor_defaults`` (hyper-parameters its predictor needs).
 
 ``TemplateDataflowSpace`` implements it on the seeds' template (``dse.shared``): M = 3 levels
 (DRAM, GB, RF), N = 7 dimensions (N K C Y X R S), codes are ``Mapping.to_code``.
@@ -65,6 +69,7 @@ class DataflowSpace(Protocol):
     levels: tuple
     dims: tuple
     hardware_feature_count: int
+    predictor_defaults: dict
 
     def hardware_features(self, hardware) -> np.ndarray: ...
 
@@ -84,6 +89,14 @@ class DataflowSpace(Protocol):
 
     def enumerate_codes(self, layer, hardware, *, limit) -> Iterator[np.ndarray] | None: ...
 
+    def log2_limits(self, layer, hardware) -> np.ndarray: ...
+
+    def penalty(self, code, layers, hardware, temperature): ...
+
+    def network_violations(self, codes, layers, hardware) -> list: ...
+
+    def fit_network(self, codes, layers, hardware) -> list: ...
+
 
 _DRAM, _GB, _RF = 0, 1, 2
 _DATAFLOWS = tuple(Dataflow)
@@ -96,6 +109,7 @@ class TemplateDataflowSpace:
     levels = LEVELS
     dims = DIMS
     hardware_feature_count = 8 + len(_DATAFLOWS)
+    predictor_defaults = {}
 
     # ---- hardware ---------------------------------------------------------------------------
 
@@ -140,6 +154,36 @@ class TemplateDataflowSpace:
             f"GB loops (tiles GB -> array): {loops(_GB)}",
             f"unrolled over the PEs: {' x '.join(spatial) or 'nothing'} = {mapping.pes_used} PEs",
             f"RF loops (per PE, innermost last): {loops(_RF)}"])
+
+    def network_violations(self, codes, layers, hardware):
+        """None: the template's layers share no budget (each runs on the whole array in turn)."""
+        return []
+
+    def fit_network(self, codes, layers, hardware):
+        """The codes as they are (no shared budget)."""
+        return list(codes)
+
+    # ---- search support -----------------------------------------------------------------------
+
+    def log2_limits(self, layer, hardware):
+        """(3, 7): a tile size is at most the dimension's loop bound at every level."""
+        return np.broadcast_to(np.log2(layer.loop_bounds()), (len(LEVELS), len(DIMS))).copy()
+
+    def penalty(self, code, layers, hardware, temperature):
+        """Per restart (``code``: restarts x layers x 3 x 7 x 2 tensor), in log2 units: the squared
+        gap between each dimension's summed log2 sizes and its log2 bound (tiles multiply to the
+        bound), and the squared excess of the soft PEs used (the parallel entries weighted by a
+        softmax of the slot scores) over the array."""
+        import torch
+
+        log_bounds = torch.tensor(np.log2([layer.loop_bounds() for layer in layers]),
+                                  dtype=torch.float32)
+        sizes = code[..., 1]
+        bound_gap = ((sizes.sum(dim=2) - log_bounds) ** 2).sum(dim=(1, 2))
+        weights = torch.softmax(-code[..., 0] / temperature, dim=-1)
+        soft_pes = (weights * sizes).sum(dim=(-1, -2))
+        pe_excess = (torch.relu(soft_pes - np.log2(hardware.pes)) ** 2).sum(dim=1)
+        return bound_gap + pe_excess
 
     # ---- the decoder ------------------------------------------------------------------------
 

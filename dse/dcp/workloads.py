@@ -12,11 +12,22 @@ Hardware (``TRAIN_HARDWARE``, ``HELD_OUT_HARDWARE``): fp16 template points with 
 sees (a 20x20 array, which no training point has, with a 32-word RF under OS, a combination no
 training point has). ``DEFAULT_HARDWARE`` (16x16, 64-word RF, row-stationary) is where the
 searches run unless told otherwise.
+
+The RTL family (``dse.dcp.rtl_space``) runs square convolutions and dense layers, no depthwise
+ones: its layers (``RTL_TRAIN_LAYERS``, ``RTL_HELD_OUT_LAYERS``) are the same without the two
+depthwise shapes and without PrimaryCaps (20,736 products per output position overflow every
+weight RAM of the family), plus one more 3x3 convolution. Its hardware points
+(``RTL_TRAIN_HARDWARE``, ``RTL_HELD_OUT_HARDWARE``) all have 256 MACs (the widest layers have
+256 output channels): the 16x16 binary32 accelerator of the thesis (``RTL_DEFAULT_HARDWARE``),
+32 modules x 8 lanes in bfloat16 and 8 x 32 in binary16 with other float-unit latencies for
+training, and 64 x 4 in bfloat16 (a shape no training point has) held out.
 """
 
 from dse.shared.layer import Layer, LayerType, dqn_layers
-from models.shared.input_files import InputError
 from dse.shared.template import TemplateHardware
+from hw.dqn.config import DqnConfig
+from hw.shared.float_format import float_format
+from models.shared.input_files import InputError
 
 CAPSNET_LAYERS = (
     Layer.conv(in_channels=1, in_size=28, out_channels=256, kernel=9, name="CAPS_CONV1"),
@@ -62,9 +73,31 @@ TRAIN_HARDWARE = (
 HELD_OUT_HARDWARE = (TemplateHardware(pe_x=20, pe_y=20, rf_words=32, dataflow="OS"),)
 
 
+
+def _no_depthwise(layers):
+    return tuple(layer for layer in layers if layer.type != LayerType.DEPTHWISE)
+
+
+RTL_TRAIN_LAYERS = (*dqn_layers(), CAPSNET_LAYERS[0], *_no_depthwise(OTHER_LAYERS),
+                    Layer.conv(in_channels=32, in_size=12, out_channels=48, kernel=3,
+                               name="conv_3x3_32_48"))
+RTL_HELD_OUT_LAYERS = _no_depthwise(HELD_OUT_LAYERS)
+RTL_LAYERS = (*RTL_TRAIN_LAYERS, *RTL_HELD_OUT_LAYERS)
+
+RTL_DEFAULT_HARDWARE = DqnConfig()
+RTL_TRAIN_HARDWARE = (
+    RTL_DEFAULT_HARDWARE,
+    DqnConfig(modules=32, lanes=8, fmt=float_format("bfloat16"), multiplier_latency=1,
+              adder_latency=3),
+    DqnConfig(modules=8, lanes=32, fmt=float_format("binary16"), multiplier_latency=3,
+              adder_latency=1),
+)
+RTL_HELD_OUT_HARDWARE = (DqnConfig(modules=64, lanes=4, fmt=float_format("bfloat16")),)
+
+
 def layer_by_name(name):
     """A layer of ``LAYERS`` by name (case-insensitive); ValueError listing the names."""
-    for layer in LAYERS:
+    for layer in (*LAYERS, *RTL_LAYERS):
         if layer.name.lower() == name.lower():
             return layer
     raise InputError(f"unknown layer {name!r}; known: {', '.join(l.name for l in LAYERS)}")

@@ -6,6 +6,7 @@ from dse.dcp.dataset import Plan, assemble, label_chunk, space_named
 from dse.dcp.workloads import DEFAULT_HARDWARE
 from dse.shared.layer import Layer, dqn_layers
 from dse.shared.template import TemplateHardware
+from hw.dqn.config import DqnConfig
 
 TINY_PLAN = Plan(per_group=150, held_out_per_group=40,
                  train_layers=(*dqn_layers()[1:], Layer.conv(in_channels=8, in_size=10,
@@ -36,4 +37,35 @@ def tiny_predictor(space, tiny_data):
     torch.set_num_threads(1)
     model = predictor.new_predictor(space, "mlp", width=64, depth=2)
     predictor.train(model, tiny_data.split(TINY_PLAN)["train"], space, epochs=40)
+    return model.freeze()
+
+
+RTL_TINY_PLAN = Plan.for_space("rtl", per_group=150, held_out_per_group=40,
+                               train_layers=(*dqn_layers()[1:], Layer.conv(in_channels=8, in_size=10,
+                                                                          out_channels=16, kernel=3,
+                                                                          name="conv8")),
+                               held_out_layers=(Layer.conv(in_channels=16, in_size=8, out_channels=8,
+                                                           kernel=3, name="conv16"),),
+                               train_hardware=(DqnConfig(),),
+                               held_out_hardware=(DqnConfig(modules=8, lanes=32),))
+
+
+@pytest.fixture(scope="session")
+def rtl_space():
+    return space_named("rtl")
+
+
+@pytest.fixture(scope="session")
+def rtl_tiny_data(rtl_space):
+    return assemble(rtl_space, [(case, label_chunk(case)) for case in RTL_TINY_PLAN.cases(rtl_space)])
+
+
+@pytest.fixture(scope="session")
+def rtl_tiny_predictor(rtl_space, rtl_tiny_data):
+    torch = pytest.importorskip("torch")
+    from dse.dcp import predictor
+
+    torch.set_num_threads(1)
+    model = predictor.new_predictor(rtl_space, "mlp", width=64, depth=2)
+    predictor.train(model, rtl_tiny_data.split(RTL_TINY_PLAN)["train"], rtl_space, epochs=40)
     return model.freeze()

@@ -64,6 +64,6 @@ def test_the_sweep_labels_into_the_store_and_a_rerun_is_free(tmp_path, space):
     assert len(first) == 20
     again = collect(space, plan, store, workers=1, progress=False)
     assert (again.codes == first.codes).all() and (again.latency == first.latency).all()
-    with pytest.raises(ValueError, match="unknown design space 'rtl'"):
+    with pytest.raises(ValueError, match="unknown design space 'eyeriss'; known: template, rtl"):
         from dse.dcp.dataset import space_named
-        space_named("rtl")
+        space_named("eyeriss")
