@@ -13,7 +13,7 @@ instead of a Yosys run (milliseconds instead of minutes):
   its adders and its partial sums; the control is shared), so ``fixed + lanes * per_lane``;
 * sequencer, feeder, writer, argmax, control and top: a linear model per cell kind over features that count
   what the component is made of (:data:`FEATURES`, e.g. the LUTs of the feeder's per-module ``2 x row_elements``
-  :1 multiplexer trees), fitted by least squares to components measured in
+  :1 multiplexer trees), fitted by least squares on relative errors to components measured in
   :data:`MEASURED_CONFIGS` (the accelerator's Verilog with its matrix module as a black box, synthesized
   hierarchically: every other component in its place);
 * the RAMs by rule (:func:`ram_cells`): M10K blocks in the cheapest true dual-port mode of
@@ -78,11 +78,13 @@ FEATURES = {
                "tap_select_bits": lambda c: c.modules * c.fmt.width * _bits(c.row_elements - 1)},
     # per row element a position adder, compares and write enable; per lane a packed-layout enable; the
     # modules x lanes x width staging register with a lanes:1 multiplexer per module; per row element a modules:1
-    # crossbar multiplexer of width bits (LUTs growing with its inputs and with its levels)
+    # crossbar multiplexer of width bits (LUTs growing with its inputs and with its levels); the packed layouts'
+    # modules:1 multiplexer of lanes x width bits
     "writer": {"one": lambda c: 1, "row_elements": lambda c: c.row_elements, "lanes": lambda c: c.lanes,
                "staging_bits": lambda c: c.modules * c.lanes * c.fmt.width,
                "crossbar_bits": lambda c: c.row_elements * c.fmt.width * (c.modules - 1),
-               "crossbar_level_bits": lambda c: c.row_elements * c.fmt.width * (c.modules.bit_length() - 1)},
+               "crossbar_level_bits": lambda c: c.row_elements * c.fmt.width * (c.modules.bit_length() - 1),
+               "packed_mux_bits": lambda c: c.lanes * c.fmt.width * (c.modules - 1)},
     # a tree of lanes - 1 comparators with their value multiplexers, and the comparison with the running best
     "argmax": {"one": lambda c: 1, "width": lambda c: c.fmt.width, "tree_bits": lambda c: (c.lanes - 1) * c.fmt.width},
     # four 40-bit counters per layer, the descriptor table and its read multiplexer, the host read-back
@@ -279,8 +281,10 @@ def fit_table(config_cells, matrix_cells):
         coefficients = {}
         for field in RESOURCE_FIELDS:
             cells = np.array([measured[component][field] for _, measured in config_cells], dtype=np.float64)
+            # least squares on relative errors (cells span 30x between configurations), a floor of 40 cells
+            weights = 1 / np.maximum(cells, 40)
             coefficients[field] = [round(float(value), 6) for value in
-                                   np.linalg.lstsq(features, cells, rcond=None)[0]]
+                                   np.linalg.lstsq(features * weights[:, None], cells * weights, rcond=None)[0]]
         components[component] = {"features": list(FEATURES[component]), "coefficients": coefficients}
     matrix_module = {}
     for (fmt, multiplier_latency, adder_latency), by_lanes in sorted(matrix_cells.items()):
