@@ -4,16 +4,16 @@ per-component estimates kept in ``data/rtl_area_cyclonev.json``.
 ``nnaccel synth`` (:mod:`sim.fpga.synth`) maps a design hierarchically: each distinct Verilog module once, its
 cell counts times its instances, the ALMs estimated from the total.  A configuration of the accelerator is
 ``modules`` matrix modules and weight-RAM slices, two activation RAMs, the sequencer, feeder, result writer,
-argmax, the host control block (descriptor table, counters, host port) and the top level's own logic (RAM port
-and vector multiplexers; with the host control block, "control" below).  This
-module composes the same sum from a table instead of a Yosys run (milliseconds instead of minutes):
+argmax, the host control block ("control": descriptor table, counters, host read-back) and the top level's own
+logic ("top": RAM port, feeder row and vector multiplexers).  This module composes the same sum from a table
+instead of a Yosys run (milliseconds instead of minutes):
 
 * matrix module: measured for every number format and multiplier / adder latency of :data:`FAMILY_LATENCIES`
   at 2 and 4 lanes (:data:`MATRIX_MODULE_LANES`); the cells are linear in the lanes (each lane is a multiplier,
   its adders and its partial sums; the control is shared), so ``fixed + lanes * per_lane``;
-* sequencer, feeder, writer, argmax and control: a linear model per
-  cell kind over features that count what the component is made of (:data:`FEATURES`, e.g. the feeder's
-  ``modules x row_elements x width`` multiplexer bits), fitted by least squares to components measured in
+* sequencer, feeder, writer, argmax, control and top: a linear model per cell kind over features that count
+  what the component is made of (:data:`FEATURES`, e.g. the LUTs of the feeder's per-module ``2 x row_elements``
+  :1 multiplexer trees), fitted by least squares on relative errors to components measured in
   :data:`MEASURED_CONFIGS` (the accelerator's Verilog with its matrix module as a black box, synthesized
   hierarchically: every other component in its place);
 * the RAMs by rule (:func:`ram_cells`): M10K blocks in the cheapest true dual-port mode of
@@ -54,36 +54,53 @@ def _bits(limit):
     return max(1, int(limit).bit_length())
 
 
+def _mux_luts(inputs):
+    """6-input LUTs of one bit of an ``inputs``:1 multiplexer built as a tree of 4:1 multiplexers (a LUT each)."""
+    return -(-(inputs - 1) // 3)
+
+
 def _reduction_modules(config):
     """Matrix modules whose lanes lie inside an activation word (they can take a reduction's vector)."""
     return min(config.modules, config.row_elements // config.lanes)
 
 
-# Per component: feature name -> function of the DqnConfig.  The table stores one coefficient per feature and
-# cell kind.
+# Per component: feature name -> function of the DqnConfig, each counting a part of what the component is made of
+# (hw/dqn/*.py, hw/shared/host_control.py).  The table stores one coefficient per feature and cell kind.
 FEATURES = {
-    "sequencer": {"one": lambda c: 1, "modules": lambda c: c.modules,
-                  "tap_bits": lambda c: c.modules * _bits(c.row_elements - 1),
-                  "addresses": lambda c: _bits(c.activation_depth - 1) + _bits(c.weight_depth - 1)},
+    # layer / group / step / column counters and address adders; per module a tap column register
+    "sequencer": {"one": lambda c: 1, "tap_bits": lambda c: c.modules * _bits(c.row_elements - 1),
+                  "addresses": lambda c: _bits(c.activation_depth - 1) + _bits(c.weight_depth - 1),
+                  "layer_index_bits": lambda c: _bits(c.max_layers - 1)},
+    # two row registers with a load / shift multiplexer; per module a 2 x row_elements:1 multiplexer of width bits
+    # (the tree's LUTs, and its select logic, which grows with the select's bits)
     "feeder": {"one": lambda c: 1, "row_bits": lambda c: c.row_elements * c.fmt.width,
-               "tap_mux_bits": lambda c: c.modules * c.row_elements * c.fmt.width,
-               "tap_bits": lambda c: c.modules * (c.fmt.width + _bits(c.row_elements - 1))},
-    "writer": {"one": lambda c: 1, "staging_bits": lambda c: c.modules * c.lanes * c.fmt.width,
-               "crossbar_bits": lambda c: c.row_elements * c.modules * c.fmt.width,
-               "row_bits": lambda c: c.row_elements * c.fmt.width, "row_elements": lambda c: c.row_elements},
-    "argmax": {"one": lambda c: 1, "lane_bits": lambda c: c.lanes * c.fmt.width, "lanes": lambda c: c.lanes},
-    "control": {"one": lambda c: 1,
+               "tap_mux_luts": lambda c: c.modules * c.fmt.width * _mux_luts(2 * c.row_elements),
+               "tap_select_bits": lambda c: c.modules * c.fmt.width * _bits(c.row_elements - 1)},
+    # per row element a position adder, compares and write enable; per lane a packed-layout enable; the
+    # modules x lanes x width staging register with a lanes:1 multiplexer per module; per row element a modules:1
+    # crossbar multiplexer of width bits (LUTs growing with its inputs and with its levels); the packed layouts'
+    # modules:1 multiplexer of lanes x width bits
+    "writer": {"one": lambda c: 1, "row_elements": lambda c: c.row_elements, "lanes": lambda c: c.lanes,
+               "staging_bits": lambda c: c.modules * c.lanes * c.fmt.width,
+               "crossbar_bits": lambda c: c.row_elements * c.fmt.width * (c.modules - 1),
+               "crossbar_level_bits": lambda c: c.row_elements * c.fmt.width * (c.modules.bit_length() - 1),
+               "packed_mux_bits": lambda c: c.lanes * c.fmt.width * (c.modules - 1)},
+    # a tree of lanes - 1 comparators with their value multiplexers, and the comparison with the running best
+    "argmax": {"one": lambda c: 1, "width": lambda c: c.fmt.width, "tree_bits": lambda c: (c.lanes - 1) * c.fmt.width},
+    # four 40-bit counters per layer, the descriptor table and its read multiplexer, the host read-back
+    # multiplexer over the memories' words
+    "control": {"one": lambda c: 1, "max_layers": lambda c: c.max_layers,
                 "descriptor_bits": lambda c: c.max_layers * descriptor_layout(c).size,
-                "counters": lambda c: c.max_layers,
-                "host_bits": lambda c: c.host_data_bits,
-                "row_bits": lambda c: c.row_elements * c.fmt.width,
-                "vector_mux_bits": lambda c: _reduction_modules(c) * c.lanes * c.fmt.width,
-                "modules": lambda c: c.modules},
+                "host_bits": lambda c: c.host_data_bits},
+    # the RAM ports' write-data and feeder-row multiplexers, the reduction's vector multiplexers, the write enables
+    "top": {"one": lambda c: 1, "row_bits": lambda c: c.row_elements * c.fmt.width,
+            "vector_mux_bits": lambda c: _reduction_modules(c) * c.lanes * c.fmt.width,
+            "row_elements": lambda c: c.row_elements},
 }
 # Instances of each component in one accelerator.
 _COUNTS = {"sequencer": lambda c: 1, "feeder": lambda c: 1, "writer": lambda c: 1, "argmax": lambda c: 1,
-           "control": lambda c: 1, "weight_slice": lambda c: c.modules, "activation_ram": lambda c: 2,
-           "matrix_module": lambda c: c.modules}
+           "control": lambda c: 1, "top": lambda c: 1, "weight_slice": lambda c: c.modules,
+           "activation_ram": lambda c: 2, "matrix_module": lambda c: c.modules}
 
 # Small configurations whose components the table is fitted to (each a quick Verilog generation; every
 # component measured in its place).  The whole-design check uses others (benchmarks/dse/bench_rtl_area.py).
@@ -230,10 +247,9 @@ def wrapped_matrix_module(verilog_text, name):
 
 
 # The rows of a synthesis report of the accelerator (``sim.fpga.synth``: a row per kind of the top's submodules and
-# one for the top's own logic) by the component they belong to; the host control block (descriptor table,
-# counters, host reads) and the top's own logic (RAM port and vector multiplexers) are together "control".
+# one for the top's own logic) by the component they belong to.
 _ROW_SUFFIXES = {".sequencer": "sequencer", ".feeder": "feeder", ".writer": "writer", ".argmax": "argmax",
-                 ".control": "control", " (own logic)": "control", "_weight_slice": "weight_slice",
+                 ".control": "control", " (own logic)": "top", "_weight_slice": "weight_slice",
                  "_activation_ram": "activation_ram", "_matrix_module": "matrix_module"}
 
 
@@ -265,8 +281,10 @@ def fit_table(config_cells, matrix_cells):
         coefficients = {}
         for field in RESOURCE_FIELDS:
             cells = np.array([measured[component][field] for _, measured in config_cells], dtype=np.float64)
+            # least squares on relative errors (cells span 30x between configurations), a floor of 40 cells
+            weights = 1 / np.maximum(cells, 40)
             coefficients[field] = [round(float(value), 6) for value in
-                                   np.linalg.lstsq(features, cells, rcond=None)[0]]
+                                   np.linalg.lstsq(features * weights[:, None], cells * weights, rcond=None)[0]]
         components[component] = {"features": list(FEATURES[component]), "coefficients": coefficients}
     matrix_module = {}
     for (fmt, multiplier_latency, adder_latency), by_lanes in sorted(matrix_cells.items()):

@@ -143,15 +143,15 @@ class SynthReport:
                 "total": self.total.as_dict()}
 
 
-def _script(name, workdir):
+def _script(name, workdir, library):
     common = f"-family cyclonev -top {name} -noiopad -noclkbuf -noflatten"
     return "\n".join([
         f"read_verilog {workdir / 'design.v'}",
-        f"read_verilog -lib {_M10K_CELLS}",
+        f"read_verilog -lib {library / _M10K_CELLS.name}",
         f"synth_intel_alm {common} -run begin:map_bram",
         f"write_json {workdir / 'memories.json'}",
-        f"memory_libmap -lib {_M10K_RULES}",
-        f"techmap -map {_M10K_MAP}",
+        f"memory_libmap -lib {library / _M10K_RULES.name}",
+        f"techmap -map {library / _M10K_MAP.name}",
         f"synth_intel_alm {common} -run map_bram:",
         f"tee -q -o {workdir / 'stat.json'} stat -json",
     ]) + "\n"
@@ -192,7 +192,7 @@ def _run_yosys(verilog_text, name):
     with tempfile.TemporaryDirectory(prefix="nnaccel-synth-") as directory:
         workdir = Path(directory)
         (workdir / "design.v").write_text(without_zero_memory_init(verilog_text))
-        (workdir / "script.ys").write_text(_script(name, workdir))
+        (workdir / "script.ys").write_text(_script(name, workdir, _LIBRARY))
         result = subprocess.run([yosys_command(), "-q", "-l", str(workdir / "yosys.log"), "-s",
                                  str(workdir / "script.ys")], capture_output=True, text=True, cwd=workdir)
         if result.returncode != 0 or not (workdir / "stat.json").exists():
@@ -240,15 +240,20 @@ def _report(name, stats, seconds):
     return SynthReport(name=name, rows=tuple(rows), total=total(top), seconds=seconds)
 
 
-def estimate_verilog(verilog_text, name):
-    """:class:`SynthReport` for the Verilog ``verilog_text`` with top module ``name``; cached by content."""
+def estimate_verilog(verilog_text, name, *, cached_only=False):
+    """:class:`SynthReport` for the Verilog ``verilog_text`` with top module ``name``; cached by content.  With
+    ``cached_only``, ``None`` instead of a Yosys run when the cache does not hold it."""
+    # The mapping files by content and the script with placeholder directories: every checkout of the same
+    # sources finds the same entry, wherever it lives.
     key = build_key(verilog_text, yosys=yosys_version(), format=_RESULT_FORMAT,
                     library=hashlib.sha256(b"".join(p.read_bytes() for p in (_M10K_RULES, _M10K_CELLS, _M10K_MAP)))
-                    .hexdigest(), script=_script(name, Path("/")))
+                    .hexdigest(), script=_script(name, Path("/"), Path("/")))
     cached = cache_root() / "synth" / f"{name}-{key}.json"
     if cached.exists():
         stored = json.loads(cached.read_text())
         return _report(name, stored["stats"], stored["seconds"])
+    if cached_only:
+        return None
     start = time.perf_counter()
     stats = _run_yosys(verilog_text, name)
     seconds = time.perf_counter() - start

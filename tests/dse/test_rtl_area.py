@@ -1,10 +1,11 @@
 """The RTL family's area table: the M10K rule against every RAM Yosys mapped, the matrix module's lane model
-against its measurements, the composition against the measured components.  (The composition against
-whole-design Yosys runs, minutes each, is benchmarks/dse/bench_rtl_area.py.)"""
+against its measurements, the composition against the measured components, and the fit on configurations it has
+not seen.  (The composition against whole-design Yosys runs, minutes each, is benchmarks/dse/bench_rtl_area.py.)"""
 
+import numpy as np
 import pytest
 
-from dse.shared.rtl_area import FEATURES, RESOURCE_FIELDS, compose, ram_cells, table
+from dse.shared.rtl_area import FEATURES, RESOURCE_FIELDS, component_features, compose, fit_table, ram_cells, table
 from dse.shared.rtl_family import config_from_json
 from hw.dqn.config import DqnConfig
 
@@ -37,11 +38,10 @@ def test_the_matrix_module_model_reproduces_its_measurements():
     assert len(models) == 3 * 3 * 3
 
 
-@pytest.mark.xfail(strict=True, reason="known defect (issue 12): the table's linear models were fitted before the "
-                   "accelerator took the shared host control block and streams (one fit configuration's writer "
-                   "grew from 901 to 1,155 LUTs); the writer misses by up to 24 %. Re-measure with "
-                   "benchmarks/dse/measure_rtl_area.py and rework the writer's features; strict, so this marker "
-                   "has to go when the fit holds")
+@pytest.mark.xfail(strict=True, reason="known defect (issue 12): with the 16-module and 40-element fit configurations "
+                   "re-measured, two fitted components miss the in-sample bound: the writer of 4 x 8 binary32 r40 by "
+                   "10.3 % (6,296 vs 7,016 LUTs) and the sequencer of 16 x 2 binary32 by 44 LUTs (bound 43.6); the "
+                   "composition still holds within 5 % of whole-design runs (benchmarks/dse/bench_rtl_area.py)")
 def test_the_composition_is_close_to_the_components_it_was_fitted_on():
     for entry in table()["measurements"]["configs"]:
         config = config_from_json(entry["config"])
@@ -52,6 +52,20 @@ def test_the_composition_is_close_to_the_components_it_was_fitted_on():
                 measured = entry["cells"][component][field] * instances
                 assert abs(cells[field] - measured) <= max(0.1 * measured, 40), (config.module_name, component,
                                                                                   field, cells[field], measured)
+
+
+def test_the_fitted_components_of_a_configuration_left_out_of_the_fit():
+    """Held out: each fit configuration's fitted components (sequencer, feeder, writer, argmax, control, top)
+    predicted by a fit on the other configurations; their sum's LUTs, carry bits and flip-flops within 5 %."""
+    measured = [(config_from_json(entry["config"]), entry["cells"]) for entry in table()["measurements"]["configs"]]
+    assert len(measured) >= 8
+    for index, (config, cells) in enumerate(measured):
+        held_out = fit_table(measured[:index] + measured[index + 1:], {})["components"]
+        for field in ("luts", "carry", "flip_flops"):
+            predicted = sum(component_features(component, config) @ np.array(held_out[component]["coefficients"][field])
+                            for component in FEATURES)
+            actual = sum(cells[component][field] for component in FEATURES)
+            assert predicted == pytest.approx(actual, rel=0.05), (config.module_name, field, predicted, actual)
 
 
 def test_the_thesis_configuration():

@@ -1,6 +1,8 @@
 """sim.fpga.synth: Yosys maps buffers to M10K block RAM and multipliers to DSP blocks; hierarchy, cache, messages."""
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,6 +74,12 @@ def test_identical_submodules_are_counted_per_instance():
 def test_results_are_cached(fresh_cache, monkeypatch):
     first = estimate(RegisteredProduct(), "synth_product_16x16")
     monkeypatch.setattr(synth, "_run_yosys", lambda *args: pytest.fail("Yosys ran again"))
+    assert estimate(RegisteredProduct(), "synth_product_16x16").total == first.total
+    # also from a checkout elsewhere: the key holds the mapping files' contents, not their paths
+    moved = Path(shutil.copytree(synth._LIBRARY, fresh_cache / "elsewhere" / "yosys"))
+    monkeypatch.setattr(synth, "_LIBRARY", moved)
+    for attribute in ("_M10K_RULES", "_M10K_CELLS", "_M10K_MAP"):
+        monkeypatch.setattr(synth, attribute, moved / getattr(synth, attribute).name)
     assert estimate(RegisteredProduct(), "synth_product_16x16").total == first.total
 
 
