@@ -33,7 +33,7 @@ from importlib import resources
 import numpy as np
 
 from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout
+from hw.dqn.descriptor import descriptor_bits
 from hw.shared.float_format import float_format
 
 __all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE",
@@ -73,7 +73,7 @@ FEATURES = {
                "row_bits": lambda c: c.row_elements * c.fmt.width, "row_elements": lambda c: c.row_elements},
     "argmax": {"one": lambda c: 1, "lane_bits": lambda c: c.lanes * c.fmt.width, "lanes": lambda c: c.lanes},
     "control": {"one": lambda c: 1,
-                "descriptor_bits": lambda c: c.max_layers * descriptor_layout(c).size,
+                "descriptor_bits": lambda c: c.max_layers * descriptor_bits(c),
                 "counters": lambda c: c.max_layers,
                 "host_bits": lambda c: c.host_data_bits,
                 "row_bits": lambda c: c.row_elements * c.fmt.width,
