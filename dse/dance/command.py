@@ -205,16 +205,22 @@ def export_winner(network, model, path):
     save_onnx(path, network.dqn_layers(), model.dqn_weights(), name="dance")
 
 
+def answer_configuration(space_name, answer):
+    """``(DqnConfig or None for the default, split mode)`` an answer is built with: the point it chose on the RTL
+    family; the default configuration after a search on the template (its points are no RTL configurations)."""
+    if space_name != "rtl":
+        return None, "auto"
+    space = make_hardware_space("rtl")
+    return space.config(answer["hardware_point"]), space.split(answer["hardware_point"])
+
+
 def check_on_rtl(arguments, answer, network, model, test, progress=None):
     """:func:`dse.dance.rtl_check.check_answer` on the retrained winner: on the DQN accelerator's default
     configuration after a search on the template, on the configuration and split mode ``answer`` chose after a
     search on the RTL family; the report dict."""
     from dse.dance.rtl_check import check_answer
 
-    config, split = None, "auto"
-    if arguments.space == "rtl":
-        space = make_hardware_space("rtl")
-        config, split = space.config(answer["hardware_point"]), space.split(answer["hardware_point"])
+    config, split = answer_configuration(arguments.space, answer)
     return check_answer(network, model, (test[0].numpy(), test[1].numpy()), digits=arguments.rtl_digits,
                         config=config, split=split, simulator=arguments.simulator, progress=progress)
 

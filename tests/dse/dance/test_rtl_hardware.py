@@ -1,17 +1,22 @@
 """The RTL family as DANCE's hardware space, on a small grid: a network has a cost on exactly the points it
-compiles onto, that cost is the RTL cost model's (cycles at 100 MHz, energy, ALM-equivalents), and the labelling
-sweep's table gives the same costs and the same exhaustive search."""
+compiles onto, that cost is the RTL cost model's (cycles at 100 MHz, energy, ALM-equivalents), the labelling
+sweep's table gives the same costs and the same exhaustive search, and a co-search's answer is a point of the grid
+that is built as the configuration it names."""
 
 import numpy as np
 import pytest
+import torch
 
+from dse.dance import command, cosearch
+from dse.dance import evaluator as ev
 from dse.dance.cost_functions import CostFunction
 from dse.dance.network_space import NETWORK_SPACE, NetworkSpace
 from dse.dance.rtl_hardware import PARAMETERS, RtlHardwareSpace, alm_equivalents
 from dse.dance.rtl_labels import label_rtl
-from dse.dance.training import feasible_pairs
+from dse.dance.training import TrainedEvaluator, feasible_pairs
 from dse.shared.rtl_cost import evaluate_network, hardware_area
 from models.dqn.plan import compile_network
+from models.shared.mnist import sample_digits
 
 SMALL_GRID = (("modules", (8, 32)), ("lanes", (4, 16)), ("format", ("binary32", "bfloat16")),
               ("multiplier_latency", (1,)), ("adder_latency", (3,)), ("row_elements", (28, 84)),
@@ -92,3 +97,23 @@ def test_the_labelling_sweep_gives_the_space_s_costs_and_exhaustive_search(tmp_p
 
     _, again, _ = label_rtl(store_path=store, workers=1, progress=False, network_space=small, parameters=SMALL_GRID)
     assert again.new == 0 and again.skipped == 16
+
+
+def test_dance_on_the_rtl_family_answers_with_a_configuration_that_is_built_as_chosen():
+    space = RtlHardwareSpace(parameters=SMALL_GRID)
+    images, labels = sample_digits()
+    data = (cosearch.images_tensor(images[:100]), torch.as_tensor(labels[:100].astype(np.int64)))
+    test = (cosearch.images_tensor(images[100:]), torch.as_tensor(labels[100:].astype(np.int64)))
+    generator = ev.freeze(ev.HardwareGenerator(NETWORK_SPACE.encoding_width, space.sizes))
+    cost = ev.freeze(ev.CostEstimator(NETWORK_SPACE.encoding_width + space.encoding_width, np.zeros(3)))
+    settings = cosearch.SearchSettings(search_epochs=1, warmup_epochs=0, retrain_epochs=1, batch=50)
+    result = cosearch.run_method("dance", data, test, settings, space, TrainedEvaluator(generator, cost,
+                                 CostFunction("edap")), CostFunction("edap"))
+    network = NETWORK_SPACE.network(result.indices)
+    points, costs = space.best_hardware([network], CostFunction("edap"))
+    assert result.hardware_point == list(points[0]) and result.area_unit == "kALMeq"
+    assert result.hardware == space.describe(points[0]) and result.area_mm2 == costs[0, 2]
+    config, split = command.answer_configuration("rtl", {"hardware_point": [0, 1, 1, 0, 0, 0, 1, 1, 0]})
+    assert (config.modules, config.lanes, config.fmt.name, config.row_elements, config.activation_depth,
+            config.weight_depth, split) == (8, 8, "bfloat16", 28, 1024, 2048, "auto")
+    assert command.answer_configuration("template", {"hardware_point": [0, 0, 0, 0]}) == (None, "auto")
