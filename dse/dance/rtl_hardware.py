@@ -142,7 +142,7 @@ def context_table(space, contexts, structures=None):
     points = space.all_points()
     table = {name: np.zeros((len(contexts), len(points)),
                             dtype=bool if name == "feasible" else np.float64 if name in ("cycles", "energy_pj")
-                            else np.int64) for name in COLUMNS}
+                            else np.int32) for name in COLUMNS}
     for key, members in space.structure_members().items():
         if structures is not None and key not in structures:
             continue
