@@ -243,12 +243,12 @@ def table_lines(results):
     """The Table-2-like table, with each EDAP against the separate-design baseline's."""
     baseline = next((r for r in results if r["method"] == "baseline"), None)
     area = f"area {results[0].get('area_unit', 'mm2')}" if results else "area"
-    lines = [f"{'method':<16} {'l2':>5} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {area:>12} "
+    lines = [f"{'method':<16} {'l2':>6} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {area:>12} "
              f"{'EDAP':>11} {'vs base':>8}  network | hardware"]
     for r in results:
         gain = f"{baseline['edap'] / r['edap']:.2f}x" if baseline else "-"
         label = r["method"] if r["method"] != "dance" else f"dance ({r['cost']})"
-        lines.append(f"{label:<16} {r['lambda2']:>5.2f} {100 * r['accuracy']:>7.2f}% {r['latency_ms']:>11.5f} "
+        lines.append(f"{label:<16} {r['lambda2']:>6g} {100 * r['accuracy']:>7.2f}% {r['latency_ms']:>11.5f} "
                      f"{r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} {gain:>8}  "
                      f"{r['network']} | {r['hardware']}")
     lines.append(PATENT_TABLE_2)
