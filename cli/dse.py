@@ -112,7 +112,7 @@ def run_cosearch(arguments):
                   f"retrained test accuracy {accuracy:.2%} (the search's {answer['accuracy']:.2%}); run it with "
                   f"`nnaccel run net {arguments.onnx}`")
         if arguments.rtl_digits:
-            rtl = dance_command.check_on_rtl(arguments, network, model, test,
+            rtl = dance_command.check_on_rtl(arguments, answer, network, model, test,
                                              progress=lambda text: print(f"nnaccel: {text} ...", flush=True))
             for line in dance_command.rtl_lines(rtl):
                 print(line)

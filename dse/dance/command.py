@@ -19,7 +19,7 @@ from dse.dance.cost_functions import COST_FUNCTIONS
 from dse.dance.cosearch import METHODS, SearchSettings
 from models.shared.cache import cache_root
 
-SPACES = ("template",)
+SPACES = ("template", "rtl")
 DEFAULT_LAMBDAS = (0.5,)
 PATENT_TABLE_2 = ("ImageNet (patent Table 2): baseline 71.12% EDAP 3014.0; FLOPs penalty 70.56% 2709.0; "
                   "EDD + proposed loss 70.34% 5642.5; DANCE EDAP 69.82% 912.4 (3.3x lower than the baseline)")
@@ -40,7 +40,9 @@ def add_arguments(parser, *, positive_int, output_file, add_json_argument):
     defaults = SearchSettings()
     parser.add_argument("--cost", choices=COST_FUNCTIONS, default="edap",
                         help="DANCE's Cost_HW and the cost the exact hardware generation minimises (default edap)")
-    parser.add_argument("--space", choices=SPACES, default="template", help="hardware space (default template)")
+    parser.add_argument("--space", choices=SPACES, default="template",
+                        help="hardware space: the seeds' template, or rtl, the DQN accelerator's configurations "
+                             "(dse/dance/rtl_hardware.py; --rtl-digits then builds the chosen one) (default template)")
     parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
                         help=f"comma-separated subset of {','.join(METHODS)} (default all)")
     parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,
@@ -97,16 +99,26 @@ def cosearch_task(case):
 
     from dse.dance import training
     from dse.dance.cosearch import run_method
-    from dse.dance.template_hardware import TemplateHardwareSpace
 
     torch.set_num_threads(1)
     settings = SearchSettings(**case["settings"])
     data, test = _mnist(settings)
     evaluator = training.load(case["space"], case["cost"])
-    hardware_space = TemplateHardwareSpace()
+    hardware_space = make_hardware_space(case["space"])
     result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
                         lambda2=case["lambda2"])
     return result.to_dict()
+
+
+def make_hardware_space(name):
+    """The hardware space called ``name`` (``SPACES``)."""
+    if name == "rtl":
+        from dse.dance.rtl_hardware import RtlHardwareSpace
+
+        return RtlHardwareSpace()
+    from dse.dance.template_hardware import TemplateHardwareSpace
+
+    return TemplateHardwareSpace()
 
 
 def _settings(arguments):
@@ -161,7 +173,7 @@ def run(arguments):
         results = [store.get(case) for case in todo]
     seconds = time.perf_counter() - start
     plot = Path(arguments.plot or f"cosearch_{arguments.cost}.png")
-    plot_error_against_edap(results, plot, arguments.cost)
+    plot_error_against_edap(results, plot, arguments.cost, arguments.space)
     return results, seconds, plot
 
 
@@ -193,12 +205,24 @@ def export_winner(network, model, path):
     save_onnx(path, network.dqn_layers(), model.dqn_weights(), name="dance")
 
 
-def check_on_rtl(arguments, network, model, test, progress=None):
-    """:func:`dse.dance.rtl_check.check_answer` on the retrained winner; the report dict."""
+def answer_configuration(space_name, answer):
+    """``(DqnConfig or None for the default, split mode)`` an answer is built with: the point it chose on the RTL
+    family; the default configuration after a search on the template (its points are no RTL configurations)."""
+    if space_name != "rtl":
+        return None, "auto"
+    space = make_hardware_space("rtl")
+    return space.config(answer["hardware_point"]), space.split(answer["hardware_point"])
+
+
+def check_on_rtl(arguments, answer, network, model, test, progress=None):
+    """:func:`dse.dance.rtl_check.check_answer` on the retrained winner: on the DQN accelerator's default
+    configuration after a search on the template, on the configuration and split mode ``answer`` chose after a
+    search on the RTL family; the report dict."""
     from dse.dance.rtl_check import check_answer
 
+    config, split = answer_configuration(arguments.space, answer)
     return check_answer(network, model, (test[0].numpy(), test[1].numpy()), digits=arguments.rtl_digits,
-                        simulator=arguments.simulator, progress=progress)
+                        config=config, split=split, simulator=arguments.simulator, progress=progress)
 
 
 def rtl_lines(report):
@@ -218,19 +242,20 @@ def rtl_lines(report):
 def table_lines(results):
     """The Table-2-like table, with each EDAP against the separate-design baseline's."""
     baseline = next((r for r in results if r["method"] == "baseline"), None)
-    lines = [f"{'method':<16} {'l2':>5} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {'area mm2':>9} "
+    area = f"area {results[0].get('area_unit', 'mm2')}" if results else "area"
+    lines = [f"{'method':<16} {'l2':>6} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {area:>12} "
              f"{'EDAP':>11} {'vs base':>8}  network | hardware"]
     for r in results:
         gain = f"{baseline['edap'] / r['edap']:.2f}x" if baseline else "-"
         label = r["method"] if r["method"] != "dance" else f"dance ({r['cost']})"
-        lines.append(f"{label:<16} {r['lambda2']:>5.2f} {100 * r['accuracy']:>7.2f}% {r['latency_ms']:>11.5f} "
-                     f"{r['energy_mj']:>10.5f} {r['area_mm2']:>9.3f} {r['edap']:>11.3e} {gain:>8}  "
+        lines.append(f"{label:<16} {r['lambda2']:>6g} {100 * r['accuracy']:>7.2f}% {r['latency_ms']:>11.5f} "
+                     f"{r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} {gain:>8}  "
                      f"{r['network']} | {r['hardware']}")
     lines.append(PATENT_TABLE_2)
     return lines
 
 
-def plot_error_against_edap(results, path, cost):
+def plot_error_against_edap(results, path, cost, space="template"):
     """Error (%) against EDAP (log scale), one marker per method (patent Figure 9)."""
     import matplotlib
 
@@ -246,9 +271,10 @@ def plot_error_against_edap(results, path, cost):
             axes.scatter([r["edap"] for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],
                          marker=markers[method], s=80 if method == "dance" else 40, label=label)
     axes.set_xscale("log")
-    axes.set_xlabel("EDAP (mJ x ms x mm^2, cost model)")
+    unit = results[0].get("area_unit", "mm2") if results else "mm2"
+    axes.set_xlabel(f"EDAP (mJ x ms x {unit}, cost model)")
     axes.set_ylabel("test error (%)")
-    axes.set_title("MNIST, template hardware: error against EDAP")
+    axes.set_title(f"MNIST, {space} hardware: error against EDAP")
     axes.legend(loc="best")
     figure.tight_layout()
     figure.savefig(path, dpi=120)

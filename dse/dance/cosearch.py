@@ -72,6 +72,8 @@ class SearchResult:
     search_s: float
     retrain_s: float
     architecture_probabilities: list = field(default_factory=list)
+    hardware_point: list = field(default_factory=list)     # one index per hardware parameter
+    area_unit: str = "mm2"                                 # of area_mm2: the hardware space's area_unit
 
     def to_dict(self):
         return asdict(self)
@@ -256,4 +258,5 @@ def run_method(method, data, test, settings, hardware_space, evaluator, cost_fun
                         accuracy=test_accuracy, latency_ms=latency, energy_mj=energy, area_mm2=area,
                         edap=latency * energy * area, macs=int(network.macs), search_s=search_s,
                         retrain_s=retrain_s,
-                        architecture_probabilities=[[float(p) for p in row] for row in probabilities])
+                        architecture_probabilities=[[float(p) for p in row] for row in probabilities],
+                        hardware_point=[int(i) for i in points[0]], area_unit=hardware_space.area_unit)

@@ -1,5 +1,6 @@
 """What DANCE needs from a hardware design space, as a small interface: the template
-(``dse.dance.template_hardware``) implements it now, the RTL family of the DQN accelerator next.
+(``dse.dance.template_hardware``) and the RTL family of the DQN accelerator (``dse.dance.rtl_hardware``)
+implement it.
 
 A space is a grid of hardware parameters, each a one-hot choice (the evaluator reads and the
 hardware-generation network writes one one-hot block per parameter). A point is one index per
@@ -7,7 +8,8 @@ parameter; ``point_index`` flattens it (lexicographic order, the order of ``all_
 
 ``network_costs(networks)`` is the ground truth: latency (ms), energy (mJ) and area (mm^2) of each
 network on every point of the space, an array (networks, points, 3); a point the network cannot
-run on costs ``inf``. ``best_hardware`` is the "hardware generation tool" of the patent: the
+run on costs ``inf``. The area is in the space's ``area_unit`` (the template's mm^2, the RTL family's
+thousands of FPGA ALM-equivalents); ``area()`` gives it for every point. ``best_hardware`` is the "hardware generation tool" of the patent: the
 exhaustive search of the space for the point that minimises a cost function.
 """
 
@@ -24,6 +26,7 @@ class HardwareSpace(ABC):
     """A grid of one-hot hardware parameters with a cost model (see the module docstring)."""
 
     name = "abstract"
+    area_unit = "mm2"
     #: the parameters whose values multiply to the number of multipliers (EDD's "resources")
     compute_parameters = ()
 
@@ -31,6 +34,10 @@ class HardwareSpace(ABC):
     @abstractmethod
     def parameters(self):
         """((name, values), ...): every hardware parameter and its choices."""
+
+    @abstractmethod
+    def area(self):
+        """(len(self),) float64: the area of every point, in ``area_unit``."""
 
     @abstractmethod
     def network_costs(self, networks):

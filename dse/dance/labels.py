@@ -92,6 +92,8 @@ def label_template(*, store_path=None, scheduler=None, workers=None, progress=Tr
 class LabelTable:
     """(network, point) costs from per-layer costs: networks are rows of ``network_space.all_indices()``."""
 
+    best_chunk = 256     # networks per step of the exhaustive search (their costs on every point at once)
+
     def __init__(self, hardware_space, network_space, layer_ids, latency, energy):
         self.hardware_space = hardware_space
         self.network_space = network_space
@@ -99,12 +101,18 @@ class LabelTable:
         # One zero row at the end: a missing fourth layer costs nothing.
         self.latency = np.vstack([latency, np.zeros((1, latency.shape[1]))])
         self.energy = np.vstack([energy, np.zeros((1, energy.shape[1]))])
-        self.area = hardware_space.area_mm2()
+        self.area = hardware_space.area()
 
     @property
     def cost_cases(self):
         """How many (network, point) cases the table labels."""
         return len(self.layer_ids) * len(self.area)
+
+    def fitting_cases(self):
+        """How many (network, point) cases have a cost (the network fits the point)."""
+        networks = np.arange(len(self.layer_ids))
+        return int(sum(np.isfinite(self.all_points(networks[start:start + self.best_chunk])[..., 0]).sum()
+                       for start in range(0, len(networks), self.best_chunk)))
 
     def costs(self, networks, points):
         """(N, 3) latency ms, energy mJ, area mm^2 of networks (flat indices) on points (flat indices)."""
@@ -120,9 +128,10 @@ class LabelTable:
         energy = self.energy[ids].sum(axis=1)
         return np.stack([latency, energy, np.broadcast_to(self.area, latency.shape)], axis=2)
 
-    def best(self, networks, cost_function, *, chunk=256):
+    def best(self, networks, cost_function):
         """Exhaustive search: per network (flat index) the best point (flat index) and its costs."""
         networks = np.asarray(networks)
+        chunk = self.best_chunk
         best = np.empty(len(networks), dtype=np.int64)
         for start in range(0, len(networks), chunk):
             costs = self.all_points(networks[start:start + chunk])
@@ -131,11 +140,11 @@ class LabelTable:
         return best, self.costs(networks, best)
 
     def reference(self, rng, samples=100_000):
-        """Median latency, energy and area over random (network, point) cases: the linear cost
-        functions' scales."""
+        """Median latency, energy and area over random (network, point) cases the network fits: the
+        linear cost functions' scales."""
         costs = self.costs(rng.integers(len(self.layer_ids), size=samples),
                            rng.integers(len(self.area), size=samples))
-        return tuple(float(v) for v in np.median(costs, axis=0))
+        return tuple(float(v) for v in np.median(costs[np.isfinite(costs).all(axis=1)], axis=0))
 
 
 def split_networks(count, seed=0, validation_fraction=VALIDATION_FRACTION):

@@ -6,16 +6,19 @@ The report says whether the RTL's ten outputs per digit equal the golden model's
 hardware's TOTAL_CYCLES and every layer's cycle counters equal the RTL family's cost model
 (:func:`dse.shared.rtl_cost.evaluate_network`, the compiler's counter model), and the golden model's accuracy
 on the test split next to the float32 PyTorch model's.  The network space holds only networks that compile onto
-the DQN accelerator's default 16 x 16 configuration, so every answer of the search can be checked this way.
+the DQN accelerator's default 16 x 16 configuration, so every answer of a search on the template can be checked
+there; an answer of a search on the RTL family (``dse.dance.rtl_hardware``) is checked on the configuration and
+split mode the search chose.
 """
 
 import numpy as np
 
-__all__ = ["check_answer"]
+__all__ = ["check_answer", "describe_config"]
 
 
-def check_answer(network, model, test, *, digits=20, config=None, simulator="verilator", progress=None):
-    """Compile ``network`` with the weights of ``model`` (a trained :class:`dse.dance.supernet.Candidate`) and run
+def check_answer(network, model, test, *, digits=20, config=None, split="auto", simulator="verilator", progress=None):
+    """Compile ``network`` with the weights of ``model`` (a trained :class:`dse.dance.supernet.Candidate`) for
+    ``config`` (default: the DQN accelerator's default configuration) with the compiler's ``split`` mode and run
     ``test`` (standardised float32 images (N, 1, 28, 28) and labels, NumPy) through the golden model and the first
     ``digits`` through the simulated RTL; returns the report as a dict.  ``progress``, if given, is called with a
     short text before each long stage."""
@@ -34,21 +37,21 @@ def check_answer(network, model, test, *, digits=20, config=None, simulator="ver
     test_images, test_labels = test
     float_accuracy = accuracy(model, torch.as_tensor(test_images), torch.as_tensor(test_labels.astype(np.int64)))
     layers = network.dqn_layers()
-    plan = compile_network(config, layers, model.dqn_weights())
+    plan = compile_network(config, layers, model.dqn_weights(), split=split)
     say(f"golden model on {len(test_images)} test digits")
     goldens = [golden_forward(plan, image) for image in test_images]
     golden_accuracy = float(np.mean([golden.action == label for golden, label in zip(goldens, test_labels)]))
     say(f"{digits} test digits on the simulated accelerator ({simulator})")
     run = run_on_accelerator(DqnAccelerator(config=config), plan, test_images[:digits], simulator=simulator)
     exact = [bool(np.array_equal(run.q_values[index], goldens[index].q_values)) for index in range(digits)]
-    _, per_layer, totals = evaluate_network(config, layers, area=False)
+    _, per_layer, totals = evaluate_network(config, layers, split=split, area=False)
     predicted_total = int(totals["latency_cycles"])
     measured_totals = [int(cycles) for cycles in run.total_cycles]
     predicted_layers = [int(row["latency_cycles"]) for row in per_layer]
     measured_layers = _layer_cycles(plan, run.layer_counters[0])
     wall = float(np.sum(run.run_wall_seconds))
     return {
-        "network": network.describe(), "configuration": f"{config.modules} x {config.lanes} {config.fmt.name}",
+        "network": network.describe(), "configuration": describe_config(config, split),
         "float_accuracy": float_accuracy, "golden_accuracy": golden_accuracy, "test_digits": len(test_images),
         "rtl_digits": digits, "bit_exact": exact, "all_bit_exact": all(exact),
         "rtl_predictions": [int(action) for action in run.actions],
@@ -59,6 +62,13 @@ def check_answer(network, model, test, *, digits=20, config=None, simulator="ver
                    for layer, predicted, measured in zip(layers, predicted_layers, measured_layers)],
         "simulated_cycles_per_second": sum(measured_totals) / wall if wall > 0 else None,
     }
+
+
+def describe_config(config, split):
+    """A configuration and split mode in words."""
+    return (f"{config.modules} x {config.lanes} {config.fmt.name}, multiplier / adder latency "
+            f"{config.multiplier_latency} / {config.adder_latency}, {config.row_elements}-element rows, "
+            f"{config.activation_depth}-word activation RAMs, {config.weight_depth}-word weight RAM, split {split}")
 
 
 def _layer_cycles(plan, counters):

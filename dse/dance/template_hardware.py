@@ -267,7 +267,7 @@ class TemplateHardwareSpace(HardwareSpace):
             energy[block] = picojoules.reshape(repeats, -1) * 1e-9
         return latency, energy
 
-    def area_mm2(self):
+    def area(self):
         """Area of every point (mm^2): PEs x (MAC + RF) + GB, as the cost model composes it."""
         points = self.all_points()
         pes = np.array(PE_VALUES)[points[:, 0]] * np.array(PE_VALUES)[points[:, 1]]
@@ -284,7 +284,7 @@ class TemplateHardwareSpace(HardwareSpace):
             self._layer_cache[layer_key(layer)] = (np.asarray(latency_row), np.asarray(energy_row))
 
     def network_costs(self, networks):
-        area = self.area_mm2()
+        area = self.area()
         costs = np.empty((len(networks), len(area), 3))
         for row, network in enumerate(networks):
             keys = [layer_key(layer) for layer in network.template_layers()]

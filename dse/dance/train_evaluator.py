@@ -1,10 +1,11 @@
-"""Label the template space through a Dask sweep, train DANCE's evaluators, print Table 1 and write
+"""Label a hardware space through a Dask sweep, train DANCE's evaluators, print Table 1 and write
 the checkpoints that ship in ``dse/dance/data/``:
 
-    python -m dse.dance.train_evaluator [--cost-cases N] [--cost-epochs E] [--generator-epochs E]
-        [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR] [--json F]
+    python -m dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
+        [--cost-epochs E] [--generator-epochs E] [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR]
+        [--json F]
 
-The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-template-labels.sqlite``
+The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
 cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
 """
@@ -16,15 +17,18 @@ import time
 import torch
 
 from dse.dance import training
+from dse.dance.cost_functions import COST_FUNCTIONS
 from dse.dance.labels import label_template
-from dse.dance.template_hardware import TemplateHardwareSpace
+from dse.dance.rtl_labels import label_rtl
+
+LABELLERS = {"template": label_template, "rtl": label_rtl}
 
 
 def exhaustive_search_seconds(table, cost_function, network_index=0):
     """Seconds of the hardware generation tool for one network: on a space with no cached layer
     costs, and from the labelled table."""
     network = table.network_space.network(table.network_space.all_indices()[network_index])
-    fresh = TemplateHardwareSpace(number_format=table.hardware_space.number_format)
+    fresh = type(table.hardware_space)()
     start = time.perf_counter()
     fresh.best_hardware([network], cost_function)
     cold = time.perf_counter() - start
@@ -33,9 +37,20 @@ def exhaustive_search_seconds(table, cost_function, network_index=0):
     return cold, time.perf_counter() - start
 
 
+def _costs(text):
+    names = tuple(text.split(","))
+    unknown = [name for name in names if name not in COST_FUNCTIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown cost function {', '.join(unknown)} (choose from {', '.join(COST_FUNCTIONS)})")
+    return names
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     defaults = training.EvaluatorSettings()
+    parser.add_argument("--space", choices=tuple(LABELLERS), default="template", help="hardware space (default template)")
+    parser.add_argument("--costs", type=_costs, default=COST_FUNCTIONS,
+                        help=f"cost functions to train a generator for, comma-separated (default {','.join(COST_FUNCTIONS)})")
     parser.add_argument("--cost-cases", type=int, default=defaults.cost_cases)
     parser.add_argument("--validation-cases", type=int, default=defaults.validation_cases)
     parser.add_argument("--cost-epochs", type=int, default=defaults.cost_epochs)
@@ -48,9 +63,10 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    table, sweep, label_seconds = label_template(scheduler=arguments.scheduler, workers=arguments.workers)
-    print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {len(table.latency) - 1} layers x "
+    table, sweep, label_seconds = LABELLERS[arguments.space](scheduler=arguments.scheduler, workers=arguments.workers)
+    print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.layer_ids.max() + 1} layers x "
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
+    print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
     settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,
                                           cost_epochs=arguments.cost_epochs,
                                           generator_epochs=arguments.generator_epochs, seed=arguments.seed)
@@ -61,14 +77,14 @@ def main(argv=None):
         epochs[0] += 1
         print(f"  epoch {epochs[0]} done at {time.perf_counter() - start:.0f} s", flush=True)
 
-    trained = training.train_evaluators(table, settings, progress=progress)
+    trained = training.train_evaluators(table, settings, arguments.costs, progress=progress)
     print(f"training: {time.perf_counter() - start:.1f} s")
     for name, evaluator in trained.items():
         print(f"--- cost function {name} ---")
         for line in training.format_table_1(evaluator.report):
             print(line)
         print(f"generator inference {1e3 * evaluator.report['generator_inference_s']:.3f} ms")
-    cold, warm = exhaustive_search_seconds(table, trained["edap"].cost_function)
+    cold, warm = exhaustive_search_seconds(table, next(iter(trained.values())).cost_function)
     print(f"exhaustive search for one network over {len(table.area)} points: {cold:.3f} s from scratch "
           f"(heuristic mappings + cost model), {1e3 * warm:.3f} ms from the labelled layer table")
     training.save(trained, table.hardware_space.name, directory=arguments.out)

@@ -33,7 +33,7 @@ from importlib import resources
 import numpy as np
 
 from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout
+from hw.dqn.descriptor import descriptor_bits
 from hw.shared.float_format import float_format
 
 __all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE",
@@ -90,7 +90,7 @@ FEATURES = {
     # four 40-bit counters per layer, the descriptor table and its read multiplexer, the host read-back
     # multiplexer over the memories' words
     "control": {"one": lambda c: 1, "max_layers": lambda c: c.max_layers,
-                "descriptor_bits": lambda c: c.max_layers * descriptor_layout(c).size,
+                "descriptor_bits": lambda c: c.max_layers * descriptor_bits(c),
                 "host_bits": lambda c: c.host_data_bits},
     # the RAM ports' write-data and feeder-row multiplexers, the reduction's vector multiplexers, the write enables
     "top": {"one": lambda c: 1, "row_bits": lambda c: c.row_elements * c.fmt.width,

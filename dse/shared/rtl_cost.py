@@ -86,19 +86,24 @@ class PassBatch:
 def pack(cases, *, area=True):
     """``cases``: iterable of ``(DqnConfig, LayerMapping, LayerShape)``, mappings assumed legal; ``area``: also
     the configurations' area (needs the area table)."""
-    rows, case_hardware, known = [], [], {}
+    rows, case_hardware, known, expanded = [], [], {}, {}
     for index, (config, layer_mapping, shape) in enumerate(cases):
         constants = known.get(id(config))      # the config is kept in the entry, so its id stays its own
         if constants is None:
             hardware = hardware_costs(config)
             constants = known[id(config)] = (config, tuple(hardware[column] for column in _HARDWARE_COLUMNS)
                                              + (tuple(hardware_area(config).values()) if area else ()))
-        modules, values = config.modules, constants[1]
-        case_hardware.append(values)
-        for work in pass_shapes(config, shape, layer_mapping):
-            rows.append((index, modules // work.column_blocks, work.count, work.in_channels * work.kernel[0] *
-                         work.kernel[1], work.out_channels, LAYOUTS[work.layout], work.first[1], work.grid[1],
-                         work.in_channels, work.kernel[0], work.kind == "sum"))
+        case_hardware.append(constants[1])
+        # Cases that differ only in constants of the hardware (format, latencies, depths) share their passes; the
+        # entry keeps the shape and mapping, so their ids stay their own.
+        key = (config.modules, id(shape), id(layer_mapping))
+        entry = expanded.get(key)
+        if entry is None:
+            entry = expanded[key] = (shape, layer_mapping, [
+                (config.modules // work.column_blocks, work.count, work.in_channels * work.kernel[0] * work.kernel[1],
+                 work.out_channels, LAYOUTS[work.layout], work.first[1], work.grid[1], work.in_channels,
+                 work.kernel[0], work.kind == "sum") for work in pass_shapes(config, shape, layer_mapping)])
+        rows.extend((index, *row) for row in entry[2])
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
     per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
     passes.update(zip(_HARDWARE_COLUMNS, per_case[passes["case"]].T))

@@ -10,7 +10,7 @@ from amaranth.lib import data
 
 from hw.dqn.config import DqnConfig
 
-__all__ = ["descriptor_layout", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
+__all__ = ["descriptor_layout", "descriptor_bits", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
            "POSITION_BITS", "STRIDE_BITS"]
 
 GEOMETRY_BITS = 12      # an output height, width, row or column; a channel count
@@ -60,6 +60,11 @@ DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))
 
 def descriptor_layout(config):
     return data.StructLayout({name: width for name, width in _field_widths(config).items()})
+
+
+def descriptor_bits(config):
+    """Bits of a descriptor word (``descriptor_layout(config).size``, without building the layout)."""
+    return sum(_field_widths(config).values())
 
 
 def group_layout(config):

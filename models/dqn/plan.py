@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout, encode_descriptor
+from hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from hw.dqn.matrix_module import matrix_module_latency
 from hw.shared.float_format import BINARY32
 from models.dqn.mapping import DqnMapping, LayerMapping, Segment
@@ -56,8 +56,8 @@ from models.dqn.timing import LAYOUTS, pass_counters
 from models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "compile_network",
-           "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment", "default_mapping", "network_weights",
-           "pack_image", "unpack_image"]
+           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
+           "default_mapping", "network_weights", "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
 COUNTERS = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
@@ -312,14 +312,20 @@ def _layer_shape(config, layer, in_shape, in_packed, in_elements):
                       relu=layer.relu, min_column_blocks=_min_column_blocks(config, name, out_channels))
 
 
-def layer_shapes(config, layers):
-    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer``) on ``config``."""
+def check_config(config):
+    """Raise if no network can be compiled for ``config``: a TypeError if it is no ``DqnConfig``, a ValueError if
+    its descriptor does not fit the host data port."""
     if not isinstance(config, DqnConfig):
         raise TypeError(f"config must be a DqnConfig, not {config!r}")
-    descriptor_bits = descriptor_layout(config).size
-    if descriptor_bits > config.host_data_bits:
-        raise ValueError(f"{config.module_name}: a descriptor of {descriptor_bits} bits does not fit the host data "
+    bits = descriptor_bits(config)
+    if bits > config.host_data_bits:
+        raise ValueError(f"{config.module_name}: a descriptor of {bits} bits does not fit the host data "
                          f"port of {config.host_data_bits} bits (the widest RAM word): more row elements or lanes")
+
+
+def layer_shapes(config, layers):
+    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer``) on ``config``."""
+    check_config(config)
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")

@@ -1,5 +1,6 @@
-"""The shipped evaluator (dse/dance/data) still fits the network and hardware spaces: on held-out
-networks its generated hardware is near the exhaustive search's and its costs near the model's."""
+"""The shipped evaluators (dse/dance/data; the template's and the RTL family's) still fit the network and
+hardware spaces: on held-out networks the generated hardware is near the exhaustive search's and the costs near
+the model's."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from dse.dance import training
 from dse.dance.cost_functions import COST_FUNCTIONS
 from dse.dance.labels import split_networks
 from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.template_hardware import TemplateHardwareSpace
+from dse.dance.command import make_hardware_space
 
 torch.set_num_threads(1)
 
@@ -22,11 +23,12 @@ def test_checkpoints_load_with_their_table_1(cost):
     assert trained.report["sizes"]["generator_cases_validation"] == 768
 
 
-def test_generated_hardware_and_costs_on_held_out_networks():
-    trained = training.load("template", "edap")
-    space = TemplateHardwareSpace()
+@pytest.mark.parametrize("space_name, count", [("template", 6), ("rtl", 3)])
+def test_generated_hardware_and_costs_on_held_out_networks(space_name, count):
+    trained = training.load(space_name, "edap")
+    space = make_hardware_space(space_name)
     _, held_out = split_networks(len(NETWORK_SPACE), trained.report["settings"]["seed"])
-    chosen = NETWORK_SPACE.all_indices()[held_out[:6]]
+    chosen = NETWORK_SPACE.all_indices()[held_out[:count]]
     networks = [NETWORK_SPACE.network(indices) for indices in chosen]
     function = trained.cost_function
     _, best = space.best_hardware(networks, function)

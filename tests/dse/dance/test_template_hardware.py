@@ -62,7 +62,7 @@ def test_network_costs_add_the_layers_and_the_search_finds_the_minimum():
     costs = SPACE.network_costs([network])[0]
     latency, energy = SPACE.layer_table(network.template_layers())
     assert np.allclose(costs[:, 0], latency.sum(axis=0)) and np.allclose(costs[:, 1], energy.sum(axis=0))
-    assert np.allclose(costs[:, 2], SPACE.area_mm2())
+    assert np.allclose(costs[:, 2], SPACE.area())
     function = CostFunction("edap")
     points, best = SPACE.best_hardware([network], function)
     scores = function(costs[:, 0], costs[:, 1], costs[:, 2])
