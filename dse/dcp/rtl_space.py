@@ -55,7 +55,7 @@ from dse.dcp.encoding import relax
 from dse.shared import rtl_cost
 from dse.shared.layer import DIM_INDEX, DIMS, LayerType, dqn_layers
 from dse.shared.rtl_code import RTL_LEVELS, layer_mapping_from_code, segment_code
-from dse.shared.rtl_family import FORMATS, config_from_json, config_to_json, sample_layer_mapping
+from dse.shared.rtl_family import FORMATS, block_choices, config_from_json, config_to_json, sample_layer_mapping
 from hw.dqn.config import DqnConfig
 from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import ConvLayer, DenseLayer
@@ -189,14 +189,6 @@ def _budget_violations(config, name, passes, rows):
 
 # ---- legal segments ----------------------------------------------------------------------------------------------
 
-def _block_choices(config, shape):
-    blocks, choices = shape.min_column_blocks, []
-    while blocks <= config.modules:
-        choices.append(blocks)
-        blocks *= 2
-    return choices
-
-
 @lru_cache(maxsize=200_000)
 def _segment_options(config, shape, first, count):
     """Every legal Segment over positions ``first .. first + count - 1``: each column-block count, and for a single
@@ -204,7 +196,7 @@ def _segment_options(config, shape, first, count):
     splits = [1] + ([s for s in range(2, shape.kernel_width + 1) if shape.kernel_width % s == 0] if count == 1
                     else [])
     options = []
-    for blocks, split in product(_block_choices(config, shape), splits):
+    for blocks, split in product(block_choices(config, shape), splits):
         segment = Segment(first, count, blocks, split)
         try:
             check_segment(config, shape, segment)

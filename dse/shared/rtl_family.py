@@ -22,9 +22,9 @@ from models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from models.dqn.network import ConvLayer, DenseLayer
 from models.dqn.plan import check_segment, compile_network, layer_shapes
 
-__all__ = ["FORMATS", "RtlSpace", "RTL_SPACE", "config_to_json", "config_from_json", "network_to_json",
-           "network_from_json", "sample_config", "sample_network", "sample_layer_mapping", "sample_mapping",
-           "random_weights"]
+__all__ = ["FORMATS", "block_choices", "RtlSpace", "RTL_SPACE", "config_to_json", "config_from_json",
+           "network_to_json", "network_from_json", "sample_config", "sample_network", "sample_layer_mapping",
+           "sample_mapping", "random_weights"]
 
 FORMATS = ("binary32", "bfloat16", "binary16")
 _CONFIG_FIELDS = ("modules", "lanes", "multiplier_latency", "adder_latency", "row_elements", "activation_depth",
@@ -137,7 +137,9 @@ def _runs(config, shape, segment):
     return True
 
 
-def _block_choices(config, shape):
+def block_choices(config, shape):
+    """The column blocks a segment of ``shape`` may use on ``config``: powers of two from the fewest that hold its
+    output channels up to the modules."""
     blocks, choices = shape.min_column_blocks, []
     while blocks <= config.modules:
         choices.append(blocks)
@@ -148,9 +150,9 @@ def _block_choices(config, shape):
 def _sample_segment(rng, config, shape, first, count, *, split=True):
     """Positions ``first .. first + count - 1`` with random legal column blocks (``C = modules``, one position
     per group, always runs), a single position K-split 80 % of the time where a split fits."""
-    options = [Segment(first, count, blocks) for blocks in _block_choices(config, shape)]
+    options = [Segment(first, count, blocks) for blocks in block_choices(config, shape)]
     if split and count == 1 and rng.random() < 0.8:
-        splits = [Segment(first, 1, blocks, chunks) for blocks in _block_choices(config, shape)
+        splits = [Segment(first, 1, blocks, chunks) for blocks in block_choices(config, shape)
                   for chunks in range(2, shape.kernel_width + 1)]
         options = [segment for segment in splits if _runs(config, shape, segment)] or options
     options = [segment for segment in options if _runs(config, shape, segment)]
