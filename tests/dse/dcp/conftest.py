@@ -24,20 +24,29 @@ def space():
     return space_named("template")
 
 
-@pytest.fixture(scope="session")
-def tiny_data(space):
-    return assemble(space, [(case, label_chunk(case)) for case in TINY_PLAN.cases(space)])
+def _labelled(space, plan):
+    return assemble(space, [(case, label_chunk(case)) for case in plan.cases(space)])
 
 
-@pytest.fixture(scope="session")
-def tiny_predictor(space, tiny_data):
+def _trained_predictor(space, data, plan):
+    """A small MLP trained for 40 epochs on ``plan``'s training split, frozen (skips without PyTorch)."""
     torch = pytest.importorskip("torch")
     from dse.dcp import predictor
 
     torch.set_num_threads(1)
     model = predictor.new_predictor(space, "mlp", width=64, depth=2)
-    predictor.train(model, tiny_data.split(TINY_PLAN)["train"], space, epochs=40)
+    predictor.train(model, data.split(plan)["train"], space, epochs=40)
     return model.freeze()
+
+
+@pytest.fixture(scope="session")
+def tiny_data(space):
+    return _labelled(space, TINY_PLAN)
+
+
+@pytest.fixture(scope="session")
+def tiny_predictor(space, tiny_data):
+    return _trained_predictor(space, tiny_data, TINY_PLAN)
 
 
 RTL_TINY_PLAN = Plan.for_space("rtl", per_group=150, held_out_per_group=40,
@@ -57,15 +66,9 @@ def rtl_space():
 
 @pytest.fixture(scope="session")
 def rtl_tiny_data(rtl_space):
-    return assemble(rtl_space, [(case, label_chunk(case)) for case in RTL_TINY_PLAN.cases(rtl_space)])
+    return _labelled(rtl_space, RTL_TINY_PLAN)
 
 
 @pytest.fixture(scope="session")
 def rtl_tiny_predictor(rtl_space, rtl_tiny_data):
-    torch = pytest.importorskip("torch")
-    from dse.dcp import predictor
-
-    torch.set_num_threads(1)
-    model = predictor.new_predictor(rtl_space, "mlp", width=64, depth=2)
-    predictor.train(model, rtl_tiny_data.split(RTL_TINY_PLAN)["train"], rtl_space, epochs=40)
-    return model.freeze()
+    return _trained_predictor(rtl_space, rtl_tiny_data, RTL_TINY_PLAN)
