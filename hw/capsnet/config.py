@@ -30,10 +30,14 @@ def _check_range(name, value, low, high):
 class CapsNetConfig:
     """Sizes of a CapsNet accelerator instance.
 
-    conv_modules, conv_lanes
+    conv_modules, conv_lanes, conv_rows
         The convolution engine (step 1): ``conv_modules`` integer matrix modules, one output channel each,
         of ``conv_lanes`` lanes, one output position (column of an output row) each: ``conv_modules *
-        conv_lanes`` int8 MACs (default 32 x 6 = 192; 6 = the PrimaryCaps output width).
+        conv_lanes`` int8 MACs (default 32 x 6 = 192; 6 = the PrimaryCaps output width), each lane with
+        ``conv_rows`` accumulators (output rows of one pass: 1, or 6 for the streamed engine).
+    conv_tiled
+        The convolution engine takes its inputs and weights from two-slot tile RAMs and writes to a staging RAM
+        (the streamed accelerator, :class:`~hw.capsnet.conv_engine.CapsNetConvEngine`'s tiled mode).
     matvec_lanes
         The matrix-vector engine (step 2): one integer matrix module of ``matvec_lanes`` lanes (default 16 =
         the DigitCaps dimension): one row of a prediction matrix per lane.
@@ -56,6 +60,8 @@ class CapsNetConfig:
 
     conv_modules: int = 32
     conv_lanes: int = 6
+    conv_rows: int = 1
+    conv_tiled: bool = False
     matvec_lanes: int = 16
     conv_multipliers: str = "dsp"
     matvec_multipliers: str = "dsp"
@@ -70,6 +76,9 @@ class CapsNetConfig:
     def __post_init__(self):
         _check_range("conv_modules", self.conv_modules, 1, 64)
         _check_range("conv_lanes", self.conv_lanes, 1, 32)
+        _check_range("conv_rows", self.conv_rows, 1, 32)
+        if not isinstance(self.conv_tiled, bool):
+            raise TypeError(f"conv_tiled must be a bool, not {self.conv_tiled!r}")
         _check_range("matvec_lanes", self.matvec_lanes, 1, 64)
         for name in ("conv_multipliers", "matvec_multipliers"):
             if getattr(self, name) not in MULTIPLIER_STYLES:
@@ -124,7 +133,8 @@ class CapsNetConfig:
 
     @property
     def name(self):
-        return (f"capsnet_c{self.conv_modules}x{self.conv_lanes}{self.conv_multipliers}_v{self.matvec_lanes}"
+        rows = ("" if self.conv_rows == 1 else f"x{self.conv_rows}") + ("t" if self.conv_tiled else "")
+        return (f"capsnet_c{self.conv_modules}x{self.conv_lanes}{rows}{self.conv_multipliers}_v{self.matvec_lanes}"
                 f"{self.matvec_multipliers}_r{self.row_elements}")
 
     @property

@@ -49,6 +49,11 @@ def _field_widths(config):
         "bias_base": _bits_for(config.bias_depth - 1),
         "out_ram": 1,
         "out_base": activation_address,
+        "channels": 10,                                  # C: input channels
+        "kernel_words": 10,                              # kernel_height * kernel_width
+        "row_groups": 10,                                # ceil(out_height / conv_rows)
+        "channel_words": activation_address,             # output word step between channels
+        "slot_words": activation_address,                # tiled: output words of one staging slot
         # ---- matrix-vector products (kind MATVEC) ----
         "capsule_types": 8,                              # T: input capsule i = (type, y, x), type-major
         "grid_height": 8,                                # H

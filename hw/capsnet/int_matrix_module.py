@@ -103,9 +103,17 @@ class IntMatrixModule(wiring.Component):
         Width of ``count``; the longest accumulation is ``2**count_bits - 1`` products.
     requantized : bool
         Requantize in the module (int8 results) or give the 32-bit sums.
+    rows : int
+        Interleaved accumulations (1: one accumulator per lane).  With ``rows = R`` each lane has a ring of ``R``
+        accumulators: product ``i`` of an accumulation of ``count`` products (a multiple of ``R``) goes to
+        accumulator ``i mod R``; the first ``R`` start from ``bias``; each of the last ``R`` products finishes its
+        accumulator and gives one ``result`` beat (``R`` results per accumulation, in accumulator order), 3 cycles
+        after it.  A finishing product must come no earlier than the cycle after the previous result was taken
+        (the user spaces them, as the convolution engine does).  FPGA: ``R`` 32-bit registers per lane, a
+        rotating ring with no read multiplexer.
     """
 
-    def __init__(self, *, lanes=16, multipliers="dsp", count_bits=16, requantized=True):
+    def __init__(self, *, lanes=16, multipliers="dsp", count_bits=16, requantized=True, rows=1):
         if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         if multipliers not in MULTIPLIER_STYLES:
@@ -114,6 +122,9 @@ class IntMatrixModule(wiring.Component):
             raise ValueError(f"count_bits must be a positive integer, not {count_bits!r}")
         if not isinstance(requantized, bool):
             raise TypeError(f"requantized must be a bool, not {requantized!r}")
+        if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 64:
+            raise ValueError(f"rows must be an integer from 1 to 64, not {rows!r}")
+        self._rows = rows
         self._lanes = lanes
         self._multipliers = multipliers
         self._count_bits = count_bits
@@ -149,22 +160,28 @@ class IntMatrixModule(wiring.Component):
         """Verilog module name carrying the parameters, e.g. ``int_matrix_module_w16_dsp_c16`` (``..._sums`` when
         not requantized)."""
         return (f"int_matrix_module_w{self._lanes}_{self._multipliers}_c{self._count_bits}"
-                f"{'' if self._requantized else '_sums'}")
+                f"{'' if self._requantized else '_sums'}{'' if self._rows == 1 else f'_r{self._rows}'}")
 
     def elaborate(self, platform):
         m = Module()
         operands = self.operands.payload
 
         # ---- Input cycle: accumulation bookkeeping; bias, shift and ReLU of the accumulation -------------
+        rows = self._rows
         busy = Signal()                            # an accumulation is open: the next product is not its first
         remaining = Signal(self._count_bits)       # products of the open accumulation still to come
+        started = Signal(range(rows + 1))          # products of the open accumulation so far, saturating at rows
         accumulation_bias = Signal(signed(ACCUMULATOR_BITS))
         accumulation_shift, final_shift = Signal(SHIFT_BITS), Signal(SHIFT_BITS)   # used when requantized
         accumulation_relu, final_relu = Signal(), Signal()
         first = ~busy
+        left = Mux(first, operands.count, remaining)               # products left, this one included
         last = Mux(first, operands.count <= 1, remaining == 1)
+        opening = first | (started < rows)                          # starts its accumulator from the bias
+        finishing = (left <= rows) | last                          # finishes its accumulator
         with m.If(self.operands.valid):
-            m.d.sync += [busy.eq(~last), remaining.eq(Mux(first, operands.count, remaining) - 1)]
+            m.d.sync += [busy.eq(~last), remaining.eq(left - 1),
+                         started.eq(Mux(first, 1, Mux(started < rows, started + 1, started)))]
             with m.If(first):
                 m.d.sync += accumulation_bias.eq(operands.bias)
                 if self._requantized:
@@ -172,7 +189,7 @@ class IntMatrixModule(wiring.Component):
 
         # ---- Pipeline cycle 1: products --------------------------------------------------------------------
         multiplied, product_first, product_last = Signal(), Signal(), Signal()   # the product registers are valid
-        m.d.sync += [multiplied.eq(self.operands.valid), product_first.eq(first), product_last.eq(last)]
+        m.d.sync += [multiplied.eq(self.operands.valid), product_first.eq(opening), product_last.eq(finishing)]
         products = [Signal(signed(PRODUCT_BITS), name=f"product_{lane}") for lane in range(self._lanes)]
         for lane, product in enumerate(products):
             m.d.sync += product.eq(multiply_int8(operands.scalar, operands.vector[lane], self._multipliers))
@@ -180,11 +197,15 @@ class IntMatrixModule(wiring.Component):
         # ---- Pipeline cycle 2: accumulate (the first product adds to the bias) ----------------------------
         # The accumulation's bias/shift/relu registers are read here, one cycle after its first product
         # entered: a following accumulation overwrites them at the earliest at the end of this cycle.
-        accumulated = Signal()                     # the accumulators hold an accumulation's final sums
-        accumulators = [Signal(signed(ACCUMULATOR_BITS), name=f"accumulator_{lane}") for lane in range(self._lanes)]
+        # Each lane's accumulators are a ring: the head takes the product and moves to the tail.
+        accumulated = Signal()                     # the tail holds a finished accumulator
+        rings = [[Signal(signed(ACCUMULATOR_BITS), name=f"accumulator_{lane}" + (f"_{row}" if rows > 1 else ""))
+                  for row in range(rows)] for lane in range(self._lanes)]
+        accumulators = [ring[-1] for ring in rings]
         with m.If(multiplied):
-            for accumulator, product in zip(accumulators, products):
-                m.d.sync += accumulator.eq(Mux(product_first, accumulation_bias, accumulator) + product)
+            for ring, product in zip(rings, products):
+                m.d.sync += [ring[-1].eq(Mux(product_first, accumulation_bias, ring[0]) + product),
+                             *(ring[row].eq(ring[row + 1]) for row in range(rows - 1))]
         m.d.sync += accumulated.eq(multiplied & product_last)
         if self._requantized:
             with m.If(multiplied & product_last):

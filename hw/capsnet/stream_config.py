@@ -29,6 +29,14 @@ class CapsNetStreamConfig:
         Most capsule types a run may have (32 for the full CapsNet): sizes the routing engine's sums.
     multipliers
         ``"dsp"`` or ``"logic"`` for the matrix-vector engine's and the routing engine's multipliers.
+    conv_modules, conv_lanes, conv_rows, conv_multipliers
+        The convolution engine of step 1 (:class:`~hw.capsnet.conv_engine.CapsNetConvEngine` in its tiled mode):
+        ``conv_modules`` (M) output channels by ``conv_lanes`` (L) output columns by ``conv_rows`` output rows
+        per pass (accumulators per lane); its multipliers in DSP blocks or ALMs.
+    conv_row_bytes, max_map_rows, max_kernel_words, max_blocks
+        Step 1's tiles: the widest feature row (28, the image; a multiple of 4), the most rows of an input map
+        (28), kernel words of a slab (81 = 9 x 9), channel blocks of a layer (biases held on chip: 32 for the
+        full PrimaryCaps and conv1 with M = 8).
     max_burst, fifo_depth, address_bits
         The Avalon master (:class:`hw.shared.avalon_master.AvalonBurstMaster`): burst limit, read FIFO words,
         byte address width (26: the DE1-SoC's 64 MB).
@@ -41,6 +49,14 @@ class CapsNetStreamConfig:
     row_bytes: int = 8
     max_types: int = 32
     multipliers: str = "dsp"
+    conv_modules: int = 8
+    conv_lanes: int = 6
+    conv_rows: int = 6
+    conv_multipliers: str = "logic"
+    conv_row_bytes: int = 28
+    max_map_rows: int = 28
+    max_kernel_words: int = 81
+    max_blocks: int = 32
     max_burst: int = 128
     fifo_depth: int = 256
     address_bits: int = 26
@@ -60,6 +76,21 @@ class CapsNetStreamConfig:
         if self.multipliers not in MULTIPLIER_STYLES:
             raise ValueError(f"multipliers must be one of {MULTIPLIER_STYLES}, not {self.multipliers!r}")
         _check_range("address_bits", self.address_bits, 16, 32)
+        _check_range("conv_modules", self.conv_modules, 1, 64)
+        if self.conv_modules % BUS_BYTES:
+            raise ValueError(f"conv_modules must be a multiple of {BUS_BYTES} (a kernel word is whole bus words), "
+                             f"not {self.conv_modules!r}")
+        _check_range("conv_lanes", self.conv_lanes, 1, 32)
+        _check_range("conv_rows", self.conv_rows, 1, 32)
+        if self.conv_multipliers not in MULTIPLIER_STYLES:
+            raise ValueError(f"conv_multipliers must be one of {MULTIPLIER_STYLES}, not {self.conv_multipliers!r}")
+        _check_range("conv_row_bytes", self.conv_row_bytes, BUS_BYTES, 256)
+        if self.conv_row_bytes % BUS_BYTES or self.conv_row_bytes < self.row_bytes:
+            raise ValueError(f"conv_row_bytes must be a multiple of {BUS_BYTES} of at least row_bytes "
+                             f"({self.row_bytes}), not {self.conv_row_bytes!r}")
+        _check_range("max_map_rows", self.max_map_rows, 1, 1024)
+        _check_range("max_kernel_words", self.max_kernel_words, 1, 1024)
+        _check_range("max_blocks", self.max_blocks, 1, 256)
 
     @property
     def max_capsules(self):
@@ -93,12 +124,38 @@ class CapsNetStreamConfig:
                              max_layers=2)
 
     @property
+    def conv_config(self):
+        """The :class:`~hw.capsnet.config.CapsNetConfig` of the convolution engine on the step-1 tile RAMs: input
+        maps and output staging in two slots each, kernel slabs in two slots, the biases of every block."""
+        return CapsNetConfig(conv_modules=self.conv_modules, conv_lanes=self.conv_lanes, conv_rows=self.conv_rows,
+                             conv_tiled=True,
+                             conv_multipliers=self.conv_multipliers, row_elements=self.conv_row_bytes,
+                             activation_depth=max(2 * self.max_map_rows, self.staging_words),
+                             conv_weight_depth=2 * self.max_kernel_words, bias_depth=max(2, self.max_blocks),
+                             max_layers=2)
+
+    @property
+    def staging_words(self):
+        """Words of the output staging RAM: two slots of ``conv_modules * conv_rows`` rows."""
+        return 2 * self.conv_modules * self.conv_rows
+
+    @property
+    def port_ram_bits(self):
+        """The tile port's RAM word: the widest of a feature row, a bias word, a prediction vector."""
+        return 8 * max(self.conv_row_bytes, 4 * self.conv_modules, self.vector_bytes, self.row_bytes)
+
+    @property
     def name(self):
         return (f"capsnet_stream_j{self.classes}_d{self.digit_dims}_n{self.primary_dims}_g{self.grid}_r{self.row_bytes}"
-                f"_t{self.max_types}_{self.multipliers}_b{self.max_burst}_f{self.fifo_depth}_a{self.address_bits}")
+                f"_t{self.max_types}_{self.multipliers}_c{self.conv_modules}x{self.conv_lanes}x{self.conv_rows}"
+                f"{self.conv_multipliers}_w{self.conv_row_bytes}_m{self.max_map_rows}_k{self.max_kernel_words}"
+                f"_o{self.max_blocks}_b{self.max_burst}_f{self.fifo_depth}_a{self.address_bits}")
 
 
 # A small instance for unit tests: the CapsNet's classes and vectors (route_fixed's), 3-element capsules on a 3 x 3
 # grid, short bursts so that the FIFO credit matters.
+# Step 1 in the small instance: M = 4 output channels, 3 lanes, 2 rows per pass, on maps of up to 12 rows of 12 bytes.
 SMALL_STREAM_CONFIG = CapsNetStreamConfig(classes=10, digit_dims=16, primary_dims=3, grid=3, row_bytes=4, max_types=4,
-                                          max_burst=16, fifo_depth=32)
+                                          conv_modules=4, conv_lanes=3, conv_rows=2, conv_row_bytes=12,
+                                          max_map_rows=12, max_kernel_words=9, max_blocks=4, max_burst=16,
+                                          fifo_depth=32)

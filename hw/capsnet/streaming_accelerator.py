@@ -1,4 +1,5 @@
-"""The CapsNet accelerator on the DE1-SoC's SDRAM: step 2 streamed through double-buffered tiles, routing on chip."""
+"""The CapsNet accelerator on the DE1-SoC's SDRAM: a whole image streamed through double-buffered tiles (conv1 and
+PrimaryCaps on the convolution engine, step 2 on the matrix-vector engine), routing on chip."""
 
 import enum
 
@@ -7,7 +8,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
 from hw.capsnet.config import SHIFT_BITS
-from hw.capsnet.descriptor import LayerKind
+from hw.capsnet.conv_engine import CapsNetConvEngine
+from hw.capsnet.conv_tile_program import ConvTarget, ConvTileProgram, conv_stream_layout
+from hw.capsnet.descriptor import LayerKind, descriptor_layout
 from hw.capsnet.matvec_engine import CapsNetMatvecEngine
 from hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
 from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
@@ -17,7 +20,7 @@ from hw.shared.host_port import HostPortAccelerator
 from hw.shared.tile_port import TilePort
 
 __all__ = ["CapsNetStreamingAccelerator", "StreamMemory", "StreamStep", "stream_descriptor_layout",
-           "routing_word_layout"]
+           "image_descriptor_layout", "routing_word_layout"]
 
 
 class StreamMemory(MemoryTarget):
@@ -26,9 +29,12 @@ class StreamMemory(MemoryTarget):
 
 
 class StreamStep(enum.IntEnum):
-    """The steps the per-layer counters of :class:`~hw.shared.host_control.HostControl` count."""
-    PREDICTIONS = 0         # from START to the end of the last tile's matrix-vector products
-    ROUTING = 1             # from then to the end of the run (routing finish, last prediction stores)
+    """The steps of a run, in order; each is a descriptor-table entry and a set of counters of
+    :class:`~hw.shared.host_control.HostControl`."""
+    CONV1 = 0               # conv1 on the convolution engine, until its last output is stored
+    PRIMARY = 1             # PrimaryCaps likewise
+    PREDICTIONS = 2         # step 2: to the end of the last tile's matrix-vector products
+    ROUTING = 3             # from then to the end of the run (routing finish, last prediction stores)
 
 
 def stream_descriptor_layout(config):
@@ -42,6 +48,27 @@ def stream_descriptor_layout(config):
         "shift": SHIFT_BITS, "routing_shift": SHIFT_BITS})
 
 
+def image_descriptor_layout(config):
+    """A descriptor-table entry: ``conv`` for the convolutions (entries ``CONV1``, ``PRIMARY``: the SDRAM side,
+    :func:`~hw.capsnet.conv_tile_program.conv_stream_layout`, and the engine's
+    :func:`~hw.capsnet.descriptor.descriptor_layout`), ``matvec`` for step 2 (entry ``PREDICTIONS``,
+    :func:`stream_descriptor_layout`)."""
+    conv = data.StructLayout({
+        "stream": conv_stream_layout(address_bits=config.address_bits, ram_address_bits=_port_ram_address_bits(config),
+                                     beats_per_word_bits=_beats_per_word_bits(config)),
+        "engine": descriptor_layout(config.conv_config)})
+    return data.UnionLayout({"conv": conv, "matvec": stream_descriptor_layout(config)})
+
+
+def _port_ram_address_bits(config):
+    return max(2 * config.tile_weight_words, 2 * config.type_rows, config.conv_config.activation_depth,
+               config.conv_config.conv_weight_depth, config.conv_config.bias_depth).bit_length()
+
+
+def _beats_per_word_bits(config):
+    return (config.port_ram_bits // (8 * BUS_BYTES)).bit_length()
+
+
 def routing_word_layout(config):
     """A routing result word (what the host reads per class): the routing engine's beat without ``last``."""
     beat = digit_caps_layout(config.classes, config.digit_dims, config.max_capsules)
@@ -49,52 +76,59 @@ def routing_word_layout(config):
 
 
 class CapsNetStreamingAccelerator(HostPortAccelerator):
-    """Step 2 and steps 3-6 of the CapsNet with every parameter and feature in SDRAM (docs/capsnet_accelerator.md,
-    "On the DE1-SoC"): the PrimaryCaps output and the DigitCaps weights stream in through one Avalon-MM master
-    port, the prediction vectors stream out to SDRAM and into the routing engine, the class comes out on chip.
+    """The CapsNet with every parameter and feature in SDRAM (docs/capsnet_accelerator.md, "On the DE1-SoC"): one
+    Avalon-MM master port moves every tile; a run is conv1, PrimaryCaps, step 2 and routing (:class:`StreamStep`),
+    each from its descriptor-table entry; the class comes out on chip.
 
-    Tiles
-    -----
+    Step 1 (conv1, PrimaryCaps)
+    ---------------------------
+    :class:`~hw.capsnet.conv_engine.CapsNetConvEngine` in its tiled mode on two-slot RAMs (input maps, kernel
+    slabs, output staging) and a bias RAM, fed by :class:`~hw.capsnet.conv_tile_program.ConvTileProgram` (its
+    docstring has the program).  A layer with no tiles is skipped.
+
+    Step 2 and routing
+    ------------------
     Tile ``k = t*G + y`` is grid row ``y`` of capsule type ``t`` (``G = grid``): its ``G*J*N`` weight words, and
     with ``y = 0`` the type's ``N*G`` input rows.  The matrix-vector engine
-    (:class:`~hw.capsnet.matvec_engine.CapsNetMatvecEngine`, unchanged) runs each tile as one layer (one capsule
+    (:class:`~hw.capsnet.matvec_engine.CapsNetMatvecEngine`) runs each tile as one layer (one capsule
     type of one grid row: ``G*J*N`` product cycles) on the tile RAMs; its prediction vectors go to the
     prediction tile RAM and, as a stream, to the routing engine
     (:class:`~hw.capsnet.routing_engine.CapsNetRoutingEngine`).  Double buffering: weights and predictions in two
-    slots (tile parity), inputs in two slots (type parity).
-
-    Port program (one :class:`~hw.shared.tile_port.TilePort` command at a time): load tile 0, load tile 1, then
-    for every ``k``: store the predictions of tile ``k``, load tile ``k + 2``; a load needs the store of the tile
-    two before it to have finished (its slots are then free), a store the tile's products to be done.  A tile's
-    products start when it is loaded and the engine is idle.  The run ends when the routing engine's last class
-    is stored in the routing RAM and the last store has finished.
+    slots (tile parity), inputs in two slots (type parity).  Port program (one
+    :class:`~hw.shared.tile_port.TilePort` command at a time): load tile 0, load tile 1, then for every ``k``:
+    store the predictions of tile ``k``, load tile ``k + 2``; a load needs the store of the tile two before it to
+    have finished (its slots are then free), a store the tile's products to be done.  A tile's products start
+    when it is loaded and the engine is idle.  The run ends when the routing engine's last class is stored in the
+    routing RAM and the last store has finished.
 
     Ports
     -----
     ``host`` (In :class:`~hw.shared.host_port.HostPortSignature`): :class:`~hw.shared.host_control.HostControl`
-    with descriptor 0 = :func:`stream_descriptor_layout` (latched at START), the memory ``ROUTING`` (word ``j`` =
-    :func:`routing_word_layout`: s_j, v_j, |v_j|^2, the class so far; the image's class in word ``J - 1``), the
-    counters of :class:`StreamStep` (cycles, product cycles, stall = engine idle waiting for a tile, drain).
-    ``avalon``: the Avalon-MM master port to the SDRAM controller.
+    with entries of :func:`image_descriptor_layout` (entry ``s`` for step ``s``; START with any count runs all
+    four), the memory ``ROUTING`` (word ``j`` = :func:`routing_word_layout`: s_j, v_j, |v_j|^2, the class so far;
+    the image's class in word ``J - 1``), the counters of every :class:`StreamStep` (cycles, product cycles,
+    stall = engine waiting for a tile, drain).  ``avalon``: the Avalon-MM master port to the SDRAM controller.
 
     Timing
     ------
-    :func:`models.capsnet.stream_plan.stream_cycles` gives every counter exactly (the tile port's model on the
-    SDRAM model); step 2 is memory-bound (``J*D`` bytes of weights per product cycle against 2 bytes per cycle
-    from the SDRAM), so the engine waits most of the time and the stall counter shows it.
+    A step starts two cycles after the previous one ended (its engine done and its last store finished; the
+    first step on the cycle after START).  :func:`models.capsnet.image_stream_plan.image_stream_cycles` gives
+    every counter exactly (the tile port's model on the SDRAM model).
 
     FPGA mapping (Cyclone V)
     ------------------------
-    The tile RAMs in M10K: weights ``2*G*J*N`` x ``8*D`` bits (960 x 128 for the CapsNet: 15 Kbit x 8), inputs
-    ``2*N*G`` x ``8*row_bytes``, predictions ``2*G*J`` x ``8*D``, routing results ``J`` words; the master's read
-    FIFO; the engines' multipliers (``D + 1``) in DSP blocks or ALMs; counters in ALMs.
+    The tile RAMs in M10K (step 1: inputs ``2*max_map_rows`` x ``8*conv_row_bytes`` bits, slabs
+    ``2*max_kernel_words`` x ``8*M``, staging ``2*M*conv_rows`` x ``8*conv_row_bytes``, biases ``max_blocks`` x
+    ``32*M``; step 2: weights ``2*G*J*N`` x ``8*D``, inputs ``2*N*G`` x ``8*row_bytes``, predictions ``2*G*J`` x
+    ``8*D``, routing results ``J`` words); the master's read FIFO; the engines' multipliers in DSP blocks or
+    ALMs; counters in ALMs.
     """
 
     def __init__(self, *, config=CapsNetStreamConfig()):
         if not isinstance(config, CapsNetStreamConfig):
             raise TypeError(f"config must be a CapsNetStreamConfig, not {config!r}")
         self._routing_word = routing_word_layout(config)
-        host_bits = max(self._routing_word.size, stream_descriptor_layout(config).size)
+        host_bits = max(self._routing_word.size, image_descriptor_layout(config).size)
         super().__init__(config, CapsNetStreamConfig, host_data_bits=host_bits,
                          ports={"avalon": Out(TilePort.avalon_signature(address_bits=config.address_bits,
                                                                         max_burst=config.max_burst))})
@@ -111,14 +145,112 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         m = Module()
         config = self._config
         grid, classes = config.grid, config.classes
+        m.submodules.port = port = TilePort(
+            ram_bits=config.port_ram_bits, ram_address_bits=_port_ram_address_bits(config),
+            address_bits=config.address_bits, max_burst=config.max_burst, fifo_depth=config.fifo_depth)
+        wiring.connect(m, wiring.flipped(self.avalon), port.avalon)
+        m.submodules.control = control = HostControl(
+            data_bits=len(self.host.write_data), max_layers=len(StreamStep),
+            descriptor_layout=image_descriptor_layout(config), memories={StreamMemory.ROUTING: self._routing_word.size})
+        wiring.connect(m, wiring.flipped(self.host), control.host)
+
+        # ---- Steps: one after the other, each from its descriptor ----------------------------------------
+        step = Signal(range(len(StreamStep)))
+        step_start, running, done = Signal(), Signal(), Signal()
+        conv_step = step < StreamStep.PREDICTIONS
+        m.d.comb += [control.busy.eq(running), control.done.eq(done), control.layer_index.eq(step)]
+        m.d.sync += step_start.eq(0)
+        with m.If(control.start):
+            m.d.sync += [step.eq(StreamStep.CONV1), step_start.eq(1), running.eq(1), done.eq(0)]
+
+        command_bits = len(port.command.payload.as_value())
+        conv_command, matvec_command = Signal(command_bits), Signal(command_bits)
+        conv_valid, matvec_valid = Signal(), Signal()
+        with m.If(conv_step):
+            m.d.comb += [port.command.payload.eq(conv_command), port.command.valid.eq(conv_valid)]
+        with m.Else():
+            m.d.comb += [port.command.payload.eq(matvec_command), port.command.valid.eq(matvec_valid)]
+        write = port.ram_write
+
+        def ram_write(ram, selected):
+            m.d.comb += [ram.a.address.eq(write.address), ram.a.write_data.eq(write.data),
+                         ram.a.write_enable.eq(Mux(write.enable & selected, write.byte_enable[:len(ram.a.write_enable)],
+                                                   0))]
+
+        self._elaborate_convolutions(m, control, port, step, step_start, conv_command, conv_valid, ram_write)
+        self._elaborate_step2(m, control, port, step, step_start, running, done, matvec_command, matvec_valid,
+                              ram_write)
+        return m
+
+    def _elaborate_convolutions(self, m, control, port, step, step_start, command, valid, ram_write):
+        """conv1 and PrimaryCaps: the engine, its tile RAMs, its port program."""
+        config = self._config
+        conv_config = config.conv_config
+        modules = config.conv_modules
+        m.submodules.conv = engine = CapsNetConvEngine(config=conv_config)
+        m.submodules.conv_program = program = ConvTileProgram(
+            address_bits=config.address_bits, ram_address_bits=_port_ram_address_bits(config),
+            beats_bits=len(port.command.payload.beats), beats_per_word_bits=_beats_per_word_bits(config))
+        # Inputs and staging as deep as the engine's activation address (the larger of the two needs).
+        m.submodules.conv_inputs = inputs = DualPortBuffer(width=8 * config.conv_row_bytes,
+                                                           depth=conv_config.activation_depth, granularity=8)
+        m.submodules.conv_slabs = slabs = DualPortBuffer(width=8 * modules, depth=2 * config.max_kernel_words,
+                                                         granularity=8)
+        m.submodules.conv_biases = biases = DualPortBuffer(width=32 * modules, depth=max(2, config.max_blocks),
+                                                           granularity=8)
+        m.submodules.conv_staging = staging = DualPortBuffer(width=8 * config.conv_row_bytes,
+                                                             depth=conv_config.activation_depth, granularity=8)
+        descriptor = control.descriptor.conv
+        conv_step = step < StreamStep.PREDICTIONS
+        starting = step_start & conv_step
+        engine_finished, program_finished = Signal(), Signal()
+        m.d.comb += [
+            engine.layer.eq(descriptor.engine), program.layer.eq(descriptor.stream),
+            engine.start.eq(starting & (descriptor.stream.tiles != 0)), program.start.eq(starting),
+            command.eq(program.command.payload), valid.eq(program.command.valid),
+            program.command.ready.eq(port.command.ready & conv_step), program.port_finished.eq(port.finished),
+            engine.tile_ready.eq(program.tile_ready), program.tile_done.eq(engine.tile_done),
+            program.group_written.eq(engine.group_written),
+        ]
+        with m.If(engine.done):
+            m.d.sync += engine_finished.eq(1)
+        with m.If(program.done):
+            m.d.sync += program_finished.eq(1)
+        with m.If(starting & (descriptor.stream.tiles == 0)):
+            m.d.sync += engine_finished.eq(1)
+        with m.If(conv_step & engine_finished & program_finished):
+            m.d.sync += [step.eq(step + 1), step_start.eq(1), engine_finished.eq(0), program_finished.eq(0)]
+        with m.If(conv_step):
+            # Drain: the engine's last writes, then the wait for the step's last stores.
+            m.d.comb += [control.events.issue.eq(engine.issue), control.events.stall.eq(engine.stall),
+                         control.events.draining.eq(engine.draining | ~engine.busy & engine_finished)]
+
+        target = Signal(ConvTarget)
+        with m.If(program.command.valid & program.command.ready):
+            m.d.sync += target.eq(program.target)
+        for ram, kind in ((inputs, ConvTarget.INPUT), (slabs, ConvTarget.WEIGHTS), (biases, ConvTarget.BIAS)):
+            ram_write(ram, conv_step & (target == kind))
+        m.d.comb += [
+            inputs.b.address.eq(engine.row_address), inputs.b.read_enable.eq(engine.row_read),
+            engine.row_data.eq(inputs.b.read_data),
+            slabs.b.address.eq(engine.weight_address), slabs.b.read_enable.eq(engine.weight_read),
+            engine.weight_data.eq(slabs.b.read_data),
+            biases.b.address.eq(engine.bias_address), biases.b.read_enable.eq(engine.bias_read),
+            engine.bias_data.eq(biases.b.read_data),
+            staging.a.address.eq(engine.write_address), staging.a.write_data.eq(engine.write_data),
+            staging.a.write_enable.eq(engine.write_enable),
+        ]
+        with m.If(conv_step):
+            m.d.comb += [staging.b.address.eq(port.ram_read.address), staging.b.read_enable.eq(port.ram_read.enable),
+                         port.ram_read_data.eq(staging.b.read_data)]
+
+    def _elaborate_step2(self, m, control, port, step, step_start, running, done, command, command_valid, ram_write):
+        """Step 2 and routing: the matrix-vector and routing engines, their tile RAMs, their port program."""
+        config = self._config
+        grid, classes = config.grid, config.classes
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config.matvec_config)
         m.submodules.routing = routing = CapsNetRoutingEngine(
             classes=classes, dims=config.digit_dims, max_capsules=config.max_capsules, multipliers=config.multipliers)
-        m.submodules.port = port = TilePort(
-            ram_bits=8 * max(config.row_bytes, config.vector_bytes),
-            ram_address_bits=max(2 * config.tile_weight_words, 2 * config.type_rows).bit_length(),
-            address_bits=config.address_bits, max_burst=config.max_burst, fifo_depth=config.fifo_depth)
-        wiring.connect(m, wiring.flipped(self.avalon), port.avalon)
         vector_bits = 8 * config.vector_bytes
         m.submodules.inputs = inputs = DualPortBuffer(width=8 * config.row_bytes, depth=2 * config.type_rows,
                                                       granularity=8)
@@ -127,24 +259,19 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         m.submodules.predictions = predictions = DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions)
         m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, classes))
 
-        m.submodules.control = control = HostControl(
-            data_bits=len(self.host.write_data), max_layers=len(StreamStep),
-            descriptor_layout=stream_descriptor_layout(config), memories={StreamMemory.ROUTING: results.width})
-        wiring.connect(m, wiring.flipped(self.host), control.host)
-
         # ---- Run control ----------------------------------------------------------------------------------
         params = Signal(stream_descriptor_layout(config))
-        running, done, routing_phase, routing_done = Signal(), Signal(), Signal(), Signal()
+        active, routing_done = Signal(), Signal()       # step 2 or routing is the current step
+        routing_phase = step == StreamStep.ROUTING
         tiles = Signal(range(config.max_types * grid + 1))
         tile_bits = len(tiles)
         loaded, stored, computed = Signal(tile_bits), Signal(tile_bits), Signal(tile_bits)
-        m.d.comb += [control.busy.eq(running), control.done.eq(done),
-                     control.layer_index.eq(routing_phase & running)]
-        with m.If(control.start):
-            m.d.sync += [params.eq(control.descriptor), tiles.eq(control.descriptor.capsule_types * grid),
-                         running.eq(1), done.eq(0), routing_phase.eq(0), routing_done.eq(0)]
-        with m.If(running & routing_done & (stored == tiles)):
-            m.d.sync += [running.eq(0), done.eq(1)]
+        starting = step_start & (step == StreamStep.PREDICTIONS)
+        with m.If(starting):
+            m.d.sync += [params.eq(control.descriptor.matvec), tiles.eq(control.descriptor.matvec.capsule_types * grid),
+                         active.eq(1), routing_done.eq(0)]
+        with m.If(active & routing_done & (stored == tiles)):
+            m.d.sync += [running.eq(0), done.eq(1), active.eq(0)]
 
         # ---- Port program: load k (inputs with a type's first row, then weights), store k, load k + 2 ------
         type_bytes = config.type_rows * config.row_bytes
@@ -156,26 +283,28 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         loading_inputs, loading_weights = Signal(), Signal()      # the command in flight
         want_load = (loaded < tiles) & (loaded < stored + 2)
         can_store = (stored < tiles) & (computed > stored)
-        command = port.command.payload
+        command_payload = port.command.payload.shape()(command)
         vector_beats = config.vector_bytes // BUS_BYTES
         with m.If(want_load & (load_row == 0) & ~inputs_loaded):
-            m.d.comb += [command.address.eq(input_address), command.beats.eq(type_bytes // BUS_BYTES),
-                         command.ram_base.eq(Mux(load_type_parity, config.type_rows, 0)),
-                         command.beats_per_word.eq(config.row_bytes // BUS_BYTES)]
+            m.d.comb += [command_payload.address.eq(input_address), command_payload.beats.eq(type_bytes // BUS_BYTES),
+                         command_payload.ram_base.eq(Mux(load_type_parity, config.type_rows, 0)),
+                         command_payload.beats_per_word.eq(config.row_bytes // BUS_BYTES)]
         with m.Elif(want_load):
-            m.d.comb += [command.address.eq(weight_address), command.beats.eq(tile_weight_bytes // BUS_BYTES),
-                         command.ram_base.eq(Mux(loaded[0], config.tile_weight_words, 0)),
-                         command.beats_per_word.eq(vector_beats)]
+            m.d.comb += [command_payload.address.eq(weight_address),
+                         command_payload.beats.eq(tile_weight_bytes // BUS_BYTES),
+                         command_payload.ram_base.eq(Mux(loaded[0], config.tile_weight_words, 0)),
+                         command_payload.beats_per_word.eq(vector_beats)]
         with m.Else():
-            m.d.comb += [command.store.eq(1), command.address.eq(store_address),
-                         command.beats.eq(tile_prediction_bytes // BUS_BYTES),
-                         command.ram_base.eq(Mux(stored[0], config.tile_predictions, 0)),
-                         command.beats_per_word.eq(vector_beats)]
-        m.d.comb += port.command.valid.eq(running & (want_load | can_store))
-        with m.If(port.command.valid & port.command.ready):
+            m.d.comb += [command_payload.store.eq(1), command_payload.address.eq(store_address),
+                         command_payload.beats.eq(tile_prediction_bytes // BUS_BYTES),
+                         command_payload.ram_base.eq(Mux(stored[0], config.tile_predictions, 0)),
+                         command_payload.beats_per_word.eq(vector_beats)]
+        m.d.comb += command_valid.eq(active & (want_load | can_store))
+        with m.If(command_valid & port.command.ready):
             m.d.sync += [loading_inputs.eq(want_load & (load_row == 0) & ~inputs_loaded),
                          loading_weights.eq(want_load & ~((load_row == 0) & ~inputs_loaded))]
-        with m.If(port.finished):
+        step2_port = active & ~(step < StreamStep.PREDICTIONS)
+        with m.If(port.finished & step2_port):
             with m.If(loading_inputs):
                 m.d.sync += [inputs_loaded.eq(1), input_address.eq(input_address + type_bytes)]
             with m.Elif(loading_weights):
@@ -185,19 +314,19 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                     m.d.sync += load_type_parity.eq(~load_type_parity)
             with m.Else():
                 m.d.sync += [stored.eq(stored + 1), store_address.eq(store_address + tile_prediction_bytes)]
-        with m.If(control.start):
+        with m.If(starting):
             m.d.sync += [loaded.eq(0), stored.eq(0), load_row.eq(0), load_type_parity.eq(0), inputs_loaded.eq(0),
-                         input_address.eq(control.descriptor.primary_base),
-                         weight_address.eq(control.descriptor.weights_base),
-                         store_address.eq(control.descriptor.predictions_base)]
+                         loading_inputs.eq(0), loading_weights.eq(0),
+                         input_address.eq(control.descriptor.matvec.primary_base),
+                         weight_address.eq(control.descriptor.matvec.weights_base),
+                         store_address.eq(control.descriptor.matvec.predictions_base)]
 
-        write = port.ram_write
         for ram, selected in ((inputs, loading_inputs), (weights, loading_weights)):
-            m.d.comb += [ram.a.address.eq(write.address), ram.a.write_data.eq(write.data),
-                         ram.a.write_enable.eq(Mux(write.enable & selected, write.byte_enable[:len(ram.a.write_enable)],
-                                                   0))]
-        m.d.comb += [predictions.b.address.eq(port.ram_read.address), predictions.b.read_enable.eq(port.ram_read.enable),
-                     port.ram_read_data.eq(predictions.b.read_data)]
+            ram_write(ram, step2_port & selected)
+        with m.If(step2_port):
+            m.d.comb += [predictions.b.address.eq(port.ram_read.address),
+                         predictions.b.read_enable.eq(port.ram_read.enable),
+                         port.ram_read_data.eq(predictions.b.read_data)]
 
         # ---- Compute: tile ``computed`` on the matrix-vector engine once loaded ----------------------------
         compute_row = Signal(range(grid))
@@ -210,7 +339,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             layer.dim_words.eq(grid), layer.in_dims.eq(config.primary_dims), layer.out_capsules.eq(classes),
             layer.matvec_weight_base.eq(Mux(computed[0], config.tile_weight_words, 0)),
             layer.prediction_base.eq(Mux(computed[0], config.tile_predictions, 0)),
-            matvec.start.eq(running & ~matvec.busy & (loaded > computed) & ~routing_phase & routing.predictions.ready),
+            matvec.start.eq(active & ~matvec.busy & (loaded > computed) & ~routing_phase & routing.predictions.ready),
             inputs.b.address.eq(matvec.read_address), inputs.b.read_enable.eq(matvec.read_enable),
             matvec.read_data.eq(inputs.b.read_data),
             weights.b.address.eq(matvec.weight_address), weights.b.read_enable.eq(matvec.weight_read),
@@ -224,11 +353,12 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             with m.If(compute_row == grid - 1):
                 m.d.sync += compute_type_parity.eq(~compute_type_parity)
             with m.If(last_tile):
-                m.d.sync += routing_phase.eq(1)
-        with m.If(control.start):
+                m.d.sync += step.eq(StreamStep.ROUTING)
+        with m.If(starting):
             m.d.sync += [computed.eq(0), compute_row.eq(0), compute_type_parity.eq(0)]
-        m.d.comb += [control.events.issue.eq(matvec.issue), control.events.draining.eq(matvec.draining),
-                     control.events.stall.eq(~routing_phase & ~matvec.busy)]
+        with m.If(~(step < StreamStep.PREDICTIONS)):
+            m.d.comb += [control.events.issue.eq(matvec.issue), control.events.draining.eq(matvec.draining),
+                         control.events.stall.eq(~routing_phase & ~matvec.busy)]
 
         # ---- Routing: every prediction vector, the class words into the result RAM ------------------------
         last_prediction = Mux(computed[0], 2 * config.tile_predictions, config.tile_predictions) - 1
@@ -246,4 +376,3 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                 m.d.sync += [routing_done.eq(1), class_index.eq(0)]
         m.d.comb += [results.b.address.eq(control.memory_address), results.b.read_enable.eq(control.memory_read.routing),
                      control.memory_read_data.routing.eq(results.b.read_data)]
-        return m

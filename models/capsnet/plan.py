@@ -191,7 +191,9 @@ def _compile_conv(config, spec, tensor, weight_base, bias_base, out_base):
               "kernel_width": kernel_width, "stride": spec.stride, "out_height": out_height, "out_width": out_width,
               "out_channels": out_channels, "channel_blocks": blocks, "column_blocks": column_blocks,
               "products": products, "column_step": lanes * spec.stride, "block_rows": modules * out_height,
-              "weight_base": weight_base, "bias_base": bias_base, "out_ram": output.ram, "out_base": out_base}
+              "weight_base": weight_base, "bias_base": bias_base, "out_ram": output.ram, "out_base": out_base,
+              "channels": in_channels, "kernel_words": kernel_height * kernel_width, "row_groups": out_height,
+              "channel_words": out_height}
     groups = blocks * out_height * column_blocks
     last_block_channels = out_channels - (blocks - 1) * modules
     plan = LayerPlan(name=spec.name, kind=LayerKind.CONV, descriptor=fields, encoded=_encode(config, spec.name, fields),
@@ -239,6 +241,9 @@ def compile_layers(config, input_shape, layers):
     """Plan for ``layers`` (ConvSpec..., then optionally one MatvecSpec) on an int8 input of ``input_shape``."""
     if not isinstance(config, CapsNetConfig):
         raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
+    if config.conv_rows != 1:
+        raise ValueError(f"conv_rows must be 1 for the accelerator with on-chip RAMs (more rows per pass is the "
+                         f"streamed engine's, models.capsnet.image_stream_plan), not {config.conv_rows}")
     if not layers or len(layers) > config.max_layers:
         raise ValueError(f"between 1 and {config.max_layers} layers, not {len(layers)}")
     if any(not isinstance(spec, (ConvSpec, MatvecSpec)) for spec in layers) or \

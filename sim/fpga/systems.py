@@ -60,8 +60,8 @@ SYSTEMS = {system.name: system for system in [
     System("capsnet_matvec", "CapsNet matrix-vector engine (step 2): 16 int8 MACs, no RAMs",
            CapsNetMatvecEngine, lambda: CapsNetMatvecEngine(config=SMALL_CONFIG),
            reference="paper: Matrix Multiplication 3,158 ALMs, 46 Kbit, 1 DSP (both: 6,348 ALMs, 163 Kbit, 3 DSP)"),
-    System("capsnet_stream", "CapsNet on the DE1-SoC, step 2 and routing: weights and capsules streamed from SDRAM "
-           "(Avalon-MM master, bursts of 128), 16 int8 MACs and the routing engine in DSP blocks",
+    System("capsnet", "CapsNet on the DE1-SoC: the whole image streamed from SDRAM (Avalon-MM master, bursts of 128), "
+           "8 x 6 x 6-row int8 conv MACs in logic, 16 int8 matrix-vector MACs and the routing engine in DSP blocks",
            CapsNetStreamingAccelerator, lambda: CapsNetStreamingAccelerator(config=SMALL_STREAM_CONFIG),
            reference="paper (HLS, Cyclone V 5CSEMA5, steps 1 and 2; routing on the ARM): 6,348 ALMs, 163 Kbit, 3 DSP"),
 ]}

@@ -1,4 +1,6 @@
-"""Host side of :mod:`testbench.capsnet.streaming_tb`: a compiled step 2 on a simulated streaming accelerator."""
+"""Host side of :mod:`testbench.capsnet.streaming_tb`: compiled runs on a simulated streaming accelerator, either
+step 2 and routing alone (:func:`run_on_stream`, the PrimaryCaps output given) or the whole image
+(:func:`run_image_stream`)."""
 
 from dataclasses import dataclass
 
@@ -6,7 +8,7 @@ import numpy as np
 
 from sim.harness import simulate
 
-__all__ = ["StreamRun", "run_on_stream"]
+__all__ = ["StreamRun", "run_on_stream", "run_image_stream"]
 
 
 @dataclass
@@ -21,6 +23,7 @@ class StreamRun:
     layer_counters: np.ndarray    # (N, steps, 4): hw.capsnet.streaming_accelerator.StreamStep x LayerCounter
     build_seconds: float
     run_seconds: float
+    features: dict | None = None  # whole-image runs: {"conv1_output", "primary"}: (N, K, Ho, Wo) int8
 
 
 def _field(words, field, lanes=1):
@@ -34,28 +37,53 @@ def _field(words, field, lanes=1):
     return out.reshape(*words.shape[:-1], lanes)
 
 
-def run_on_stream(accelerator, plan, inputs, *, simulator="verilator", waves=None, max_cycles=50_000_000):
-    """Run every PrimaryCaps output of ``inputs`` ((N, T*N_dims, G, G) int8) through ``plan`` on ``accelerator``."""
-    if accelerator.config != plan.config:
-        raise ValueError(f"the plan was compiled for {plan.config}, the accelerator is built for {accelerator.config}")
-    config = plan.config
-    rows = np.zeros((len(inputs), *np.shape(inputs)[1:3], config.row_bytes), np.int8)
-    rows[..., :config.grid] = inputs
+def _simulate(accelerator, step2, *, descriptors, regions, image, input_region, inputs, readback, simulator, waves,
+              max_cycles):
+    config = accelerator.config
+    if step2.config != config:
+        raise ValueError(f"the plan was compiled for {step2.config}, the accelerator is built for {config}")
     layout = accelerator.routing_word
     routing_bytes = -(-layout.size // 8)
     result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.capsnet.streaming_tb",
                       simulator=simulator, waves=waves,
-                      config={"descriptor": plan.descriptor, "regions": plan.regions, "max_cycles": max_cycles,
+                      config={"descriptors": list(descriptors), "regions": regions, "max_cycles": max_cycles,
+                              "input_region": input_region, "readback": list(readback),
                               "routing_words": config.classes, "routing_bytes": routing_bytes},
-                      stimulus={"inputs": rows.reshape(len(inputs), -1).view(np.uint8),
-                                **{f"region_{name}": values for name, values in plan.image.items()}})
+                      stimulus={"inputs": inputs, **{f"region_{name}": values for name, values in image.items()}})
     outputs = result.outputs
     words, fields = outputs["routing"], dict(layout)
     dims = config.digit_dims
     return StreamRun(
-        predictions=np.stack([plan.predictions(memory) for memory in outputs["predictions"]]) if len(inputs) else None,
+        predictions=np.stack([step2.predictions(memory) for memory in outputs["region_predictions"]]),
         sums=_field(words, fields["sums"], dims), digit_caps=_field(words, fields["caps"], dims).astype(np.int8),
         squared_lengths=_field(words, fields["squared_length"])[..., 0],
         labels=_field(words, fields["label"])[:, -1, 0],
         start_cycles=outputs["start_cycles"], total_cycles=outputs["total_cycles"],
-        layer_counters=outputs["layer_counters"], build_seconds=result.build_seconds, run_seconds=result.run_seconds)
+        layer_counters=outputs["layer_counters"], build_seconds=result.build_seconds, run_seconds=result.run_seconds), \
+        outputs
+
+
+def run_on_stream(accelerator, plan, inputs, *, simulator="verilator", waves=None, max_cycles=50_000_000):
+    """Step 2 and routing of every PrimaryCaps output of ``inputs`` ((N, T*N_dims, G, G) int8) through ``plan`` (a
+    :class:`~models.capsnet.stream_plan.StreamPlan`) on ``accelerator``; the convolutions' descriptors are empty."""
+    config = plan.config
+    rows = np.zeros((len(inputs), *np.shape(inputs)[1:3], config.row_bytes), np.int8)
+    rows[..., :config.grid] = inputs
+    run, _ = _simulate(accelerator, plan, descriptors=(0, 0, plan.descriptor, 0), regions=plan.regions,
+                       image=plan.image, input_region="primary",
+                       inputs=rows.reshape(len(inputs), -1).view(np.uint8), readback=("predictions",),
+                       simulator=simulator, waves=waves, max_cycles=max_cycles)
+    return run
+
+
+def run_image_stream(accelerator, plan, images, *, simulator="verilator", waves=None, max_cycles=200_000_000):
+    """Every network input of ``images`` ((N, 1, H, W) int8) through ``plan`` (an
+    :class:`~models.capsnet.image_stream_plan.ImageStreamPlan`) on ``accelerator``: a whole run each."""
+    inputs = np.stack([plan.input_region(image) for image in images]) if len(images) else np.zeros((0, 0), np.uint8)
+    run, outputs = _simulate(accelerator, plan.step2, descriptors=plan.descriptors, regions=plan.regions,
+                             image=plan.image, input_region="image", inputs=inputs,
+                             readback=("conv1_output", "primary", "predictions"), simulator=simulator, waves=waves,
+                             max_cycles=max_cycles)
+    run.features = {name: np.stack([plan.feature_map(name, region) for region in outputs[f"region_{name}"]])
+                    for name in ("conv1_output", "primary")}
+    return run

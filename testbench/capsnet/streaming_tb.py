@@ -1,15 +1,17 @@
 """cocotb test module for :class:`hw.capsnet.streaming_accelerator.CapsNetStreamingAccelerator`: the SDRAM model
 behind its Avalon port, one run per input.
 
-The SDRAM image's regions are written into the model's memory before the first run; for every input the
-PrimaryCaps region is replaced (as step 1 would leave it), the host writes the descriptor and START, waits for
-``done``, reads the routing words and the counters, and the prediction region is read from the model.
+The SDRAM image's regions are written into the model's memory before the first run; for every input its region
+(``input_region``: the image, or the PrimaryCaps output when step 1 is not run) is replaced, the host writes the
+descriptors once and START per input, waits for ``done``, reads the routing words and the counters, and the
+``readback`` regions (features, predictions) are read from the model.
 
-Configuration: ``descriptor`` (int), ``regions`` ({name: [base, bytes]}), ``routing_words``, ``routing_bytes``,
-``max_cycles`` (timeout of one run).  Stimulus: ``region_<name>`` (uint8, the image), ``inputs`` (N, bytes) uint8
-(the PrimaryCaps region of each input).  Outputs: ``predictions`` (N, bytes), ``routing`` (N, words, bytes) uint8,
-``start_cycles`` (the START cycle of each run, counted like the SDRAM slave's cycles from the first after reset),
-``total_cycles`` (N,), ``layer_counters`` (N, steps, 4), ``run_wall_seconds`` (N,).
+Configuration: ``descriptors`` (ints, one per step), ``regions`` ({name: [base, bytes]}), ``input_region``,
+``readback`` (region names), ``routing_words``, ``routing_bytes``, ``max_cycles`` (timeout of one run).  Stimulus:
+``region_<name>`` (uint8, the image), ``inputs`` (N, bytes) uint8.  Outputs: ``region_<name>`` (N, bytes) for every
+``readback`` region, ``routing`` (N, words, bytes) uint8, ``start_cycles`` (the START cycle of each run, counted like
+the SDRAM slave's cycles from the first after reset), ``total_cycles`` (N,), ``layer_counters`` (N, steps, 4),
+``run_wall_seconds`` (N,).
 """
 
 import cocotb
@@ -35,22 +37,23 @@ async def stream_inputs(dut):
     first_cycle = current_cycle()
     AvalonSdramSlave(dut, model).start(next_cycle)
     host = HostDriver(dut)
-    await host.write_block(HostTarget.DESCRIPTORS, 0, [config["descriptor"]])
-    primary_base, primary_bytes = config["regions"]["primary"]
-    prediction_base, prediction_bytes = config["regions"]["predictions"]
-    observed = {name: [] for name in ("predictions", "routing", "start_cycles", "total_cycles", "layer_counters",
-                                      "run_wall_seconds")}
-    for index, primary in enumerate(stimulus["inputs"]):
-        model.memory[primary_base:primary_base + primary_bytes] = primary
+    await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])
+    input_base, input_bytes = config["regions"][config["input_region"]]
+    readback = {name: config["regions"][name] for name in config["readback"]}
+    observed = {name: [] for name in ("routing", "start_cycles", "total_cycles", "layer_counters", "run_wall_seconds")}
+    observed |= {f"region_{name}": [] for name in readback}
+    for index, values in enumerate(stimulus["inputs"]):
+        model.memory[input_base:input_base + input_bytes] = values
         observed["start_cycles"].append(current_cycle() - first_cycle)
         observed["run_wall_seconds"].append(await host.run(len(StreamStep), config["max_cycles"]))
         words = await host.read_block(StreamMemory.ROUTING, range(config["routing_words"]))
         observed["routing"].append([int_to_bytes(word, config["routing_bytes"]) for word in words])
-        observed["predictions"].append(model.memory[prediction_base:prediction_base + prediction_bytes].copy())
+        for name, (base, size) in readback.items():
+            observed[f"region_{name}"].append(model.memory[base:base + size].copy())
         total, counters = await host.read_counters(len(StreamStep))
         observed["total_cycles"].append(total)
         observed["layer_counters"].append(counters)
         report_progress(config, index + 1, len(stimulus["inputs"]))
     save_outputs(**{name: np.array(values, dtype=np.float64 if name == "run_wall_seconds" else
-                                   np.uint8 if name in ("predictions", "routing") else np.int64)
+                                   np.uint8 if name == "routing" or name.startswith("region_") else np.int64)
                     for name, values in observed.items()})

@@ -10,7 +10,8 @@ from hw.capsnet.stream_config import SMALL_STREAM_CONFIG, CapsNetStreamConfig
 from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
 from models.capsnet.golden import COUPLING_SHIFT, route_fixed
 from models.capsnet.int8_layers import matvec
-from models.capsnet.stream_plan import compile_stream, stream_cycles
+from models.capsnet.image_stream_plan import image_stream_cycles
+from models.capsnet.stream_plan import compile_stream
 from models.shared.tile_port import TilePortModel
 from sim.lint import lint_verilog
 from testbench.capsnet.stream_host import run_on_stream
@@ -58,7 +59,7 @@ def test_counters_match_the_cycle_formula(small_run):
     _, _, _, plan, run = small_run
     port = TilePortModel(max_burst=plan.config.max_burst, fifo_depth=plan.config.fifo_depth)
     for index, start in enumerate(run.start_cycles):
-        expected = stream_cycles(plan, int(start), port)
+        expected = image_stream_cycles(plan, int(start), port)
         assert run.total_cycles[index] == expected.total, f"input {index}"
         assert run.layer_counters[index].tolist() == [list(step) for step in expected.steps], f"input {index}"
     assert run.layer_counters[0][StreamStep.PREDICTIONS][2] > 0, "the engine waits for the SDRAM (memory-bound)"

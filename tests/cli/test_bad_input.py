@@ -233,7 +233,7 @@ CASES = {
                     "'f32_add_1', 'f16_mul_1', 'f16_add_1', 'f32_mul_2', 'f32_add_2')"),
     "synth system": ("synth bogus",
                      "nnaccel synth: error: argument SYSTEM: unknown system 'bogus'; choose from fmul, fadd, "
-                     "matrix_module, pe_ring, dqn, capsnet_conv, capsnet_matvec, capsnet_stream"),
+                     "matrix_module, pe_ring, dqn, capsnet_conv, capsnet_matvec, capsnet"),
     "verilog clock": ("verilog dqn --board de1soc --clock-mhz 0",
                       "nnaccel verilog: error: argument --clock-mhz: must be a number of MHz from 1 to 1000, not '0'"),
     "verilog board": ("verilog dqn", "nnaccel verilog: error: the following arguments are required: --board"),

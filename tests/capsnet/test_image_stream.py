@@ -1,0 +1,80 @@
+# amaranth: UnusedElaboratable=no
+"""The streaming CapsNet accelerator running whole images from SDRAM (conv1, PrimaryCaps, step 2, routing) in
+simulation with the SDRAM model: a small configuration and network, every feature map, prediction and routing
+result bit for bit against ``models.capsnet.int8_layers`` + ``route_fixed``, every counter against the compiler's
+cycle formula with the SDRAM model in it."""
+
+import numpy as np
+import pytest
+
+from hw.capsnet.stream_config import SMALL_STREAM_CONFIG
+from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
+from models.capsnet.golden import COUPLING_SHIFT, route_fixed
+from models.capsnet.image_stream_plan import compile_image_stream, image_stream_cycles
+from models.capsnet.int8_layers import conv2d, matvec
+from models.capsnet.plan import ConvSpec
+from models.shared.tile_port import TilePortModel
+from testbench.capsnet.stream_host import run_image_stream
+
+SEED = 1623
+IMAGES = 2
+IMAGE_SHAPE = (1, 10, 10)
+CONV1_CHANNELS, TYPES = 8, 3
+DIGIT_SHIFT, SQUASH_SHIFT = 6, 1
+
+
+def small_network(config, rng):
+    dims = config.primary_dims
+    conv1 = ConvSpec("conv1", rng.integers(-128, 128, (CONV1_CHANNELS, 1, 3, 3)).astype(np.int8),
+                     rng.integers(-3000, 3000, CONV1_CHANNELS), stride=1, shift=6, relu=True)
+    primary = ConvSpec("primary", rng.integers(-128, 128, (TYPES * dims, CONV1_CHANNELS, 3, 3)).astype(np.int8),
+                       rng.integers(-20000, 20000, TYPES * dims), stride=2, shift=10, relu=False)
+    digit = rng.integers(-128, 128, (TYPES * config.grid ** 2, config.classes, config.digit_dims, dims)).astype(np.int8)
+    return conv1, primary, digit
+
+
+def golden(config, image, conv1, primary, digit):
+    features = conv2d(image, conv1.weights, conv1.bias, stride=1, shift=conv1.shift, relu=True)
+    maps = conv2d(features, primary.weights, primary.bias, stride=2, shift=primary.shift)
+    dims, grid = config.primary_dims, config.grid
+    capsules = maps.reshape(-1, dims, grid, grid).transpose(0, 2, 3, 1).reshape(-1, dims)
+    flat = digit.reshape(len(capsules), config.classes * config.digit_dims, dims)
+    predictions = matvec(flat, capsules, shift=DIGIT_SHIFT).reshape(len(capsules), config.classes, config.digit_dims)
+    return features, maps, predictions, route_fixed(predictions, squash_shift=SQUASH_SHIFT)
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    config = SMALL_STREAM_CONFIG
+    rng = np.random.default_rng(SEED)
+    conv1, primary, digit = small_network(config, rng)
+    images = rng.integers(0, 17, (IMAGES, *IMAGE_SHAPE)).astype(np.int8)
+    plan = compile_image_stream(config, conv1, primary, digit, image_shape=IMAGE_SHAPE, digit_shift=DIGIT_SHIFT,
+                                routing_shift=SQUASH_SHIFT + COUPLING_SHIFT)
+    run = run_image_stream(CapsNetStreamingAccelerator(config=config), plan, images)
+    return config, images, (conv1, primary, digit), plan, run
+
+
+def test_every_step_bit_exact(small_run):
+    config, images, network, _, run = small_run
+    for index, image in enumerate(images):
+        features, maps, predictions, routing = golden(config, image, *network)
+        assert np.array_equal(run.features["conv1_output"][index], features), f"image {index}: conv1"
+        assert np.array_equal(run.features["primary"][index], maps), f"image {index}: PrimaryCaps"
+        assert np.array_equal(run.predictions[index], predictions), f"image {index}: predictions"
+        assert np.array_equal(run.sums[index], routing.sums), f"image {index}: s_j"
+        assert np.array_equal(run.digit_caps[index], routing.digit_caps), f"image {index}: v_j"
+        assert np.array_equal(run.squared_lengths[index], routing.squared_lengths), f"image {index}: |v_j|^2"
+        assert run.labels[index] == routing.label, f"image {index}: class"
+    assert not np.array_equal(run.features["primary"][0], run.features["primary"][1]), "the images differ"
+
+
+def test_counters_match_the_cycle_formula(small_run):
+    _, _, _, plan, run = small_run
+    port = TilePortModel(max_burst=plan.config.max_burst, fifo_depth=plan.config.fifo_depth)
+    for index, start in enumerate(run.start_cycles):
+        expected = image_stream_cycles(plan, int(start), port)
+        assert run.layer_counters[index].tolist() == [list(step) for step in expected.steps], f"image {index}"
+        assert run.total_cycles[index] == expected.total, f"image {index}"
+    for step in StreamStep:
+        assert run.layer_counters[0][step][0] > 0, f"{step.name} took no cycle"
