@@ -1,98 +1,93 @@
-"""The CapsNet on a DE1-SoC (Cyclone V 5CSEMA5, 64 MB SDRAM): configuration sweep by the numbers.
+"""The CapsNet on a DE1-SoC (Cyclone V 5CSEMA5, 64 MB SDRAM): the configuration sweep, by the numbers.
 
-    python benchmarks/capsnet/bench_de1soc.py [--variant full|reduced] [--sizes 4 8 16] [--matvec dsp|logic]
+    python benchmarks/capsnet/bench_de1soc.py [--variant full|reduced] [--sizes 4 8 12 16] [--styles logic dsp]
 
-For every conv-engine size (``M`` modules x 6 lanes) and multiplier kind: the steps' cycles from the streaming
-schedule (:mod:`models.capsnet.streaming`: double-buffered tiles through the SDRAM model), milliseconds at 100 MHz
-next to the paper's 137 / 119 / 133 ms, the bandwidth each step needs against what the SDRAM gives, and the
-resources: Yosys estimates (``sim.fpga.synth``) of the conv and matvec engines, the routing engine and the
-Avalon master, plus the conv engine's extra accumulators for the row rotation (``M * 6 * 5`` of 32 bits, counted
-as flip-flops at four per ALM: the engines as built have one per lane).  Then GOP/s (the paper's counting, step 1),
-GOP/s per DSP block and per thousand ALMs, against 7.06 GOP/s and 2.35 GOP/s/DSP.  Slow the first time (Yosys,
-minutes per engine; results are cached) and the full variant's schedule takes about a minute per size.
+For every conv-engine size (``M`` modules x 6 lanes x 6 rows) and multiplier kind: every step's cycles from the
+exact cycle formula of the streaming accelerator (:func:`models.capsnet.image_stream_plan.image_stream_cycles`:
+the port programs on the SDRAM model; the counters of the RTL equal it, tests/capsnet/test_image_stream.py),
+milliseconds at 100 MHz next to the paper's 137 / 119 / 133 / 395 ms, the SDRAM traffic, and the resources: the
+Yosys estimate (``sim.fpga.synth``) of the whole accelerator built for M = 8 in logic (``nnaccel synth capsnet``)
+with its convolution engine replaced by the estimate of the engine of each configuration.  Then GOP/s (the
+paper's counting, step 1), GOP/s per DSP block and per thousand ALMs, against 7.06 GOP/s and 2.35 GOP/s/DSP.
+Slow the first time (Yosys: about an hour for the whole accelerator, minutes per engine; results are cached).
 """
 
 import argparse
+import dataclasses
 
-from hw.capsnet.config import CapsNetConfig
 from hw.capsnet.conv_engine import CapsNetConvEngine
-from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.capsnet.routing_engine import CapsNetRoutingEngine, routing_finish_cycles
-from hw.shared.avalon_master import AvalonBurstMaster
-from models.capsnet.network import CLASSES, DIGIT_DIM, OPS_PER_ADD, OPS_PER_MUL, VARIANTS
-from models.capsnet.streaming import ROTATIONS, memory_map, schedule, step1_tiles, step2_tiles
+from hw.capsnet.stream_config import CapsNetStreamConfig
+from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+from models.capsnet.golden import COUPLING_SHIFT, load_capsnet
+from models.capsnet.image_stream_plan import compile_image_stream, image_stream_cycles
+from models.capsnet.network import IMAGE_SIZE, OPS_PER_ADD, OPS_PER_MUL, PRIMARY_STRIDE
+from models.capsnet.plan import ConvSpec
 from models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
+from models.shared.tile_port import TilePortModel
 from sim.fpga.synth import ESTIMATE_NOTE, estimate
 
 CLOCK_HZ = 100e6
-PAPER_MS = {"step 1": 137, "step 2": 119, "steps 3-6": 133, "total": 395}
+PAPER_MS = {"step 1": 137, "step 2": 119, "steps 3-6": 133, "image": 395}
 PAPER_GOPS, PAPER_GOPS_PER_DSP = 7.06, 2.35
-DEVICE_ALMS, DEVICE_DSP = 32_070, 87
-LANES = 6
-ACCUMULATOR_BITS = 32
+DEVICE_ALMS = 32_070
+START = 100                   # the START cycle of the timed run (an idle SDRAM before it)
 
 
-def resources(component, name=None):
-    total = estimate(component, name or component.module_name).total
-    return total.alms, total.dsp_blocks
+def cycles(net, config):
+    conv1 = ConvSpec("conv1", net.conv1_weights, net.conv1_bias, stride=1, shift=net.conv1_shift, relu=True)
+    primary = ConvSpec("primary", net.primary_weights, net.primary_bias, stride=PRIMARY_STRIDE,
+                       shift=net.primary_shift, relu=False)
+    plan = compile_image_stream(config, conv1, primary, net.digit_weights, image_shape=(1, IMAGE_SIZE, IMAGE_SIZE),
+                                digit_shift=net.digit_shift, routing_shift=net.squash_shift + COUPLING_SHIFT)
+    return image_stream_cycles(plan, START, TilePortModel(max_burst=config.max_burst, fifo_depth=config.fifo_depth))
 
 
-def engine_resources(engine_class, label, modules, style):
-    """An engine's estimate under the configuration and name ``bench_synth.py`` uses (both engines in ``style``),
-    so the two benchmarks share Yosys' cached results."""
-    config = CapsNetConfig(conv_modules=modules, conv_lanes=LANES, conv_multipliers=style, matvec_multipliers=style)
-    return resources(engine_class(config=config), f"capsnet_{label}_engine_{config.name}")
-
-
-def step_table(shape, modules):
-    regions = memory_map(shape, modules)
-    conv1, primary = step1_tiles(shape, regions, conv_modules=modules, conv_lanes=LANES)
-    return {"conv1": schedule(conv1), "primary": schedule(primary), "step 2": schedule(step2_tiles(shape, regions)),
-            "routing": routing_finish_cycles(CLASSES, DIGIT_DIM)}
+def conv_engine(config):
+    engine = CapsNetConvEngine(config=config.conv_config)
+    return estimate(engine, engine.module_name).total
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", choices=sorted(VARIANTS), default="full")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[4, 8, 16])
-    parser.add_argument("--matvec", choices=("dsp", "logic"), default="dsp")
+    parser.add_argument("--variant", choices=("full", "reduced"), default="full")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4, 8, 12, 16])
+    parser.add_argument("--styles", nargs="+", choices=("logic", "dsp"), default=["logic", "dsp"])
     arguments = parser.parse_args()
-    shape = VARIANTS[arguments.variant]
+    net = load_capsnet(arguments.variant)
+    shape = net.shape
     sustained = sustained_read_bytes_per_cycle()
     print(f"SDRAM model: {DE1_SOC_SDRAM.peak_bytes_per_second / 1e6:.0f} MB/s peak, {sustained * 100:.1f} MB/s "
-          f"sustained by a sequential read stream ({sustained:.3f} bytes/cycle)")
-    fixed = {"matvec": engine_resources(CapsNetMatvecEngine, "matvec", 8, arguments.matvec),
-             "routing": resources(CapsNetRoutingEngine(multipliers=arguments.matvec)),
-             "avalon master": resources(AvalonBurstMaster())}
-    for name, (alms, dsp) in fixed.items():
-        print(f"  {name}: {alms:,} ALMs, {dsp:.1f} DSP blocks (Yosys estimate)")
+          f"sustained by a sequential read stream")
+    chosen = CapsNetStreamConfig()
+    whole = CapsNetStreamingAccelerator(config=chosen)
+    print(f"Yosys: the whole accelerator at M = {chosen.conv_modules} ({chosen.conv_multipliers}) ...", flush=True)
+    top = estimate(whole, whole.module_name).total
+    chosen_engine = conv_engine(chosen)
+    rest_alms, rest_dsp = top.alms - chosen_engine.alms, top.dsp_blocks - chosen_engine.dsp_blocks
+    print(f"  {top.alms:,} ALMs, {top.dsp_blocks:.1f} DSP blocks, {top.m10k} M10K; without its conv engine "
+          f"({chosen_engine.alms:,} ALMs): {rest_alms:,} ALMs, {rest_dsp:.1f} DSP blocks")
     step1_operations = shape.step1_macs * (OPS_PER_MUL + OPS_PER_ADD)
-    print(f"\n{arguments.variant} CapsNet, conv engine M x {LANES}, {ROTATIONS} rows per pass, matvec "
-          f"{arguments.matvec}: cycles (ms at 100 MHz; paper {PAPER_MS['step 1']} / {PAPER_MS['step 2']} / "
-          f"{PAPER_MS['steps 3-6']} / {PAPER_MS['total']} ms)")
+    print(f"\n{arguments.variant} CapsNet; ms at 100 MHz (paper {PAPER_MS['step 1']} / {PAPER_MS['step 2']} / "
+          f"{PAPER_MS['steps 3-6']} / {PAPER_MS['image']})")
+    header = (f"{'conv engine':<16}{'ALMs':>8}{'DSP':>5}{'step 1 ms':>11}{'step 2 ms':>11}{'3-6 ms':>8}"
+              f"{'image ms':>10}{'GOP/s':>7}{'/DSP':>6}{'/kALM':>7}")
+    print(header)
+    print("-" * len(header))
     for modules in arguments.sizes:
-        steps = step_table(shape, modules)
-        step1 = steps["conv1"].cycles + steps["primary"].cycles
-        total = step1 + steps["step 2"].cycles + steps["routing"]
-        print(f"M={modules:>2}: conv1 {steps['conv1'].cycles:,} + PrimaryCaps {steps['primary'].cycles:,} = step 1 "
-              f"{step1:,} ({step1 / CLOCK_HZ * 1e3:.1f} ms), step 2 {steps['step 2'].cycles:,} "
-              f"({steps['step 2'].cycles / CLOCK_HZ * 1e3:.2f} ms), routing {steps['routing']} after step 2 "
-              f"({steps['routing'] / CLOCK_HZ * 1e6:.1f} us), image {total / CLOCK_HZ * 1e3:.1f} ms")
-        for name in ("conv1", "primary", "step 2"):
-            step = steps[name]
-            print(f"      {name:<8} compute {step.compute:>9,}  stall {step.stall:>9,}  traffic "
-                  f"{(step.bytes_read + step.bytes_written) / 1e6:6.2f} MB  needs "
-                  f"{step.needed_bytes_per_cycle() * 100:7.1f} MB/s to never wait (SDRAM {sustained * 100:.0f})")
-        gops = step1_operations / (step1 / CLOCK_HZ) / 1e9
-        accumulator_alms = modules * LANES * (ROTATIONS - 1) * ACCUMULATOR_BITS // 4
-        for style in ("dsp", "logic"):
-            conv_alms, conv_dsp = engine_resources(CapsNetConvEngine, "conv", modules, style)
-            alms = conv_alms + accumulator_alms + sum(alms for alms, _ in fixed.values())
-            dsp = -(-(conv_dsp + sum(dsp for _, dsp in fixed.values())) // 1)
-            per_dsp = f"{gops / dsp:.2f}" if dsp else "no DSP"
-            print(f"      conv {style:<5}: {alms:>6,} ALMs ({alms / DEVICE_ALMS:.0%} of {DEVICE_ALMS:,}), {dsp:>3.0f} DSP "
-                  f"blocks; step 1 {gops:.1f} GOP/s (paper {PAPER_GOPS}), {per_dsp} GOP/s/DSP (paper "
-                  f"{PAPER_GOPS_PER_DSP}), {gops / alms * 1e3:.2f} GOP/s per kALM", flush=True)
+        timing = None
+        for style in arguments.styles:
+            config = dataclasses.replace(chosen, conv_modules=modules, conv_multipliers=style)
+            timing = timing or cycles(net, config)
+            engine = conv_engine(config)
+            alms = rest_alms + engine.alms
+            dsp = -(-(rest_dsp + engine.dsp_blocks) // 1)
+            step1 = timing.steps[0][0] + timing.steps[1][0]
+            gops = step1_operations / (step1 / CLOCK_HZ) / 1e9
+            print(f"{modules:>3} x 6 x 6 {style:<5}{alms:>8,}{dsp:>5.0f}{step1 / CLOCK_HZ * 1e3:>11.2f}"
+                  f"{timing.steps[2][0] / CLOCK_HZ * 1e3:>11.2f}{timing.steps[3][0] / CLOCK_HZ * 1e3:>8.3f}"
+                  f"{timing.total / CLOCK_HZ * 1e3:>10.2f}{gops:>7.1f}{gops / dsp if dsp else 0:>6.2f}"
+                  f"{gops / alms * 1e3:>7.2f}  ({alms / DEVICE_ALMS:.0%} of the ALMs)", flush=True)
+        print(f"{'':<16}SDRAM traffic {timing.bytes_read:,} B read, {timing.bytes_written:,} B written per image")
     print(ESTIMATE_NOTE)
 
 

@@ -53,6 +53,22 @@ def test_reduced_capsnet_end_to_end(tmp_path, capsys):
     assert report["dsp"][0]["dsp_blocks"] == 70
 
 
+def test_reduced_capsnet_on_the_de1soc(tmp_path, capsys):
+    """The whole image from the SDRAM model, routing on chip: every step bit-exact, the counters equal to the cycle
+    formula, the per-step table against the paper."""
+    report_path = tmp_path / "de1soc.json"
+    assert main(["run", "capsnet", "--board", "de1soc", "--images", "2", "--json", str(report_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "counters: equal to the compiler's cycle formula (SDRAM model in the loop) for every image" in printed
+    assert ("bit-exact against the fixed-point golden model in every step: features 2/2, primary 2/2, predictions "
+            "2/2, sums 2/2, digit_caps 2/2, squared_lengths 2/2, class 2/2") in printed
+    report = json.loads(report_path.read_text())
+    assert report["board"] == "de1soc" and report["bit_exact"] and report["counters_equal_formula"]
+    assert [row["product_cycles"] for row in report["steps"]] == [31_104, 124_416, 23_040, 0]
+    assert report["image_cycles"] == sum(row["cycles"] for row in report["steps"])
+    assert report["dsp_blocks"] == 6 and report["step1_gops_per_dsp"] > report["paper"]["gops_per_dsp"]
+
+
 @pytest.mark.extended
 def test_full_capsnet_one_digit(tmp_path):
     """The full-size network (1,152 capsules) through the same hardware: about 1.14 M cycles."""
