@@ -78,3 +78,35 @@ def test_counters_match_the_cycle_formula(small_run):
         assert run.total_cycles[index] == expected.total, f"image {index}"
     for step in StreamStep:
         assert run.layer_counters[0][step][0] > 0, f"{step.name} took no cycle"
+
+
+def test_compile_errors():
+    config = SMALL_STREAM_CONFIG
+    conv1, primary, digit = small_network(config, np.random.default_rng(SEED))
+    compile_kwargs = {"image_shape": IMAGE_SHAPE, "digit_shift": DIGIT_SHIFT, "routing_shift": 5}
+    odd = ConvSpec("primary", np.zeros((9, 7, 3, 3), np.int8), None, stride=2, shift=1, relu=False)
+    seven = ConvSpec("conv1", np.zeros((7, 1, 3, 3), np.int8), None, stride=1, shift=1, relu=True)
+    with pytest.raises(ValueError, match="^layer primary: weights take 7 input channels, the input has 8$"):
+        compile_image_stream(config, conv1, odd, digit, **compile_kwargs)
+    with pytest.raises(ValueError, match="^layer primary: 7 input channels: the tiles alternate between two slots"):
+        compile_image_stream(config, seven, odd, digit, **compile_kwargs)
+    wide = ConvSpec("conv1", np.zeros((20, 1, 3, 3), np.int8), None, stride=1, shift=1, relu=True)
+    with pytest.raises(ValueError, match="^layer conv1: 5 channel blocks, the accelerator takes at most 4$"):
+        compile_image_stream(config, wide, primary, digit, **compile_kwargs)
+    with pytest.raises(ValueError, match="^PrimaryCaps gives 4x4 maps, the accelerator's grid is 3x3"):
+        compile_image_stream(config, conv1, primary, digit, **{**compile_kwargs, "image_shape": (1, 12, 12)})
+    with pytest.raises(TypeError, match="^config must be a CapsNetStreamConfig"):
+        compile_image_stream(config.conv_config, conv1, primary, digit, **compile_kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"conv_modules": 6}, "conv_modules must be a multiple of 4 \\(a kernel word is whole bus words\\), not 6"),
+    ({"conv_rows": 0}, "conv_rows must be an integer from 1 to 32, not 0"),
+    ({"conv_row_bytes": 6}, "conv_row_bytes must be a multiple of 4 of at least row_bytes \\(8\\), not 6"),
+    ({"conv_multipliers": "lut"}, "conv_multipliers must be one of \\('dsp', 'logic'\\), not 'lut'"),
+])
+def test_config_errors(kwargs, message):
+    from hw.capsnet.stream_config import CapsNetStreamConfig
+
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        CapsNetStreamConfig(**kwargs)

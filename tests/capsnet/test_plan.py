@@ -114,3 +114,10 @@ def test_fitted_config_sizes_the_rams_to_the_plan():
     assert (fitted.conv_modules, fitted.conv_lanes, fitted.matvec_lanes) == (4, 3, 4)
     refitted = compile_layers(fitted, (2, 7, 7), (conv, caps))
     assert [layer.descriptor for layer in refitted.layers] == [layer.descriptor for layer in plan.layers]
+
+
+def test_on_chip_compiler_takes_one_row_per_pass():
+    layer = ConvSpec("conv", np.zeros((2, 1, 3, 3), np.int8), None, stride=1, shift=0, relu=False)
+    config = CapsNetConfig(conv_rows=6)
+    with pytest.raises(ValueError, match="^conv_rows must be 1 for the accelerator with on-chip RAMs"):
+        compile_layers(config, (1, 8, 8), [layer])
