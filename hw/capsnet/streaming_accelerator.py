@@ -144,7 +144,6 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        grid, classes = config.grid, config.classes
         m.submodules.port = port = TilePort(
             ram_bits=config.port_ram_bits, ram_address_bits=_port_ram_address_bits(config),
             address_bits=config.address_bits, max_burst=config.max_burst, fifo_depth=config.fifo_depth)

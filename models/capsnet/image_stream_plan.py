@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.capsnet.conv_tile_program import conv_stream_layout
-from hw.capsnet.descriptor import LayerKind, descriptor_layout
+from hw.capsnet.descriptor import LayerKind
 from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
 from hw.capsnet.streaming_accelerator import image_descriptor_layout
 from models.capsnet.conv_timing import ConvEngineTiming
-from models.capsnet.stream_plan import PAGE_BYTES, StreamPlan, compile_stream, stream_cycles
+from models.capsnet.stream_plan import PAGE_BYTES, StreamCycles, StreamPlan, compile_stream, stream_cycles
 
-__all__ = ["ConvStreamLayer", "ImageStreamPlan", "ImageStreamCycles", "compile_image_stream", "image_stream_cycles",
+__all__ = ["ConvStreamLayer", "ImageStreamPlan", "compile_image_stream", "image_stream_cycles",
            "padded_row_bytes"]
 
 
@@ -339,20 +338,9 @@ class _ConvProgramTiming:
                 self.free = min(waits)
 
 
-@dataclass(frozen=True)
-class ImageStreamCycles:
-    """What the counters show: ``total`` (TOTAL_CYCLES) and per :class:`~hw.capsnet.streaming_accelerator.StreamStep`
-    ``(cycles, product cycles, stall cycles, drain cycles)``; ``end`` the cycle the run ended; SDRAM traffic."""
-
-    total: int
-    steps: tuple
-    end: int
-    bytes_read: int
-    bytes_written: int
-
-
 def image_stream_cycles(plan, start, port):
-    """:class:`ImageStreamCycles` of a run of ``plan`` (an :class:`ImageStreamPlan`, or a
+    """:class:`~models.capsnet.stream_plan.StreamCycles` (every :class:`~hw.capsnet.streaming_accelerator.StreamStep`)
+    of a run of ``plan`` (an :class:`ImageStreamPlan`, or a
     :class:`~models.capsnet.stream_plan.StreamPlan` for step 2 and routing alone) STARTed on cycle ``start`` with the
     SDRAM in the state ``port`` (a :class:`~models.shared.tile_port.TilePortModel` that has timed everything before).
 
@@ -380,5 +368,5 @@ def image_stream_cycles(plan, start, port):
     matvec = stream_cycles(step2, begin, port)
     (cycles, products, stalls, drain), routing = matvec.steps
     steps += [(cycles + 1, products, stalls + 1, drain), routing]
-    return ImageStreamCycles(total=matvec.end - start, steps=tuple(steps), end=matvec.end,
+    return StreamCycles(total=matvec.end - start, steps=tuple(steps), end=matvec.end,
                              bytes_read=port.bytes_read - read_before, bytes_written=port.bytes_written - written_before)

@@ -1,5 +1,6 @@
-"""Compiler of the streaming CapsNet accelerator (:mod:`hw.capsnet.streaming_accelerator`): the SDRAM image, the
-run's descriptor, and the exact cycles of every counter with the SDRAM model in the loop.
+"""Step 2 and routing on the streaming CapsNet accelerator (:mod:`hw.capsnet.streaming_accelerator`): their SDRAM
+image, their descriptor, and the exact cycles of their counters with the SDRAM model in the loop
+(:mod:`models.capsnet.image_stream_plan` puts the convolutions in front for the whole image).
 
 SDRAM image (every region on a 2 KB page): ``primary`` the PrimaryCaps output, channel ``t*N + d`` row ``y`` at
 ``((t*N + d)*G + y) * row_bytes`` (rows padded to ``row_bytes``); ``weights`` word ``(i*J + j)*N + k`` of ``D``
@@ -23,7 +24,6 @@ from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
 from hw.capsnet.routing_engine import routing_finish_cycles
 from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
 from hw.capsnet.streaming_accelerator import stream_descriptor_layout
-from models.shared.tile_port import TilePortModel
 
 __all__ = ["StreamPlan", "StreamCycles", "compile_stream", "stream_cycles", "PAGE_BYTES"]
 
