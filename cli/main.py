@@ -6,6 +6,7 @@
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel run ebp [--epochs N] [--data F] [--rtl] [--only PART]      EBP training on the PE ring
     nnaccel run capsnet [--variant reduced|full] [--images N] ...      MNIST digits through the CapsNet accelerator
+    nnaccel run capsnet --board de1soc [--variant V] [--images N]      ... on the DE1-SoC design: SDRAM, routing on chip
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
     nnaccel dse dataflow [--layer L | --network dqn] [--space rtl --simulate] ...  DCP dataflow search

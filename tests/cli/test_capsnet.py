@@ -63,6 +63,7 @@ def test_reduced_capsnet_on_the_de1soc(tmp_path, capsys):
     assert ("bit-exact against the fixed-point golden model in every step: features 2/2, primary 2/2, predictions "
             "2/2, sums 2/2, digit_caps 2/2, squared_lengths 2/2, class 2/2") in printed
     report = json.loads(report_path.read_text())
+    assert report["schema"] == "nnaccel.capsnet-board/1"
     assert report["board"] == "de1soc" and report["bit_exact"] and report["counters_equal_formula"]
     assert [row["product_cycles"] for row in report["steps"]] == [31_104, 124_416, 23_040, 0]
     assert report["image_cycles"] == sum(row["cycles"] for row in report["steps"])
