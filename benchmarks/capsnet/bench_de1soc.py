@@ -76,7 +76,8 @@ def main():
     for modules in arguments.sizes:
         timing = None
         for style in arguments.styles:
-            config = dataclasses.replace(chosen, conv_modules=modules, conv_multipliers=style)
+            blocks = -(-max(shape.conv_channels, shape.primary_channels) // modules)    # biases held on chip
+            config = dataclasses.replace(chosen, conv_modules=modules, conv_multipliers=style, max_blocks=blocks)
             timing = timing or cycles(net, config)
             engine = conv_engine(config)
             alms = rest_alms + engine.alms
