@@ -143,8 +143,8 @@ def _build(simulator, verilog_path, name, waves, build_dir, options, profile=Non
     log_path = build_dir / "build.log"
     try:
         with verilator_make_environment(make_variables):
-            runner.build(sources=[verilog_path, *sources], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
-                         timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
+            runner.build(sources=[verilog_path, *sources], hdl_toplevel=name, build_dir=build_dir,
+                         build_args=build_args, timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
     except (Exception, SystemExit) as error:
         raise SimulationError(
             f"building {name!r} with {simulator} failed ({error}); the build log is {log_path}:\n"

@@ -159,15 +159,23 @@ module sdram_model #(
     wire last_part = schedule_part == PART_BITS'(BEATS_PER_WORD - 1);
     wire last_word = schedule_word == slot_words[schedule_slot] - 1'b1;
 
-    // the refresh: precharge all open banks (each no earlier than tRAS after its ACTIVATE and tWR after its
-    // last WRITE), then tRFC
+    // the first cycle each bank may be precharged: tRAS after its ACTIVATE, tWR after its last WRITE
+    wire signed [TIME_BITS-1:0] precharge_ready [0:BANKS-1];
+    genvar g;
+    generate
+        for (g = 0; g < BANKS; g = g + 1) begin : bank_timing
+            assign precharge_ready[g] = later(bank_activated[g] + CYCLES_RAS, bank_last_write[g] + CYCLES_WR);
+        end
+    endgenerate
+
+    // the refresh: precharge all open banks (each when ready), then tRFC
     reg signed [TIME_BITS-1:0] refresh_begin;
     integer b;
     always @* begin
         refresh_begin = later(next_refresh, command_free);
         for (b = 0; b < BANKS; b = b + 1)
             if (bank_open[b])
-                refresh_begin = later(refresh_begin, later(bank_activated[b] + CYCLES_RAS, bank_last_write[b] + CYCLES_WR));
+                refresh_begin = later(refresh_begin, precharge_ready[b]);
         if (bank_open != 0)
             refresh_begin = refresh_begin + CYCLES_RP;
     end
@@ -175,7 +183,7 @@ module sdram_model #(
     // the beat: ACTIVATE (after a PRECHARGE on a row miss) unless its row is open, then READ or WRITE
     wire row_hit = bank_open[beat_bank] && bank_row[beat_bank] == beat_row;
     wire signed [TIME_BITS-1:0] activate_cycle = !bank_open[beat_bank] ? beat_earliest
-        : later(beat_earliest, later(bank_activated[beat_bank] + CYCLES_RAS, bank_last_write[beat_bank] + CYCLES_WR)) + CYCLES_RP;
+        : later(beat_earliest, precharge_ready[beat_bank]) + CYCLES_RP;
     wire signed [TIME_BITS-1:0] column_ready = row_hit ? beat_earliest : activate_cycle + CYCLES_RCD;
     wire signed [TIME_BITS-1:0] command_cycle = schedule_write
         ? later(column_ready, data_bus_read_until + ONE) : column_ready;
