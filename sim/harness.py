@@ -126,7 +126,13 @@ def verilator_build_arguments(verilog_text, name, options, build_dir):
                                          has_hierarchical_blocks=HIERARCHICAL_BLOCK_MARK in verilog_text)]
 
 
-def _build(simulator, verilog_path, name, waves, build_dir, options, profile=None):
+def simulation_sources(component):
+    """The Verilog files ``component`` needs besides its own generated Verilog: its ``simulation_sources``
+    attribute (paths), if any; e.g. a simulation model a testbench top instantiates."""
+    return tuple(Path(path) for path in getattr(component, "simulation_sources", ()))
+
+
+def _build(simulator, verilog_path, name, waves, build_dir, options, profile=None, sources=()):
     runner = get_runner(simulator)
     build_args, make_variables = [], []
     if simulator == "verilator":
@@ -137,8 +143,8 @@ def _build(simulator, verilog_path, name, waves, build_dir, options, profile=Non
     log_path = build_dir / "build.log"
     try:
         with verilator_make_environment(make_variables):
-            runner.build(sources=[verilog_path], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
-                         timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
+            runner.build(sources=[verilog_path, *sources], hdl_toplevel=name, build_dir=build_dir,
+                         build_args=build_args, timescale=TIMESCALE, waves=waves, always=True, log_file=log_path)
     except (Exception, SystemExit) as error:
         raise SimulationError(
             f"building {name!r} with {simulator} failed ({error}); the build log is {log_path}:\n"
@@ -148,6 +154,9 @@ def _build(simulator, verilog_path, name, waves, build_dir, options, profile=Non
 def simulate(component, *, name, test_module, stimulus=None, config=None, simulator="verilator",
              waves=None, testcase=None, seed=1, verilator_options=None):
     """Build ``component`` (cached) and run the cocotb ``test_module`` on it.
+
+    Verilog files the component lists in ``simulation_sources`` (:func:`simulation_sources`) are compiled with
+    its generated Verilog and are part of the build's cache key.
 
     ``verilator_options`` (:class:`sim.verilator_options.VerilatorOptions`) decide how Verilator builds the
     model; by default :data:`sim.verilator_options.DEFAULT` with its threads capped by the cores this process
@@ -165,6 +174,7 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
         verilog_text = icarus_time_zero_fix(verilog_text)
     else:
         verilog_text = verilator_source(verilog_text, verilator_options)
+    sources = simulation_sources(component)
     _check_test_module(test_module)
     os.environ.update(simulator_environment(simulator))
     waves = waves_requested(waves)
@@ -173,7 +183,9 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     # installation (another virtual environment sharing the cache) would not load here.
     key = build_key(verilog_text, simulator=simulator, version=simulator_version(simulator),
                     cocotb=cocotb.__version__, cocotb_libraries=str(Path(cocotb.__file__).parent / "libs"),
-                    waves=waves, waivers=WAIVERS.read_text(), options=options_key)
+                    waves=waves, waivers=WAIVERS.read_text(), options=options_key,
+                    # only when there are any: the keys of builds without extra sources stay as they were
+                    **({"sources": [(path.name, path.read_text()) for path in sources]} if sources else {}))
 
     run_dir = _new_run_dir(name)
     stimulus_path, config_path, outputs_path = (run_dir / n for n in ("stimulus.npz", "config.json", "outputs.npz"))
@@ -197,7 +209,8 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
         verilog_path.write_text(verilog_text)
         with build_progress(simulator, build_dir):
             profile = "generate" if simulator == "verilator" and verilator_options.profile_guided else None
-            _build(simulator, verilog_path, name, waves, build_dir, verilator_options, profile=profile)
+            _build(simulator, verilog_path, name, waves, build_dir, verilator_options, profile=profile,
+                   sources=sources)
         if profile:
             run(build_dir, run_dir / "profile")       # this simulation, on the instrumented model, is the profile
             rebuild_with_profile(build_dir, verilator_options)

@@ -1,15 +1,17 @@
 # amaranth: UnusedElaboratable=no
 """hw.shared.avalon_master.AvalonBurstMaster: parameters, lint, and simulations against the SDRAM model
 (testbench.shared.avalon_sdram): data, burst splitting, backpressure on both streams, and the exact cycle of every
-read word (the model's schedule for the requests the master made, plus the read FIFO's latency)."""
+read word (the model's schedule for the requests the master made, plus the read FIFO's latency); and the same run
+with the SDRAM model inside the simulator (testbench.shared.sdram_model)."""
 
 import numpy as np
 import pytest
 
 from hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature
-from models.shared.sdram import SdramModel
+from models.shared.sdram import SdramModel, SdramTiming
 from sim.harness import simulate
 from sim.lint import lint_verilog
+from testbench.shared.sdram_model import WithSdramModel
 
 MAX_BURST, FIFO_DEPTH = 16, 32           # small: many bursts, the FIFO credit limits the requests
 READ_FIFO_LATENCY = 2                    # readdatavalid on cycle t -> read_data valid on t + 2
@@ -49,15 +51,22 @@ def test_lint_clean(master):
 
 
 def run(commands, *, image, image_base=0, write_words=(), write_enables=None, ready_seed=None, valid_seed=None,
-        max_cycles=20_000, timing=None):
+        max_cycles=20_000, timing=None, sdram_inside=False):
+    """Simulate the small master on ``commands``; the SDRAM is the Python slave or, with ``sdram_inside``, the model
+    inside the simulator (testbench.shared.sdram_model) with a memory of 64 KB."""
     write_words = np.asarray(write_words, np.uint64)
     write_enables = np.full(len(write_words), 0xF, np.uint64) if write_enables is None else write_enables
     master = small_master()
-    result = simulate(master, name=master.module_name, test_module="testbench.shared.avalon_master_tb",
+    top, name = master, master.module_name
+    if sdram_inside:
+        top = WithSdramModel(master, timing=SdramTiming(**(timing or {})), memory_bytes=1 << 16)
+        name = f"{master.module_name}_sdram"
+    result = simulate(top, name=name, test_module="testbench.shared.avalon_master_tb",
                       stimulus={"image": image, "write_words": write_words, "write_enables": write_enables},
                       config={"commands": commands, "image_base": image_base, "ready_seed": ready_seed,
                               "valid_seed": valid_seed, "max_burst": MAX_BURST, "max_cycles": max_cycles,
-                              "timing": timing or {}})
+                              "timing": timing or {}, "address_bits": 26, "sdram_inside": sdram_inside},
+                      testcase="burst_master")
     return result.outputs
 
 
@@ -79,7 +88,7 @@ def check_bursts(requests, commands, kind):
     assert bursts == expected
 
 
-def test_reads_and_writes_with_backpressure():
+def reads_and_writes_with_backpressure(**options):
     rng = np.random.default_rng(7)
     image = rng.integers(0, 256, size=24 * 1024, dtype=np.uint8)
     # reads cross the 2 KB pages (banks) and hit a row twice; writes go to a separate region
@@ -88,11 +97,9 @@ def test_reads_and_writes_with_backpressure():
     write_words = rng.integers(0, 1 << 32, size=40, dtype=np.uint64)
     write_enables = rng.integers(0, 16, size=40, dtype=np.uint64)
     out = run(commands, image=image, write_words=write_words, write_enables=write_enables, ready_seed=3,
-              valid_seed=4)
+              valid_seed=4, **options)
     expected = np.concatenate([words_of(image, a, n) for k, a, n in commands if k == "read"])
     np.testing.assert_array_equal(out["read_words"], expected)
-    check_bursts(out["requests"], commands, "read")
-    check_bursts(out["requests"], commands, "write")
     after = image.copy()
     addresses = [a + 4 * i for k, a, n in commands if k == "write" for i in range(n)]
     for address, word, enables in zip(addresses, write_words, write_enables):
@@ -100,7 +107,23 @@ def test_reads_and_writes_with_backpressure():
             if int(enables) >> byte & 1:
                 after[address + byte] = int(word) >> 8 * byte & 0xFF
     np.testing.assert_array_equal(out["image_after"], after)
-    assert out["statistics"][0] == 2 * (len(expected) + len(write_words))      # beats: 2 per 32-bit word
+    return out, commands
+
+
+def test_reads_and_writes_with_backpressure():
+    out, commands = reads_and_writes_with_backpressure()
+    check_bursts(out["requests"], commands, "read")
+    check_bursts(out["requests"], commands, "write")
+    assert out["statistics"][0] == 2 * (len(out["read_words"]) + 40)          # beats: 2 per 32-bit word
+
+
+def test_the_sdram_model_inside_the_simulator_gives_the_same_run():
+    """The same traffic against the SDRAM model inside the simulator: the same words, each on the same cycle, the
+    same memory afterwards and the same end cycle as with the Python slave."""
+    python_slave, _ = reads_and_writes_with_backpressure()
+    inside, _ = reads_and_writes_with_backpressure(sdram_inside=True)
+    for key in ("read_words", "read_cycles", "image_after", "cycles"):
+        np.testing.assert_array_equal(inside[key], python_slave[key])
 
 
 def test_read_word_cycles_match_the_sdram_model():
