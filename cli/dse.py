@@ -13,8 +13,8 @@ outputs were bit-exact.
 import time
 from pathlib import Path
 
-from cli.report import ToolError, add_json_argument, output_file, positive_int, write_json
-from models.shared.input_files import InputError
+from nnaccel.cli.report import ToolError, add_json_argument, output_file, positive_int, write_json
+from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["add_arguments"]
 
@@ -31,8 +31,8 @@ _INTEGER_FIELDS = (("modules", "matrix modules, a power of two"), ("lanes", "lan
 
 def add_arguments(parser):
     """The ``dse`` subcommands, each with its handler."""
-    from dse.dance import command as dance_command
-    from dse.dcp import command as dcp_command
+    from nnaccel.dse.dance import command as dance_command
+    from nnaccel.dse.dcp import command as dcp_command
 
     commands = parser.add_subparsers(dest="dse_command", required=True, metavar="COMMAND")
     dataflow = commands.add_parser(
@@ -76,21 +76,21 @@ def add_arguments(parser):
 
 
 def run_dataflow(arguments):
-    from dse.dcp import command as dcp_command
+    from nnaccel.dse.dcp import command as dcp_command
 
     dcp_command.run_dataflow(arguments)
     return 0
 
 
 def run_predictor(arguments):
-    from dse.dcp import command as dcp_command
+    from nnaccel.dse.dcp import command as dcp_command
 
     dcp_command.run_predictor(arguments)
     return 0
 
 
 def run_cosearch(arguments):
-    from dse.dance import command as dance_command
+    from nnaccel.dse.dance import command as dance_command
 
     try:
         results, seconds, plot = dance_command.run(arguments)
@@ -125,7 +125,7 @@ def run_cosearch(arguments):
 
 
 def _add_cost_arguments(cost):
-    from hw.dqn.config import DqnConfig
+    from nnaccel.hw.dqn.config import DqnConfig
 
     cost.add_argument("--format", dest="fmt", choices=("binary32", "bfloat16", "binary16"), default="binary32",
                       help="number format of weights, activations and arithmetic (default binary32)")
@@ -162,17 +162,17 @@ def _add_validate_arguments(validate):
 # ---- cost -----------------------------------------------------------------------------------------------------
 
 def _config(arguments):
-    from dse.shared.rtl_family import config_from_json
+    from nnaccel.dse.shared.rtl_family import config_from_json
 
     return config_from_json({"fmt": arguments.fmt,
                              **{field: getattr(arguments, field) for field, _ in _INTEGER_FIELDS}})
 
 
 def run_cost(arguments):
-    from dse.shared.rtl_cost import area_breakdown, evaluate_network
-    from dse.shared.rtl_family import config_to_json
-    from models.dqn.network import dqn_layers, seeded_weights
-    from models.dqn.plan import compile_network
+    from nnaccel.dse.shared.rtl_cost import area_breakdown, evaluate_network
+    from nnaccel.dse.shared.rtl_family import config_to_json
+    from nnaccel.models.dqn.network import dqn_layers, seeded_weights
+    from nnaccel.models.dqn.plan import compile_network
 
     try:
         config = _config(arguments)
@@ -223,12 +223,12 @@ def run_cost(arguments):
 def run_validate(arguments):
     import numpy as np
 
-    from dse.shared.rtl_validate import (SCHEMA, describe_config, describe_network, reduced_configs,
+    from nnaccel.dse.shared.rtl_validate import (SCHEMA, describe_config, describe_network, reduced_configs,
                                          validate_case, validation_cases, validation_configs)
-    from dse.shared.store import ResultStore
-    from dse.shared.sweep import run_sweep
-    from models.dqn.mapping import DqnMapping
-    from models.shared.cache import cache_root
+    from nnaccel.dse.shared.store import ResultStore
+    from nnaccel.dse.shared.sweep import run_sweep
+    from nnaccel.models.dqn.mapping import DqnMapping
+    from nnaccel.models.shared.cache import cache_root
 
     start = time.perf_counter()
     if arguments.hardware == "reduced":

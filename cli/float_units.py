@@ -7,10 +7,10 @@ result (NaN results: any NaN, as TestFloat itself rules).
 
 from dataclasses import asdict, dataclass
 
-from cli.report import EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, progress, write_json
-from hw.shared.float_format import float_format
-from testbench.shared.float_stream import FloatUnitPair, mismatches, run_float_stream
-from testbench.shared.testfloat import load_testfloat
+from nnaccel.cli.report import EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, progress, write_json
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.testbench.shared.float_stream import FloatUnitPair, mismatches, run_float_stream
+from nnaccel.testbench.shared.testfloat import load_testfloat
 
 __all__ = ["add_arguments", "run", "run_suite", "SUITES", "DEFAULT_SUITES", "JSON_SCHEMA"]
 

@@ -3,11 +3,11 @@
 import argparse
 from pathlib import Path
 
-from sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_project
-from sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
-from sim.fpga.systems import SYSTEMS, system
+from nnaccel.sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_project
+from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
+from nnaccel.sim.fpga.systems import SYSTEMS, system
 
-from cli.report import EXIT_DONE, add_json_argument, write_json
+from nnaccel.cli.report import EXIT_DONE, add_json_argument, write_json
 
 __all__ = ["add_verilog_arguments", "add_synth_arguments", "run_verilog", "run_synth", "CYCLONE_V_5CSEMA5",
            "fit_summary", "JSON_SCHEMA"]

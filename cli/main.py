@@ -29,22 +29,22 @@ import time
 import traceback
 from importlib import metadata
 
-from cli import capsnet as capsnet_job
-from cli import dqn as dqn_job
-from cli import dse as dse_job
-from cli import float_units as float_job
-from cli import fpga as fpga_job
-from cli import net as net_job
-from cli import pe_ring as ebp_job
-from cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
+from nnaccel.cli import capsnet as capsnet_job
+from nnaccel.cli import dqn as dqn_job
+from nnaccel.cli import dse as dse_job
+from nnaccel.cli import float_units as float_job
+from nnaccel.cli import fpga as fpga_job
+from nnaccel.cli import net as net_job
+from nnaccel.cli import pe_ring as ebp_job
+from nnaccel.cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
                         human_output_to_stderr)
-from models.shared.cache import cache_root
-from models.shared.input_files import InputError
-from models.shared.mnist import MnistError
-from sim.fpga.synth import YosysNotFound
-from sim.harness import SimulationError
-from sim.toolchain import SIMULATORS, SimulatorNotFound, simulator_environment, simulator_version
-from testbench.shared.testfloat import TestFloatError
+from nnaccel.models.shared.cache import cache_root
+from nnaccel.models.shared.input_files import InputError
+from nnaccel.models.shared.mnist import MnistError
+from nnaccel.sim.fpga.synth import YosysNotFound
+from nnaccel.sim.harness import SimulationError
+from nnaccel.sim.toolchain import SIMULATORS, SimulatorNotFound, simulator_environment, simulator_version
+from nnaccel.testbench.shared.testfloat import TestFloatError
 
 __all__ = ["main", "build_parser", "TOOL_FAILURES"]
 

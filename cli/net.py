@@ -19,14 +19,14 @@ import time
 
 import numpy as np
 
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import PRESETS, float_format
-from models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs
-from models.dqn.plan import SPLIT_MODES
-from models.shared.float_arith import to_binary32
-from models.shared.input_files import InputError, check_batch, load_single_array
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import PRESETS, float_format
+from nnaccel.models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs
+from nnaccel.models.dqn.plan import SPLIT_MODES
+from nnaccel.models.shared.float_arith import to_binary32
+from nnaccel.models.shared.input_files import InputError, check_batch, load_single_array
 
-from cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument,
+from nnaccel.cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument,
                         golden_mismatches, json_float, layer_rows, layer_table, positive_int, q_value_fields,
                         simulate_dqn_plan, timing_notes, write_json)
 

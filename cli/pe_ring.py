@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from hw.shared.fixed_point import QFormat
-from hw.pe_ring.assembler import RingAssembler
-from models.pe_ring import ebp
-from models.pe_ring import pwl
-from models.pe_ring.data_set import digits_task, load_data_set
-from models.pe_ring.ring import RingModel
-from models.shared import fixed_point as fx
-from models.shared.input_files import InputError
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.assembler import RingAssembler
+from nnaccel.models.pe_ring import ebp
+from nnaccel.models.pe_ring import pwl
+from nnaccel.models.pe_ring.data_set import digits_task, load_data_set
+from nnaccel.models.pe_ring.ring import RingModel
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.models.shared.input_files import InputError
 
-from cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, json_float, positive_int, progress,
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, json_float, positive_int, progress,
                         write_json)
 
 __all__ = ["add_arguments", "run", "train", "ring_capacity", "JSON_SCHEMA"]
@@ -195,8 +195,8 @@ def train(data, *, hidden, pes, samples, epochs, eta, alpha, seed=0, rtl=False):
 
 
 def _train_on_rtl(layout, table, words, lm, golden_params, epochs):
-    from hw.pe_ring.ring import PERing
-    from testbench.pe_ring.host import run_on_ring
+    from nnaccel.hw.pe_ring.ring import PERing
+    from nnaccel.testbench.pe_ring.host import run_on_ring
 
     pes = layout.pes
     program_depth = max(1024, 1 << (len(words) - 1).bit_length())      # 1024 and 2048: the builds tests use

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hw.shared.float_format import BINARY32
-from models.shared.float_arith import to_binary32
-from models.shared.input_files import InputError
-from sim.progress import ProgressListener, reporting_to
+from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.models.shared.float_arith import to_binary32
+from nnaccel.models.shared.input_files import InputError
+from nnaccel.sim.progress import ProgressListener, reporting_to
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "non_negative_int", "probability", "output_file", "json_output", "add_json_argument",
@@ -93,7 +93,7 @@ def add_json_argument(parser, what="the report"):
 
 
 def add_simulator_argument(parser):
-    from sim.toolchain import SIMULATORS
+    from nnaccel.sim.toolchain import SIMULATORS
 
     parser.add_argument("--simulator", choices=SIMULATORS, default="verilator",
                         help="the HDL simulator: verilator (compiled C++, fast; default) or icarus (interpreted, "
@@ -296,8 +296,8 @@ def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states")
     """Build the accelerator of ``plan.config`` (cached) and run ``plan`` on ``states`` (or the ``play`` host loop)
     with a progress display: the :class:`testbench.dqn.host.AcceleratorRun`.  ``arguments`` gives
     ``simulator`` and ``waves``."""
-    from hw.dqn.accelerator import DqnAccelerator
-    from testbench.dqn.host import run_on_accelerator
+    from nnaccel.hw.dqn.accelerator import DqnAccelerator
+    from nnaccel.testbench.dqn.host import run_on_accelerator
 
     print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
           f"(cached after the first run) and simulating ...", flush=True)
@@ -309,7 +309,7 @@ def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states")
 def golden_mismatches(plan, states, run):
     """Every input's outputs, action and its value against the golden model: ``(mismatch lines, GoldenRuns,
     per input bit-exact)``."""
-    from models.dqn.golden import golden_forward
+    from nnaccel.models.dqn.golden import golden_forward
 
     digits = plan.config.fmt.width // 4
     mismatches, goldens, exact = [], [], []

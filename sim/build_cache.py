@@ -15,7 +15,7 @@ import json
 import shutil
 from contextlib import contextmanager
 
-from models.shared.cache import cache_root
+from nnaccel.models.shared.cache import cache_root
 
 _COMPLETE_MARKER = "build-complete.json"
 

@@ -25,7 +25,7 @@ import cocotb
 import numpy as np
 from cocotb_tools.runner import get_results, get_runner
 
-from models.shared.cache import cache_root
+from nnaccel.models.shared.cache import cache_root
 
 from .build_cache import build_key, cached_build
 from .progress import build_progress, report_stage, simulation_progress, with_progress_file
@@ -109,7 +109,7 @@ def _check_test_module(test_module):
     if spec is None:
         raise SimulationError(
             f"cocotb test module {test_module!r} cannot be imported: check the dotted name "
-            f"(e.g. 'testbench.shared.stream_tb') and that the project is installed (`pip install -e .`)")
+            f"(e.g. 'nnaccel.testbench.shared.stream_tb') and that the project is installed (`pip install -e .`)")
 
 
 def verilator_source(verilog_text, options):

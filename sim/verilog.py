@@ -22,11 +22,11 @@ from amaranth.back import verilog
 from amaranth.hdl._ir import PortDirection      # what verilog.convert itself uses for a component's ports
 from amaranth.lib import wiring
 
-import hw
-from hw.shared.separate_module import hierarchical_blocks, separate_modules
-from hw.shared.verilog_ports import verilog_ports
+import nnaccel.hw as hw
+from nnaccel.hw.shared.separate_module import hierarchical_blocks, separate_modules
+from nnaccel.hw.shared.verilog_ports import verilog_ports
 
-from models.shared.cache import cache_root
+from nnaccel.models.shared.cache import cache_root
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A module with the attribute lines "(* ... *)" in front of it.

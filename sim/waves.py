@@ -2,7 +2,7 @@
 
 from amaranth.lib import wiring
 
-from hw.shared.verilog_ports import verilog_ports
+from nnaccel.hw.shared.verilog_ports import verilog_ports
 
 
 def port_list(component):

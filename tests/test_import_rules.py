@@ -14,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOORS = ("hw", "models", "sim", "testbench", "dse", "cli")
+PACKAGE = "nnaccel"     # installed, every floor is a subpackage of it (setup.py)
 SHARED_ROOM = "shared"
 CLI_ENTRY, CLI_SHARED = "cli.main", "cli.report"
 
@@ -40,7 +41,23 @@ def imported_modules(path, root=ROOT):
                 base = ".".join(anchor + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {module for module in found if module.split(".")[0] in FLOORS and _exists(module, root)}
+    return {module.removeprefix(f"{PACKAGE}.") for module in found
+            if module.startswith(f"{PACKAGE}.") and _exists(module.removeprefix(f"{PACKAGE}."), root)}
+
+
+def bare_floor_imports(root=ROOT):
+    """``file: module`` for every import of a floor by its folder name (``from hw.dqn ...``) instead of through the
+    package (``from nnaccel.hw.dqn ...``): it works only from the repository's root and would load a second copy of
+    the module beside the installed one."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if {".venv", "build", ".git"} & set(path.relative_to(root).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(root)}: {name}" for name in names if name.split(".")[0] in FLOORS]
+    return found
 
 
 def _exists(module, root):
@@ -92,6 +109,11 @@ def _rule_broken(importer, imported):
 def test_the_tree_keeps_its_import_rules():
     broken = violations()
     assert not broken, "import rules broken:\n" + "\n".join(broken)
+
+
+def test_every_import_goes_through_the_package():
+    bare = bare_floor_imports()
+    assert not bare, "imports of a floor by its folder name instead of nnaccel.<floor>:\n" + "\n".join(bare)
 
 
 @pytest.mark.parametrize("importer, imported, message", [

@@ -15,16 +15,16 @@ Slow the first time (Yosys: about an hour for the whole accelerator, minutes per
 import argparse
 import dataclasses
 
-from hw.capsnet.conv_engine import CapsNetConvEngine
-from hw.capsnet.stream_config import CapsNetStreamConfig
-from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
-from models.capsnet.golden import COUPLING_SHIFT, load_capsnet
-from models.capsnet.image_stream_plan import compile_image_stream, image_stream_cycles
-from models.capsnet.network import IMAGE_SIZE, OPS_PER_ADD, OPS_PER_MUL, PRIMARY_STRIDE
-from models.capsnet.plan import ConvSpec
-from models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
-from models.shared.tile_port import TilePortModel
-from sim.fpga.synth import ESTIMATE_NOTE, estimate
+from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+from nnaccel.models.capsnet.golden import COUPLING_SHIFT, load_capsnet
+from nnaccel.models.capsnet.image_stream_plan import compile_image_stream, image_stream_cycles
+from nnaccel.models.capsnet.network import IMAGE_SIZE, OPS_PER_ADD, OPS_PER_MUL, PRIMARY_STRIDE
+from nnaccel.models.capsnet.plan import ConvSpec
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
+from nnaccel.models.shared.tile_port import TilePortModel
+from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate
 
 CLOCK_HZ = 100e6
 PAPER_MS = {"step 1": 137, "step 2": 119, "steps 3-6": 133, "image": 395}

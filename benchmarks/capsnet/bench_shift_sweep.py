@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from models.capsnet import golden as capsnet_fixed
+from nnaccel.models.capsnet import golden as capsnet_fixed
 
-from models.shared import mnist
+from nnaccel.models.shared import mnist
 
 PAPER_TABLE_1 = {  # rows: step-1 shift 5..8; columns: step-5 shift 5..8 (seed 003 Table 1)
     5: (86.65, 92.12, 97.12, 97.75), 6: (94.71, 96.87, 98.02, 97.95),

@@ -15,14 +15,14 @@ import argparse
 
 import numpy as np
 
-from hw.capsnet.stream_config import CapsNetStreamConfig
-from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
-from models.capsnet.golden import COUPLING_SHIFT, classify_fixed, load_capsnet
-from models.capsnet.network import PRIMARY_DIM
-from models.capsnet.stream_plan import compile_stream, stream_cycles
-from models.shared.mnist import sample_digits
-from models.shared.tile_port import TilePortModel
-from testbench.capsnet.stream_host import run_on_stream
+from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
+from nnaccel.models.capsnet.golden import COUPLING_SHIFT, classify_fixed, load_capsnet
+from nnaccel.models.capsnet.network import PRIMARY_DIM
+from nnaccel.models.capsnet.stream_plan import compile_stream, stream_cycles
+from nnaccel.models.shared.mnist import sample_digits
+from nnaccel.models.shared.tile_port import TilePortModel
+from nnaccel.testbench.capsnet.stream_host import run_on_stream
 
 CLOCK_HZ = 100e6
 PAPER_MS = {"step 2": 119, "steps 3-6": 133}

@@ -12,10 +12,10 @@ size and its GOP/s/DSP per multiplier choice (the paper's 2.35).  Slow: minutes 
 import argparse
 import dataclasses
 
-from hw.capsnet.config import CapsNetConfig
-from hw.capsnet.conv_engine import CapsNetConvEngine
-from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from sim.fpga.synth import ESTIMATE_NOTE, estimate
+from nnaccel.hw.capsnet.config import CapsNetConfig
+from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate
 
 
 def main():
@@ -40,9 +40,9 @@ def main():
 def _print_step1_rates(arguments):
     """Step 1 of the full CapsNet at this size: cycles from the compiler's formula (the hardware's counters
     match it on every configuration simulated), and GOP/s/DSP for each multiplier choice (paper: 2.35)."""
-    from models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL
-    from models.capsnet.golden import load_capsnet
-    from models.capsnet.plan import compile_capsnet
+    from nnaccel.models.capsnet.network import OPS_PER_ADD, OPS_PER_MUL
+    from nnaccel.models.capsnet.golden import load_capsnet
+    from nnaccel.models.capsnet.plan import compile_capsnet
 
     net = load_capsnet("full")
     base = CapsNetConfig(conv_modules=arguments.conv_modules, conv_lanes=arguments.conv_lanes,

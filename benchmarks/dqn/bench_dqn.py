@@ -15,13 +15,13 @@ import time
 
 import numpy as np
 
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from models.dqn.atari import recorded_states
-from models.dqn.golden import golden_forward
-from models.dqn.network import dqn_layers, reduced_layers, seeded_weights
-from models.dqn.plan import compile_network
-from testbench.dqn.host import run_on_accelerator
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import dqn_layers, reduced_layers, seeded_weights
+from nnaccel.models.dqn.plan import compile_network
+from nnaccel.testbench.dqn.host import run_on_accelerator
 
 
 def main():

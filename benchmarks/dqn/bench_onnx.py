@@ -26,10 +26,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from cli.main import main as nnaccel
-from models.dqn.atari import recorded_states
-from models.dqn.network import dqn_layers, seeded_weights
-from models.dqn.onnx_export import IR_VERSION, OPSET, save_onnx
+from nnaccel.cli.main import main as nnaccel
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.network import dqn_layers, seeded_weights
+from nnaccel.models.dqn.onnx_export import IR_VERSION, OPSET, save_onnx
 
 MODELS = ("dqn", "cnn", "mlp", "torch")
 

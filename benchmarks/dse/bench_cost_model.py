@@ -17,14 +17,14 @@ import time
 
 import numpy as np
 
-from dse.shared.cost_model import evaluate_batch, pack
-from dse.shared.layer import Layer, LayerType, dqn_layers
-from dse.shared.sampler import sample_hardware, sample_mapping
-from dse.shared import rtl_cost
-from dse.shared.rtl_family import sample_config, sample_layer_mapping
-from models.dqn.network import ConvLayer, DenseLayer
-from models.dqn.network import dqn_layers as thesis_layers
-from models.dqn.plan import layer_shapes
+from nnaccel.dse.shared.cost_model import evaluate_batch, pack
+from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
+from nnaccel.dse.shared.sampler import sample_hardware, sample_mapping
+from nnaccel.dse.shared import rtl_cost
+from nnaccel.dse.shared.rtl_family import sample_config, sample_layer_mapping
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import dqn_layers as thesis_layers
+from nnaccel.models.dqn.plan import layer_shapes
 
 SMALL_CNN = (ConvLayer("conv1", 3, 32, 16, 3, 1), ConvLayer("conv2", 16, 30, 32, 3, 2),
              DenseLayer("fc", 32 * 14 * 14, 10))

@@ -15,12 +15,12 @@ import time
 import numpy as np
 import torch
 
-from dse.dance import training
-from dse.dance.cost_functions import CostFunction
-from dse.dance.labels import distinct_layers
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
-from dse.dance.template_hardware import TemplateHardwareSpace
+from nnaccel.dse.dance import training
+from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.labels import distinct_layers
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
+from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
 
 
 def median_seconds(function, repeats):

@@ -21,13 +21,13 @@ import timeit
 import numpy as np
 import torch
 
-from dse.dcp import predictor as predictor_module
-from dse.dcp.command import default_store
-from dse.dcp.dataset import Plan, collect, space_named
-from dse.dcp.encoding import layer_features, relax
-from dse.dcp.search import dcp_search
-from dse.dcp.workloads import DEFAULT_HARDWARE, RTL_DEFAULT_HARDWARE
-from dse.shared.layer import dqn_layers
+from nnaccel.dse.dcp import predictor as predictor_module
+from nnaccel.dse.dcp.command import default_store
+from nnaccel.dse.dcp.dataset import Plan, collect, space_named
+from nnaccel.dse.dcp.encoding import layer_features, relax
+from nnaccel.dse.dcp.search import dcp_search
+from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE, RTL_DEFAULT_HARDWARE
+from nnaccel.dse.shared.layer import dqn_layers
 
 
 def best_of(repeats, function):

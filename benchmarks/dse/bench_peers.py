@@ -35,11 +35,11 @@ import sys
 
 import numpy as np
 
-from dse.shared import energy_table
-from dse.shared.cost_model import evaluate_batch, pack
-from dse.shared.layer import Layer, LayerType, dqn_layers
-from dse.shared.sampler import sample_hardware, sample_mappings
-from dse.shared.template import TemplateHardware
+from nnaccel.dse.shared import energy_table
+from nnaccel.dse.shared.cost_model import evaluate_batch, pack
+from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
+from nnaccel.dse.shared.sampler import sample_hardware, sample_mappings
+from nnaccel.dse.shared.template import TemplateHardware
 
 ZIGZAG_DIMS = {"N": "B", "K": "K", "C": "C", "Y": "OY", "X": "OX", "R": "FY", "S": "FX"}
 # The template's dataflows as ZigZag spatial unrollings: (array rows D1, array columns D2).
@@ -249,9 +249,9 @@ def model_dqn_table(samples, seed):
 def rtl_dqn_rows(simulate):
     """nnaccel's RTL family on the thesis' configuration: the cost model's cycles per layer and, with
     ``simulate``, the simulated RTL's cycle counters summed per layer."""
-    from dse.shared.rtl_cost import evaluate_network
-    from hw.dqn.config import DqnConfig
-    from models.dqn.network import dqn_layers as thesis_layers
+    from nnaccel.dse.shared.rtl_cost import evaluate_network
+    from nnaccel.hw.dqn.config import DqnConfig
+    from nnaccel.models.dqn.network import dqn_layers as thesis_layers
 
     config = DqnConfig()
     mapping, per_layer, totals = evaluate_network(config, thesis_layers(18))
@@ -260,11 +260,11 @@ def rtl_dqn_rows(simulate):
           f"(mapping {mapping.describe()})")
     if not simulate:
         return
-    from hw.dqn.accelerator import DqnAccelerator
-    from models.dqn.atari import recorded_states
-    from models.dqn.network import seeded_weights
-    from models.dqn.plan import compile_network
-    from testbench.dqn.host import run_on_accelerator
+    from nnaccel.hw.dqn.accelerator import DqnAccelerator
+    from nnaccel.models.dqn.atari import recorded_states
+    from nnaccel.models.dqn.network import seeded_weights
+    from nnaccel.models.dqn.plan import compile_network
+    from nnaccel.testbench.dqn.host import run_on_accelerator
 
     start = time.perf_counter()
     plan = compile_network(config, thesis_layers(18), seeded_weights(), mapping=mapping)

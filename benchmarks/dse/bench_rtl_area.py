@@ -12,11 +12,11 @@ whole-design run takes the better part of an hour).  Yosys results are cached, s
 import argparse
 import time
 
-from dse.shared.rtl_area import component_of_row, compose
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
-from sim.fpga.synth import estimate
+from nnaccel.dse.shared.rtl_area import component_of_row, compose
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
+from nnaccel.sim.fpga.synth import estimate
 
 CHECK_CONFIGS = (
     DqnConfig(modules=4, lanes=4, fmt=BFLOAT16, multiplier_latency=1, adder_latency=3, row_elements=16,

@@ -23,14 +23,14 @@ import json
 import time
 from pathlib import Path
 
-from dse.shared import rtl_area
-from dse.shared.rtl_family import config_to_json
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.matrix_module import MatrixModule
-from hw.shared.dual_port_buffer import DualPortBuffer
-from hw.shared.float_format import float_format
-from sim.fpga.synth import estimate_verilog, yosys_version
-from sim.verilog import generate_verilog
+from nnaccel.dse.shared import rtl_area
+from nnaccel.dse.shared.rtl_family import config_to_json
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.matrix_module import MatrixModule
+from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.sim.fpga.synth import estimate_verilog, yosys_version
+from nnaccel.sim.verilog import generate_verilog
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "dse" / "shared" / "data" / rtl_area.TABLE_FILE
 

@@ -13,13 +13,13 @@ import argparse
 import os
 import tempfile
 
-from hw.shared.float_adder import FloatAdder
-from hw.shared.float_format import BINARY32
-from hw.shared.float_multiplier import FloatMultiplier
-from models.shared.float_arith import float_add, float_mul
-from testbench.shared.float_stimulus import random_operands
-from testbench.shared.float_stream import mismatches, run_float_stream
-from testbench.shared.testfloat import load_testfloat
+from nnaccel.hw.shared.float_adder import FloatAdder
+from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.models.shared.float_arith import float_add, float_mul
+from nnaccel.testbench.shared.float_stimulus import random_operands
+from nnaccel.testbench.shared.float_stream import mismatches, run_float_stream
+from nnaccel.testbench.shared.testfloat import load_testfloat
 
 UNITS = {"mul": (FloatMultiplier, float_mul), "add": (FloatAdder, float_add)}
 

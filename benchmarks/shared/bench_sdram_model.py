@@ -15,9 +15,9 @@ import argparse
 
 import numpy as np
 
-from hw.shared.avalon_master import AvalonBurstMaster
-from sim.harness import simulate
-from testbench.shared.sdram_model import WithSdramModel
+from nnaccel.hw.shared.avalon_master import AvalonBurstMaster
+from nnaccel.sim.harness import simulate
+from nnaccel.testbench.shared.sdram_model import WithSdramModel
 
 IMAGE_BYTES = 1 << 16
 
@@ -31,9 +31,9 @@ def streaming_rate(words, *, sdram_inside):
               "max_burst": master.max_burst, "max_cycles": 40 * words, "address_bits": 26,
               "sdram_inside": sdram_inside}
     stimulus = {"image": np.arange(IMAGE_BYTES // 4, dtype=np.uint32).view(np.uint8)}
-    simulate(top, name=name, test_module="testbench.shared.avalon_master_tb", testcase="streaming",
+    simulate(top, name=name, test_module="nnaccel.testbench.shared.avalon_master_tb", testcase="streaming",
              stimulus=stimulus, config={**config, "commands": [["read", 0, 16]]})           # build (not timed)
-    result = simulate(top, name=name, test_module="testbench.shared.avalon_master_tb", testcase="streaming",
+    result = simulate(top, name=name, test_module="nnaccel.testbench.shared.avalon_master_tb", testcase="streaming",
                       stimulus=stimulus, config=config)
     cycles = int(result.outputs["cycles"])
     return cycles, result.run_seconds
@@ -52,7 +52,7 @@ def main():
               f"= {cycles / seconds:,.0f} cycles/s")
     backdoor = simulate(WithSdramModel(AvalonBurstMaster(), memory_bytes=1 << 23),
                         name="avalon_master_d32_a26_b128_w20_f256_sdram8m",
-                        test_module="testbench.shared.sdram_backdoor_bench",
+                        test_module="nnaccel.testbench.shared.sdram_backdoor_bench",
                         config={"image_bytes": args.image_bytes, "region_bytes": 184 * 1024})
     load, readback = backdoor.outputs["seconds"]
     print(f"backdoor: {args.image_bytes:,} bytes loaded in {load:.2f} s, 184 KB read back in {readback:.2f} s")

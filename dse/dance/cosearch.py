@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
 
 METHODS = ("baseline", "flops", "edd", "dance")
 WEIGHT_DECAY = 4e-5

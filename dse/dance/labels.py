@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.template_hardware import TemplateHardwareSpace, layer_key
-from dse.shared.layer import Layer
-from dse.shared.store import ResultStore
-from dse.shared.sweep import run_sweep
-from models.shared.cache import cache_root
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace, layer_key
+from nnaccel.dse.shared.layer import Layer
+from nnaccel.dse.shared.store import ResultStore
+from nnaccel.dse.shared.sweep import run_sweep
+from nnaccel.models.shared.cache import cache_root
 
 TASK_LAYERS = 24
 VALIDATION_FRACTION = 0.2

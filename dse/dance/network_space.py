@@ -35,8 +35,8 @@ from math import prod
 
 import numpy as np
 
-from dse.shared.layer import Layer
-from models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.dse.shared.layer import Layer
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 
 IMAGE_SIZE = 28
 IMAGE_CHANNELS = 1

@@ -24,13 +24,13 @@ def check_answer(network, model, test, *, digits=20, config=None, split="auto", 
     short text before each long stage."""
     import torch
 
-    from dse.dance.cosearch import accuracy
-    from dse.shared.rtl_cost import evaluate_network
-    from hw.dqn.accelerator import DqnAccelerator
-    from hw.dqn.config import DqnConfig
-    from models.dqn.golden import golden_forward
-    from models.dqn.plan import compile_network
-    from testbench.dqn.host import run_on_accelerator
+    from nnaccel.dse.dance.cosearch import accuracy
+    from nnaccel.dse.shared.rtl_cost import evaluate_network
+    from nnaccel.hw.dqn.accelerator import DqnAccelerator
+    from nnaccel.hw.dqn.config import DqnConfig
+    from nnaccel.models.dqn.golden import golden_forward
+    from nnaccel.models.dqn.plan import compile_network
+    from nnaccel.testbench.dqn.host import run_on_accelerator
 
     say = progress or (lambda text: None)
     config = config or DqnConfig()

@@ -51,12 +51,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from dse.dance.hardware_space import HardwareSpace
-from dse.shared import rtl_cost
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import float_format
-from models.dqn.network import ConvLayer, DenseLayer
-from models.dqn.plan import check_config, check_mapping, default_mapping, layer_shapes, pass_shapes
+from nnaccel.dse.dance.hardware_space import HardwareSpace
+from nnaccel.dse.shared import rtl_cost
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import check_config, check_mapping, default_mapping, layer_shapes, pass_shapes
 
 __all__ = ["RtlHardwareSpace", "PARAMETERS", "STRUCTURE", "COLUMNS", "CLOCK_MHZ", "alm_equivalents", "layer_contexts",
            "context_to_dict", "context_from_dict", "context_table", "combine"]

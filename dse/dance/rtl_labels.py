@@ -16,12 +16,12 @@ import time
 
 import numpy as np
 
-from dse.dance.labels import LabelTable, default_store_path
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.rtl_hardware import (COLUMNS, PARAMETERS, STRUCTURE, RtlHardwareSpace, combine, context_from_dict,
+from nnaccel.dse.dance.labels import LabelTable, default_store_path
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.rtl_hardware import (COLUMNS, PARAMETERS, STRUCTURE, RtlHardwareSpace, combine, context_from_dict,
                                     context_table, context_to_dict, layer_contexts)
-from dse.shared.store import ResultStore
-from dse.shared.sweep import run_sweep
+from nnaccel.dse.shared.store import ResultStore
+from nnaccel.dse.shared.sweep import run_sweep
 
 TASK_KEYS = ("modules", "lanes", "row_elements", "split")
 

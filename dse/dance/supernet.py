@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from dse.dance.network_space import CLASSES, IMAGE_CHANNELS, NETWORK_SPACE, Network
+from nnaccel.dse.dance.network_space import CLASSES, IMAGE_CHANNELS, NETWORK_SPACE, Network
 
 
 class ArchitectureParameters(nn.Module):

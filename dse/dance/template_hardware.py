@@ -32,12 +32,12 @@ from functools import cache
 
 import numpy as np
 
-from dse.dance.hardware_space import HardwareSpace
-from dse.shared import energy_table
-from dse.shared.cost_model import CaseBatch, evaluate_batch
-from dse.shared.layer import DIM_INDEX, DIMS, LayerType
-from dse.shared.loopnest import footprints
-from dse.shared.template import TEMPLATE_SPACE, Dataflow, TemplateHardware
+from nnaccel.dse.dance.hardware_space import HardwareSpace
+from nnaccel.dse.shared import energy_table
+from nnaccel.dse.shared.cost_model import CaseBatch, evaluate_batch
+from nnaccel.dse.shared.layer import DIM_INDEX, DIMS, LayerType
+from nnaccel.dse.shared.loopnest import footprints
+from nnaccel.dse.shared.template import TEMPLATE_SPACE, Dataflow, TemplateHardware
 
 NUMBER_FORMAT = "fp32"
 PE_VALUES = tuple(range(TEMPLATE_SPACE.pe_min, TEMPLATE_SPACE.pe_max + 1))

@@ -1,7 +1,7 @@
 """Label a hardware space through a Dask sweep, train DANCE's evaluators, print Table 1 and write
 the checkpoints that ship in ``dse/dance/data/``:
 
-    python -m dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
+    python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
         [--cost-epochs E] [--generator-epochs E] [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR]
         [--json F]
 
@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from dse.dance import training
-from dse.dance.cost_functions import COST_FUNCTIONS
-from dse.dance.labels import label_template
-from dse.dance.rtl_labels import label_rtl
+from nnaccel.dse.dance import training
+from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.labels import label_template
+from nnaccel.dse.dance.rtl_labels import label_rtl
 
 LABELLERS = {"template": label_template, "rtl": label_rtl}
 

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dse.dance import evaluator as ev
-from dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
-from dse.dance.labels import split_networks
-from dse.dance.hardware_space import METRICS
+from nnaccel.dse.dance import evaluator as ev
+from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
+from nnaccel.dse.dance.labels import split_networks
+from nnaccel.dse.dance.hardware_space import METRICS
 
 PATENT_TABLE_1 = {
     "generator": {"pe_x": 0.989, "pe_y": 0.983, "rf_words": 0.983, "dataflow": 0.988},
@@ -193,7 +193,7 @@ def format_table_1(report):
 # ---- checkpoints --------------------------------------------------------------------------------
 
 def data_path(name):
-    return Path(str(resources.files("dse.dance").joinpath("data", name)))
+    return Path(str(resources.files("nnaccel.dse.dance").joinpath("data", name)))
 
 
 def cost_checkpoint(space_name):
@@ -228,7 +228,7 @@ def load(space_name, cost, *, directory=None):
     for required in (cost_path, path):
         if not required.exists():
             raise FileNotFoundError(f"{required}: no trained evaluator; train one with "
-                                    f"`python -m dse.dance.train_evaluator --space {space_name}`")
+                                    f"`python -m nnaccel.dse.dance.train_evaluator --space {space_name}`")
     cost_data = torch.load(cost_path, weights_only=True)
     cost_network = ev.CostEstimator(cost_data["inputs"], cost_data["log_mean"])
     cost_network.load_state_dict(cost_data["state"])

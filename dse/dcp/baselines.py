@@ -22,7 +22,7 @@ import numpy as np
 import optuna
 from tqdm import tqdm
 
-from dse.dcp.evaluator import Evaluator, objective_value
+from nnaccel.dse.dcp.evaluator import Evaluator, objective_value
 
 
 def _running(evaluator, budget, seconds, trials, max_trials, max_seconds):

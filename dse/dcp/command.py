@@ -28,16 +28,16 @@ from pathlib import Path
 
 import numpy as np
 
-from dse.dcp.dataset import Plan, collect, space_named
-from dse.dcp.evaluator import OBJECTIVES
-from dse.dcp.workloads import DEFAULT_HARDWARE, LAYERS, RTL_LAYERS, layer_by_name
-from dse.shared.layer import LayerType, dqn_layers
-from dse.shared.rtl_family import FORMATS as RTL_FORMATS
-from dse.shared.template import NUMBER_FORMAT_BITS, TemplateHardware
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import float_format
-from models.shared.cache import cache_root
-from models.shared.input_files import InputError
+from nnaccel.dse.dcp.dataset import Plan, collect, space_named
+from nnaccel.dse.dcp.evaluator import OBJECTIVES
+from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE, LAYERS, RTL_LAYERS, layer_by_name
+from nnaccel.dse.shared.layer import LayerType, dqn_layers
+from nnaccel.dse.shared.rtl_family import FORMATS as RTL_FORMATS
+from nnaccel.dse.shared.template import NUMBER_FORMAT_BITS, TemplateHardware
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.models.shared.cache import cache_root
+from nnaccel.models.shared.input_files import InputError
 
 UNITS = {"latency": "cycles", "energy": "pJ", "edp": "cycles x pJ"}
 BASELINES = ("random", "tpe", "nsga2")
@@ -136,9 +136,9 @@ def run_dataflow(arguments):
     """The ``nnaccel dse dataflow`` job; returns the report as a dict."""
     import torch
 
-    from dse.dcp import predictor as predictor_module
-    from dse.dcp.baselines import exhaustive_search, optuna_search, random_search
-    from dse.dcp.search import dcp_search
+    from nnaccel.dse.dcp import predictor as predictor_module
+    from nnaccel.dse.dcp.baselines import exhaustive_search, optuna_search, random_search
+    from nnaccel.dse.dcp.search import dcp_search
 
     torch.set_num_threads(1)
     space = space_named(arguments.space)
@@ -232,7 +232,7 @@ def _best_any_mapping(space, layers, hardware, objective):
     """The RTL family's best mapping over any number of segments (latency or energy), or None."""
     if space.name != "rtl" or objective == "edp":
         return None
-    from dse.dcp.rtl_space import best_network_mapping
+    from nnaccel.dse.dcp.rtl_space import best_network_mapping
 
     start = time.perf_counter()
     cost, mappings = best_network_mapping(layers, hardware, objective)
@@ -243,8 +243,8 @@ def _best_any_mapping(space, layers, hardware, objective):
 def _simulated_network(layers):
     """The RTL network the searched layers run in: the DQN when they are DQN layers (the others
     with the compiler's mapping), else the layer alone."""
-    from dse.dcp.rtl_space import rtl_network
-    from models.dqn.network import dqn_layers as rtl_dqn_layers
+    from nnaccel.dse.dcp.rtl_space import rtl_network
+    from nnaccel.models.dqn.network import dqn_layers as rtl_dqn_layers
 
     if all(layer in dqn_layers() for layer in layers):
         return rtl_dqn_layers(18), [dqn_layers().index(layer) for layer in layers]
@@ -255,10 +255,10 @@ def _simulated_network(layers):
 def _simulate(space, layers, hardware, dcp):
     """Compile DCP's answer into its network, run it on the simulator, compare (see the module
     docstring); prints and returns the comparison."""
-    from dse.shared.rtl_family import config_to_json, network_to_json
-    from dse.shared.rtl_validate import code_digest, validate_case
-    from models.dqn.mapping import DqnMapping
-    from models.dqn.plan import default_mapping, layer_shapes
+    from nnaccel.dse.shared.rtl_family import config_to_json, network_to_json
+    from nnaccel.dse.shared.rtl_validate import code_digest, validate_case
+    from nnaccel.models.dqn.mapping import DqnMapping
+    from nnaccel.models.dqn.plan import default_mapping, layer_shapes
 
     network, indices = _simulated_network(layers)
     mapping = list(default_mapping(hardware, layer_shapes(hardware, network)).layers)
@@ -376,7 +376,7 @@ def run_predictor(arguments):
     """The ``nnaccel dse predictor`` job: label, train, report accuracy, save."""
     import torch
 
-    from dse.dcp import predictor as predictor_module
+    from nnaccel.dse.dcp import predictor as predictor_module
 
     torch.set_num_threads(1)
     space = space_named(arguments.space)

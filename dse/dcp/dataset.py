@@ -17,15 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.dcp.encoding import layer_features, relax
-from dse.dcp.rtl_space import RtlDataflowSpace
-from dse.dcp.space import METRICS, TemplateDataflowSpace
-from dse.dcp.workloads import (HELD_OUT_HARDWARE, HELD_OUT_LAYERS, RTL_HELD_OUT_HARDWARE,
+from nnaccel.dse.dcp.encoding import layer_features, relax
+from nnaccel.dse.dcp.rtl_space import RtlDataflowSpace
+from nnaccel.dse.dcp.space import METRICS, TemplateDataflowSpace
+from nnaccel.dse.dcp.workloads import (HELD_OUT_HARDWARE, HELD_OUT_LAYERS, RTL_HELD_OUT_HARDWARE,
                                RTL_HELD_OUT_LAYERS, RTL_TRAIN_HARDWARE, RTL_TRAIN_LAYERS,
                                TRAIN_HARDWARE, TRAIN_LAYERS)
-from dse.shared.layer import Layer
-from dse.shared.store import ResultStore
-from dse.shared.sweep import run_sweep
+from nnaccel.dse.shared.layer import Layer
+from nnaccel.dse.shared.store import ResultStore
+from nnaccel.dse.shared.sweep import run_sweep
 
 SPACES = {"template": TemplateDataflowSpace, "rtl": RtlDataflowSpace}
 CHUNK = 500

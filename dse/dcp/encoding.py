@@ -25,7 +25,7 @@ from functools import cache
 
 import numpy as np
 
-from dse.shared.layer import LayerType
+from nnaccel.dse.shared.layer import LayerType
 
 LAYER_FEATURES = 10     # log2 Y X R S K C, log2 stride, one-hot T (conv, depthwise, dense)
 

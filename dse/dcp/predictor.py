@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dse.dcp.encoding import LAYER_FEATURES, relaxed_features
-from models.shared.input_files import InputError
+from nnaccel.dse.dcp.encoding import LAYER_FEATURES, relaxed_features
+from nnaccel.models.shared.input_files import InputError
 
 OUTPUTS = 2     # log latency, log energy
 DEFAULT_CHECKPOINT = "predictor_{space}.pt"
@@ -275,7 +275,7 @@ def load(path=None, *, space="template"):
     """A frozen predictor from ``path`` (default: the one shipped in ``dse/dcp/data`` for the design
     space named ``space``)."""
     if path is None:
-        path = resources.files("dse.dcp").joinpath("data", DEFAULT_CHECKPOINT.format(space=space))
+        path = resources.files("nnaccel.dse.dcp").joinpath("data", DEFAULT_CHECKPOINT.format(space=space))
     try:
         with open(path, "rb") as handle:
             saved = torch.load(handle, weights_only=True)

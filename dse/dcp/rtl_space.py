@@ -51,15 +51,15 @@ from math import log2
 
 import numpy as np
 
-from dse.dcp.encoding import relax
-from dse.shared import rtl_cost
-from dse.shared.layer import DIM_INDEX, DIMS, LayerType, dqn_layers
-from dse.shared.rtl_code import RTL_LEVELS, layer_mapping_from_code, segment_code
-from dse.shared.rtl_family import FORMATS, block_choices, config_from_json, config_to_json, sample_layer_mapping
-from hw.dqn.config import DqnConfig
-from models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from models.dqn.network import ConvLayer, DenseLayer
-from models.dqn.plan import check_mapping, check_segment, default_mapping, layer_shapes, pass_shapes
+from nnaccel.dse.dcp.encoding import relax
+from nnaccel.dse.shared import rtl_cost
+from nnaccel.dse.shared.layer import DIM_INDEX, DIMS, LayerType, dqn_layers
+from nnaccel.dse.shared.rtl_code import RTL_LEVELS, layer_mapping_from_code, segment_code
+from nnaccel.dse.shared.rtl_family import FORMATS, block_choices, config_from_json, config_to_json, sample_layer_mapping
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import check_mapping, check_segment, default_mapping, layer_shapes, pass_shapes
 
 __all__ = ["SEGMENT_SLOTS", "LEVELS", "IDLE_SEGMENT", "NETWORKS", "RtlDataflowSpace", "rtl_network", "layer_shape",
            "mapping_code", "code_mapping", "weight_rows", "mapping_table", "best_network_mapping"]

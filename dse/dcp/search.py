@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from dse.dcp.encoding import layer_features, relax
-from dse.dcp.evaluator import Evaluator, objective_value
+from nnaccel.dse.dcp.encoding import layer_features, relax
+from nnaccel.dse.dcp.evaluator import Evaluator, objective_value
 
 
 def _log_limits(space, layers, hardware):

@@ -50,14 +50,14 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
-from dse.dcp.encoding import factorizations, nearest_factorization
-from dse.shared import energy_table
-from dse.shared.cost_model import CaseBatch, evaluate_batch
-from dse.shared.layer import DIM_INDEX, DIMS
-from dse.shared.loopnest import LEVELS, analyse, footprints
-from dse.shared.mapping import Mapping
-from dse.shared.sampler import prime_factors, sample_mappings
-from dse.shared.template import Dataflow, TemplateHardware
+from nnaccel.dse.dcp.encoding import factorizations, nearest_factorization
+from nnaccel.dse.shared import energy_table
+from nnaccel.dse.shared.cost_model import CaseBatch, evaluate_batch
+from nnaccel.dse.shared.layer import DIM_INDEX, DIMS
+from nnaccel.dse.shared.loopnest import LEVELS, analyse, footprints
+from nnaccel.dse.shared.mapping import Mapping
+from nnaccel.dse.shared.sampler import prime_factors, sample_mappings
+from nnaccel.dse.shared.template import Dataflow, TemplateHardware
 
 METRICS = ("latency", "energy")
 

@@ -23,11 +23,11 @@ weight RAM of the family), plus one more 3x3 convolution. Its hardware points
 training, and 64 x 4 in bfloat16 (a shape no training point has) held out.
 """
 
-from dse.shared.layer import Layer, LayerType, dqn_layers
-from dse.shared.template import TemplateHardware
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import float_format
-from models.shared.input_files import InputError
+from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
+from nnaccel.dse.shared.template import TemplateHardware
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.models.shared.input_files import InputError
 
 CAPSNET_LAYERS = (
     Layer.conv(in_channels=1, in_size=28, out_channels=256, kernel=9, name="CAPS_CONV1"),

@@ -23,8 +23,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from dse.shared import energy_table
-from dse.shared.loopnest import analyse
+from nnaccel.dse.shared import energy_table
+from nnaccel.dse.shared.loopnest import analyse
 
 _W, _I, _O = 0, 1, 2
 

@@ -22,7 +22,7 @@ TABLE_FILE = "energy_45nm.json"
 @cache
 def table():
     """The parsed data file."""
-    text = resources.files("dse.shared").joinpath("data", TABLE_FILE).read_text()
+    text = resources.files("nnaccel.dse.shared").joinpath("data", TABLE_FILE).read_text()
     return json.loads(text)
 
 

@@ -25,7 +25,7 @@ All counts are float64 arrays of shape (batch,).
 
 import numpy as np
 
-from dse.shared.layer import DIM_INDEX, LayerType
+from nnaccel.dse.shared.layer import DIM_INDEX, LayerType
 
 TENSORS = ("W", "I", "O")
 LEVELS = ("DRAM", "GB", "RF")

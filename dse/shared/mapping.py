@@ -21,8 +21,8 @@ from math import prod
 
 import numpy as np
 
-from dse.shared.layer import DIM_INDEX, DIMS
-from dse.shared.loopnest import LEVELS, TENSORS, analyse
+from nnaccel.dse.shared.layer import DIM_INDEX, DIMS
+from nnaccel.dse.shared.loopnest import LEVELS, TENSORS, analyse
 
 
 class MappingError(ValueError):

@@ -32,9 +32,9 @@ from importlib import resources
 
 import numpy as np
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_bits
-from hw.shared.float_format import float_format
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.descriptor import descriptor_bits
+from nnaccel.hw.shared.float_format import float_format
 
 __all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE",
            "RESOURCE_FIELDS", "component_cells", "component_of_row", "component_features", "compose", "m10k_blocks",
@@ -159,7 +159,7 @@ def ram_cells(width, depth, granularity=None):
 @cache
 def table():
     """The parsed data file."""
-    return json.loads(resources.files("dse.shared").joinpath("data", TABLE_FILE).read_text())
+    return json.loads(resources.files("nnaccel.dse.shared").joinpath("data", TABLE_FILE).read_text())
 
 
 def component_features(component, config):
@@ -193,7 +193,7 @@ def _memory(config, component):
 def compose(config):
     """``{component: (instances, {field: cells of all instances})}`` and the total, for a :class:`DqnConfig`; the
     total as :class:`sim.fpga.synth.Resources` gives ALMs and DSP blocks the way ``nnaccel synth`` does."""
-    from sim.fpga.synth import Resources
+    from nnaccel.sim.fpga.synth import Resources
 
     parts = {}
     for component, count in _COUNTS.items():

@@ -24,8 +24,8 @@ is not part of the code (it changes neither the cycles nor the results).
 
 import numpy as np
 
-from dse.shared.layer import DIM_INDEX, DIMS
-from models.dqn.mapping import LayerMapping, Segment
+from nnaccel.dse.shared.layer import DIM_INDEX, DIMS
+from nnaccel.models.dqn.mapping import LayerMapping, Segment
 
 __all__ = ["RTL_LEVELS", "segment_code", "layer_code", "layer_mapping_from_code"]
 

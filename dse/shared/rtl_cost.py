@@ -25,11 +25,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from dse.shared import energy_table, rtl_area
-from hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
-from models.dqn.mapping import DqnMapping
-from models.dqn.plan import check_mapping, default_mapping, layer_shapes, pass_shapes
-from models.dqn.timing import LAYOUTS, pass_counters, pass_writes
+from nnaccel.dse.shared import energy_table, rtl_area
+from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
+from nnaccel.models.dqn.mapping import DqnMapping
+from nnaccel.models.dqn.plan import check_mapping, default_mapping, layer_shapes, pass_shapes
+from nnaccel.models.dqn.timing import LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
 
@@ -179,7 +179,7 @@ def evaluate_network(config, layers, mapping=None, *, split="auto", area=True):
 
 def area_breakdown(config):
     """``[(component, instances, Resources of all instances)]`` and the total (``rtl_area.compose``)."""
-    from sim.fpga.synth import Resources
+    from nnaccel.sim.fpga.synth import Resources
 
     parts, total = rtl_area.compose(config)
     return [(name, count, Resources(**{f.name: cells.get(f.name, 0) for f in fields(Resources)}))

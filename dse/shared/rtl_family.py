@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import float_format
-from models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from models.dqn.network import ConvLayer, DenseLayer
-from models.dqn.plan import check_segment, compile_network, layer_shapes
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes
 
 __all__ = ["FORMATS", "block_choices", "RtlSpace", "RTL_SPACE", "config_to_json", "config_from_json",
            "network_to_json", "network_from_json", "sample_config", "sample_network", "sample_layer_mapping",

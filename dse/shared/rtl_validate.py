@@ -22,16 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-import hw
-import models.dqn
-from dse.shared.rtl_cost import evaluate_network
-from dse.shared.rtl_family import (FORMATS, config_from_json, config_to_json, network_from_json, network_to_json,
+import nnaccel.hw as hw
+import nnaccel.models.dqn
+from nnaccel.dse.shared.rtl_cost import evaluate_network
+from nnaccel.dse.shared.rtl_family import (FORMATS, config_from_json, config_to_json, network_from_json, network_to_json,
                                    random_weights, sample_mapping, sample_network)
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.shared.float_format import float_format
-from models.dqn.mapping import DqnMapping
-from models.dqn.network import DenseLayer, dqn_layers, seeded_weights
-from models.dqn.plan import compile_network
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.models.dqn.mapping import DqnMapping
+from nnaccel.models.dqn.network import DenseLayer, dqn_layers, seeded_weights
+from nnaccel.models.dqn.plan import compile_network
 
 __all__ = ["SCHEMA", "code_digest", "validation_configs", "reduced_configs", "validation_cases", "validate_case",
            "describe_config", "describe_network"]
@@ -44,7 +44,7 @@ STATES = 2
 def code_digest():
     """Digest of the sources a result depends on: the hardware (hw/) and the DQN compiler and golden model."""
     digest = hashlib.sha256()
-    for root in (Path(hw.__file__).parent, Path(models.dqn.__file__).parent):
+    for root in (Path(hw.__file__).parent, Path(nnaccel.models.dqn.__file__).parent):
         for path in sorted(root.rglob("*.py")):
             digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
@@ -105,7 +105,7 @@ def _random_inputs(plan, layers, seed, states):
 
 def _build(case):
     """(config, layers, plan, inputs) of a case."""
-    from models.dqn.atari import recorded_states
+    from nnaccel.models.dqn.atari import recorded_states
 
     config = config_from_json(case["config"])
     if case["kind"] == "thesis":
@@ -126,9 +126,9 @@ def _meaningful(tensor, words):
 
 def validate_case(case):
     """Compile, simulate and compare one case (see the module docstring); returns JSON data."""
-    from hw.dqn.accelerator import DqnAccelerator
-    from models.dqn.golden import golden_forward
-    from testbench.dqn.host import run_on_accelerator
+    from nnaccel.hw.dqn.accelerator import DqnAccelerator
+    from nnaccel.models.dqn.golden import golden_forward
+    from nnaccel.testbench.dqn.host import run_on_accelerator
 
     start = time.perf_counter()
     config, layers, plan, inputs = _build(case)

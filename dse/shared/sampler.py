@@ -17,10 +17,10 @@ The result always passes ``Mapping.validate``; the sampler checks that before re
 
 import numpy as np
 
-from dse.shared.layer import DIMS
-from dse.shared.loopnest import LEVELS, analyse
-from dse.shared.mapping import Mapping
-from dse.shared.template import TEMPLATE_SPACE, TemplateHardware
+from nnaccel.dse.shared.layer import DIMS
+from nnaccel.dse.shared.loopnest import LEVELS, analyse
+from nnaccel.dse.shared.mapping import Mapping
+from nnaccel.dse.shared.template import TEMPLATE_SPACE, TemplateHardware
 
 _RF, _GB, _DRAM = len(LEVELS) - 1, 1, 0
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from dse.shared.store import case_key
+from nnaccel.dse.shared.store import case_key
 
 THREAD_CAPS = {"NNACCEL_SIM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}

@@ -5,13 +5,13 @@ import enum
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
-from hw.capsnet.config import CapsNetConfig, OPERAND_BITS
-from hw.capsnet.conv_engine import CapsNetConvEngine
-from hw.capsnet.descriptor import LayerKind, descriptor_layout
-from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.shared.banked_buffer import instantiate_banked_buffer
-from hw.shared.host_control import HostControl, MemoryTarget
-from hw.shared.host_port import HostPortAccelerator
+from nnaccel.hw.capsnet.config import CapsNetConfig, OPERAND_BITS
+from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.hw.capsnet.descriptor import LayerKind, descriptor_layout
+from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from nnaccel.hw.shared.banked_buffer import instantiate_banked_buffer
+from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
+from nnaccel.hw.shared.host_port import HostPortAccelerator
 
 __all__ = ["CapsNetAccelerator", "CapsNetMemory"]
 

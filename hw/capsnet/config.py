@@ -126,7 +126,7 @@ class CapsNetConfig:
     @property
     def host_data_bits(self):
         """Width of the host data port: the widest memory word or descriptor."""
-        from hw.capsnet.descriptor import descriptor_bits      # the descriptor layout derives from this config
+        from nnaccel.hw.capsnet.descriptor import descriptor_bits      # the descriptor layout derives from this config
 
         return max(self.activation_word_bits, self.conv_weight_word_bits, self.bias_word_bits, self.matvec_word_bits,
                    descriptor_bits(self))

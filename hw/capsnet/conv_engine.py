@@ -4,9 +4,9 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.capsnet.config import ACCUMULATOR_BITS, OPERAND_BITS, CapsNetConfig
-from hw.capsnet.descriptor import descriptor_layout
-from hw.capsnet.int_matrix_module import IntMatrixModule, requantize
+from nnaccel.hw.capsnet.config import ACCUMULATOR_BITS, OPERAND_BITS, CapsNetConfig
+from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.int_matrix_module import IntMatrixModule, requantize
 
 __all__ = ["CapsNetConvEngine"]
 

@@ -6,7 +6,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.tile_port import tile_command_layout
+from nnaccel.hw.shared.tile_port import tile_command_layout
 
 __all__ = ["ConvTileProgram", "ConvTarget", "conv_stream_layout"]
 

@@ -10,7 +10,7 @@ no multipliers.  docs/capsnet_accelerator.md explains every field.
 
 from amaranth.lib import data
 
-from hw.capsnet.config import CapsNetConfig, SHIFT_BITS
+from nnaccel.hw.capsnet.config import CapsNetConfig, SHIFT_BITS
 
 __all__ = ["LayerKind", "descriptor_layout", "encode_descriptor", "descriptor_bits", "DESCRIPTOR_FIELDS"]
 

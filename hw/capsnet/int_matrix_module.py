@@ -12,7 +12,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.capsnet.config import ACCUMULATOR_BITS, MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
+from nnaccel.hw.capsnet.config import ACCUMULATOR_BITS, MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
 
 __all__ = ["IntMatrixModule", "INT_MATRIX_MODULE_LATENCY", "multiply_int8", "operand_layout", "requantize"]
 

@@ -4,9 +4,9 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.capsnet.config import OPERAND_BITS, CapsNetConfig
-from hw.capsnet.descriptor import descriptor_layout
-from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
+from nnaccel.hw.capsnet.config import OPERAND_BITS, CapsNetConfig
+from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
 
 __all__ = ["CapsNetMatvecEngine"]
 

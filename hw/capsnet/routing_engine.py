@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
-from hw.capsnet.int_matrix_module import multiply_int8, requantize
+from nnaccel.hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
+from nnaccel.hw.capsnet.int_matrix_module import multiply_int8, requantize
 
 __all__ = ["CapsNetRoutingEngine", "routing_sum_bits", "routing_length_bits", "routing_finish_cycles",
            "digit_caps_layout"]

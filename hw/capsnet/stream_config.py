@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, CapsNetConfig
+from nnaccel.hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, CapsNetConfig
 
 __all__ = ["CapsNetStreamConfig", "SMALL_STREAM_CONFIG", "BUS_BYTES"]
 

@@ -7,17 +7,17 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
-from hw.capsnet.config import SHIFT_BITS
-from hw.capsnet.conv_engine import CapsNetConvEngine
-from hw.capsnet.conv_tile_program import ConvTarget, ConvTileProgram, conv_stream_layout
-from hw.capsnet.descriptor import LayerKind, descriptor_layout
-from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
-from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
-from hw.shared.dual_port_buffer import DualPortBuffer
-from hw.shared.host_control import HostControl, MemoryTarget
-from hw.shared.host_port import HostPortAccelerator
-from hw.shared.tile_port import TilePort
+from nnaccel.hw.capsnet.config import SHIFT_BITS
+from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.hw.capsnet.conv_tile_program import ConvTarget, ConvTileProgram, conv_stream_layout
+from nnaccel.hw.capsnet.descriptor import LayerKind, descriptor_layout
+from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from nnaccel.hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
+from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
+from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
+from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
+from nnaccel.hw.shared.host_port import HostPortAccelerator
+from nnaccel.hw.shared.tile_port import TilePort
 
 __all__ = ["CapsNetStreamingAccelerator", "StreamMemory", "StreamStep", "stream_descriptor_layout",
            "image_descriptor_layout", "routing_word_layout"]

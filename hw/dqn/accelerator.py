@@ -5,17 +5,17 @@ import enum
 from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import wiring
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout
-from hw.dqn.float_argmax import FloatArgmax
-from hw.dqn.matrix_module import MatrixModule
-from hw.dqn.result_writer import ResultWriter
-from hw.dqn.sequencer import LayerSequencer
-from hw.dqn.window_feeder import WindowFeeder
-from hw.shared.dual_port_buffer import DualPortBuffer
-from hw.shared.host_control import HostControl, MemoryTarget, SystemRegister
-from hw.shared.host_port import HostPortAccelerator
-from hw.shared.separate_module import instantiate_separately
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.descriptor import descriptor_layout
+from nnaccel.hw.dqn.float_argmax import FloatArgmax
+from nnaccel.hw.dqn.matrix_module import MatrixModule
+from nnaccel.hw.dqn.result_writer import ResultWriter
+from nnaccel.hw.dqn.sequencer import LayerSequencer
+from nnaccel.hw.dqn.window_feeder import WindowFeeder
+from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
+from nnaccel.hw.shared.host_control import HostControl, MemoryTarget, SystemRegister
+from nnaccel.hw.shared.host_port import HostPortAccelerator
+from nnaccel.hw.shared.separate_module import instantiate_separately
 
 __all__ = ["DqnAccelerator", "DqnMemory", "DqnRegister"]
 

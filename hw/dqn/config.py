@@ -6,7 +6,7 @@ software never disagree on a width, a depth or an address.
 
 from dataclasses import dataclass, field
 
-from hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 
 __all__ = ["DqnConfig", "REDUCED_CONFIG"]
 

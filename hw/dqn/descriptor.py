@@ -8,7 +8,7 @@ of the descriptor table; :func:`descriptor_layout` gives its fields (LSB first) 
 
 from amaranth.lib import data
 
-from hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnConfig
 
 __all__ = ["descriptor_layout", "descriptor_bits", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
            "POSITION_BITS", "STRIDE_BITS"]

@@ -4,7 +4,7 @@ from amaranth.hdl import Const, Module, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 
 __all__ = ["FloatArgmax", "candidate_layout", "order_key"]
 

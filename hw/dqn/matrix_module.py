@@ -4,10 +4,10 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.float_adder import FloatAdder
-from hw.shared.float_format import BINARY32, FloatFormat
-from hw.shared.float_multiplier import FloatMultiplier
-from hw.shared.pipeline import Pipeline
+from nnaccel.hw.shared.float_adder import FloatAdder
+from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.hw.shared.pipeline import Pipeline
 
 __all__ = ["MatrixModule", "matrix_module_latency", "operand_layout", "partial_sum_count", "reduction_levels"]
 

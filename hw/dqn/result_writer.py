@@ -4,8 +4,8 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout, group_layout
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
 
 __all__ = ["ResultWriter"]
 

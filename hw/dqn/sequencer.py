@@ -4,9 +4,9 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, group_layout
-from hw.shared.host_control import COUNTER_EVENTS
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, group_layout
+from nnaccel.hw.shared.host_control import COUNTER_EVENTS
 
 __all__ = ["LayerSequencer", "PRODUCT_LAYOUT"]
 

@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnConfig
 
 __all__ = ["WindowFeeder"]
 

@@ -23,7 +23,7 @@ two different memory addresses in one instruction, unknown or repeated labels.
 import re
 from dataclasses import dataclass
 
-from hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, Index, Opcode, Source, encode
+from nnaccel.hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, Index, Opcode, Source, encode
 
 __all__ = ["AssemblerError", "Program", "RingAssembler"]
 

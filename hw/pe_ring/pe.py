@@ -9,9 +9,9 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.fixed_point import AluOp, FixedPointALU
-from hw.pe_ring.pwl_activation import PWLActivation, PWLTable
-from hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, InstructionLayout, Opcode, Source
+from nnaccel.hw.shared.fixed_point import AluOp, FixedPointALU
+from nnaccel.hw.pe_ring.pwl_activation import PWLActivation, PWLTable
+from nnaccel.hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, InstructionLayout, Opcode, Source
 
 __all__ = ["ProcessingElement"]
 

@@ -24,7 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.fixed_point import QFormat, fx_mac
+from nnaccel.hw.shared.fixed_point import QFormat, fx_mac
 
 __all__ = ["PWLTable", "PWLActivation"]
 

@@ -17,9 +17,9 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.pe_ring.pe import ProcessingElement, check_lm_depth, check_registers
-from hw.pe_ring.pwl_activation import PWLTable
-from hw.pe_ring.isa import ADDR_BITS, PE_OPCODES, WORD_BITS, Index, InstructionLayout, Opcode
+from nnaccel.hw.pe_ring.pe import ProcessingElement, check_lm_depth, check_registers
+from nnaccel.hw.pe_ring.pwl_activation import PWLTable
+from nnaccel.hw.pe_ring.isa import ADDR_BITS, PE_OPCODES, WORD_BITS, Index, InstructionLayout, Opcode
 
 __all__ = ["PERing"]
 

@@ -12,8 +12,8 @@ from amaranth.hdl import Array, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, check_positive_integer
-from hw.shared.separate_module import instantiate_separately
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, check_positive_integer
+from nnaccel.hw.shared.separate_module import instantiate_separately
 
 __all__ = ["instantiate_banked_buffer", "bank_count"]
 

@@ -2,10 +2,10 @@
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
-from hw.shared.float_operator import FloatOperator
-from hw.shared.float_raw import raw_float_layout, shift_right_jamming, unpack
-from hw.shared.float_rounder import round_to_format
-from hw.shared.pipeline import Pipeline
+from nnaccel.hw.shared.float_operator import FloatOperator
+from nnaccel.hw.shared.float_raw import raw_float_layout, shift_right_jamming, unpack
+from nnaccel.hw.shared.float_rounder import round_to_format
+from nnaccel.hw.shared.pipeline import Pipeline
 
 __all__ = ["FloatAdder"]
 

@@ -3,7 +3,7 @@
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 
 __all__ = ["FloatOperator", "operand_layout"]
 

@@ -30,7 +30,7 @@ ALMs (no DSP, no memory).
 
 from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
-from hw.shared.float_raw import leading_zeros, shift_left, shift_right_jamming
+from nnaccel.hw.shared.float_raw import leading_zeros, shift_left, shift_right_jamming
 
 __all__ = ["round_to_format"]
 

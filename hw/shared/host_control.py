@@ -27,7 +27,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
+from nnaccel.hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
 
 __all__ = ["HostControl", "HostTarget", "MemoryTarget", "ControlRegister", "SystemRegister", "LayerCounter",
            "COUNTER_BITS", "COUNTERS_PER_LAYER", "SYSTEM_REGISTER_BASE", "MAX_SYSTEM_REGISTERS", "LAYER_COUNTER_BASE",

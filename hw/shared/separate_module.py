@@ -10,7 +10,7 @@ The behaviour is identical: the instance is the component's own Verilog.
 from amaranth.hdl import ClockSignal, Instance, ResetSignal
 from amaranth.lib import wiring
 
-from hw.shared.verilog_ports import verilog_ports
+from nnaccel.hw.shared.verilog_ports import verilog_ports
 
 __all__ = ["instantiate_separately", "separate_modules", "hierarchical_blocks"]
 

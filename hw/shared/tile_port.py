@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
+from nnaccel.hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
 
 __all__ = ["TilePort", "tile_command_layout"]
 

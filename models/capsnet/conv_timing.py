@@ -8,7 +8,7 @@ has its row written on ``t + 5 .. t + 4 + W`` (``W`` channels of its block), so 
 issues no earlier than ``t + 5 + W``; ``done`` on the cycle after the last row is written.
 """
 
-from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
+from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
 
 __all__ = ["ConvEngineTiming"]
 

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from models.capsnet import network as capsnet
-from models.capsnet.network import CLASSES, DIGIT_DIM, KERNEL, PRIMARY_DIM, PRIMARY_STRIDE, CapsNetShape
-from models.capsnet.int8_layers import INT8_MAX, conv2d, matvec, requantize
-from models.shared.input_files import InputError, load_arrays, require_keys
+from nnaccel.models.capsnet import network as capsnet
+from nnaccel.models.capsnet.network import CLASSES, DIGIT_DIM, KERNEL, PRIMARY_DIM, PRIMARY_STRIDE, CapsNetShape
+from nnaccel.models.capsnet.int8_layers import INT8_MAX, conv2d, matvec, requantize
+from nnaccel.models.shared.input_files import InputError, load_arrays, require_keys
 
 __all__ = ["IMAGE_FRAC_BITS", "COUPLING_SHIFT", "FixedCapsNet", "RoutingResult", "FixedInference",
            "weights_path", "load_capsnet", "save_capsnet", "quantize_capsnet", "quantize_image",
@@ -180,7 +180,7 @@ def load_capsnet(variant="full", *, path=None):
         path = weights_path(variant)
         if not path.exists():
             raise InputError(f"{path}: no shipped CapsNet weights for the {variant} variant; train them with "
-                             f"`python -m models.capsnet.train --variant {variant}`")
+                             f"`python -m nnaccel.models.capsnet.train --variant {variant}`")
     arrays = load_arrays(path, expected=_FILE_LAYOUT)
     require_keys(path, arrays, _ARRAY_KEYS + _SHIFT_KEYS + _FRAC_KEYS + _HEADER_KEYS, expected=_FILE_LAYOUT)
     scalars = {key: _integer_scalar(path, key, arrays[key]) for key in _SHIFT_KEYS + _FRAC_KEYS + _SIZE_KEYS}

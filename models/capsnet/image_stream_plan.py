@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.capsnet.descriptor import LayerKind
-from hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
-from hw.capsnet.streaming_accelerator import image_descriptor_layout
-from models.capsnet.conv_timing import ConvEngineTiming
-from models.capsnet.stream_plan import PAGE_BYTES, StreamCycles, StreamPlan, compile_stream, stream_cycles
+from nnaccel.hw.capsnet.descriptor import LayerKind
+from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
+from nnaccel.hw.capsnet.streaming_accelerator import image_descriptor_layout
+from nnaccel.models.capsnet.conv_timing import ConvEngineTiming
+from nnaccel.models.capsnet.stream_plan import PAGE_BYTES, StreamCycles, StreamPlan, compile_stream, stream_cycles
 
 __all__ = ["ConvStreamLayer", "ImageStreamPlan", "compile_image_stream", "image_stream_cycles",
            "padded_row_bytes"]

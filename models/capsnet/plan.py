@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.capsnet.config import CapsNetConfig
-from hw.capsnet.descriptor import LayerKind, encode_descriptor
-from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
+from nnaccel.hw.capsnet.config import CapsNetConfig
+from nnaccel.hw.capsnet.descriptor import LayerKind, encode_descriptor
+from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
 
 __all__ = ["ConvSpec", "MatvecSpec", "Tensor", "LayerPlan", "CapsNetPlan", "compile_layers", "compile_capsnet",
            "fitted_config", "pack_int8_rows", "unpack_int8_rows", "LAUNCH_CYCLES"]
@@ -301,7 +301,7 @@ def fitted_config(plan, *, bank_depth=4096):
 
 def compile_capsnet(config, net):
     """The CapsNet's steps 1 and 2 (conv1, PrimaryCaps, predictions) of a ``models.capsnet.golden.FixedCapsNet``."""
-    from models.capsnet.network import IMAGE_SIZE, PRIMARY_STRIDE
+    from nnaccel.models.capsnet.network import IMAGE_SIZE, PRIMARY_STRIDE
 
     layers = (ConvSpec("conv1", net.conv1_weights, net.conv1_bias, stride=1, shift=net.conv1_shift, relu=True),
               ConvSpec("primary", net.primary_weights, net.primary_bias, stride=PRIMARY_STRIDE,

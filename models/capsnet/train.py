@@ -1,7 +1,7 @@
 """Train the float CapsNet (PyTorch, CPU), quantize it and write ``models/capsnet/data/capsnet_<variant>.npz``.
 
-    python -m models.capsnet.train --variant reduced --epochs 6
-    python -m models.capsnet.train --variant full --epochs 3 [--idx-dir DIR]
+    python -m nnaccel.models.capsnet.train --variant reduced --epochs 6
+    python -m nnaccel.models.capsnet.train --variant full --epochs 3 [--idx-dir DIR]
 
 Training is optional: the trained, quantized weights ship with the project, and nothing else
 imports PyTorch.  Install it with ``pip install torch`` (CPU wheel) only to retrain.
@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-from models.capsnet import network as capsnet
+from nnaccel.models.capsnet import network as capsnet
 
-from models.capsnet import golden as capsnet_fixed
+from nnaccel.models.capsnet import golden as capsnet_fixed
 
-from models.shared import mnist
+from nnaccel.models.shared import mnist
 
 MARGIN_POSITIVE, MARGIN_NEGATIVE, MARGIN_LAMBDA = 0.9, 0.1, 0.5
 LEARNING_RATE, LEARNING_RATE_DECAY, BATCH = 1e-3, 0.9, 64

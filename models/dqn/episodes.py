@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.dqn.atari import AtariGame, frames_to_states
-from models.dqn.golden import golden_forward
+from nnaccel.models.dqn.atari import AtariGame, frames_to_states
+from nnaccel.models.dqn.golden import golden_forward
 
 __all__ = ["EVAL_EPSILON", "MAX_EPISODE_STEPS", "Episode", "Exploration", "GoldenPolicy", "evaluate", "play_episode"]
 

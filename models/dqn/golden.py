@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.shared.float_arith import float_mul
-from models.dqn.plan import unpack_image
-from models.dqn.matrix_module import accumulate_products
+from nnaccel.models.shared.float_arith import float_mul
+from nnaccel.models.dqn.plan import unpack_image
+from nnaccel.models.dqn.matrix_module import accumulate_products
 
 __all__ = ["GoldenRun", "golden_forward", "golden_pass", "hardware_argmax", "order_key"]
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from hw.dqn.matrix_module import partial_sum_count
-from models.shared.float_arith import bits_dtype, float_add, float_mul
+from nnaccel.hw.dqn.matrix_module import partial_sum_count
+from nnaccel.models.shared.float_arith import bits_dtype, float_add, float_mul
 
 __all__ = ["matrix_accumulate", "accumulate_products"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.shared.input_files import InputError, check_batch, load_arrays, require_keys
+from nnaccel.models.shared.input_files import InputError, check_batch, load_arrays, require_keys
 
 MAX_ACTIONS = 32
 TRAINED_WEIGHTS = Path(__file__).with_name("data") / "dqn_breakout.npz"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.dqn.network import ConvLayer
-from models.dqn.plan import network_weights
+from nnaccel.models.dqn.network import ConvLayer
+from nnaccel.models.dqn.plan import network_weights
 
 __all__ = ["network_to_onnx", "save_onnx", "OPSET", "IR_VERSION"]
 

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from models.dqn.network import ConvLayer, DenseLayer
-from models.dqn.plan import compile_network
-from models.shared.input_files import InputError
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import compile_network
+from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["OnnxNetwork", "import_onnx", "compile_onnx", "onnx_runtime_outputs", "SUPPORTED_OPS"]
 

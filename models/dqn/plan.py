@@ -46,14 +46,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_bits, encode_descriptor
-from hw.dqn.matrix_module import matrix_module_latency
-from hw.shared.float_format import BINARY32
-from models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from models.dqn.network import WEIGHT_KEYS, ConvLayer, DenseLayer
-from models.dqn.timing import LAYOUTS, pass_counters
-from models.shared.float_arith import from_binary32
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
+from nnaccel.hw.dqn.matrix_module import matrix_module_latency
+from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
+from nnaccel.models.dqn.network import WEIGHT_KEYS, ConvLayer, DenseLayer
+from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
+from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "compile_network",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",

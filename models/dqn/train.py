@@ -1,8 +1,8 @@
 """Train the thesis' DQN to play Breakout (PyTorch, one CPU core) and export it in the project's layout.
 
-    python -m models.dqn.train --out DIR            # the full run (about 2 to 3 hours on one busy core)
-    python -m models.dqn.train --out DIR --smoke    # a few minutes: every phase, tiny budgets
-    python -m models.dqn.train --out DIR --export models/dqn/data/dqn_breakout.npz   # ship the best network so far
+    python -m nnaccel.models.dqn.train --out DIR            # the full run (about 2 to 3 hours on one busy core)
+    python -m nnaccel.models.dqn.train --out DIR --smoke    # a few minutes: every phase, tiny budgets
+    python -m nnaccel.models.dqn.train --out DIR --export models/dqn/data/dqn_breakout.npz   # ship the best network so far
 
 Rerunning the same command continues from the last checkpoint in ``DIR``; the finished run prints and
 writes its results again.  Only the learning rate may differ on a resume (``--learning-rate``): the
@@ -71,9 +71,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from models.dqn.atari import FRAME_SIZE, STATE_FRAMES, AtariGame, frames_to_states, recorded_states  # noqa: E402
-from models.dqn.episodes import EVAL_EPSILON, MAX_EPISODE_STEPS, evaluate  # noqa: E402
-from models.dqn.network import dqn_layers, load_weights, reference_q_values, save_weights  # noqa: E402
+from nnaccel.models.dqn.atari import FRAME_SIZE, STATE_FRAMES, AtariGame, frames_to_states, recorded_states  # noqa: E402
+from nnaccel.models.dqn.episodes import EVAL_EPSILON, MAX_EPISODE_STEPS, evaluate  # noqa: E402
+from nnaccel.models.dqn.network import dqn_layers, load_weights, reference_q_values, save_weights  # noqa: E402
 
 GAME = "breakout"
 MINIMAL_ACTIONS = (0, 1, 3, 4)     # ALE actions (= AtariGame action indices) NOOP, FIRE, RIGHT, LEFT
@@ -757,7 +757,7 @@ def export_checkpoint(torch, out, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m models.dqn.train", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m nnaccel.models.dqn.train", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="directory for checkpoints, curve and weights")
     parser.add_argument("--smoke", action="store_true", help="tiny budgets: every phase in a few minutes")
     parser.add_argument("--seed", type=int, default=Settings.seed,

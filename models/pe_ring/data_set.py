@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.shared.input_files import InputError, load_arrays, require_keys
+from nnaccel.models.shared.input_files import InputError, load_arrays, require_keys
 
 __all__ = ["DataSet", "digits_task", "load_data_set", "DATA_SET_LAYOUT"]
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.shared import fixed_point as fx
-from models.pe_ring import pwl
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.models.pe_ring import pwl
 
 __all__ = ["EBPLayout", "ring_program", "forward_program", "initial_lm", "read_weights",
            "FixedPointEBP", "FloatEBP", "table1_cycles"]

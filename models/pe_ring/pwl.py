@@ -8,8 +8,8 @@ continuous before quantisation), each rounded to the nearest raw value of the fo
 
 import numpy as np
 
-from hw.pe_ring.pwl_activation import PWLTable
-from models.shared import fixed_point as fx
+from nnaccel.hw.pe_ring.pwl_activation import PWLTable
+from nnaccel.models.shared import fixed_point as fx
 
 __all__ = ["FUNCTIONS", "DEFAULT_RANGES", "make_table", "sigmoid_table", "tanh_table", "gaussian_table",
            "evaluate", "error_statistics", "error_table"]

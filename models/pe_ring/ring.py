@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw.pe_ring.isa import MAX_REGISTERS, Dest, Index, Opcode, Source, decode
-from models.shared import fixed_point as fx
-from models.pe_ring import pwl
+from nnaccel.hw.pe_ring.isa import MAX_REGISTERS, Dest, Index, Opcode, Source, decode
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.models.pe_ring import pwl
 
 __all__ = ["RingState", "RingModel"]
 

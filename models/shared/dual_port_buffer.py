@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from hw.shared.dual_port_buffer import pack_words
+from nnaccel.hw.shared.dual_port_buffer import pack_words
 
 __all__ = ["PortRequest", "DualPortBufferModel"]
 

@@ -7,7 +7,7 @@ patterns with :func:`to_bits` / :func:`from_bits` (the unsigned words the simula
 
 import numpy as np
 
-from hw.shared.fixed_point import OVERFLOW_MODES, QFormat
+from nnaccel.hw.shared.fixed_point import OVERFLOW_MODES, QFormat
 
 __all__ = ["QFormat", "to_raw", "to_float", "to_bits", "from_bits", "saturate", "add", "sub", "mul", "mac"]
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.shared.float_adder import GUARD_BITS
-from hw.shared.float_format import BINARY16, BINARY32
+from nnaccel.hw.shared.float_adder import GUARD_BITS
+from nnaccel.hw.shared.float_format import BINARY16, BINARY32
 
 __all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "from_binary32", "to_binary32", "is_nan", "bits_dtype"]
 

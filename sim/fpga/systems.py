@@ -8,20 +8,20 @@ system is one more entry in :data:`SYSTEMS`.
 from dataclasses import dataclass
 from typing import Callable
 
-from hw.capsnet.config import SMALL_CONFIG
-from hw.capsnet.conv_engine import CapsNetConvEngine
-from hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from hw.capsnet.stream_config import SMALL_STREAM_CONFIG
-from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.dqn.matrix_module import MatrixModule
-from hw.pe_ring.ring import PERing
-from hw.shared.fixed_point import QFormat
-from hw.shared.float_adder import FloatAdder
-from hw.shared.float_format import BINARY16
-from hw.shared.float_multiplier import FloatMultiplier
-from models.pe_ring import pwl
+from nnaccel.hw.capsnet.config import SMALL_CONFIG
+from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from nnaccel.hw.capsnet.stream_config import SMALL_STREAM_CONFIG
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.dqn.matrix_module import MatrixModule
+from nnaccel.hw.pe_ring.ring import PERing
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.shared.float_adder import FloatAdder
+from nnaccel.hw.shared.float_format import BINARY16
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.models.pe_ring import pwl
 
 __all__ = ["System", "SYSTEMS", "system"]
 

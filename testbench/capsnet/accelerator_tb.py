@@ -17,11 +17,11 @@ row_elements) uint8, ``total_cycles`` (N,), ``layer_counters`` (N, layers, 4), `
 import cocotb
 import numpy as np
 
-from hw.capsnet.accelerator import CapsNetMemory
-from hw.shared.host_control import HostTarget
-from testbench.shared.clocking import start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
+from nnaccel.hw.capsnet.accelerator import CapsNetMemory
+from nnaccel.hw.shared.host_control import HostTarget
+from nnaccel.testbench.shared.clocking import start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from nnaccel.testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
 
 
 def rows_to_ints(rows, dtype):

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.harness import simulate
+from nnaccel.sim.harness import simulate
 
 __all__ = ["CapsNetRun", "run_on_capsnet", "COUNTER_NAMES"]
 
@@ -41,7 +41,7 @@ def run_on_capsnet(accelerator, plan, inputs, *, read_layers=False, simulator="v
     stimulus = {"conv_weights": plan.conv_weight_image.view(np.uint8),
                 "biases": plan.bias_image.view(np.uint32),
                 "matvec_weights": plan.matvec_weight_image.view(np.uint8), "inputs": words}
-    result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.capsnet.accelerator_tb",
+    result = simulate(accelerator, name=accelerator.module_name, test_module="nnaccel.testbench.capsnet.accelerator_tb",
                       simulator=simulator, waves=waves, config=config, stimulus=stimulus)
     outputs = result.outputs
     predictions = outputs["predictions"].view(np.int8)

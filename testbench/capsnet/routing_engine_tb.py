@@ -12,8 +12,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly
 
-from testbench.shared.clocking import start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, pack_lanes, save_outputs
+from nnaccel.testbench.shared.clocking import start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, pack_lanes, save_outputs
 
 
 def _willing(seed, count):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.harness import simulate
+from nnaccel.sim.harness import simulate
 
 __all__ = ["StreamRun", "run_on_stream", "run_image_stream"]
 
@@ -44,7 +44,7 @@ def _simulate(accelerator, step2, *, descriptors, regions, image, input_region, 
         raise ValueError(f"the plan was compiled for {step2.config}, the accelerator is built for {config}")
     layout = accelerator.routing_word
     routing_bytes = -(-layout.size // 8)
-    result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.capsnet.streaming_tb",
+    result = simulate(accelerator, name=accelerator.module_name, test_module="nnaccel.testbench.capsnet.streaming_tb",
                       simulator=simulator, waves=waves,
                       config={"descriptors": list(descriptors), "regions": regions, "max_cycles": max_cycles,
                               "input_region": input_region, "readback": list(readback),

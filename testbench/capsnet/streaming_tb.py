@@ -17,14 +17,14 @@ the SDRAM slave's cycles from the first after reset), ``total_cycles`` (N,), ``l
 import cocotb
 import numpy as np
 
-from hw.capsnet.streaming_accelerator import StreamMemory, StreamStep
-from hw.shared.host_control import HostTarget
-from models.shared.sdram import SdramModel
-from testbench.capsnet.accelerator_tb import int_to_bytes
-from testbench.shared.avalon_sdram import AvalonSdramSlave
-from testbench.shared.clocking import start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
+from nnaccel.hw.capsnet.streaming_accelerator import StreamMemory, StreamStep
+from nnaccel.hw.shared.host_control import HostTarget
+from nnaccel.models.shared.sdram import SdramModel
+from nnaccel.testbench.capsnet.accelerator_tb import int_to_bytes
+from nnaccel.testbench.shared.avalon_sdram import AvalonSdramSlave
+from nnaccel.testbench.shared.clocking import start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from nnaccel.testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
 
 
 @cocotb.test()

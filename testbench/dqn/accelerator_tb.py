@@ -30,12 +30,12 @@ import time
 import cocotb
 import numpy as np
 
-from hw.dqn.accelerator import DqnMemory, DqnRegister
-from hw.shared.host_control import HostTarget
-from models.dqn.plan import pack_image
-from testbench.shared.clocking import start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
+from nnaccel.hw.dqn.accelerator import DqnMemory, DqnRegister
+from nnaccel.hw.shared.host_control import HostTarget
+from nnaccel.models.dqn.plan import pack_image
+from nnaccel.testbench.shared.clocking import start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from nnaccel.testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
 
 
 def words_to_ints(words, element_bits):
@@ -88,7 +88,7 @@ async def run_states(dut):
     tensors = [config["output"]] + config.get("dumps", [])
     frames, runs, episode_steps = [], [], []
     if "play" in config:        # the host loop: emulator frame -> accelerator -> action -> emulator step
-        from models.dqn.atari import AtariGame, frames_to_states
+        from nnaccel.models.dqn.atari import AtariGame, frames_to_states
 
         for episode in config["play"]["episodes"]:
             game = AtariGame(config["play"]["game"], seed=episode["seed"])

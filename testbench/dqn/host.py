@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.harness import simulate
+from nnaccel.sim.harness import simulate
 
 __all__ = ["AcceleratorRun", "run_on_accelerator", "COUNTER_NAMES"]
 
@@ -57,7 +57,7 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
                  "element_bits": config.element_bits, "row_elements": config.row_elements}
     if play is not None:
         tb_config["play"] = play
-    result = simulate(accelerator, name=accelerator.module_name, test_module="testbench.dqn.accelerator_tb",
+    result = simulate(accelerator, name=accelerator.module_name, test_module="nnaccel.testbench.dqn.accelerator_tb",
                       simulator=simulator, waves=waves, config=tb_config, verilator_options=verilator_options,
                       stimulus={"weight_image": plan.weight_image, "states": words})
     outputs = result.outputs

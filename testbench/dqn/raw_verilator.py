@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.dqn.accelerator import DqnMemory, DqnRegister
-from hw.shared.host_control import COUNTERS_PER_LAYER, HostTarget
-from sim.verilator_options import DEFAULT
-from testbench.dqn.accelerator_tb import int_to_words, words_to_ints
-from testbench.shared.raw_verilator import HostProgram, build_raw_model, run_program
+from nnaccel.hw.dqn.accelerator import DqnMemory, DqnRegister
+from nnaccel.hw.shared.host_control import COUNTERS_PER_LAYER, HostTarget
+from nnaccel.sim.verilator_options import DEFAULT
+from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
+from nnaccel.testbench.shared.raw_verilator import HostProgram, build_raw_model, run_program
 
 __all__ = ["RawRun", "host_program", "run_raw"]
 

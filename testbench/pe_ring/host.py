@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.shared import fixed_point as fx
-from sim.harness import simulate
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.sim.harness import simulate
 
 
 @dataclass
@@ -24,7 +24,7 @@ def run_on_ring(ring, words, lm, reads, *, runs=1, max_cycles=10_000_000, simula
     pes, addresses = np.nonzero(lm)
     writes = np.stack([pes, addresses, fx.to_bits(lm[pes, addresses], fmt)], axis=1).astype(np.uint64)
     reads = np.asarray(reads, dtype=np.uint64).reshape(-1, 2)
-    result = simulate(ring, name=ring.module_name, test_module="testbench.pe_ring.ring_tb", simulator=simulator,
+    result = simulate(ring, name=ring.module_name, test_module="nnaccel.testbench.pe_ring.ring_tb", simulator=simulator,
                       stimulus={"program": np.array(words, dtype=np.uint64), "lm_writes": writes, "lm_reads": reads},
                       config={"max_cycles": max_cycles, "pes": ring.pes, "runs": runs})
     values = fx.from_bits(result.outputs["lm_data"], fmt)

@@ -32,11 +32,11 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, Timer
 
-from models.shared.sdram import SdramModel, SdramTiming
-from testbench.shared.avalon_sdram import AvalonSdramSlave
-from testbench.shared.clocking import CLOCK_PERIOD_NS, start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.sdram_backdoor import attach_sdram_model
+from nnaccel.models.shared.sdram import SdramModel, SdramTiming
+from nnaccel.testbench.shared.avalon_sdram import AvalonSdramSlave
+from nnaccel.testbench.shared.clocking import CLOCK_PERIOD_NS, start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from nnaccel.testbench.shared.sdram_backdoor import attach_sdram_model
 
 _HOLD = {"read_command__valid": 0, "write_command__valid": 0, "write_data__valid": 0, "read_data__ready": 0}
 _POLL_CYCLES = 1024

@@ -5,7 +5,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.avalon_master import AvalonMMSignature
+from nnaccel.hw.shared.avalon_master import AvalonMMSignature
 
 __all__ = ["AvalonPassthrough"]
 

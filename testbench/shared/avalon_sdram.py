@@ -20,7 +20,7 @@ formulas also use.
 import cocotb
 from cocotb.triggers import ReadOnly
 
-from models.shared.sdram import SdramModel
+from nnaccel.models.shared.sdram import SdramModel
 
 __all__ = ["AvalonSdramSlave"]
 

@@ -17,9 +17,9 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly
 
-from models.shared.dual_port_buffer import DualPortBufferModel, PortRequest
-from testbench.shared.clocking import start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, pack_lanes, save_outputs, unpack_lanes
+from nnaccel.models.shared.dual_port_buffer import DualPortBufferModel, PortRequest
+from nnaccel.testbench.shared.clocking import start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, pack_lanes, save_outputs, unpack_lanes
 
 PORTS = ("a", "b")
 FIELDS = ("address", "read_enable", "write_enable", "write_data")

@@ -15,7 +15,7 @@
 
 import numpy as np
 
-from models.shared.float_arith import bits_dtype
+from nnaccel.models.shared.float_arith import bits_dtype
 
 __all__ = ["random_operands"]
 

@@ -12,13 +12,13 @@ from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.float_adder import FloatAdder
-from hw.shared.float_format import BINARY32
-from hw.shared.float_multiplier import FloatMultiplier
-from hw.shared.float_operator import operand_layout
-from models.shared.float_arith import bits_dtype, is_nan
-from sim.harness import simulate
-from testbench.shared.stream_ports import stream_config
+from nnaccel.hw.shared.float_adder import FloatAdder
+from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.hw.shared.float_operator import operand_layout
+from nnaccel.models.shared.float_arith import bits_dtype, is_nan
+from nnaccel.sim.harness import simulate
+from nnaccel.testbench.shared.stream_ports import stream_config
 
 __all__ = ["FloatUnitPair", "run_float_stream", "mismatches", "check_results", "check_testfloat",
            "check_against_model"]
@@ -65,7 +65,7 @@ def run_float_stream(design, a, b, *, simulator="verilator", idle_seed=None):
     result bits in the order of the operands."""
     config = stream_config(design, input="operands", output="result", expect=len(a), idle_seed=idle_seed)
     stimulus = {"a": np.asarray(a, dtype=np.uint64), "b": np.asarray(b, dtype=np.uint64)}
-    result = simulate(design, name=design.module_name, test_module="testbench.shared.stream_tb", stimulus=stimulus,
+    result = simulate(design, name=design.module_name, test_module="nnaccel.testbench.shared.stream_tb", stimulus=stimulus,
                       config=config, simulator=simulator)
     for field in config["outputs"]["result__payload"]["fields"]:
         result.outputs[field] = result.outputs[field].astype(bits_dtype(design.fmt))

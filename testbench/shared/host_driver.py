@@ -13,8 +13,8 @@ import numpy as np
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
 
-from hw.shared.host_control import COUNTERS_PER_LAYER, ControlRegister, HostTarget, LayerCounter, layer_counter_address
-from testbench.shared.clocking import CLOCK_PERIOD_NS
+from nnaccel.hw.shared.host_control import COUNTERS_PER_LAYER, ControlRegister, HostTarget, LayerCounter, layer_counter_address
+from nnaccel.testbench.shared.clocking import CLOCK_PERIOD_NS
 
 __all__ = ["HostDriver", "IDLE_HOST", "current_cycle", "report_progress"]
 

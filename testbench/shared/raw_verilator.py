@@ -15,12 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
-from sim.build_cache import build_key, cached_build
-from sim.harness import SimulationError, rebuild_with_profile, verilator_build_arguments, verilator_source
-from sim.toolchain import simulator_version, verilator_command, verilator_make_environment
-from sim.verilator_options import DEFAULT, thread_budget
-from sim.verilog import generate_verilog
+from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
+from nnaccel.sim.build_cache import build_key, cached_build
+from nnaccel.sim.harness import SimulationError, rebuild_with_profile, verilator_build_arguments, verilator_source
+from nnaccel.sim.toolchain import simulator_version, verilator_command, verilator_make_environment
+from nnaccel.sim.verilator_options import DEFAULT, thread_budget
+from nnaccel.sim.verilog import generate_verilog
 
 __all__ = ["HostProgram", "ProgramOutput", "build_raw_model", "run_program"]
 

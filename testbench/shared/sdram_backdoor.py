@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from cocotb.triggers import Timer
 
-from testbench.shared.sdram_model import SDRAM_INSTANCE_NAME
+from nnaccel.testbench.shared.sdram_model import SDRAM_INSTANCE_NAME
 
 __all__ = ["SdramBackdoor", "attach_sdram_model"]
 

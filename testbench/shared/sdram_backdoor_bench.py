@@ -7,8 +7,8 @@ import time
 import cocotb
 import numpy as np
 
-from testbench.shared.exchange import load_config, save_outputs
-from testbench.shared.sdram_backdoor import SdramBackdoor
+from nnaccel.testbench.shared.exchange import load_config, save_outputs
+from nnaccel.testbench.shared.sdram_backdoor import SdramBackdoor
 
 
 @cocotb.test()

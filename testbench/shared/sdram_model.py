@@ -11,9 +11,9 @@ from pathlib import Path
 from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Shape
 from amaranth.lib import wiring
 
-from hw.shared.avalon_master import AvalonMMSignature
-from hw.shared.separate_module import instantiate_separately
-from models.shared.sdram import DE1_SOC_SDRAM, SdramTiming
+from nnaccel.hw.shared.avalon_master import AvalonMMSignature
+from nnaccel.hw.shared.separate_module import instantiate_separately
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, SdramTiming
 
 __all__ = ["WithSdramModel", "SDRAM_MODEL_SOURCE", "SDRAM_INSTANCE_NAME"]
 

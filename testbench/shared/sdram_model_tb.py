@@ -27,10 +27,10 @@ import numpy as np
 from cocotb.triggers import ReadOnly
 
 import cocotb
-from models.shared.sdram import SdramModel, SdramTiming
-from testbench.shared.clocking import start_clock_and_reset
-from testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from testbench.shared.sdram_backdoor import attach_sdram_model
+from nnaccel.models.shared.sdram import SdramModel, SdramTiming
+from nnaccel.testbench.shared.clocking import start_clock_and_reset
+from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
+from nnaccel.testbench.shared.sdram_backdoor import attach_sdram_model
 
 
 def random_traffic(rng, timing, *, word_bytes, memory_bytes, transactions, max_burst, longest_gap):

@@ -6,12 +6,12 @@ the per-layer counters against the compiler's cycle formula; the register map; l
 import numpy as np
 import pytest
 
-from hw.capsnet.accelerator import CapsNetAccelerator, CapsNetMemory
-from hw.capsnet.config import SMALL_CONFIG
-from models.capsnet.plan import ConvSpec, MatvecSpec, compile_layers
-from models.capsnet.int8_layers import conv2d, matvec
-from sim.lint import lint_verilog
-from testbench.capsnet.host import run_on_capsnet
+from nnaccel.hw.capsnet.accelerator import CapsNetAccelerator, CapsNetMemory
+from nnaccel.hw.capsnet.config import SMALL_CONFIG
+from nnaccel.models.capsnet.plan import ConvSpec, MatvecSpec, compile_layers
+from nnaccel.models.capsnet.int8_layers import conv2d, matvec
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.capsnet.host import run_on_capsnet
 
 SEED = 3003
 INPUT_SHAPE = (2, 12, 11)

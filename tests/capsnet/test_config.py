@@ -2,8 +2,8 @@
 
 import pytest
 
-from hw.capsnet.config import CapsNetConfig, cyclone_v_dsp_blocks
-from hw.capsnet.descriptor import DESCRIPTOR_FIELDS, descriptor_bits, descriptor_layout, encode_descriptor
+from nnaccel.hw.capsnet.config import CapsNetConfig, cyclone_v_dsp_blocks
+from nnaccel.hw.capsnet.descriptor import DESCRIPTOR_FIELDS, descriptor_bits, descriptor_layout, encode_descriptor
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

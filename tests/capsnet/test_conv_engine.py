@@ -6,9 +6,9 @@ the compiler's formula), where its memories are."""
 import pytest
 from amaranth.hdl import Shape
 
-from hw.capsnet.conv_engine import CapsNetConvEngine
-from sim.lint import lint_verilog
-from hw.capsnet.config import SMALL_CONFIG
+from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.hw.capsnet.config import SMALL_CONFIG
 
 
 def test_rejects_bad_config():

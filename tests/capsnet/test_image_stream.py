@@ -7,14 +7,14 @@ cycle formula with the SDRAM model in it."""
 import numpy as np
 import pytest
 
-from hw.capsnet.stream_config import SMALL_STREAM_CONFIG
-from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
-from models.capsnet.golden import COUPLING_SHIFT, route_fixed
-from models.capsnet.image_stream_plan import compile_image_stream, image_stream_cycles
-from models.capsnet.int8_layers import conv2d, matvec
-from models.capsnet.plan import ConvSpec
-from models.shared.tile_port import TilePortModel
-from testbench.capsnet.stream_host import run_image_stream
+from nnaccel.hw.capsnet.stream_config import SMALL_STREAM_CONFIG
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
+from nnaccel.models.capsnet.golden import COUPLING_SHIFT, route_fixed
+from nnaccel.models.capsnet.image_stream_plan import compile_image_stream, image_stream_cycles
+from nnaccel.models.capsnet.int8_layers import conv2d, matvec
+from nnaccel.models.capsnet.plan import ConvSpec
+from nnaccel.models.shared.tile_port import TilePortModel
+from nnaccel.testbench.capsnet.stream_host import run_image_stream
 
 SEED = 1623
 IMAGES = 2
@@ -106,7 +106,7 @@ def test_compile_errors():
     ({"conv_multipliers": "lut"}, "conv_multipliers must be one of \\('dsp', 'logic'\\), not 'lut'"),
 ])
 def test_config_errors(kwargs, message):
-    from hw.capsnet.stream_config import CapsNetStreamConfig
+    from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
 
     with pytest.raises(ValueError, match=f"^{message}$"):
         CapsNetStreamConfig(**kwargs)

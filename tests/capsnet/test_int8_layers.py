@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from models.capsnet.int8_layers import conv2d, matvec, requantize
+from nnaccel.models.capsnet.int8_layers import conv2d, matvec, requantize
 
 
 def test_requantize_rounds_half_up():

@@ -9,11 +9,11 @@ from amaranth.lib import data
 from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.lib.wiring import In, Out
 
-from hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
-from models.capsnet.int8_layers import matvec
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from testbench.shared.stream_ports import stream_config
+from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
+from nnaccel.models.capsnet.int8_layers import matvec
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.stream_ports import stream_config
 
 SEED = 20261122
 # Long and short accumulations back to back (0 acts as 1), the CapsNet lengths (81, 8) among them.
@@ -106,9 +106,9 @@ def test_accumulations_bit_exact(multipliers, requantized):
     stimulus = {name: raw(stream[name], bits) for name, bits in widths.items()}
     result_bits = 8 if requantized else 32
     config = stream_config(module, input="operands", output="result", expect=len(COUNTS), idle_seed=None)
-    back_to_back = simulate(module, name=module.module_name, test_module="testbench.shared.stream_tb",
+    back_to_back = simulate(module, name=module.module_name, test_module="nnaccel.testbench.shared.stream_tb",
                             stimulus=stimulus, config=config)
-    with_idle = simulate(module, name=module.module_name, test_module="testbench.shared.stream_tb",
+    with_idle = simulate(module, name=module.module_name, test_module="nnaccel.testbench.shared.stream_tb",
                          stimulus=stimulus, config=config | {"idle_seed": 7})
     expected = expected_results(stream, firsts, COUNTS, requantized)
     if requantized:

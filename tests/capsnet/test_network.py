@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from models.capsnet import network as capsnet
+from nnaccel.models.capsnet import network as capsnet
 
-from models.shared import mnist
-from models.shared.input_files import InputError
-from models.capsnet.network import CapsNetShape
-from models.capsnet.golden import (classify_fixed, classify_fixed_batch, classify_float, load_capsnet,
+from nnaccel.models.shared import mnist
+from nnaccel.models.shared.input_files import InputError
+from nnaccel.models.capsnet.network import CapsNetShape
+from nnaccel.models.capsnet.golden import (classify_fixed, classify_fixed_batch, classify_float, load_capsnet,
                                   quantize_capsnet, quantize_image, route_fixed, save_capsnet, step1, step2)
-from models.capsnet.int8_layers import conv2d
+from nnaccel.models.capsnet.int8_layers import conv2d
 
 # Measured on the shipped weights and the 200-digit sample: reduced fixed point 98.0 %, fixed/float
 # (r=3) agreement 98.5 %; full fixed point 98 % on every 4th digit (50).  The floors sit a few

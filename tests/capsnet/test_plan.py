@@ -4,10 +4,10 @@ descriptors, and every check with its message."""
 import numpy as np
 import pytest
 
-from hw.capsnet.config import SMALL_CONFIG, CapsNetConfig
-from hw.capsnet.descriptor import LayerKind
-from models.capsnet.network import VARIANTS
-from models.capsnet.plan import ConvSpec, MatvecSpec, compile_capsnet, compile_layers, fitted_config, \
+from nnaccel.hw.capsnet.config import SMALL_CONFIG, CapsNetConfig
+from nnaccel.hw.capsnet.descriptor import LayerKind
+from nnaccel.models.capsnet.network import VARIANTS
+from nnaccel.models.capsnet.plan import ConvSpec, MatvecSpec, compile_capsnet, compile_layers, fitted_config, \
     pack_int8_rows, unpack_int8_rows
 
 
@@ -53,7 +53,7 @@ def test_pack_and_unpack_rows():
 
 @pytest.mark.parametrize("variant", ["reduced", "full"])
 def test_capsnet_plan_fits_the_default_configuration(variant):
-    from models.capsnet.golden import FixedCapsNet
+    from nnaccel.models.capsnet.golden import FixedCapsNet
 
     shape = VARIANTS[variant]
     net = FixedCapsNet(variant=variant, shape=shape,

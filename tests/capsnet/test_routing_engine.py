@@ -6,12 +6,12 @@ networks' predictions for sample digits; the beat cycles against the engine's ti
 import numpy as np
 import pytest
 
-from hw.capsnet.routing_engine import CapsNetRoutingEngine, routing_finish_cycles, routing_length_bits, routing_sum_bits
-from models.capsnet.golden import COUPLING_SHIFT, load_capsnet, route_fixed, step1, step2
-from models.capsnet.network import CLASSES, DIGIT_DIM
-from models.shared.mnist import sample_digits
-from sim.harness import simulate
-from sim.lint import lint_verilog
+from nnaccel.hw.capsnet.routing_engine import CapsNetRoutingEngine, routing_finish_cycles, routing_length_bits, routing_sum_bits
+from nnaccel.models.capsnet.golden import COUPLING_SHIFT, load_capsnet, route_fixed, step1, step2
+from nnaccel.models.capsnet.network import CLASSES, DIGIT_DIM
+from nnaccel.models.shared.mnist import sample_digits
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -45,7 +45,7 @@ def run_engine(images, shift, *, valid_seed=None, ready_seed=None, multipliers="
     engine = CapsNetRoutingEngine(multipliers=multipliers)
     vectors = np.concatenate([image.reshape(-1, DIGIT_DIM) for image in images]).view(np.uint8)
     total = len(vectors) + len(images) * engine.finish_cycles
-    result = simulate(engine, name=engine.module_name, test_module="testbench.capsnet.routing_engine_tb",
+    result = simulate(engine, name=engine.module_name, test_module="nnaccel.testbench.capsnet.routing_engine_tb",
                       stimulus={"vectors": vectors},
                       config={"shift": shift, "image_vectors": [image.shape[0] * CLASSES for image in images],
                               "valid_seed": valid_seed, "ready_seed": ready_seed, "classes": CLASSES,

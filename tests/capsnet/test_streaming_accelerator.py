@@ -6,15 +6,15 @@ small configuration, random PrimaryCaps outputs and weights, predictions and rou
 import numpy as np
 import pytest
 
-from hw.capsnet.stream_config import SMALL_STREAM_CONFIG, CapsNetStreamConfig
-from hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
-from models.capsnet.golden import COUPLING_SHIFT, route_fixed
-from models.capsnet.int8_layers import matvec
-from models.capsnet.image_stream_plan import image_stream_cycles
-from models.capsnet.stream_plan import compile_stream
-from models.shared.tile_port import TilePortModel
-from sim.lint import lint_verilog
-from testbench.capsnet.stream_host import run_on_stream
+from nnaccel.hw.capsnet.stream_config import SMALL_STREAM_CONFIG, CapsNetStreamConfig
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
+from nnaccel.models.capsnet.golden import COUPLING_SHIFT, route_fixed
+from nnaccel.models.capsnet.int8_layers import matvec
+from nnaccel.models.capsnet.image_stream_plan import image_stream_cycles
+from nnaccel.models.capsnet.stream_plan import compile_stream
+from nnaccel.models.shared.tile_port import TilePortModel
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.capsnet.stream_host import run_on_stream
 
 SEED = 3016
 TYPES, IMAGES = 3, 3

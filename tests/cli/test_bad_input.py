@@ -6,10 +6,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from cli.main import main
-from models.capsnet.golden import weights_path
-from models.dqn.atari import recorded_states
-from models.dqn.network import WEIGHT_KEYS, seeded_weights
+from nnaccel.cli.main import main
+from nnaccel.models.capsnet.golden import weights_path
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.network import WEIGHT_KEYS, seeded_weights
 from tests.shared.test_mnist import write_mnist_dir
 
 DQN_WEIGHTS = "expected a weights .npz with the float32 arrays " + ", ".join(WEIGHT_KEYS)

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from cli import capsnet as capsnet_job
-from cli.main import main
+from nnaccel.cli import capsnet as capsnet_job
+from nnaccel.cli.main import main
 from tests.shared.test_mnist import write_mnist_dir
 
 
@@ -73,7 +73,7 @@ def test_reduced_capsnet_on_the_de1soc(tmp_path, capsys):
 @pytest.mark.extended
 def test_full_capsnet_one_digit(tmp_path):
     """The full-size network (1,152 capsules) through the same hardware: about 1.14 M cycles."""
-    from models.capsnet.golden import weights_path
+    from nnaccel.models.capsnet.golden import weights_path
 
     if not weights_path("full").exists():
         pytest.skip("no trained full-size weights shipped (models/capsnet/data/capsnet_full.npz)")

@@ -6,14 +6,14 @@ import json
 import numpy as np
 import pytest
 
-from hw.dqn.config import DqnConfig
-from models.dqn.atari import recorded_states
-from models.dqn.golden import golden_forward
-from models.dqn.network import TRAINED_WEIGHTS, dqn_layers, load_weights, save_weights, seeded_weights
-from models.dqn.plan import compile_network
-from cli import dqn as dqn_job
-from cli.main import main
-from testbench.dqn.host import AcceleratorRun
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import TRAINED_WEIGHTS, dqn_layers, load_weights, save_weights, seeded_weights
+from nnaccel.models.dqn.plan import compile_network
+from nnaccel.cli import dqn as dqn_job
+from nnaccel.cli.main import main
+from nnaccel.testbench.dqn.host import AcceleratorRun
 
 
 def parse(*argv):
@@ -119,14 +119,14 @@ def test_report_of_a_mismatch(thesis, capsys):
 def test_the_job_end_to_end_with_a_stand_in_simulator(thesis, tmp_path, monkeypatch, corrupt):
     """``nnaccel run dqn`` through main with the simulation replaced by the golden model's results (the real one:
     tests/dqn/test_accelerator.py): exit status, the per-state Q-values of the JSON, as floats and as bits."""
-    import testbench.dqn.host
+    from nnaccel.testbench.dqn import host as dqn_host
 
     def stand_in(accelerator, plan, states, *, play, simulator, waves):
         assert accelerator.config == plan.config and play is None and simulator == "verilator"
         accelerator._MustUse__used = True       # never elaborated here: tell Amaranth (as sim.verilog's cache does)
         return fake_run(plan, states, corrupt=corrupt)
 
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", stand_in)
+    monkeypatch.setattr(dqn_host, "run_on_accelerator", stand_in)
     report_path = tmp_path / "report.json"
     status = main(["run", "dqn", "--states", "2", "--seeded-weights", "--json", str(report_path)])
     assert status == (1 if corrupt else 0)
@@ -148,7 +148,7 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(thesis, tmp_path, monkeypa
 def stand_in_host_loop(plan, play, *, corrupt_step=None):
     """What the testbench's host loop would return for a bit-exact accelerator: the emulator's frames, the golden
     model's Q-values and actions, the exploration's actions played where it gives one."""
-    from models.dqn.atari import AtariGame, frames_to_states
+    from nnaccel.models.dqn.atari import AtariGame, frames_to_states
 
     frames, episode_steps = [], []
     for episode in play["episodes"]:
@@ -176,7 +176,7 @@ def test_play_scores_episodes_with_a_stand_in_simulator(tmp_path, monkeypatch, c
     pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")
     from PIL import Image
 
-    import testbench.dqn.host
+    from nnaccel.testbench.dqn import host as dqn_host
 
     calls = []
 
@@ -187,7 +187,7 @@ def test_play_scores_episodes_with_a_stand_in_simulator(tmp_path, monkeypatch, c
         calls.append(play)
         return stand_in_host_loop(plan, play, corrupt_step=4 if corrupt else None)
 
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", stand_in)
+    monkeypatch.setattr(dqn_host, "run_on_accelerator", stand_in)
     report_path, gif_path = tmp_path / "play.json", tmp_path / "episode.gif"
     status = main(["play", "--episodes", "2", "--seed", "7", "--rtl-steps", "3", "--max-steps", "12", "--epsilon",
                    "0.3", "--gif", str(gif_path), "--gif-steps", "10", "--json", str(report_path)])
@@ -212,9 +212,9 @@ def test_play_scores_episodes_with_a_stand_in_simulator(tmp_path, monkeypatch, c
 def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
     """--rtl-steps 0: no simulation; the random policy's episodes are the seeded exploration's alone."""
     pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")
-    import testbench.dqn.host
+    from nnaccel.testbench.dqn import host as dqn_host
 
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", None)      # calling it would fail the test
+    monkeypatch.setattr(dqn_host, "run_on_accelerator", None)      # calling it would fail the test
     report_path = tmp_path / "play.json"
     assert main(["play", "--rtl-steps", "0", "--max-steps", "5", "--seeded-weights", "--json", str(report_path)]) == 0
     report = json.loads(report_path.read_text())

@@ -1,6 +1,6 @@
 """``nnaccel dse cosearch``: its options and its bad input (the runs themselves are CLI jobs)."""
 
-from cli.main import main
+from nnaccel.cli.main import main
 
 
 def test_help_lists_the_cost_functions(capsys):

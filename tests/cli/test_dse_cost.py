@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from cli.dse import COST_SCHEMA
-from cli.main import main
-from dse.shared.rtl_area import compose
-from hw.dqn.config import DqnConfig
-from hw.shared.float_format import BFLOAT16
-from models.dqn.network import dqn_layers, seeded_weights
-from models.dqn.plan import compile_network
+from nnaccel.cli.dse import COST_SCHEMA
+from nnaccel.cli.main import main
+from nnaccel.dse.shared.rtl_area import compose
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import BFLOAT16
+from nnaccel.models.dqn.network import dqn_layers, seeded_weights
+from nnaccel.models.dqn.plan import compile_network
 
 
 def test_per_layer_cycles_are_the_compiled_passes_and_area_the_composition(tmp_path, capsys):

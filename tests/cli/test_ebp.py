@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from cli.main import main
+from nnaccel.cli.main import main
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli.main import main
-from testbench.shared.testfloat import reference_vector_dir
+from nnaccel.cli.main import main
+from nnaccel.testbench.shared.testfloat import reference_vector_dir
 
 VECTORS = 120
 

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from cli import float_units
-from cli.main import build_parser, main
-from sim.harness import SimulationError
-from sim.toolchain import SimulatorNotFound
+from nnaccel.cli import float_units
+from nnaccel.cli.main import build_parser, main
+from nnaccel.sim.harness import SimulationError
+from nnaccel.sim.toolchain import SimulatorNotFound
 
 
 def test_version(capsys):

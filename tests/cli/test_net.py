@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-import testbench.dqn.host
-from cli.main import main
-from hw.shared.float_format import BFLOAT16
-from models.dqn.golden import golden_forward
-from models.shared.float_arith import to_binary32
+from nnaccel.testbench.dqn import host as dqn_host
+from nnaccel.cli.main import main
+from nnaccel.hw.shared.float_format import BFLOAT16
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.shared.float_arith import to_binary32
 from tests.cli.test_dqn import fake_run
 from tests.dqn.onnx_models import GraphBuilder, small_cnn
 
@@ -139,7 +139,7 @@ def no_simulation(monkeypatch):
     def refuse(*arguments, **keywords):
         raise AssertionError("nothing may be built or simulated for a model the accelerator cannot run")
 
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", refuse)
+    monkeypatch.setattr(dqn_host, "run_on_accelerator", refuse)
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=list(ERRORS))
@@ -185,7 +185,7 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(tmp_path, monkeypatch, cap
         seen["plan"], seen["states"] = plan, states
         return fake_run(plan, states, corrupt=corrupt)
 
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator", stand_in)
+    monkeypatch.setattr(dqn_host, "run_on_accelerator", stand_in)
     model = small_cnn(tmp_path / "cnn.onnx")
     inputs = np.random.default_rng(1).standard_normal((3, 2, 8, 8)).astype(np.float32)
     np.save(tmp_path / "inputs.npy", inputs)
@@ -211,7 +211,7 @@ def test_a_narrower_number_format(tmp_path, monkeypatch, capsys):
     """``--format bfloat16``: the plan is compiled for bfloat16 units, the outputs are reported as bfloat16 bits
     and their exact float32 values, and ONNX Runtime's float32 outputs differ by bfloat16's rounding."""
     plans = []
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator",
+    monkeypatch.setattr(dqn_host, "run_on_accelerator",
                         lambda accelerator, plan, states, **keywords: plans.append(plan) or
                         setattr(accelerator, "_MustUse__used", True) or fake_run(plan, states))
     model = small_cnn(tmp_path / "cnn.onnx")
@@ -229,7 +229,7 @@ def test_a_narrower_number_format(tmp_path, monkeypatch, capsys):
 
 def test_random_inputs_are_seeded(tmp_path, monkeypatch):
     runs = []
-    monkeypatch.setattr(testbench.dqn.host, "run_on_accelerator",
+    monkeypatch.setattr(dqn_host, "run_on_accelerator",
                         lambda accelerator, plan, states, **keywords: runs.append(states) or
                         setattr(accelerator, "_MustUse__used", True) or fake_run(plan, states))
     model = str(small_cnn(tmp_path / "cnn.onnx"))

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from cli import report
-from sim.progress import current_listener
+from nnaccel.cli import report
+from nnaccel.sim.progress import current_listener
 
 
 def _feed(display):

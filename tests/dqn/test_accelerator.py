@@ -12,18 +12,18 @@ import json
 import numpy as np
 import pytest
 
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
-from models.dqn.atari import recorded_states
-from models.dqn.golden import golden_forward
-from models.dqn.network import dqn_layers, reduced_layers, seeded_weights
-from models.dqn.plan import compile_network
-from cli.main import main
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import dqn_layers, reduced_layers, seeded_weights
+from nnaccel.models.dqn.plan import compile_network
+from nnaccel.cli.main import main
 from tests.dqn.test_plan import MIXED_MAPPING, mixed_layers
-from testbench.dqn.host import run_on_accelerator
-from testbench.dqn.raw_verilator import run_raw
-from testbench.dqn.accelerator_tb import int_to_words, words_to_ints
+from nnaccel.testbench.dqn.host import run_on_accelerator
+from nnaccel.testbench.dqn.raw_verilator import run_raw
+from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 
 SEED = 4042
 def reduced_states(rng):

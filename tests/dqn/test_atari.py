@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from models.dqn.atari import (AtariGame, _recorded_archive, frames_to_states, preprocess_frame, record_states,
+from nnaccel.models.dqn.atari import (AtariGame, _recorded_archive, frames_to_states, preprocess_frame, record_states,
                           recorded_states)
 
 

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from hw.dqn.config import DqnConfig
-from models.dqn.atari import AtariGame, frames_to_states
-from models.dqn.episodes import Exploration, GoldenPolicy, evaluate, play_episode
-from models.dqn.golden import golden_forward
-from models.dqn.network import dqn_layers, seeded_weights
-from models.dqn.plan import compile_network
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.atari import AtariGame, frames_to_states
+from nnaccel.models.dqn.episodes import Exploration, GoldenPolicy, evaluate, play_episode
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import dqn_layers, seeded_weights
+from nnaccel.models.dqn.plan import compile_network
 
 
 def test_exploration_draws_are_seeded_and_respect_epsilon():

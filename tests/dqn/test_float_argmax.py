@@ -8,8 +8,8 @@ from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hw.dqn.float_argmax import FloatArgmax
-from hw.shared.float_format import BINARY16, BINARY32
+from nnaccel.hw.dqn.float_argmax import FloatArgmax
+from nnaccel.hw.shared.float_format import BINARY16, BINARY32
 
 SEED = 5151
 LANES = 4

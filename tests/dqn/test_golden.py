@@ -5,13 +5,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.shared.float_format import BINARY32
-from models.dqn.atari import recorded_states
-from models.dqn.golden import golden_forward, golden_pass, hardware_argmax, order_key
-from models.dqn.network import dqn_layers, reduced_layers, reference_q_values, seeded_weights
-from models.dqn.plan import compile_network, unpack_image
-from models.dqn.matrix_module import matrix_accumulate
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.golden import golden_forward, golden_pass, hardware_argmax, order_key
+from nnaccel.models.dqn.network import dqn_layers, reduced_layers, reference_q_values, seeded_weights
+from nnaccel.models.dqn.plan import compile_network, unpack_image
+from nnaccel.models.dqn.matrix_module import matrix_accumulate
 
 SEED = 4041
 ONE = np.float32(1.0).view(np.uint32)

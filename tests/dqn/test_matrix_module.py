@@ -7,13 +7,13 @@ import pytest
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
-from hw.dqn.matrix_module import MatrixModule, partial_sum_count, reduction_levels
-from models.shared.float_arith import bits_dtype
-from models.dqn.matrix_module import matrix_accumulate
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from testbench.shared.stream_ports import stream_config
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
+from nnaccel.hw.dqn.matrix_module import MatrixModule, partial_sum_count, reduction_levels
+from nnaccel.models.shared.float_arith import bits_dtype
+from nnaccel.models.dqn.matrix_module import matrix_accumulate
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.stream_ports import stream_config
 
 SEED = 20261121
 # The DQN layers' accumulation lengths (CONV_1/CONV_2/FC_2: 256, FC_1: 2592) and their neighbours, then short
@@ -117,7 +117,7 @@ def run_stream(module, counts, relus, *, idle_seed=None, seed=SEED):
     counts, relus = np.asarray(counts, dtype=np.uint64), np.asarray(relus, dtype=np.uint64)
     stimulus, lasts, zero_sum = accumulation_stream(rng, module, counts, relus)
     config = stream_config(module, input="operands", output="result", expect=len(counts), idle_seed=idle_seed)
-    result = simulate(module, name=module.module_name, test_module="testbench.shared.stream_tb",
+    result = simulate(module, name=module.module_name, test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus=stimulus, config=config)
 
     firsts = np.concatenate([[0], lasts[:-1] + 1])

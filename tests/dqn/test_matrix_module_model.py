@@ -4,9 +4,9 @@ against NumPy's own IEEE float32 / float16 arithmetic (independent of models.sha
 import numpy as np
 import pytest
 
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
-from models.shared.float_arith import float_mul
-from models.dqn.matrix_module import accumulate_products, matrix_accumulate
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
+from nnaccel.models.shared.float_arith import float_mul
+from nnaccel.models.dqn.matrix_module import accumulate_products, matrix_accumulate
 
 SEED = 4004
 NEGATIVE_ZERO = np.uint32(0x80000000)

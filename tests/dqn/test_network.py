@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from models.dqn.network import (ConvLayer, _conv_float64, check_states, dqn_layers, load_weights,
+from nnaccel.models.dqn.network import (ConvLayer, _conv_float64, check_states, dqn_layers, load_weights,
                                 reference_q_values, save_weights, seeded_weights)
-from models.shared.input_files import InputError
+from nnaccel.models.shared.input_files import InputError
 
 
 def test_layer_shapes_match_the_thesis():
@@ -85,11 +85,11 @@ def test_the_trained_weights_ship_and_tell_the_recorded_states_apart():
     """The shipped Breakout network (models/dqn/train.py) loads as the thesis network and, unlike the seeded weights
     (one action for every state), chooses more than one action over the recorded states, as the accelerator's
     golden model computes them; its provenance says which validated network it is."""
-    from hw.dqn.config import DqnConfig
-    from models.dqn.atari import recorded_states
-    from models.dqn.golden import golden_forward
-    from models.dqn.network import TRAINED_WEIGHTS
-    from models.dqn.plan import compile_network
+    from nnaccel.hw.dqn.config import DqnConfig
+    from nnaccel.models.dqn.atari import recorded_states
+    from nnaccel.models.dqn.golden import golden_forward
+    from nnaccel.models.dqn.network import TRAINED_WEIGHTS
+    from nnaccel.models.dqn.plan import compile_network
 
     weights = load_weights(TRAINED_WEIGHTS)
     plan = compile_network(DqnConfig(), dqn_layers(18), weights)

@@ -6,15 +6,15 @@ import warnings
 import numpy as np
 import pytest
 
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from models.dqn.atari import recorded_states
-from models.dqn.golden import golden_forward
-from models.dqn.network import ConvLayer, DenseLayer, dqn_layers, reduced_layers, seeded_weights
-from models.dqn.onnx_export import save_onnx
-from models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs
-from models.dqn.plan import compile_network, network_weights
-from testbench.dqn.host import run_on_accelerator
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.models.dqn.atari import recorded_states
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer, dqn_layers, reduced_layers, seeded_weights
+from nnaccel.models.dqn.onnx_export import save_onnx
+from nnaccel.models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs
+from nnaccel.models.dqn.plan import compile_network, network_weights
+from nnaccel.testbench.dqn.host import run_on_accelerator
 from tests.dqn.onnx_models import mlp, small_cnn
 
 

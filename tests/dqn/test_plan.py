@@ -5,13 +5,13 @@ import pytest
 
 import dataclasses
 
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from hw.shared.float_format import BFLOAT16, BINARY16
-from models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from models.dqn.network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
-from models.dqn.plan import (check_mapping, compile_network, default_mapping, layer_shapes, network_weights,
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
+from nnaccel.models.dqn.plan import (check_mapping, compile_network, default_mapping, layer_shapes, network_weights,
                              pack_image, unpack_image)
-from models.shared.float_arith import from_binary32
+from nnaccel.models.shared.float_arith import from_binary32
 
 SEED = 4040
 SMALL = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)

@@ -8,9 +8,9 @@ from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.descriptor import descriptor_layout, group_layout
-from hw.dqn.result_writer import ResultWriter
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
+from nnaccel.hw.dqn.result_writer import ResultWriter
 
 CONFIG = DqnConfig(modules=4, lanes=2, row_elements=6, activation_depth=64, weight_depth=16, max_layers=2)
 MODULES, LANES = CONFIG.modules, CONFIG.lanes

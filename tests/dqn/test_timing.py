@@ -5,7 +5,7 @@ tests/dse/test_rtl_validate.py); here its parts are checked against each other a
 
 import numpy as np
 
-from models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, _group_writes, _stall_cycles, pass_counters, pass_writes
+from nnaccel.models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, _group_writes, _stall_cycles, pass_counters, pass_writes
 
 
 def test_a_hand_worked_pass_with_both_kinds_of_stall():

@@ -1,6 +1,6 @@
 """The Breakout training's parts: RAM addresses, action equivalences, scripted player, replay buffer, export.
 
-The training itself runs for hours (``python -m models.dqn.train``); these check its parts in seconds.
+The training itself runs for hours (``python -m nnaccel.models.dqn.train``); these check its parts in seconds.
 """
 
 import json
@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from models.dqn import train
-from models.dqn.atari import AtariGame, recorded_states
-from models.dqn.episodes import evaluate
-from models.dqn.network import check_weights, load_weights, reference_q_values
+from nnaccel.models.dqn import train
+from nnaccel.models.dqn.atari import AtariGame, recorded_states
+from nnaccel.models.dqn.episodes import evaluate
+from nnaccel.models.dqn.network import check_weights, load_weights, reference_q_values
 
 ale_py = pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")
 from ale_py import roms  # noqa: E402

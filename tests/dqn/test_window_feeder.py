@@ -8,8 +8,8 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hw.dqn.config import DqnConfig
-from hw.dqn.window_feeder import WindowFeeder
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.window_feeder import WindowFeeder
 
 CONFIG = DqnConfig(modules=4, lanes=2, row_elements=9, activation_depth=16, weight_depth=16, max_layers=2)
 ONE = int(np.float32(1.0).view(np.uint32))

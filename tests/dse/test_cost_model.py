@@ -4,13 +4,13 @@ one-at-a-time evaluation."""
 import numpy as np
 import pytest
 
-from dse.shared import energy_table
-from dse.shared.cost_model import evaluate, evaluate_batch, pack
-from dse.shared.layer import Layer, LayerType
-from dse.shared.loopnest import footprints
-from dse.shared.mapping import Mapping
-from dse.shared.sampler import sample_hardware, sample_mapping
-from dse.shared.template import TemplateHardware
+from nnaccel.dse.shared import energy_table
+from nnaccel.dse.shared.cost_model import evaluate, evaluate_batch, pack
+from nnaccel.dse.shared.layer import Layer, LayerType
+from nnaccel.dse.shared.loopnest import footprints
+from nnaccel.dse.shared.mapping import Mapping
+from nnaccel.dse.shared.sampler import sample_hardware, sample_mapping
+from nnaccel.dse.shared.template import TemplateHardware
 
 DENSE = Layer.dense(in_features=4, out_features=2)  # 8 MACs
 OS_HW = TemplateHardware(pe_x=8, pe_y=8, rf_words=16, dataflow="OS")

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from dse.shared import energy_table
+from nnaccel.dse.shared import energy_table
 
 
 def test_every_figure_names_a_known_source():

@@ -1,6 +1,6 @@
 import pytest
 
-from dse.shared.layer import DIMS, Layer, LayerType, dqn_layers
+from nnaccel.dse.shared.layer import DIMS, Layer, LayerType, dqn_layers
 
 
 def test_code_round_trip_and_loop_bounds():

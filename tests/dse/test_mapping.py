@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from dse.shared.layer import Layer, dqn_layers
-from dse.shared.mapping import Mapping, MappingError
-from dse.shared.template import TemplateHardware
+from nnaccel.dse.shared.layer import Layer, dqn_layers
+from nnaccel.dse.shared.mapping import Mapping, MappingError
+from nnaccel.dse.shared.template import TemplateHardware
 
 DENSE = Layer.dense(in_features=4, out_features=2)
 OS_HW = TemplateHardware(pe_x=8, pe_y=8, rf_words=16, dataflow="OS")

@@ -5,9 +5,9 @@ not seen.  (The composition against whole-design Yosys runs, minutes each, is be
 import numpy as np
 import pytest
 
-from dse.shared.rtl_area import FEATURES, RESOURCE_FIELDS, component_features, compose, fit_table, ram_cells, table
-from dse.shared.rtl_family import config_from_json
-from hw.dqn.config import DqnConfig
+from nnaccel.dse.shared.rtl_area import FEATURES, RESOURCE_FIELDS, component_features, compose, fit_table, ram_cells, table
+from nnaccel.dse.shared.rtl_family import config_from_json
+from nnaccel.hw.dqn.config import DqnConfig
 
 
 def test_the_ram_rule_is_what_yosys_mapped():

@@ -4,12 +4,12 @@ the hardware are refused with the reason."""
 import numpy as np
 import pytest
 
-from dse.shared.layer import DIM_INDEX
-from dse.shared.rtl_code import layer_code, layer_mapping_from_code, segment_code
-from dse.shared.rtl_family import sample_config, sample_layer_mapping
-from hw.dqn.config import DqnConfig
-from models.dqn.network import dqn_layers
-from models.dqn.plan import default_mapping, layer_shapes
+from nnaccel.dse.shared.layer import DIM_INDEX
+from nnaccel.dse.shared.rtl_code import layer_code, layer_mapping_from_code, segment_code
+from nnaccel.dse.shared.rtl_family import sample_config, sample_layer_mapping
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.network import dqn_layers
+from nnaccel.models.dqn.plan import default_mapping, layer_shapes
 
 
 def entries(level):

@@ -7,14 +7,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dse.shared import energy_table
-from dse.shared.rtl_area import compose
-from dse.shared.rtl_cost import evaluate, evaluate_batch, evaluate_network, pack
-from dse.shared.rtl_family import random_weights, sample_config, sample_layer_mapping, sample_mapping, sample_network
-from hw.dqn.config import REDUCED_CONFIG, DqnConfig
-from models.dqn.mapping import LayerMapping, Segment
-from models.dqn.network import ConvLayer, dqn_layers
-from models.dqn.plan import compile_network, layer_shapes
+from nnaccel.dse.shared import energy_table
+from nnaccel.dse.shared.rtl_area import compose
+from nnaccel.dse.shared.rtl_cost import evaluate, evaluate_batch, evaluate_network, pack
+from nnaccel.dse.shared.rtl_family import random_weights, sample_config, sample_layer_mapping, sample_mapping, sample_network
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.models.dqn.mapping import LayerMapping, Segment
+from nnaccel.models.dqn.network import ConvLayer, dqn_layers
+from nnaccel.models.dqn.plan import compile_network, layer_shapes
 
 SEED = 1313
 

@@ -5,11 +5,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dse.shared.rtl_family import (RTL_SPACE, config_from_json, config_to_json, network_from_json, network_to_json,
+from nnaccel.dse.shared.rtl_family import (RTL_SPACE, config_from_json, config_to_json, network_from_json, network_to_json,
                                    random_weights, sample_config, sample_layer_mapping, sample_mapping, sample_network)
-from hw.dqn.config import REDUCED_CONFIG
-from models.dqn.network import dqn_layers
-from models.dqn.plan import compile_network, layer_shapes
+from nnaccel.hw.dqn.config import REDUCED_CONFIG
+from nnaccel.models.dqn.network import dqn_layers
+from nnaccel.models.dqn.plan import compile_network, layer_shapes
 
 SEED = 1212
 

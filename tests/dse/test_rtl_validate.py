@@ -4,8 +4,8 @@ finds every case in the store."""
 
 import json
 
-from cli.main import main
-from dse.shared.rtl_validate import SCHEMA, validation_cases, reduced_configs
+from nnaccel.cli.main import main
+from nnaccel.dse.shared.rtl_validate import SCHEMA, validation_cases, reduced_configs
 
 
 def test_cases_are_seeded_and_carry_the_code_digest():

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from dse.shared.layer import Layer, LayerType, dqn_layers
-from dse.shared.sampler import prime_factors, sample_hardware, sample_mappings
-from dse.shared.template import TEMPLATE_SPACE, TemplateHardware
+from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
+from nnaccel.dse.shared.sampler import prime_factors, sample_hardware, sample_mappings
+from nnaccel.dse.shared.template import TEMPLATE_SPACE, TemplateHardware
 
 LAYERS = (*dqn_layers(), Layer(y=14, x=14, r=3, s=3, k=32, c=32, type=LayerType.DEPTHWISE))
 

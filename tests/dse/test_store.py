@@ -1,6 +1,6 @@
 from concurrent.futures import ProcessPoolExecutor
 
-from dse.shared.store import ResultStore, case_key
+from nnaccel.dse.shared.store import ResultStore, case_key
 
 
 def test_key_is_stable_across_key_order_and_distinct_across_values():

@@ -1,7 +1,7 @@
 import os
 
-from dse.shared.store import ResultStore
-from dse.shared.sweep import run_sweep
+from nnaccel.dse.shared.store import ResultStore
+from nnaccel.dse.shared.sweep import run_sweep
 
 
 def where_and_how(case):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from dask.distributed import Client, get_worker
 
-from dse.shared.store import ResultStore
-from dse.shared.sweep import run_sweep
+from nnaccel.dse.shared.store import ResultStore
+from nnaccel.dse.shared.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 DASK = Path(sys.executable).parent / "dask"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hw.pe_ring.assembler import AssemblerError, RingAssembler
-from hw.pe_ring.isa import Dest, Index, Opcode, Source, decode, encode
+from nnaccel.hw.pe_ring.assembler import AssemblerError, RingAssembler
+from nnaccel.hw.pe_ring.isa import Dest, Index, Opcode, Source, decode, encode
 
 
 def test_encodings():

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from models.pe_ring.data_set import digits_task, load_data_set
+from nnaccel.models.pe_ring.data_set import digits_task, load_data_set
 
 
 def test_csv_with_header_and_comments(tmp_path):

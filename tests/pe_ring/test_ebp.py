@@ -5,14 +5,14 @@ model, bit for bit; the float64 reference learns the same task."""
 import numpy as np
 import pytest
 
-from hw.shared.fixed_point import QFormat
-from hw.pe_ring.ring import PERing
-from hw.pe_ring.assembler import RingAssembler
-from models.pe_ring import ebp
-from models.pe_ring import pwl
-from models.shared import fixed_point as fx
-from models.pe_ring.ring import RingModel
-from testbench.pe_ring.host import run_on_ring
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.ring import PERing
+from nnaccel.hw.pe_ring.assembler import RingAssembler
+from nnaccel.models.pe_ring import ebp
+from nnaccel.models.pe_ring import pwl
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.models.pe_ring.ring import RingModel
+from nnaccel.testbench.pe_ring.host import run_on_ring
 
 FMT = QFormat(width=32, frac_bits=16)
 TABLE = pwl.sigmoid_table(fmt=FMT)

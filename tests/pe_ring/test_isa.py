@@ -2,7 +2,7 @@
 
 import pytest
 
-from hw.pe_ring.isa import WORD_BITS, Dest, Index, InstructionLayout, Opcode, Source, decode, encode
+from nnaccel.hw.pe_ring.isa import WORD_BITS, Dest, Index, InstructionLayout, Opcode, Source, decode, encode
 
 
 def test_word_layout_matches_struct():

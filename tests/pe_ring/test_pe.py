@@ -5,10 +5,10 @@ alone has no sequencer to feed it."""
 
 import pytest
 
-from hw.shared.fixed_point import QFormat
-from hw.pe_ring.pe import ProcessingElement
-from models.pe_ring import pwl
-from sim.lint import lint_verilog
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.pe import ProcessingElement
+from nnaccel.models.pe_ring import pwl
+from nnaccel.sim.lint import lint_verilog
 
 TABLE = pwl.sigmoid_table(fmt=QFormat(width=16, frac_bits=10), segments=16)
 

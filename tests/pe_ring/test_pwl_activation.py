@@ -4,13 +4,13 @@
 import numpy as np
 import pytest
 
-from hw.shared.fixed_point import QFormat
-from hw.pe_ring.pwl_activation import PWLActivation, PWLTable
-from models.shared import fixed_point as fx
-from models.pe_ring import pwl
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from testbench.shared.stream_ports import stream_config
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.pwl_activation import PWLActivation, PWLTable
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.models.pe_ring import pwl
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.stream_ports import stream_config
 
 Q5_10 = QFormat(width=16, frac_bits=10)
 Q15_16 = QFormat(width=32, frac_bits=16)
@@ -78,7 +78,7 @@ def test_rtl_matches_model(table):
     name = f"pwl_{table.name}_{table.fmt.name}_{table.segments}"
     assert lint_verilog(dut, name) == []
     fmt = table.fmt
-    result = simulate(dut, name=name, test_module="testbench.shared.stream_tb", stimulus={"x": fx.to_bits(x, fmt)},
+    result = simulate(dut, name=name, test_module="nnaccel.testbench.shared.stream_tb", stimulus={"x": fx.to_bits(x, fmt)},
                       config=stream_config(dut, input="x", output="y", expect=len(x), idle_seed=3))
     got = fx.from_bits(result.outputs["y"], fmt)
     expected = pwl.evaluate(table, x)

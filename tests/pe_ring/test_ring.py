@@ -5,13 +5,13 @@ both modes, LM and result ports, cycle counts; parameter checks."""
 import numpy as np
 import pytest
 
-from hw.shared.fixed_point import QFormat
-from hw.pe_ring.ring import PERing
-from hw.pe_ring.assembler import RingAssembler
-from models.pe_ring import pwl
-from models.pe_ring.ring import RingModel
-from sim.lint import lint_verilog
-from testbench.pe_ring.host import run_on_ring
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.ring import PERing
+from nnaccel.hw.pe_ring.assembler import RingAssembler
+from nnaccel.models.pe_ring import pwl
+from nnaccel.models.pe_ring.ring import RingModel
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.pe_ring.host import run_on_ring
 
 FMT = QFormat(width=32, frac_bits=16)
 TABLE = pwl.sigmoid_table(fmt=FMT)

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from hw.shared.fixed_point import QFormat
-from hw.pe_ring.assembler import RingAssembler
-from models.shared import fixed_point as fx
-from models.pe_ring import pwl
-from models.pe_ring.ring import RingModel
+from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.assembler import RingAssembler
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.models.pe_ring import pwl
+from nnaccel.models.pe_ring.ring import RingModel
 
 FMT = QFormat(width=16, frac_bits=10)
 TABLE = pwl.sigmoid_table(fmt=FMT, segments=16)

@@ -7,11 +7,11 @@ with the SDRAM model inside the simulator (testbench.shared.sdram_model)."""
 import numpy as np
 import pytest
 
-from hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature
-from models.shared.sdram import SdramModel, SdramTiming
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from testbench.shared.sdram_model import WithSdramModel
+from nnaccel.hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature
+from nnaccel.models.shared.sdram import SdramModel, SdramTiming
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.sdram_model import WithSdramModel
 
 MAX_BURST, FIFO_DEPTH = 16, 32           # small: many bursts, the FIFO credit limits the requests
 READ_FIFO_LATENCY = 2                    # readdatavalid on cycle t -> read_data valid on t + 2
@@ -61,7 +61,7 @@ def run(commands, *, image, image_base=0, write_words=(), write_enables=None, re
     if sdram_inside:
         top = WithSdramModel(master, timing=SdramTiming(**(timing or {})), memory_bytes=1 << 16)
         name = f"{master.module_name}_sdram"
-    result = simulate(top, name=name, test_module="testbench.shared.avalon_master_tb",
+    result = simulate(top, name=name, test_module="nnaccel.testbench.shared.avalon_master_tb",
                       stimulus={"image": image, "write_words": write_words, "write_enables": write_enables},
                       config={"commands": commands, "image_base": image_base, "ready_seed": ready_seed,
                               "valid_seed": valid_seed, "max_burst": MAX_BURST, "max_cycles": max_cycles,

@@ -9,11 +9,11 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from hw.shared.banked_buffer import bank_count, instantiate_banked_buffer
-from hw.shared.dual_port_buffer import BufferPortSignature
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from testbench.shared.dual_port_buffer_tb import random_requests
+from nnaccel.hw.shared.banked_buffer import bank_count, instantiate_banked_buffer
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.dual_port_buffer_tb import random_requests
 
 WIDTH, BANK_DEPTH, LANES = 24, 8, 3
 
@@ -55,7 +55,7 @@ def test_random_traffic_against_one_buffer(depth, granularity):
     stimulus = random_requests(rng, 1500, depth=buffer.total_depth, lanes=LANES, lane_bits=WIDTH // LANES,
                               granularity=granularity)
     assert len({int(a) // BANK_DEPTH for a in stimulus["a_address"]}) == bank_count(depth, BANK_DEPTH)
-    result = simulate(buffer, name=buffer.module_name, test_module="testbench.shared.dual_port_buffer_tb",
+    result = simulate(buffer, name=buffer.module_name, test_module="nnaccel.testbench.shared.dual_port_buffer_tb",
                       stimulus=stimulus, config={"width": WIDTH, "depth": buffer.total_depth, "lanes": LANES,
                                                  "granularity": granularity, "init": None})
     assert int(result.outputs["checked"]) == 2 * 1500

@@ -4,11 +4,11 @@
 import numpy as np
 import pytest
 
-from hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, block_ram_count, pack_words
-from models.shared.dual_port_buffer import DualPortBufferModel, PortRequest
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from testbench.shared.dual_port_buffer_tb import random_requests
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, block_ram_count, pack_words
+from nnaccel.models.shared.dual_port_buffer import DualPortBufferModel, PortRequest
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.dual_port_buffer_tb import random_requests
 
 WIDTH, DEPTH, LANES = 96, 32, 3     # a word wider than 64 bits, a depth small enough for many collisions
 
@@ -104,7 +104,7 @@ def test_random_traffic_against_model(simulator, granularity):
     assert np.count_nonzero(reads["b"] & writes["a"] & same_address) > 10
 
     result = simulate(DualPortBuffer(width=WIDTH, depth=DEPTH, init=init, granularity=granularity),
-                      name=f"dual_port_buffer_w96_d32_g{granularity or 0}", test_module="testbench.shared.dual_port_buffer_tb",
+                      name=f"dual_port_buffer_w96_d32_g{granularity or 0}", test_module="nnaccel.testbench.shared.dual_port_buffer_tb",
                       stimulus=stimulus, simulator=simulator,
                       config={"width": WIDTH, "depth": DEPTH, "lanes": LANES, "granularity": granularity,
                               "init": init.tolist()})

@@ -7,10 +7,10 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.fixed_point import AluOp, FixedPointALU, QFormat, fx_add
-from models.shared import fixed_point as fx
-from sim.harness import simulate
-from sim.lint import lint_verilog
+from nnaccel.hw.shared.fixed_point import AluOp, FixedPointALU, QFormat, fx_add
+from nnaccel.models.shared import fixed_point as fx
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
 
 Q5_10 = QFormat(width=16, frac_bits=10)
 Q15_16 = QFormat(width=32, frac_bits=16)
@@ -121,7 +121,7 @@ def test_alu_rtl_matches_model(fmt, overflow):
     dut = RegisteredALU(fmt=fmt, overflow=overflow)
     name = f"fx_alu_{fmt.name}_{overflow}"
     assert lint_verilog(dut, name) == []
-    result = simulate(dut, name=name, test_module="testbench.shared.stream_tb",
+    result = simulate(dut, name=name, test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus={"op": ops.astype(np.uint64), "a": fx.to_bits(a, fmt),
                                 "b": fx.to_bits(b, fmt), "c": fx.to_bits(c, fmt)},
                       config={"inputs": {p: {"lanes": 1, "bits": fmt.width if p != "op" else 2}

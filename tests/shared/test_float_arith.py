@@ -6,12 +6,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32, FloatFormat
-from models.shared.float_arith import (bitlevel_add, bitlevel_mul, float_add, float_mul, from_binary32, is_nan,
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32, FloatFormat
+from nnaccel.models.shared.float_arith import (bitlevel_add, bitlevel_mul, float_add, float_mul, from_binary32, is_nan,
                                          to_binary32)
-from testbench.shared.float_stimulus import random_operands
-from testbench.shared.float_stream import check_results
-from testbench.shared.testfloat import load_testfloat
+from nnaccel.testbench.shared.float_stimulus import random_operands
+from nnaccel.testbench.shared.float_stream import check_results
+from nnaccel.testbench.shared.testfloat import load_testfloat
 
 BITLEVEL = {"mul": bitlevel_mul, "add": bitlevel_add}
 FAST = {"mul": float_mul, "add": float_add}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32, PRESETS, FloatFormat, float_format
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32, PRESETS, FloatFormat, float_format
 
 
 @pytest.mark.parametrize("fmt, width, bias, all_ones, nan, name", [

@@ -5,9 +5,9 @@ import pytest
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.float_adder import FloatAdder
-from hw.shared.float_format import BFLOAT16, BINARY32
-from hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.hw.shared.float_adder import FloatAdder
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY32
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
 
 UNITS = pytest.mark.parametrize("unit_class", [FloatMultiplier, FloatAdder])
 

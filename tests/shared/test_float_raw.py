@@ -6,9 +6,9 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.shared.float_format import FloatFormat
-from hw.shared.float_raw import leading_zeros, raw_float_layout, shift_left, shift_right_jamming, unpack
-from hw.shared.float_rounder import round_to_format
+from nnaccel.hw.shared.float_format import FloatFormat
+from nnaccel.hw.shared.float_raw import leading_zeros, raw_float_layout, shift_left, shift_right_jamming, unpack
+from nnaccel.hw.shared.float_rounder import round_to_format
 
 
 def _exhaustive(m, inputs, check):

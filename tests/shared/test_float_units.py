@@ -10,15 +10,15 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from hw.shared.float_adder import FloatAdder
-from hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
-from hw.shared.float_multiplier import FloatMultiplier
-from models.shared.float_arith import bitlevel_add, bitlevel_mul, float_add, float_mul
-from sim.lint import lint_verilog
-from testbench.shared.float_stimulus import random_operands
-from testbench.shared.float_stream import (FloatUnitPair, check_against_model, check_results, check_testfloat,
+from nnaccel.hw.shared.float_adder import FloatAdder
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.models.shared.float_arith import bitlevel_add, bitlevel_mul, float_add, float_mul
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.testbench.shared.float_stimulus import random_operands
+from nnaccel.testbench.shared.float_stream import (FloatUnitPair, check_against_model, check_results, check_testfloat,
                                    run_float_stream)
-from testbench.shared.testfloat import load_testfloat
+from nnaccel.testbench.shared.testfloat import load_testfloat
 
 
 @dataclass(frozen=True)

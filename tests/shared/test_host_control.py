@@ -11,9 +11,9 @@ import pytest
 from amaranth.lib import data
 from amaranth.sim import Simulator
 
-from hw.shared.host_control import (COUNTER_BITS, ControlRegister, HostControl, HostTarget, LayerCounter,
+from nnaccel.hw.shared.host_control import (COUNTER_BITS, ControlRegister, HostControl, HostTarget, LayerCounter,
                                     MemoryTarget, SystemRegister, layer_counter_address)
-from hw.shared.host_port import HostPortSignature
+from nnaccel.hw.shared.host_port import HostPortSignature
 
 SEED = 6262
 MAX_LAYERS = 3

@@ -5,8 +5,8 @@ import pytest
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
-from hw.shared.verilog_ports import verilog_ports
+from nnaccel.hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
+from nnaccel.hw.shared.verilog_ports import verilog_ports
 
 
 def test_members_from_the_host_side():

@@ -11,8 +11,8 @@ import tarfile
 import numpy as np
 import pytest
 
-from models.shared import mnist
-from models.shared.mnist import MnistError
+from nnaccel.models.shared import mnist
+from nnaccel.models.shared.mnist import MnistError
 
 
 def idx_bytes(array, type_code=0x08):

@@ -5,7 +5,7 @@ import pytest
 from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
-from hw.shared.pipeline import Pipeline
+from nnaccel.hw.shared.pipeline import Pipeline
 
 
 def _delays(latency, cut_priority=("second", "first")):

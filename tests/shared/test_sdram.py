@@ -5,7 +5,7 @@ worked out by hand from the default timing (CL 3, tRCD 2, tRP 2, tRAS 5, tWR 2, 
 import numpy as np
 import pytest
 
-from models.shared.sdram import DE1_SOC_SDRAM, SdramModel, SdramTiming, sustained_read_bytes_per_cycle
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, SdramModel, SdramTiming, sustained_read_bytes_per_cycle
 
 PAGE = 2048                     # bytes of one row
 BANK_STRIDE = 4 * PAGE          # the next row of the same bank

@@ -5,12 +5,12 @@ every cycle (testbench.shared.sdram_model_tb), its lint, its wrapper's parameter
 import numpy as np
 import pytest
 
-from models.shared.sdram import SdramTiming
-from sim.harness import simulate
-from sim.lint import lint_verilog_text
-from testbench.shared.avalon_passthrough import AvalonPassthrough
-from testbench.shared.sdram_backdoor import hex_lines, parse_hex_lines
-from testbench.shared.sdram_model import SDRAM_MODEL_SOURCE, WithSdramModel
+from nnaccel.models.shared.sdram import SdramTiming
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog_text
+from nnaccel.testbench.shared.avalon_passthrough import AvalonPassthrough
+from nnaccel.testbench.shared.sdram_backdoor import hex_lines, parse_hex_lines
+from nnaccel.testbench.shared.sdram_model import SDRAM_MODEL_SOURCE, WithSdramModel
 
 # small geometries, short refresh intervals, every latency at its edge; the DE1-SoC's own timing
 SMALL = {"banks": 2, "rows": 16, "columns": 32, "cas_latency": 2, "trcd": 1, "trp": 1, "tras": 3, "twr": 0,
@@ -35,7 +35,7 @@ def run(case, *, seed=1, simulator="verilator", transactions=None):
     image = np.random.default_rng(seed + 100).integers(0, 256, size=case["memory_bytes"], dtype=np.uint8)
     config = {key: case[key] for key in ("timing", "memory_bytes", "transactions", "max_burst", "longest_gap")}
     name = f"sdram_model_{case['data_bits']}_{case['burstcount_bits']}"
-    result = simulate(top, name=name, test_module="testbench.shared.sdram_model_tb", stimulus={"image": image},
+    result = simulate(top, name=name, test_module="nnaccel.testbench.shared.sdram_model_tb", stimulus={"image": image},
                       config={**config, "seed": seed}, simulator=simulator)
     return result.outputs, timing
 

@@ -5,7 +5,7 @@ import gzip
 import numpy as np
 import pytest
 
-from testbench.shared.testfloat import REPOSITORY_ROOT, TestFloatError, load_testfloat, reference_vector_dir
+from nnaccel.testbench.shared.testfloat import REPOSITORY_ROOT, TestFloatError, load_testfloat, reference_vector_dir
 
 
 def test_default_directory(monkeypatch):

@@ -5,9 +5,9 @@ beats per 32-bit word).  The model against the hardware: tests/capsnet/test_stre
 
 import pytest
 
-from hw.shared.tile_port import TilePort
-from models.shared.tile_port import TilePortModel
-from sim.lint import lint_verilog
+from nnaccel.hw.shared.tile_port import TilePort
+from nnaccel.models.shared.tile_port import TilePortModel
+from nnaccel.sim.lint import lint_verilog
 
 TAKEN = 100
 

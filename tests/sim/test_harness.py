@@ -6,9 +6,9 @@ from amaranth import Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.harness import SimulationError, icarus_time_zero_fix, simulate
-from sim.lint import lint_verilog
-from sim.toolchain import SimulatorNotFound, simulator_environment
+from nnaccel.sim.harness import SimulationError, icarus_time_zero_fix, simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.sim.toolchain import SimulatorNotFound, simulator_environment
 
 
 class DelayLine(wiring.Component):
@@ -38,7 +38,7 @@ def stream_config(count, **extra):
 @pytest.mark.parametrize("simulator", ["verilator", pytest.param("icarus", marks=pytest.mark.icarus)])
 def test_stream_through_delay_line(simulator):
     values = np.random.default_rng(7).integers(0, 1 << 16, size=500, dtype=np.uint64)
-    result = simulate(DelayLine(3), name="delay3", test_module="testbench.shared.stream_tb",
+    result = simulate(DelayLine(3), name="delay3", test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus={"data_in": values}, config=stream_config(500, idle_seed=3),
                       simulator=simulator)
     assert np.array_equal(result.outputs["data_out"], values)
@@ -49,9 +49,9 @@ def test_stream_through_delay_line(simulator):
 def test_second_run_reuses_the_build():
     values = np.arange(10, dtype=np.uint64)
     config = stream_config(10)
-    first = simulate(DelayLine(1), name="delay1", test_module="testbench.shared.stream_tb",
+    first = simulate(DelayLine(1), name="delay1", test_module="nnaccel.testbench.shared.stream_tb",
                      stimulus={"data_in": values}, config=config)
-    second = simulate(DelayLine(1), name="delay1", test_module="testbench.shared.stream_tb",
+    second = simulate(DelayLine(1), name="delay1", test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus={"data_in": values}, config=config)
     assert not second.built_now
     assert second.build_dir == first.build_dir
@@ -60,21 +60,21 @@ def test_second_run_reuses_the_build():
 
 def test_combinational_design_has_zero_latency():
     values = np.arange(20, dtype=np.uint64)
-    result = simulate(DelayLine(0), name="delay0", test_module="testbench.shared.stream_tb",
+    result = simulate(DelayLine(0), name="delay0", test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus={"data_in": values}, config=stream_config(20))
     assert np.array_equal(result.outputs["cycle"], result.outputs["in_cycle"])
 
 
 def test_missing_outputs_fail_the_run():
     with pytest.raises(SimulationError, match="expected 11 output beats, saw 10"):
-        simulate(DelayLine(1), name="delay1", test_module="testbench.shared.stream_tb",
+        simulate(DelayLine(1), name="delay1", test_module="nnaccel.testbench.shared.stream_tb",
                  stimulus={"data_in": np.arange(10, dtype=np.uint64)},
                  config=stream_config(11, drain_cycles=5))
 
 
 def test_unknown_test_module_is_named():
-    with pytest.raises(SimulationError, match=r"'testbench.no_such_tb' cannot be imported"):
-        simulate(DelayLine(1), name="delay1", test_module="testbench.no_such_tb")
+    with pytest.raises(SimulationError, match=r"'nnaccel.testbench.no_such_tb' cannot be imported"):
+        simulate(DelayLine(1), name="delay1", test_module="nnaccel.testbench.no_such_tb")
 
 
 class BrokenInstance(wiring.Component):
@@ -88,7 +88,7 @@ class BrokenInstance(wiring.Component):
 
 def test_build_failure_names_the_log():
     with pytest.raises(SimulationError, match=r"building 'broken' with verilator failed.*build log is"):
-        simulate(BrokenInstance(), name="broken", test_module="testbench.shared.stream_tb")
+        simulate(BrokenInstance(), name="broken", test_module="nnaccel.testbench.shared.stream_tb")
 
 
 def test_missing_simulator_says_how_to_install(monkeypatch):
@@ -103,7 +103,7 @@ def test_unknown_simulator_is_rejected():
 
 
 def test_waves_write_dump_and_gtkw():
-    result = simulate(DelayLine(2), name="delay2", test_module="testbench.shared.stream_tb",
+    result = simulate(DelayLine(2), name="delay2", test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus={"data_in": np.arange(5, dtype=np.uint64)}, config=stream_config(5), waves=True)
     assert result.waves_path.exists() and result.waves_path.stat().st_size > 0
     gtkw = result.gtkw_path.read_text()

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from sim import progress
-from sim.harness import simulate
+from nnaccel.sim import progress
+from nnaccel.sim.harness import simulate
 from tests.sim.test_harness import DelayLine, stream_config
 
 
@@ -74,10 +74,10 @@ def test_progress_file_watcher(tmp_path):
 def test_simulate_reports_its_stages_to_the_listener_installed():
     values = np.arange(20, dtype=np.uint64)
     recorder = Recorder()
-    simulate(DelayLine(3), name="delay3", test_module="testbench.shared.stream_tb", stimulus={"data_in": values},
+    simulate(DelayLine(3), name="delay3", test_module="nnaccel.testbench.shared.stream_tb", stimulus={"data_in": values},
              config=stream_config(20))                       # built (or found) before the listener is installed
     with progress.reporting_to(recorder):
-        result = simulate(DelayLine(3), name="delay3", test_module="testbench.shared.stream_tb",
+        result = simulate(DelayLine(3), name="delay3", test_module="nnaccel.testbench.shared.stream_tb",
                           stimulus={"data_in": values}, config=stream_config(20))
     assert np.array_equal(result.outputs["data_out"], values)
     assert recorder.events == [("stage", "Verilog generation", None), ("stage", "simulator build", None),

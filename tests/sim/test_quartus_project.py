@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from hw.shared.float_format import BINARY16
-from hw.shared.float_multiplier import FloatMultiplier
-from cli.main import main
-from sim.fpga.quartus_project import write_project
+from nnaccel.hw.shared.float_format import BINARY16
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.cli.main import main
+from nnaccel.sim.fpga.quartus_project import write_project
 
 DEVICES = {"de5net": ("5SGXEA7N2F45C2", "AW35"), "de1soc": ("5CSEMA5F31C6", "AF14"),
            "de10nano": ("5CSEBA6U23I7", "V11")}

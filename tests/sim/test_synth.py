@@ -10,13 +10,13 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.shared.dual_port_buffer import DualPortBuffer
-from hw.shared.float_format import BINARY16
-from hw.shared.float_multiplier import FloatMultiplier
-from sim.fpga import synth
-from cli.main import main
-from sim.fpga.synth import Resources, YosysNotFound, estimate, format_table, without_zero_memory_init, yosys_command
-from sim.verilog import generate_verilog
+from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
+from nnaccel.hw.shared.float_format import BINARY16
+from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.sim.fpga import synth
+from nnaccel.cli.main import main
+from nnaccel.sim.fpga.synth import Resources, YosysNotFound, estimate, format_table, without_zero_memory_init, yosys_command
+from nnaccel.sim.verilog import generate_verilog
 from tests.sim.test_verilog import DelayChain
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sim.lint import lint_verilog
-from sim.fpga.systems import SYSTEMS, system
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.sim.fpga.systems import SYSTEMS, system
 
 # The PE ring's small configuration is the one tests/pe_ring/test_ring.py already lints (a minute of Verilator);
 # tests/capsnet/test_streaming_accelerator.py lints the streaming CapsNet at its small and its DE1-SoC size.

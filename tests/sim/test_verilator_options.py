@@ -8,13 +8,13 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dqn.accelerator import DqnAccelerator
-from hw.dqn.config import REDUCED_CONFIG
-from hw.shared.dual_port_buffer import DualPortBuffer
-from hw.shared.separate_module import instantiate_separately
-from sim.harness import simulate
-from sim.verilator_options import DEFAULT, PREVIOUS_DEFAULT, THREADS_VARIABLE, VerilatorOptions, thread_budget
-from sim.verilog import (HIERARCHICAL_BLOCK_MARK, SEPARATE_MODULE_MARK, generate_verilog, module_ports,
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import REDUCED_CONFIG
+from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
+from nnaccel.hw.shared.separate_module import instantiate_separately
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.verilator_options import DEFAULT, PREVIOUS_DEFAULT, THREADS_VARIABLE, VerilatorOptions, thread_budget
+from nnaccel.sim.verilog import (HIERARCHICAL_BLOCK_MARK, SEPARATE_MODULE_MARK, generate_verilog, module_ports,
                          select_hierarchical_blocks)
 
 
@@ -112,7 +112,7 @@ def test_each_option_set_has_its_own_build():
     values = np.arange(20, dtype=np.uint64)
     config = {"inputs": {"data_in": {"lanes": 1, "bits": 8}}, "in_valid": "in_valid",
               "outputs": {"data_out": {"lanes": 1, "bits": 8}}, "out_valid": "out_valid", "expect": 20}
-    runs = [simulate(Counter(), name="counter_options", test_module="testbench.shared.stream_tb", stimulus={"data_in": values},
+    runs = [simulate(Counter(), name="counter_options", test_module="nnaccel.testbench.shared.stream_tb", stimulus={"data_in": values},
                      config=config, verilator_options=options) for options in (DEFAULT, PREVIOUS_DEFAULT)]
     assert runs[0].build_dir != runs[1].build_dir
     for run in runs:

@@ -6,9 +6,9 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.harness import simulate
-from sim.lint import lint_verilog
-from sim.verilog import check_module_name, generate_verilog
+from nnaccel.sim.harness import simulate
+from nnaccel.sim.lint import lint_verilog
+from nnaccel.sim.verilog import check_module_name, generate_verilog
 from tests.sim.test_harness import DelayLine
 
 
@@ -42,7 +42,7 @@ def test_deduplicated_design_behaves_the_same():
     values = np.arange(50, dtype=np.uint64) * 977 % 65536
     config = {"inputs": {"data_in": {"lanes": 1, "bits": 16}}, "in_valid": "in_valid",
               "outputs": {"data_out": {"lanes": 1, "bits": 16}}, "out_valid": "out_valid", "expect": 50}
-    result = simulate(DelayChain(), name="chain", test_module="testbench.shared.stream_tb",
+    result = simulate(DelayChain(), name="chain", test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus={"data_in": values}, config=config)
     assert np.array_equal(result.outputs["data_out"], values)
     assert np.all(result.outputs["cycle"] - result.outputs["in_cycle"] == 5)

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import torch
 
-from dse.dance import cosearch
-from dse.dance import evaluator as ev
-from dse.dance.cost_functions import CostFunction
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.template_hardware import TemplateHardwareSpace
-from dse.dance.training import TrainedEvaluator
-from models.shared.mnist import sample_digits
+from nnaccel.dse.dance import cosearch
+from nnaccel.dse.dance import evaluator as ev
+from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
+from nnaccel.dse.dance.training import TrainedEvaluator
+from nnaccel.models.shared.mnist import sample_digits
 
 torch.set_num_threads(1)
 SETTINGS = cosearch.SearchSettings(search_epochs=1, warmup_epochs=0, retrain_epochs=1, batch=50)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from dse.dance import evaluator as ev
-from dse.dance import training
-from dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance import evaluator as ev
+from nnaccel.dse.dance import training
+from nnaccel.dse.dance.cost_functions import CostFunction
 
 torch.set_num_threads(1)
 
@@ -62,5 +62,5 @@ def test_checkpoints_round_trip(tmp_path):
     features = torch.rand(4, 10)
     assert torch.equal(loaded.cost(features), cost(features))
     assert loaded.report == {"note": 1}
-    with pytest.raises(FileNotFoundError, match="python -m dse.dance.train_evaluator"):
+    with pytest.raises(FileNotFoundError, match="python -m nnaccel.dse.dance.train_evaluator"):
         training.load("toy", "energy", directory=tmp_path)

@@ -4,10 +4,10 @@ space's, a rerun labels nothing, the exhaustive search is the minimum, the split
 import numpy as np
 import pytest
 
-from dse.dance.cost_functions import CostFunction
-from dse.dance.labels import label_template, split_networks
-from dse.dance.network_space import NetworkSpace
-from dse.dance.template_hardware import TemplateHardwareSpace
+from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.labels import label_template, split_networks
+from nnaccel.dse.dance.network_space import NetworkSpace
+from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
 
 SMALL_SPACE = NetworkSpace((("c1", (24,)), ("k1", (5,)), ("s1", (2, 3)), ("c2", (48,)), ("k2", (3,)),
                             ("s2", (2,)), ("d1", (0, 32))))

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from dse.dance.network_space import NETWORK_SPACE, Network
-from hw.dqn.config import DqnConfig
-from models.dqn.plan import compile_network
+from nnaccel.dse.dance.network_space import NETWORK_SPACE, Network
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.plan import compile_network
 
 
 def _random_weights(layers, rng):

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from dse.dance import command
-from dse.dance.cosearch import images_tensor, retrain
-from dse.dance.network_space import NETWORK_SPACE
-from models.dqn.onnx_import import import_onnx, onnx_runtime_outputs
-from models.shared.mnist import sample_digits
+from nnaccel.dse.dance import command
+from nnaccel.dse.dance.cosearch import images_tensor, retrain
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.models.dqn.onnx_import import import_onnx, onnx_runtime_outputs
+from nnaccel.models.shared.mnist import sample_digits
 
 
 def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):

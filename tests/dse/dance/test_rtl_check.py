@@ -6,10 +6,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dse.dance import cosearch  # noqa: E402
-from dse.dance.network_space import NETWORK_SPACE  # noqa: E402
-from dse.dance.rtl_check import check_answer  # noqa: E402
-from models.shared.mnist import sample_digits  # noqa: E402
+from nnaccel.dse.dance import cosearch  # noqa: E402
+from nnaccel.dse.dance.network_space import NETWORK_SPACE  # noqa: E402
+from nnaccel.dse.dance.rtl_check import check_answer  # noqa: E402
+from nnaccel.models.shared.mnist import sample_digits  # noqa: E402
 
 
 def test_the_smallest_answer_is_bit_exact_and_cycle_exact_on_the_rtl():

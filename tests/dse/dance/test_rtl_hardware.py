@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from dse.dance import command, cosearch
-from dse.dance import evaluator as ev
-from dse.dance.cost_functions import CostFunction
-from dse.dance.network_space import NETWORK_SPACE, NetworkSpace
-from dse.dance.rtl_hardware import PARAMETERS, RtlHardwareSpace, alm_equivalents
-from dse.dance.rtl_labels import label_rtl
-from dse.dance.training import TrainedEvaluator, feasible_pairs
-from dse.shared.rtl_cost import evaluate_network, hardware_area
-from models.dqn.plan import compile_network
-from models.shared.mnist import sample_digits
+from nnaccel.dse.dance import command, cosearch
+from nnaccel.dse.dance import evaluator as ev
+from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.network_space import NETWORK_SPACE, NetworkSpace
+from nnaccel.dse.dance.rtl_hardware import PARAMETERS, RtlHardwareSpace, alm_equivalents
+from nnaccel.dse.dance.rtl_labels import label_rtl
+from nnaccel.dse.dance.training import TrainedEvaluator, feasible_pairs
+from nnaccel.dse.shared.rtl_cost import evaluate_network, hardware_area
+from nnaccel.models.dqn.plan import compile_network
+from nnaccel.models.shared.mnist import sample_digits
 
 SMALL_GRID = (("modules", (8, 32)), ("lanes", (4, 16)), ("format", ("binary32", "bfloat16")),
               ("multiplier_latency", (1,)), ("adder_latency", (3,)), ("row_elements", (28, 84)),

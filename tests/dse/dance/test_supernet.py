@@ -4,10 +4,10 @@ flows through the straight-through gates, and a candidate's weights compile for 
 import numpy as np
 import torch
 
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
-from hw.dqn.config import DqnConfig
-from models.dqn.plan import compile_network
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.plan import compile_network
 
 torch.set_num_threads(1)
 

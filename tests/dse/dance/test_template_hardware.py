@@ -4,12 +4,12 @@ model, the exhaustive search finds the minimum."""
 import numpy as np
 import pytest
 
-from dse.dance.cost_functions import CostFunction
-from dse.dance.network_space import NETWORK_SPACE
-from dse.dance.template_hardware import TemplateHardwareSpace, layer_arrays
-from dse.shared.cost_model import evaluate
-from dse.shared.layer import Layer
-from dse.shared.mapping import Mapping
+from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace, layer_arrays
+from nnaccel.dse.shared.cost_model import evaluate
+from nnaccel.dse.shared.layer import Layer
+from nnaccel.dse.shared.mapping import Mapping
 
 SPACE = TemplateHardwareSpace()
 

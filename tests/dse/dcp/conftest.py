@@ -2,11 +2,11 @@
 
 import pytest
 
-from dse.dcp.dataset import Plan, assemble, label_chunk, space_named
-from dse.dcp.workloads import DEFAULT_HARDWARE
-from dse.shared.layer import Layer, dqn_layers
-from dse.shared.template import TemplateHardware
-from hw.dqn.config import DqnConfig
+from nnaccel.dse.dcp.dataset import Plan, assemble, label_chunk, space_named
+from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE
+from nnaccel.dse.shared.layer import Layer, dqn_layers
+from nnaccel.dse.shared.template import TemplateHardware
+from nnaccel.hw.dqn.config import DqnConfig
 
 TINY_PLAN = Plan(per_group=150, held_out_per_group=40,
                  train_layers=(*dqn_layers()[1:], Layer.conv(in_channels=8, in_size=10,
@@ -31,7 +31,7 @@ def _labelled(space, plan):
 def _trained_predictor(space, data, plan):
     """A small MLP trained for 40 epochs on ``plan``'s training split, frozen (skips without PyTorch)."""
     torch = pytest.importorskip("torch")
-    from dse.dcp import predictor
+    from nnaccel.dse.dcp import predictor
 
     torch.set_num_threads(1)
     model = predictor.new_predictor(space, "mlp", width=64, depth=2)

@@ -6,8 +6,8 @@ pytest.importorskip("torch")
 pytest.importorskip("optuna")
 pytest.importorskip("matplotlib")
 
-from cli.main import main  # noqa: E402
-from dse.dcp import predictor  # noqa: E402
+from nnaccel.cli.main import main  # noqa: E402
+from nnaccel.dse.dcp import predictor  # noqa: E402
 
 
 @pytest.fixture

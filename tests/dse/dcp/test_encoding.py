@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from dse.dcp.encoding import (LAYER_FEATURES, exact_code, factorizations, layer_features,
+from nnaccel.dse.dcp.encoding import (LAYER_FEATURES, exact_code, factorizations, layer_features,
                               nearest_factorization, relax, relaxed_features)
-from dse.shared.layer import Layer, LayerType, dqn_layers
-from dse.shared.mapping import Mapping
+from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
+from nnaccel.dse.shared.mapping import Mapping
 
 MAPPING = Mapping.from_text("N1 C2 K1 Y1 X1 R1 S1 / K2 N1 C1 Y1 X1 R1 S1 / Y1 N1 K1 X1 R1 S1 C2")
 

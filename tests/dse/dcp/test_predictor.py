@@ -3,8 +3,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dse.dcp import predictor  # noqa: E402
-from dse.dcp.encoding import relax  # noqa: E402
+from nnaccel.dse.dcp import predictor  # noqa: E402
+from nnaccel.dse.dcp.encoding import relax  # noqa: E402
 
 from .conftest import TINY_PLAN  # noqa: E402
 
@@ -59,9 +59,9 @@ def test_checkpoint_round_trip_is_exact_and_frozen(tmp_path, space, tiny_data, t
 
 
 def test_the_shipped_predictor_predicts_fresh_samples_of_a_trained_layer(space):
-    from dse.dcp.dataset import DataSet
-    from dse.dcp.workloads import DEFAULT_HARDWARE
-    from dse.shared.layer import dqn_layers
+    from nnaccel.dse.dcp.dataset import DataSet
+    from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE
+    from nnaccel.dse.shared.layer import dqn_layers
 
     shipped = predictor.load()
     layer = dqn_layers()[1]

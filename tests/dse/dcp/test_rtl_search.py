@@ -9,13 +9,13 @@ pytest.importorskip("torch")
 pytest.importorskip("optuna")
 pytest.importorskip("matplotlib")
 
-from cli.main import main  # noqa: E402
-from dse.dcp import predictor  # noqa: E402
-from dse.dcp.command import _simulate  # noqa: E402
-from dse.dcp.evaluator import Evaluator  # noqa: E402
-from dse.dcp.search import dcp_search  # noqa: E402
-from dse.shared.layer import Layer, dqn_layers  # noqa: E402
-from hw.dqn.config import DqnConfig, REDUCED_CONFIG  # noqa: E402
+from nnaccel.cli.main import main  # noqa: E402
+from nnaccel.dse.dcp import predictor  # noqa: E402
+from nnaccel.dse.dcp.command import _simulate  # noqa: E402
+from nnaccel.dse.dcp.evaluator import Evaluator  # noqa: E402
+from nnaccel.dse.dcp.search import dcp_search  # noqa: E402
+from nnaccel.dse.shared.layer import Layer, dqn_layers  # noqa: E402
+from nnaccel.hw.dqn.config import DqnConfig, REDUCED_CONFIG  # noqa: E402
 
 from .conftest import RTL_TINY_PLAN  # noqa: E402
 

@@ -3,17 +3,17 @@
 import numpy as np
 import pytest
 
-from dse.dcp.encoding import relax
-from dse.dcp.rtl_space import (IDLE_SEGMENT, RtlDataflowSpace, best_network_mapping, layer_shape,
+from nnaccel.dse.dcp.encoding import relax
+from nnaccel.dse.dcp.rtl_space import (IDLE_SEGMENT, RtlDataflowSpace, best_network_mapping, layer_shape,
                                mapping_code, mapping_table, weight_rows)
-from dse.shared import rtl_cost
-from dse.shared.layer import Layer, dqn_layers
-from dse.shared.rtl_family import random_weights
-from hw.dqn.config import DqnConfig
-from models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from models.dqn.network import ConvLayer
-from models.dqn.network import dqn_layers as rtl_dqn_layers
-from models.dqn.plan import compile_network, default_mapping, layer_shapes
+from nnaccel.dse.shared import rtl_cost
+from nnaccel.dse.shared.layer import Layer, dqn_layers
+from nnaccel.dse.shared.rtl_family import random_weights
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
+from nnaccel.models.dqn.network import ConvLayer
+from nnaccel.models.dqn.network import dqn_layers as rtl_dqn_layers
+from nnaccel.models.dqn.plan import compile_network, default_mapping, layer_shapes
 
 SPACE = RtlDataflowSpace()
 THESIS = DqnConfig()

@@ -6,11 +6,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("optuna")
 
-from dse.dcp.baselines import exhaustive_search, optuna_search, random_search  # noqa: E402
-from dse.dcp.evaluator import Evaluator, objective_value  # noqa: E402
-from dse.dcp.search import dcp_search  # noqa: E402
-from dse.dcp.workloads import DEFAULT_HARDWARE  # noqa: E402
-from dse.shared.layer import dqn_layers  # noqa: E402
+from nnaccel.dse.dcp.baselines import exhaustive_search, optuna_search, random_search  # noqa: E402
+from nnaccel.dse.dcp.evaluator import Evaluator, objective_value  # noqa: E402
+from nnaccel.dse.dcp.search import dcp_search  # noqa: E402
+from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE  # noqa: E402
+from nnaccel.dse.shared.layer import dqn_layers  # noqa: E402
 
 
 def test_objectives():

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from dse.dcp.encoding import relax
-from dse.dcp.space import TemplateDataflowSpace, enumeration_size
-from dse.shared.cost_model import evaluate
-from dse.shared.layer import Layer, dqn_layers
-from dse.shared.mapping import Mapping
-from dse.shared.template import TemplateHardware
+from nnaccel.dse.dcp.encoding import relax
+from nnaccel.dse.dcp.space import TemplateDataflowSpace, enumeration_size
+from nnaccel.dse.shared.cost_model import evaluate
+from nnaccel.dse.shared.layer import Layer, dqn_layers
+from nnaccel.dse.shared.mapping import Mapping
+from nnaccel.dse.shared.template import TemplateHardware
 
 SPACE = TemplateDataflowSpace()
 SMALL = Layer.conv(in_channels=4, in_size=6, out_channels=8, kernel=3, name="small")
