@@ -87,19 +87,20 @@ class CapsNetAccelerator(HostPortAccelerator):
             memories={target: len(port.read_data) for target, port in host_ports.items()})
         wiring.connect(m, wiring.flipped(self.host), control.host)
         layer_index = Signal(range(config.max_layers))
-        layer_count = Signal.like(control.layer_count)
+        layer_count = Signal.like(control.run.layer_count)
         busy, done = Signal(), Signal()
-        layer = control.descriptor
-        m.d.comb += [control.layer_index.eq(layer_index), control.busy.eq(busy), control.done.eq(done),
+        run = control.run
+        layer = run.descriptor
+        m.d.comb += [run.layer_index.eq(layer_index), run.busy.eq(busy), run.done.eq(done),
                      conv.layer.eq(layer), matvec.layer.eq(layer),
-                     control.events.issue.eq(conv.issue | matvec.issue), control.events.stall.eq(conv.stall),
-                     control.events.draining.eq(conv.draining | matvec.draining)]
+                     run.events.issue.eq(conv.issue | matvec.issue), run.events.stall.eq(conv.stall),
+                     run.events.draining.eq(conv.draining | matvec.draining)]
         is_conv = layer.kind == LayerKind.CONV
         engine_done = Mux(is_conv, conv.done, matvec.done)
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(control.start):
-                    m.d.sync += [layer_index.eq(0), layer_count.eq(control.layer_count), done.eq(0)]
+                with m.If(run.start):
+                    m.d.sync += [layer_index.eq(0), layer_count.eq(run.layer_count), done.eq(0)]
                     m.next = "LAUNCH"
             with m.State("LAUNCH"):
                 m.d.comb += [busy.eq(1), conv.start.eq(is_conv), matvec.start.eq(~is_conv)]
@@ -116,10 +117,9 @@ class CapsNetAccelerator(HostPortAccelerator):
 
         # ---- Memory ports: the engines while busy, the host otherwise ----------------------------------------
         def host_port(target):
-            port, name = host_ports[target], target.name.lower()
-            m.d.comb += [port.address.eq(control.memory_address), port.write_data.eq(control.memory_write_data),
-                         port.write_enable.eq(Mux(control.memory_write[name], -1, 0)),
-                         port.read_enable.eq(control.memory_read[name])]
+            port, host = host_ports[target], getattr(control.memory, target.name.lower())
+            m.d.comb += [port.address.eq(host.address), port.write_data.eq(host.write_data),
+                         port.write_enable.eq(Mux(host.write, -1, 0)), port.read_enable.eq(host.read)]
 
         for index, ram in enumerate(activations):
             conv_reads = conv.busy & (layer.in_ram == index)
@@ -149,5 +149,5 @@ class CapsNetAccelerator(HostPortAccelerator):
                      predictions.a.write_enable.eq(matvec.write_enable)]
         host_port(CapsNetMemory.PREDICTIONS)
         for target, port in host_ports.items():
-            m.d.comb += control.memory_read_data[target.name.lower()].eq(port.read_data)
+            m.d.comb += getattr(control.memory, target.name.lower()).read_data.eq(port.read_data)
         return m

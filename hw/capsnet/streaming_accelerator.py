@@ -157,9 +157,9 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         step = Signal(range(len(StreamStep)))
         step_start, running, done = Signal(), Signal(), Signal()
         conv_step = step < StreamStep.PREDICTIONS
-        m.d.comb += [control.busy.eq(running), control.done.eq(done), control.layer_index.eq(step)]
+        m.d.comb += [control.run.busy.eq(running), control.run.done.eq(done), control.run.layer_index.eq(step)]
         m.d.sync += step_start.eq(0)
-        with m.If(control.start):
+        with m.If(control.run.start):
             m.d.sync += [step.eq(StreamStep.CONV1), step_start.eq(1), running.eq(1), done.eq(0)]
 
         command_bits = len(port.command.payload.as_value())
@@ -199,7 +199,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                                                            granularity=8)
         m.submodules.conv_staging = staging = DualPortBuffer(width=8 * config.conv_row_bytes,
                                                              depth=conv_config.activation_depth, granularity=8)
-        descriptor = control.descriptor.conv
+        descriptor = control.run.descriptor.conv
         conv_step = step < StreamStep.PREDICTIONS
         starting = step_start & conv_step
         engine_finished, program_finished = Signal(), Signal()
@@ -221,8 +221,8 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             m.d.sync += [step.eq(step + 1), step_start.eq(1), engine_finished.eq(0), program_finished.eq(0)]
         with m.If(conv_step):
             # Drain: the engine's last writes, then the wait for the step's last stores.
-            m.d.comb += [control.events.issue.eq(engine.issue), control.events.stall.eq(engine.stall),
-                         control.events.draining.eq(engine.draining | ~engine.busy & engine_finished)]
+            m.d.comb += [control.run.events.issue.eq(engine.issue), control.run.events.stall.eq(engine.stall),
+                         control.run.events.draining.eq(engine.draining | ~engine.busy & engine_finished)]
 
         target = Signal(ConvTarget)
         with m.If(program.command.valid & program.command.ready):
@@ -267,7 +267,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         loaded, stored, computed = Signal(tile_bits), Signal(tile_bits), Signal(tile_bits)
         starting = step_start & (step == StreamStep.PREDICTIONS)
         with m.If(starting):
-            m.d.sync += [params.eq(control.descriptor.matvec), tiles.eq(control.descriptor.matvec.capsule_types * grid),
+            m.d.sync += [params.eq(control.run.descriptor.matvec), tiles.eq(control.run.descriptor.matvec.capsule_types * grid),
                          active.eq(1), routing_done.eq(0)]
         with m.If(active & routing_done & (stored == tiles)):
             m.d.sync += [running.eq(0), done.eq(1), active.eq(0)]
@@ -316,9 +316,9 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         with m.If(starting):
             m.d.sync += [loaded.eq(0), stored.eq(0), load_row.eq(0), load_type_parity.eq(0), inputs_loaded.eq(0),
                          loading_inputs.eq(0), loading_weights.eq(0),
-                         input_address.eq(control.descriptor.matvec.primary_base),
-                         weight_address.eq(control.descriptor.matvec.weights_base),
-                         store_address.eq(control.descriptor.matvec.predictions_base)]
+                         input_address.eq(control.run.descriptor.matvec.primary_base),
+                         weight_address.eq(control.run.descriptor.matvec.weights_base),
+                         store_address.eq(control.run.descriptor.matvec.predictions_base)]
 
         for ram, selected in ((inputs, loading_inputs), (weights, loading_weights)):
             ram_write(ram, step2_port & selected)
@@ -356,8 +356,8 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         with m.If(starting):
             m.d.sync += [computed.eq(0), compute_row.eq(0), compute_type_parity.eq(0)]
         with m.If(~(step < StreamStep.PREDICTIONS)):
-            m.d.comb += [control.events.issue.eq(matvec.issue), control.events.draining.eq(matvec.draining),
-                         control.events.stall.eq(~routing_phase & ~matvec.busy)]
+            m.d.comb += [control.run.events.issue.eq(matvec.issue), control.run.events.draining.eq(matvec.draining),
+                         control.run.events.stall.eq(~routing_phase & ~matvec.busy)]
 
         # ---- Routing: every prediction vector, the class words into the result RAM ------------------------
         last_prediction = Mux(computed[0], 2 * config.tile_predictions, config.tile_predictions) - 1
@@ -373,5 +373,5 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             m.d.sync += class_index.eq(class_index + 1)
             with m.If(beat.last):
                 m.d.sync += [routing_done.eq(1), class_index.eq(0)]
-        m.d.comb += [results.b.address.eq(control.memory_address), results.b.read_enable.eq(control.memory_read.routing),
-                     control.memory_read_data.routing.eq(results.b.read_data)]
+        m.d.comb += [results.b.address.eq(control.memory.routing.address), results.b.read_enable.eq(control.memory.routing.read),
+                     control.memory.routing.read_data.eq(results.b.read_data)]

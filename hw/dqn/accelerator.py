@@ -95,16 +95,17 @@ class DqnAccelerator(HostPortAccelerator):
 
         # ---- Host control: registers, counters, descriptor table, host reads ---------------------------
         wiring.connect(m, wiring.flipped(self.host), control.host)
-        layer = control.descriptor
+        run, memory = control.run, control.memory
+        layer = run.descriptor
         m.d.comb += [
-            control.busy.eq(sequencer.busy), control.done.eq(sequencer.done),
-            control.layer_index.eq(sequencer.layer_index), control.events.eq(sequencer.events),
-            sequencer.start.eq(control.start), sequencer.layer_count.eq(control.layer_count),
+            run.busy.eq(sequencer.busy), run.done.eq(sequencer.done),
+            run.layer_index.eq(sequencer.layer_index), run.events.eq(sequencer.events),
+            sequencer.start.eq(run.start), sequencer.layer_count.eq(run.layer_count),
             sequencer.descriptor.eq(layer),
             control.system_registers.action.eq(argmax.index), control.system_registers.action_value.eq(argmax.value),
-            control.memory_read_data.weights.eq(Cat(slice_.b.read_data for slice_ in weight_slices)),
-            control.memory_read_data.activations0.eq(activations[0].a.read_data),
-            control.memory_read_data.activations1.eq(activations[1].a.read_data),
+            memory.weights.read_data.eq(Cat(slice_.b.read_data for slice_ in weight_slices)),
+            memory.activations0.read_data.eq(activations[0].a.read_data),
+            memory.activations1.read_data.eq(activations[1].a.read_data),
         ]
 
         # ---- Matrix modules: scalar from the feeder, vector = slot m of the weight word, or in a
@@ -171,12 +172,12 @@ class DqnAccelerator(HostPortAccelerator):
             with m.Elif(reading):
                 m.d.comb += [ram.a.address.eq(sequencer.row_address0), ram.a.read_enable.eq(sequencer.row_read)]
             with m.Else():
-                m.d.comb += [ram.a.address.eq(control.memory_address), ram.a.write_data.eq(control.memory_write_data),
-                             ram.a.read_enable.eq(control.memory_read[host_name]),
-                             ram.a.write_enable.eq(Mux(control.memory_write[host_name], -1, 0))]
+                host = getattr(memory, host_name)
+                m.d.comb += [ram.a.address.eq(host.address), ram.a.write_data.eq(host.write_data),
+                             ram.a.read_enable.eq(host.read), ram.a.write_enable.eq(Mux(host.write, -1, 0))]
         for index, slice_ in enumerate(weight_slices):
-            m.d.comb += [slice_.b.address.eq(control.memory_address),
-                         slice_.b.write_data.eq(control.memory_write_data.word_select(index, vector_bits)),
-                         slice_.b.read_enable.eq(control.memory_read.weights),
-                         slice_.b.write_enable.eq(control.memory_write.weights)]
+            m.d.comb += [slice_.b.address.eq(memory.weights.address),
+                         slice_.b.write_data.eq(memory.weights.write_data.word_select(index, vector_bits)),
+                         slice_.b.read_enable.eq(memory.weights.read),
+                         slice_.b.write_enable.eq(memory.weights.write)]
         return m

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, group_layout
-from nnaccel.hw.shared.host_control import COUNTER_EVENTS
+from nnaccel.hw.shared.run_control import COUNTER_EVENTS
 
 __all__ = ["LayerSequencer", "PRODUCT_LAYOUT"]
 

@@ -28,10 +28,11 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
+from nnaccel.hw.shared.run_control import COUNTER_EVENTS, HostMemorySignature, RunSignature
 
 __all__ = ["HostControl", "HostTarget", "MemoryTarget", "ControlRegister", "SystemRegister", "LayerCounter",
            "COUNTER_BITS", "COUNTERS_PER_LAYER", "SYSTEM_REGISTER_BASE", "MAX_SYSTEM_REGISTERS", "LAYER_COUNTER_BASE",
-           "COUNTER_EVENTS", "layer_counter_address"]
+           "layer_counter_address"]
 
 
 class HostTarget(enum.IntEnum):
@@ -68,9 +69,6 @@ COUNTERS_PER_LAYER = len(LayerCounter)
 SYSTEM_REGISTER_BASE = 8            # after the common registers, with room for more of them
 MAX_SYSTEM_REGISTERS = 8
 LAYER_COUNTER_BASE = SYSTEM_REGISTER_BASE + MAX_SYSTEM_REGISTERS
-
-# The per-cycle events the counters count (besides the layer's cycles): one field per LayerCounter after CYCLES.
-COUNTER_EVENTS = data.StructLayout({"issue": 1, "stall": 1, "draining": 1})
 
 
 class SystemRegister(enum.IntEnum):
@@ -119,24 +117,17 @@ class HostControl(wiring.Component):
     host : In(HostPortSignature(data_bits))
         The host port; this block answers every read (``read_data`` is valid on the cycle after ``read``) and
         drives ``busy`` and ``done`` from the ports below.
-    busy, done : In(1)
-        The system runs / has finished its last run (shown in ``STATUS``; while ``busy`` the counters run and
-        memory and descriptor writes are ignored).
-    start : Out(1), layer_count : Out(range(max_layers + 1))
-        A START write while not busy: the system starts a run of ``layer_count`` layers on this cycle.
-    layer_index : In(range(max_layers))
-        The system's current layer: its descriptor is on ``descriptor``, its counters count.
-    descriptor : Out(descriptor_layout)
-        Entry ``layer_index`` of the table.
-    events : In(COUNTER_EVENTS)
-        This cycle's counter events: ``issue`` (a product issued), ``stall``, ``draining``.
-    memory_address : Out(ADDRESS_BITS), memory_write_data : Out(data_bits)
-        The host's address and write data, for the memories' host ports.
-    memory_write, memory_read : Out(StructLayout: one bit per memory, named after its target in lower case)
-        The host writes / reads that memory this cycle and the system is idle: the system gives the memory's
-        port to the host (``memory_address``, ``memory_write_data``) and enables its write / read.
-    memory_read_data : In(StructLayout: one field per memory, its word width)
-        The memories' read data on the cycle after their ``memory_read`` (their one-cycle read latency).
+    run : Out(RunSignature(max_layers=max_layers, descriptor_layout=descriptor_layout))
+        To the system's sequencer: ``start`` with ``layer_count`` (a START write while not busy: the system starts a
+        run of ``layer_count`` layers on this cycle), ``descriptor`` (entry ``layer_index`` of the table); from it
+        ``busy`` and ``done`` (shown in ``STATUS``; while ``busy`` the counters run and memory and descriptor writes
+        are ignored), ``layer_index`` (its counters count) and ``events`` (:data:`COUNTER_EVENTS`: ``issue`` a
+        product issued, ``stall``, ``draining``).
+    memory : Out(Signature: one member per memory, named after its target in lower case,
+             Out(HostMemorySignature(width=its word width, address_bits=ADDRESS_BITS)))
+        The host's ``address`` and ``write_data``; ``write`` / ``read`` when the host writes / reads that memory this
+        cycle and the system is idle (the system gives the memory's port to the host); ``read_data``, the memory's
+        word on the cycle after ``read`` (its one-cycle read latency).
     system_registers : In(StructLayout: one field per register, named after it in lower case)
         Only when ``registers`` is not empty: the values of the system's registers.
 
@@ -174,15 +165,11 @@ class HostControl(wiring.Component):
         self._data_bits, self._max_layers = data_bits, max_layers
         self._memories, self._registers = dict(memories), dict(registers)
         members = {
-            "host": In(port), "busy": In(1), "done": In(1),
-            "start": Out(1), "layer_count": Out(range(max_layers + 1)),
-            "layer_index": In(range(max_layers)), "descriptor": Out(descriptor_layout),
-            "events": In(COUNTER_EVENTS),
-            "memory_address": Out(ADDRESS_BITS), "memory_write_data": Out(data_bits),
-            "memory_write": Out(data.StructLayout({target.name.lower(): 1 for target in memories})),
-            "memory_read": Out(data.StructLayout({target.name.lower(): 1 for target in memories})),
-            "memory_read_data": In(data.StructLayout({target.name.lower(): width
-                                                      for target, width in memories.items()})),
+            "host": In(port),
+            "run": Out(RunSignature(max_layers=max_layers, descriptor_layout=descriptor_layout)),
+            "memory": Out(wiring.Signature({
+                target.name.lower(): Out(HostMemorySignature(width=width, address_bits=ADDRESS_BITS))
+                for target, width in memories.items()})),
         }
         if registers:
             members["system_registers"] = In(data.StructLayout({register.name.lower(): width
@@ -207,47 +194,47 @@ class HostControl(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        host = self.host
-        idle = ~self.busy
-        m.d.comb += [host.busy.eq(self.busy), host.done.eq(self.done),
-                     self.memory_address.eq(host.address), self.memory_write_data.eq(host.write_data)]
+        host, run = self.host, self.run
+        idle = ~run.busy
+        m.d.comb += [host.busy.eq(run.busy), host.done.eq(run.done)]
         for target in self._memories:
+            memory = getattr(self.memory, target.name.lower())
             selected = idle & (host.target == target)
-            m.d.comb += [self.memory_write[target.name.lower()].eq(host.write & selected),
-                         self.memory_read[target.name.lower()].eq(host.read & selected)]
+            m.d.comb += [memory.address.eq(host.address), memory.write_data.eq(host.write_data),
+                         memory.write.eq(host.write & selected), memory.read.eq(host.read & selected)]
 
         # ---- START ---------------------------------------------------------------------------------------
         m.d.comb += [
-            self.start.eq(host.write & (host.target == HostTarget.CONTROL) & (host.address == ControlRegister.START)
-                          & idle),
-            self.layer_count.eq(host.write_data),
+            run.start.eq(host.write & (host.target == HostTarget.CONTROL) & (host.address == ControlRegister.START)
+                         & idle),
+            run.layer_count.eq(host.write_data),
         ]
 
         # ---- Descriptor table ----------------------------------------------------------------------------
-        layout = self.descriptor.shape()
+        layout = run.descriptor.shape()
         table = Array(Signal(layout, name=f"descriptor{index}") for index in range(self._max_layers))
-        m.d.comb += self.descriptor.eq(table[self.layer_index])
+        m.d.comb += run.descriptor.eq(table[run.layer_index])
         with m.If(host.write & idle & (host.target == HostTarget.DESCRIPTORS)):
-            m.d.sync += table[host.address[:len(self.layer_index)]].eq(host.write_data[:layout.size])
+            m.d.sync += table[host.address[:len(run.layer_index)]].eq(host.write_data[:layout.size])
 
         # ---- Performance counters ------------------------------------------------------------------------
         total_cycles = Signal(COUNTER_BITS)
         counters = [[Signal(COUNTER_BITS, name=f"layer{layer}_{counter.name.lower()}") for counter in LayerCounter]
                     for layer in range(self._max_layers)]
-        events = {LayerCounter.CYCLES: Const(1), LayerCounter.PRODUCT_CYCLES: self.events.issue,
-                  LayerCounter.STALL_CYCLES: self.events.stall, LayerCounter.DRAIN_CYCLES: self.events.draining}
-        with m.If(self.start):
+        events = {LayerCounter.CYCLES: Const(1), LayerCounter.PRODUCT_CYCLES: run.events.issue,
+                  LayerCounter.STALL_CYCLES: run.events.stall, LayerCounter.DRAIN_CYCLES: run.events.draining}
+        with m.If(run.start):
             m.d.sync += [total_cycles.eq(0)] + [counter.eq(0) for layer in counters for counter in layer]
-        with m.Elif(self.busy):
+        with m.Elif(run.busy):
             m.d.sync += total_cycles.eq(total_cycles + 1)
             for layer, layer_counters in enumerate(counters):
-                with m.If(self.layer_index == layer):
+                with m.If(run.layer_index == layer):
                     for kind, counter in zip(LayerCounter, layer_counters):
                         with m.If(events[kind]):
                             m.d.sync += counter.eq(counter + 1)
 
         # ---- Control registers, sampled on the read's cycle ----------------------------------------------
-        registers = {ControlRegister.STATUS: Cat(self.busy, self.done), ControlRegister.TOTAL_CYCLES: total_cycles}
+        registers = {ControlRegister.STATUS: Cat(run.busy, run.done), ControlRegister.TOTAL_CYCLES: total_cycles}
         registers.update({register: self.system_registers[register.name.lower()] for register in self._registers})
         registers.update({layer_counter_address(layer, kind): counter
                           for layer, layer_counters in enumerate(counters)
@@ -267,5 +254,5 @@ class HostControl(wiring.Component):
                 m.d.comb += host.read_data.payload.eq(read_control)
             for target in self._memories:
                 with m.Case(target):
-                    m.d.comb += host.read_data.payload.eq(self.memory_read_data[target.name.lower()])
+                    m.d.comb += host.read_data.payload.eq(getattr(self.memory, target.name.lower()).read_data)
         return m

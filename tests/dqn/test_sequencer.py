@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
 from nnaccel.hw.dqn.sequencer import PRODUCT_LAYOUT, LayerSequencer
-from nnaccel.hw.shared.host_control import COUNTER_EVENTS
+from nnaccel.hw.shared.run_control import COUNTER_EVENTS
 
 CONFIG = DqnConfig(modules=4, lanes=2, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
 

@@ -51,9 +51,9 @@ class Host:
         for name, value in (("write", write), ("read", read), ("target", int(target)), ("address", int(address)),
                             ("write_data", write_data)):
             ctx.set(getattr(host, name), value)
-        seen = {"start": ctx.get(control.start), "layer_count": ctx.get(control.layer_count),
-                "memory_write": {name: ctx.get(control.memory_write[name]) for name in ("ram_a", "ram_b")},
-                "memory_read": {name: ctx.get(control.memory_read[name]) for name in ("ram_a", "ram_b")}}
+        seen = {"start": ctx.get(control.run.start), "layer_count": ctx.get(control.run.layer_count),
+                "memory_write": {name: ctx.get(getattr(control.memory, name).write) for name in ("ram_a", "ram_b")},
+                "memory_read": {name: ctx.get(getattr(control.memory, name).read) for name in ("ram_a", "ram_b")}}
         await ctx.tick()
         ctx.set(host.write, 0)
         ctx.set(host.read, 0)
@@ -90,10 +90,10 @@ def test_start_counters_and_register_reads():
     async def process(ctx, control, host, results):
         seen = await host.request(write=1, target=HostTarget.CONTROL, address=ControlRegister.START, write_data=3)
         results["start"] = (seen["start"], seen["layer_count"])
-        ctx.set(control.busy, 1)
+        ctx.set(control.run.busy, 1)
         for cycle in range(cycles):
-            ctx.set(control.layer_index, int(layer_of[cycle]))
-            ctx.set(control.events, {"issue": int(events[cycle, 0]), "stall": int(events[cycle, 1]),
+            ctx.set(control.run.layer_index, int(layer_of[cycle]))
+            ctx.set(control.run.events, {"issue": int(events[cycle, 0]), "stall": int(events[cycle, 1]),
                                      "draining": int(events[cycle, 2])})
             if cycle == 10:    # START while busy: ignored, counting goes on
                 seen = await host.request(write=1, target=HostTarget.CONTROL, address=ControlRegister.START,
@@ -101,9 +101,9 @@ def test_start_counters_and_register_reads():
                 results["start_while_busy"] = seen["start"]
             else:
                 await ctx.tick()
-        ctx.set(control.busy, 0)
-        ctx.set(control.done, 1)
-        ctx.set(control.events, {"issue": 1, "stall": 1, "draining": 1})     # not counted: not busy
+        ctx.set(control.run.busy, 0)
+        ctx.set(control.run.done, 1)
+        ctx.set(control.run.events, {"issue": 1, "stall": 1, "draining": 1})     # not counted: not busy
         ctx.set(control.system_registers, {"answer": (1 << 40) - 3, "flags": 5})
         addresses = [ControlRegister.STATUS, ControlRegister.TOTAL_CYCLES, Register.ANSWER, Register.FLAGS]
         addresses += [layer_counter_address(layer, counter) for layer in range(MAX_LAYERS) for counter in LayerCounter]
@@ -123,11 +123,11 @@ def test_a_new_start_clears_the_counters():
     async def process(ctx, control, host, results):
         for run_cycles in (7, 3):
             await host.request(write=1, target=HostTarget.CONTROL, address=ControlRegister.START, write_data=1)
-            ctx.set(control.busy, 1)
-            ctx.set(control.layer_index, 1)
+            ctx.set(control.run.busy, 1)
+            ctx.set(control.run.layer_index, 1)
             for _ in range(run_cycles):
                 await ctx.tick()
-            ctx.set(control.busy, 0)
+            ctx.set(control.run.busy, 0)
             status = (await host.request(read=1, target=HostTarget.CONTROL, address=ControlRegister.STATUS))
             results.setdefault("totals", []).append([
                 (await host.request(read=1, target=HostTarget.CONTROL, address=address))["read_data"]
@@ -146,18 +146,20 @@ def test_descriptors_and_memories():
     async def process(ctx, control, host, results):
         for entry in range(MAX_LAYERS):
             await host.request(write=1, target=HostTarget.DESCRIPTORS, address=entry, write_data=(entry + 1) * 0x55)
-        ctx.set(control.busy, 1)
+        ctx.set(control.run.busy, 1)
         await host.request(write=1, target=HostTarget.DESCRIPTORS, address=1, write_data=0)      # ignored
         results["busy_write"] = await host.request(write=1, target=Memory.RAM_A, address=9, write_data=1)
         results["busy_read"] = (await host.request(read=1, target=Memory.RAM_B, address=9))["memory_read"]
-        ctx.set(control.busy, 0)
+        ctx.set(control.run.busy, 0)
         results["descriptors"] = []
         for entry in range(MAX_LAYERS):
-            ctx.set(control.layer_index, entry)
-            results["descriptors"].append(ctx.get(control.descriptor.as_value()))
+            ctx.set(control.run.layer_index, entry)
+            results["descriptors"].append(ctx.get(control.run.descriptor.as_value()))
         results["write_b"] = await host.request(write=1, target=Memory.RAM_B, address=77, write_data=0xABC)
-        results["address"] = (ctx.get(control.memory_address), ctx.get(control.memory_write_data))
-        ctx.set(control.memory_read_data, {"ram_a": 0xFFFF_0000_1234, "ram_b": 0xFED})
+        results["address"] = {name: (ctx.get(getattr(control.memory, name).address), ctx.get(getattr(control.memory, name).write_data))
+                              for name in ("ram_a", "ram_b")}
+        ctx.set(control.memory.ram_a.read_data, 0xFFFF_0000_1234)
+        ctx.set(control.memory.ram_b.read_data, 0xFED)
         results["read_a"] = await host.request(read=1, target=Memory.RAM_A, address=3)
         results["read_b"] = await host.request(read=1, target=Memory.RAM_B, address=4)
 
@@ -166,7 +168,7 @@ def test_descriptors_and_memories():
     assert results["descriptors"] == [(entry + 1) * 0x55 & mask for entry in range(MAX_LAYERS)]
     assert results["busy_write"]["memory_write"] == {"ram_a": 0, "ram_b": 0}
     assert results["busy_read"] == {"ram_a": 0, "ram_b": 0}
-    assert results["write_b"]["memory_write"] == {"ram_a": 0, "ram_b": 1} and results["address"] == (77, 0xABC)
+    assert results["write_b"]["memory_write"] == {"ram_a": 0, "ram_b": 1} and results["address"] == {"ram_a": (77, 0xABC), "ram_b": (77, 0xABC)}
     assert results["read_a"]["memory_read"] == {"ram_a": 1, "ram_b": 0}
     assert (results["read_a"]["read_data"], results["read_b"]["read_data"]) == (0xFFFF_0000_1234, 0xFED)
 
