@@ -6,6 +6,8 @@ so hardware and software never disagree on a width, a depth or an address.
 
 from dataclasses import dataclass
 
+from nnaccel.hw.shared.parameters import check_int
+
 __all__ = ["CapsNetConfig", "SMALL_CONFIG", "MULTIPLIER_STYLES", "OPERAND_BITS", "ACCUMULATOR_BITS", "SHIFT_BITS",
            "cyclone_v_dsp_blocks"]
 
@@ -19,11 +21,6 @@ MULTIPLIERS_PER_DSP_BLOCK = 3   # a Cyclone V variable-precision DSP block: thre
 def cyclone_v_dsp_blocks(multipliers):
     """Cyclone V DSP blocks that ``multipliers`` signed 8x8 multipliers take when each is a 9x9 DSP multiplier."""
     return -(-multipliers // MULTIPLIERS_PER_DSP_BLOCK)
-
-
-def _check_range(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -74,22 +71,22 @@ class CapsNetConfig:
     max_layers: int = 4
 
     def __post_init__(self):
-        _check_range("conv_modules", self.conv_modules, 1, 64)
-        _check_range("conv_lanes", self.conv_lanes, 1, 32)
-        _check_range("conv_rows", self.conv_rows, 1, 32)
+        check_int("conv_modules", self.conv_modules, 1, 64)
+        check_int("conv_lanes", self.conv_lanes, 1, 32)
+        check_int("conv_rows", self.conv_rows, 1, 32)
         if not isinstance(self.conv_tiled, bool):
             raise TypeError(f"conv_tiled must be a bool, not {self.conv_tiled!r}")
-        _check_range("matvec_lanes", self.matvec_lanes, 1, 64)
+        check_int("matvec_lanes", self.matvec_lanes, 1, 64)
         for name in ("conv_multipliers", "matvec_multipliers"):
             if getattr(self, name) not in MULTIPLIER_STYLES:
                 raise ValueError(f"{name} must be one of {MULTIPLIER_STYLES}, not {getattr(self, name)!r}")
-        _check_range("row_elements", self.row_elements, 1, 256)
-        _check_range("activation_depth", self.activation_depth, 2, 1 << 16)
-        _check_range("conv_weight_depth", self.conv_weight_depth, 2, 1 << 20)
-        _check_range("bias_depth", self.bias_depth, 2, 1 << 12)
-        _check_range("matvec_weight_depth", self.matvec_weight_depth, 2, 1 << 20)
-        _check_range("prediction_depth", self.prediction_depth, 2, 1 << 16)
-        _check_range("max_layers", self.max_layers, 1, 16)
+        check_int("row_elements", self.row_elements, 1, 256)
+        check_int("activation_depth", self.activation_depth, 2, 1 << 16)
+        check_int("conv_weight_depth", self.conv_weight_depth, 2, 1 << 20)
+        check_int("bias_depth", self.bias_depth, 2, 1 << 12)
+        check_int("matvec_weight_depth", self.matvec_weight_depth, 2, 1 << 20)
+        check_int("prediction_depth", self.prediction_depth, 2, 1 << 16)
+        check_int("max_layers", self.max_layers, 1, 16)
 
     @property
     def conv_macs(self):

@@ -13,6 +13,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.capsnet.config import ACCUMULATOR_BITS, MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["IntMatrixModule", "INT_MATRIX_MODULE_LATENCY", "multiply_int8", "operand_layout", "requantize"]
 
@@ -122,8 +123,7 @@ class IntMatrixModule(wiring.Component):
             raise ValueError(f"count_bits must be a positive integer, not {count_bits!r}")
         if not isinstance(requantized, bool):
             raise TypeError(f"requantized must be a bool, not {requantized!r}")
-        if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 64:
-            raise ValueError(f"rows must be an integer from 1 to 64, not {rows!r}")
+        check_int("rows", rows, 1, 64)
         self._rows = rows
         self._lanes = lanes
         self._multipliers = multipliers

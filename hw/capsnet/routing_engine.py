@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
 from nnaccel.hw.capsnet.int_matrix_module import multiply_int8, requantize
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["CapsNetRoutingEngine", "routing_sum_bits", "routing_length_bits", "routing_finish_cycles",
            "digit_caps_layout"]
@@ -79,8 +80,7 @@ class CapsNetRoutingEngine(wiring.Component):
 
     def __init__(self, *, classes=10, dims=16, max_capsules=1152, multipliers="dsp"):
         for name, value, high in (("classes", classes, 64), ("dims", dims, 64), ("max_capsules", max_capsules, 1 << 20)):
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
-                raise ValueError(f"{name} must be an integer from 1 to {high}, not {value!r}")
+            check_int(name, value, 1, high)
         if multipliers not in MULTIPLIER_STYLES:
             raise ValueError(f"multipliers must be one of {MULTIPLIER_STYLES}, not {multipliers!r}")
         self._classes, self._dims, self._max_capsules, self._multipliers = classes, dims, max_capsules, multipliers

@@ -3,15 +3,11 @@
 from dataclasses import dataclass
 
 from nnaccel.hw.capsnet.config import MULTIPLIER_STYLES, OPERAND_BITS, CapsNetConfig
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["CapsNetStreamConfig", "SMALL_STREAM_CONFIG", "BUS_BYTES"]
 
 BUS_BYTES = 4           # the Avalon port's 32-bit words
-
-
-def _check_range(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -62,35 +58,35 @@ class CapsNetStreamConfig:
     address_bits: int = 26
 
     def __post_init__(self):
-        _check_range("classes", self.classes, 1, 64)
-        _check_range("digit_dims", self.digit_dims, BUS_BYTES, 64)
+        check_int("classes", self.classes, 1, 64)
+        check_int("digit_dims", self.digit_dims, BUS_BYTES, 64)
         if self.digit_dims % BUS_BYTES:
             raise ValueError(f"digit_dims must be a multiple of {BUS_BYTES}, not {self.digit_dims!r}")
-        _check_range("primary_dims", self.primary_dims, 1, 64)
-        _check_range("grid", self.grid, 1, 64)
-        _check_range("row_bytes", self.row_bytes, BUS_BYTES, 256)
+        check_int("primary_dims", self.primary_dims, 1, 64)
+        check_int("grid", self.grid, 1, 64)
+        check_int("row_bytes", self.row_bytes, BUS_BYTES, 256)
         if self.row_bytes % BUS_BYTES or self.row_bytes < self.grid:
             raise ValueError(f"row_bytes must be a multiple of {BUS_BYTES} of at least grid ({self.grid}), "
                              f"not {self.row_bytes!r}")
-        _check_range("max_types", self.max_types, 1, 255)
+        check_int("max_types", self.max_types, 1, 255)
         if self.multipliers not in MULTIPLIER_STYLES:
             raise ValueError(f"multipliers must be one of {MULTIPLIER_STYLES}, not {self.multipliers!r}")
-        _check_range("address_bits", self.address_bits, 16, 32)
-        _check_range("conv_modules", self.conv_modules, 1, 64)
+        check_int("address_bits", self.address_bits, 16, 32)
+        check_int("conv_modules", self.conv_modules, 1, 64)
         if self.conv_modules % BUS_BYTES:
             raise ValueError(f"conv_modules must be a multiple of {BUS_BYTES} (a kernel word is whole bus words), "
                              f"not {self.conv_modules!r}")
-        _check_range("conv_lanes", self.conv_lanes, 1, 32)
-        _check_range("conv_rows", self.conv_rows, 1, 32)
+        check_int("conv_lanes", self.conv_lanes, 1, 32)
+        check_int("conv_rows", self.conv_rows, 1, 32)
         if self.conv_multipliers not in MULTIPLIER_STYLES:
             raise ValueError(f"conv_multipliers must be one of {MULTIPLIER_STYLES}, not {self.conv_multipliers!r}")
-        _check_range("conv_row_bytes", self.conv_row_bytes, BUS_BYTES, 256)
+        check_int("conv_row_bytes", self.conv_row_bytes, BUS_BYTES, 256)
         if self.conv_row_bytes % BUS_BYTES or self.conv_row_bytes < self.row_bytes:
             raise ValueError(f"conv_row_bytes must be a multiple of {BUS_BYTES} of at least row_bytes "
                              f"({self.row_bytes}), not {self.conv_row_bytes!r}")
-        _check_range("max_map_rows", self.max_map_rows, 1, 1024)
-        _check_range("max_kernel_words", self.max_kernel_words, 1, 1024)
-        _check_range("max_blocks", self.max_blocks, 1, 256)
+        check_int("max_map_rows", self.max_map_rows, 1, 1024)
+        check_int("max_kernel_words", self.max_kernel_words, 1, 1024)
+        check_int("max_blocks", self.max_blocks, 1, 256)
 
     @property
     def max_capsules(self):

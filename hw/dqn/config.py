@@ -7,14 +7,9 @@ software never disagree on a width, a depth or an address.
 from dataclasses import dataclass, field
 
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["DqnConfig", "REDUCED_CONFIG"]
-
-
-def _check_range(name, value, low, high=None):
-    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
-        bounds = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {bounds}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -48,18 +43,18 @@ class DqnConfig:
     max_layers: int = 8
 
     def __post_init__(self):
-        _check_range("modules", self.modules, 1, 64)
+        check_int("modules", self.modules, 1, 64)
         if self.modules & (self.modules - 1):
             raise ValueError(f"modules must be a power of two, not {self.modules!r}")
-        _check_range("lanes", self.lanes, 1, 64)
+        check_int("lanes", self.lanes, 1, 64)
         if not isinstance(self.fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
-        _check_range("multiplier_latency", self.multiplier_latency, 0, 8)
-        _check_range("adder_latency", self.adder_latency, 0, 8)
-        _check_range("row_elements", self.row_elements, 1, 1024)
-        _check_range("activation_depth", self.activation_depth, 2, 1 << 16)
-        _check_range("weight_depth", self.weight_depth, 2, 1 << 20)
-        _check_range("max_layers", self.max_layers, 1, 64)
+        check_int("multiplier_latency", self.multiplier_latency, 0, 8)
+        check_int("adder_latency", self.adder_latency, 0, 8)
+        check_int("row_elements", self.row_elements, 1, 1024)
+        check_int("activation_depth", self.activation_depth, 2, 1 << 16)
+        check_int("weight_depth", self.weight_depth, 2, 1 << 20)
+        check_int("max_layers", self.max_layers, 1, 64)
 
     @property
     def macs(self):

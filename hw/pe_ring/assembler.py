@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from nnaccel.hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, Index, Opcode, Source, encode
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["AssemblerError", "Program", "RingAssembler"]
 
@@ -57,10 +58,8 @@ class RingAssembler:
     """Assembles programs for a ring with ``registers`` registers per PE and ``lm_depth`` words of local memory."""
 
     def __init__(self, *, registers=8, lm_depth=1024):
-        if not isinstance(registers, int) or not 1 <= registers <= MAX_REGISTERS:
-            raise ValueError(f"registers must be an integer from 1 to {MAX_REGISTERS}, not {registers!r}")
-        if not isinstance(lm_depth, int) or not 2 <= lm_depth <= (1 << ADDR_BITS):
-            raise ValueError(f"lm_depth must be an integer from 2 to {1 << ADDR_BITS}, not {lm_depth!r}")
+        check_int("registers", registers, 1, MAX_REGISTERS)
+        check_int("lm_depth", lm_depth, 2, 1 << ADDR_BITS)
         self._registers = registers
         self._lm_depth = lm_depth
 

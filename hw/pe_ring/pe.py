@@ -10,6 +10,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.fixed_point import AluOp, FixedPointALU
+from nnaccel.hw.shared.parameters import check_int
 from nnaccel.hw.pe_ring.pwl_activation import PWLActivation, PWLTable
 from nnaccel.hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, InstructionLayout, Opcode, Source
 
@@ -24,8 +25,7 @@ def check_lm_depth(lm_depth):
 
 
 def check_registers(registers):
-    if not isinstance(registers, int) or isinstance(registers, bool) or not 1 <= registers <= MAX_REGISTERS:
-        raise ValueError(f"registers must be an integer from 1 to {MAX_REGISTERS}, not {registers!r}")
+    check_int("registers", registers, 1, MAX_REGISTERS)
 
 
 class ProcessingElement(wiring.Component):

@@ -20,6 +20,7 @@ from amaranth.lib.wiring import In, Out
 from nnaccel.hw.pe_ring.pe import ProcessingElement, check_lm_depth, check_registers
 from nnaccel.hw.pe_ring.pwl_activation import PWLTable
 from nnaccel.hw.pe_ring.isa import ADDR_BITS, PE_OPCODES, WORD_BITS, Index, InstructionLayout, Opcode
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["PERing"]
 
@@ -44,8 +45,7 @@ class PERing(wiring.Component):
     """
 
     def __init__(self, *, pes=4, table, registers=8, lm_depth=1024, program_depth=1024):
-        if not isinstance(pes, int) or isinstance(pes, bool) or not 4 <= pes <= 64:
-            raise ValueError(f"pes must be an integer from 4 to 64, not {pes!r}")
+        check_int("pes", pes, 4, 64)
         if not isinstance(table, PWLTable):
             raise TypeError(f"table must be a PWLTable, not {table!r}")
         check_registers(registers)

@@ -4,28 +4,25 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.parameters import check_int
+
 __all__ = ["AvalonMMSignature", "AvalonBurstMaster", "avalon_command_layout", "avalon_write_layout",
            "check_burst_master_parameters"]
-
-
-def _check_integer(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
 
 
 def check_burst_master_parameters(*, data_bits, address_bits, max_burst, words_bits, fifo_depth):
     """Check :class:`AvalonBurstMaster`'s parameters (``ValueError`` naming the bad one); returns the FIFO depth
     (``2 * max_burst`` when ``fifo_depth`` is None)."""
-    _check_integer("data_bits", data_bits, 8, 1024)
+    check_int("data_bits", data_bits, 8, 1024)
     if data_bits & (data_bits - 1):
         raise ValueError(f"data_bits must be a power of two, not {data_bits!r}")
-    _check_integer("address_bits", address_bits, 1, 64)
-    _check_integer("max_burst", max_burst, 1, 1 << 11)
+    check_int("address_bits", address_bits, 1, 64)
+    check_int("max_burst", max_burst, 1, 1 << 11)
     if max_burst & (max_burst - 1):
         raise ValueError(f"max_burst must be a power of two (Avalon burstcount), not {max_burst!r}")
-    _check_integer("words_bits", words_bits, 1, 32)
+    check_int("words_bits", words_bits, 1, 32)
     fifo_depth = 2 * max_burst if fifo_depth is None else fifo_depth
-    _check_integer("fifo_depth", fifo_depth, max_burst, 1 << 16)
+    check_int("fifo_depth", fifo_depth, max_burst, 1 << 16)
     return fifo_depth
 
 

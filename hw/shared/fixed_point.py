@@ -39,6 +39,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.parameters import check_int
+
 __all__ = ["OVERFLOW_MODES", "QFormat", "saturate", "round_half_up", "fx_add", "fx_sub", "fx_mul", "fx_mac",
            "AluOp", "FixedPointALU"]
 
@@ -57,8 +59,7 @@ class QFormat:
     signed: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.width, int) or isinstance(self.width, bool) or not 2 <= self.width <= 64:
-            raise ValueError(f"width must be an integer from 2 to 64, not {self.width!r}")
+        check_int("width", self.width, 2, 64)
         if (not isinstance(self.frac_bits, int) or isinstance(self.frac_bits, bool)
                 or not 0 <= self.frac_bits < self.width):
             raise ValueError(f"frac_bits must be an integer from 0 to width - 1 = {self.width - 1}, "

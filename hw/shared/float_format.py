@@ -10,6 +10,8 @@ whose result is NaN returns exactly this pattern, whatever the NaN operands were
 
 from amaranth.lib import data
 
+from nnaccel.hw.shared.parameters import check_int
+
 __all__ = ["FloatFormat", "BINARY32", "BINARY16", "BFLOAT16", "PRESETS", "float_format"]
 
 
@@ -28,14 +30,8 @@ class FloatFormat:
     MAX_MANTISSA_BITS = 30
 
     def __init__(self, *, exponent_bits, mantissa_bits):
-        if (not isinstance(exponent_bits, int) or isinstance(exponent_bits, bool)
-                or not 2 <= exponent_bits <= self.MAX_EXPONENT_BITS):
-            raise ValueError(f"exponent_bits must be an integer from 2 to {self.MAX_EXPONENT_BITS}, "
-                             f"not {exponent_bits!r}")
-        if (not isinstance(mantissa_bits, int) or isinstance(mantissa_bits, bool)
-                or not 1 <= mantissa_bits <= self.MAX_MANTISSA_BITS):
-            raise ValueError(f"mantissa_bits must be an integer from 1 to {self.MAX_MANTISSA_BITS}, "
-                             f"not {mantissa_bits!r}")
+        check_int("exponent_bits", exponent_bits, 2, self.MAX_EXPONENT_BITS)
+        check_int("mantissa_bits", mantissa_bits, 1, self.MAX_MANTISSA_BITS)
         self._exponent_bits = exponent_bits
         self._mantissa_bits = mantissa_bits
 

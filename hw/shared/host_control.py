@@ -28,6 +28,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
+from nnaccel.hw.shared.parameters import check_int
 from nnaccel.hw.shared.run_control import COUNTER_EVENTS, HostMemorySignature, RunSignature
 
 __all__ = ["HostControl", "HostTarget", "MemoryTarget", "ControlRegister", "SystemRegister", "LayerCounter",
@@ -147,8 +148,7 @@ class HostControl(wiring.Component):
     def __init__(self, *, data_bits, max_layers, descriptor_layout, memories, registers=None):
         registers = {} if registers is None else registers
         most_layers = ((1 << ADDRESS_BITS) - LAYER_COUNTER_BASE) // COUNTERS_PER_LAYER
-        if not isinstance(max_layers, int) or isinstance(max_layers, bool) or not 1 <= max_layers <= most_layers:
-            raise ValueError(f"max_layers must be an integer from 1 to {most_layers}, not {max_layers!r}")
+        check_int("max_layers", max_layers, 1, most_layers)
         if not isinstance(descriptor_layout, data.Layout):
             raise TypeError(f"descriptor_layout must be a data.Layout, not {descriptor_layout!r}")
         port = HostPortSignature(data_bits=data_bits)

@@ -5,6 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["TilePort", "tile_command_layout"]
 
@@ -53,8 +54,7 @@ class TilePort(wiring.Component):
                  fifo_depth=None):
         if not isinstance(ram_bits, int) or isinstance(ram_bits, bool) or ram_bits < data_bits or ram_bits % data_bits:
             raise ValueError(f"ram_bits must be a positive multiple of data_bits ({data_bits}), not {ram_bits!r}")
-        if not isinstance(ram_address_bits, int) or isinstance(ram_address_bits, bool) or not 1 <= ram_address_bits <= 32:
-            raise ValueError(f"ram_address_bits must be an integer from 1 to 32, not {ram_address_bits!r}")
+        check_int("ram_address_bits", ram_address_bits, 1, 32)
         self._master_parameters = {"data_bits": data_bits, "address_bits": address_bits, "max_burst": max_burst,
                                    "words_bits": beats_bits}
         self._master_parameters["fifo_depth"] = check_burst_master_parameters(**self._master_parameters,

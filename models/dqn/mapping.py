@@ -23,6 +23,8 @@ gives the compiler's own choice (the thesis' mapping plus the K-splits that pay)
 
 from dataclasses import dataclass
 
+from nnaccel.hw.shared.parameters import check_int
+
 __all__ = ["Segment", "LayerMapping", "DqnMapping"]
 
 
@@ -32,11 +34,6 @@ def _items(items, kind, what):
     if not items or not all(isinstance(item, kind) for item in items):
         raise ValueError(f"{what}, not {items!r}")
     return items
-
-
-def _check_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -51,10 +48,10 @@ class Segment:
     split: int = 1
 
     def __post_init__(self):
-        _check_int("segment first", self.first, 0)
-        _check_int("segment count", self.count, 1)
-        _check_int("segment column_blocks", self.column_blocks, 1)
-        _check_int("segment split", self.split, 1)
+        check_int("segment first", self.first, 0)
+        check_int("segment count", self.count, 1)
+        check_int("segment column_blocks", self.column_blocks, 1)
+        check_int("segment split", self.split, 1)
 
     @property
     def last(self):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nnaccel.hw.shared.parameters import check_int
 from nnaccel.models.shared.input_files import InputError, check_batch, load_arrays, require_keys
 
 MAX_ACTIONS = 32
@@ -71,8 +72,7 @@ class DenseLayer:
 
 def dqn_layers(actions=18):
     """The four layers of the thesis' network for ``actions`` outputs (1..32)."""
-    if not isinstance(actions, int) or not 1 <= actions <= MAX_ACTIONS:
-        raise ValueError(f"actions must be an integer from 1 to {MAX_ACTIONS}, not {actions!r}")
+    check_int("actions", actions, 1, MAX_ACTIONS)
     return (ConvLayer("CONV_1", 4, 84, 16, 8, 4),
             ConvLayer("CONV_2", 16, 20, 32, 4, 2),
             DenseLayer("FC_1", 32 * 9 * 9, 256),

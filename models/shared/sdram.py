@@ -32,16 +32,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nnaccel.hw.shared.parameters import check_int
+
 __all__ = ["SdramTiming", "SdramStatistics", "SdramModel", "DE1_SOC_SDRAM", "sustained_read_bytes_per_cycle"]
 
 
-def _check_positive(name, value, minimum=1):
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
-
-
 def _check_power_of_two(name, value):
-    _check_positive(name, value)
+    check_int(name, value, 1)
     if value & (value - 1):
         raise ValueError(f"{name} must be a power of two, not {value!r}")
 
@@ -96,15 +93,15 @@ class SdramTiming:
     def __post_init__(self):
         if not isinstance(self.clock_mhz, (int, float)) or isinstance(self.clock_mhz, bool) or self.clock_mhz <= 0:
             raise ValueError(f"clock_mhz must be a positive number, not {self.clock_mhz!r}")
-        _check_positive("data_bits", self.data_bits, 8)
+        check_int("data_bits", self.data_bits, 8)
         if self.data_bits % 8:
             raise ValueError(f"data_bits must be a multiple of 8, not {self.data_bits!r}")
         for name in ("banks", "rows", "columns"):
             _check_power_of_two(name, getattr(self, name))
         for name in ("cas_latency", "trcd", "trp", "tras", "trfc", "refresh_interval", "queue_depth"):
-            _check_positive(name, getattr(self, name))
+            check_int(name, getattr(self, name), 1)
         for name in ("twr", "command_latency", "read_return_cycles"):
-            _check_positive(name, getattr(self, name), 0)
+            check_int(name, getattr(self, name), 0)
         if self.refresh_interval <= self.trp + self.trfc:
             raise ValueError(f"refresh_interval ({self.refresh_interval}) must exceed trp + trfc "
                              f"({self.trp + self.trfc}): the SDRAM would do nothing but refresh")
@@ -183,7 +180,7 @@ class SdramModel:
         timing = self.timing
         if not isinstance(timing, SdramTiming):
             raise TypeError(f"timing must be an SdramTiming, not {timing!r}")
-        _check_positive("port_bits", self.port_bits, timing.data_bits)
+        check_int("port_bits", self.port_bits, timing.data_bits)
         if self.port_bits % timing.data_bits or self.port_bits > 8 * timing.row_bytes:
             raise ValueError(f"port_bits must be a multiple of the SDRAM's {timing.data_bits} bits up to a row, "
                              f"not {self.port_bits!r}")

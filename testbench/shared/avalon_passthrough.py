@@ -6,6 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.avalon_master import AvalonMMSignature
+from nnaccel.hw.shared.parameters import check_int
 
 __all__ = ["AvalonPassthrough"]
 
@@ -20,8 +21,7 @@ class AvalonPassthrough(wiring.Component):
     def __init__(self, *, data_bits=32, address_bits=26, burstcount_bits=8):
         for name, value, low, high in (("data_bits", data_bits, 8, 1024), ("address_bits", address_bits, 1, 64),
                                        ("burstcount_bits", burstcount_bits, 1, 32)):
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+            check_int(name, value, low, high)
         self._params = (data_bits, address_bits, burstcount_bits)
         signature = AvalonMMSignature(data_bits=data_bits, address_bits=address_bits, burstcount_bits=burstcount_bits)
         super().__init__({"host": In(signature), "avalon": Out(signature), "accepted": Out(32)})

@@ -1,0 +1,22 @@
+import pytest
+
+from nnaccel.hw.shared.parameters import check_int
+
+
+@pytest.mark.parametrize("value, low, high, message", [
+    (0, 1, 8, "width must be an integer from 1 to 8, not 0"),
+    (9, 1, 8, "width must be an integer from 1 to 8, not 9"),
+    (4.0, 1, 8, "width must be an integer from 1 to 8, not 4.0"),
+    (True, 0, 8, "width must be an integer from 0 to 8, not True"),
+    ("4", 1, None, "width must be an integer >= 1, not '4'"),
+    (-1, 0, None, "width must be an integer >= 0, not -1"),
+])
+def test_check_int_rejects_with_one_message_format(value, low, high, message):
+    with pytest.raises(ValueError) as raised:
+        check_int("width", value, low, high)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("value, low, high", [(1, 1, 8), (8, 1, 8), (1 << 40, 0, None)])
+def test_check_int_returns_values_in_range(value, low, high):
+    assert check_int("width", value, low, high) == value
