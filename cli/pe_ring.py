@@ -102,10 +102,7 @@ def cycle_rows():
             busy = _cycles(ebp.forward_program(layout), layout, Q5_10)
             # one sample: the epoch program minus its prologue (4), loop branch (1), epilogue (2) and halt
             step = _cycles(ebp.ring_program(layout), layout, Q5_10) - 9
-            layers = ((shape[0], shape[1]), (shape[1], shape[2]))
-            table1 = sum(ebp.table1_cycles(_ceil(inputs, pes) * pes, 0, nodes, pes)[0] for inputs, nodes in layers)
-            table1_step = sum(ebp.table1_cycles(_ceil(inputs, pes) * pes, 7 * (_ceil(inputs, pes) * pes + 1) + 2,
-                                                nodes, pes)[2] for inputs, nodes in layers)
+            table1, table1_step = ebp.table1_layer_cycles(layout, 0), ebp.table1_layer_cycles(layout, 2)
             compute = busy - 2
             print(f"{'x'.join(map(str, shape)):8} {pes:>3} {busy:>7} {compute:>10} {compute / CLOCK_MHZ:>10.2f} "
                   f"{PAPER_FORWARD_US[shape]:>8} {table1:>9} {step:>10} {step / CLOCK_MHZ:>7.2f} {table1_step:>11}")
@@ -115,10 +112,6 @@ def cycle_rows():
                          "train_step_cycles": step, "train_step_us": step / CLOCK_MHZ,
                          "table1_train_step_cycles": table1_step})
     return rows
-
-
-def _ceil(a, b):
-    return -(-a // b)
 
 
 def ring_capacity(inputs, hidden, pes=DATA_PES):
@@ -195,15 +188,16 @@ def train(data, *, hidden, pes, samples, epochs, eta, alpha, seed=0, rtl=False):
 
 
 def _train_on_rtl(layout, table, words, lm, golden_params, epochs):
+    from nnaccel.hw.pe_ring.config import RingConfig
     from nnaccel.hw.pe_ring.ring import PERing
     from nnaccel.testbench.pe_ring.host import run_on_ring
 
     pes = layout.pes
     program_depth = max(1024, 1 << (len(words) - 1).bit_length())      # 1024 and 2048: the builds tests use
-    ring = PERing(pes=pes, table=table, lm_depth=LM_DEPTH, program_depth=program_depth)
+    ring = PERing(config=RingConfig(table=table, pes=pes, lm_depth=LM_DEPTH, program_depth=program_depth))
     reads = [(p, a) for p in range(pes) for a in range(layout.data)]
     with progress("epochs"):
-        run = run_on_ring(ring, words, lm, reads, runs=epochs)
+        run = run_on_ring(ring, words, lm, reads, starts=epochs)
     image = np.zeros_like(lm)
     for (p, a), value in run.lm.items():
         image[p, a] = value

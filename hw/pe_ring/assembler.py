@@ -23,6 +23,7 @@ two different memory addresses in one instruction, unknown or repeated labels.
 import re
 from dataclasses import dataclass
 
+from nnaccel.hw.pe_ring.config import check_registers
 from nnaccel.hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, Index, Opcode, Source, encode
 from nnaccel.hw.shared.parameters import check_int
 
@@ -58,7 +59,7 @@ class RingAssembler:
     """Assembles programs for a ring with ``registers`` registers per PE and ``lm_depth`` words of local memory."""
 
     def __init__(self, *, registers=8, lm_depth=1024):
-        check_int("registers", registers, 1, MAX_REGISTERS)
+        check_registers(registers)
         check_int("lm_depth", lm_depth, 2, 1 << ADDR_BITS)
         self._registers = registers
         self._lm_depth = lm_depth

@@ -4,43 +4,38 @@ The PE is the execute stage of the ring's pipeline: the ring controller broadcas
 instruction (:mod:`hw.pe_ring.isa`) and the local-memory addresses, every PE executes it on its own data.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.pe_ring.config import RingConfig
+from nnaccel.hw.pe_ring.isa import Dest, Opcode, Source
+from nnaccel.hw.pe_ring.pwl_activation import PWLActivation
+from nnaccel.hw.pe_ring.signatures import IssueSignature, RingLinkSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 from nnaccel.hw.shared.fixed_point import AluOp, FixedPointALU
-from nnaccel.hw.shared.parameters import check_int
-from nnaccel.hw.pe_ring.pwl_activation import PWLActivation, PWLTable
-from nnaccel.hw.pe_ring.isa import ADDR_BITS, MAX_REGISTERS, Dest, InstructionLayout, Opcode, Source
 
 __all__ = ["ProcessingElement"]
 
 _ALU_OPS = {Opcode.ADD: AluOp.ADD, Opcode.SUB: AluOp.SUB, Opcode.MUL: AluOp.MUL, Opcode.MAC: AluOp.MAC}
 
 
-def check_lm_depth(lm_depth):
-    if not isinstance(lm_depth, int) or lm_depth < 16 or lm_depth > (1 << ADDR_BITS) or lm_depth & (lm_depth - 1):
-        raise ValueError(f"lm_depth must be a power of two from 16 to {1 << ADDR_BITS}, not {lm_depth!r}")
-
-
-def check_registers(registers):
-    check_int("registers", registers, 1, MAX_REGISTERS)
-
-
 class ProcessingElement(wiring.Component):
-    """A PE: ``registers`` registers, ``lm_depth`` words of local memory (LM), data in ``table.fmt``.
+    """A PE of a ring of :class:`~hw.pe_ring.config.RingConfig` ``config``: ``config.registers`` registers,
+    ``config.lm_depth`` words of local memory (LM), data in ``config.fmt``.
 
     Ports (the paper's four, plus the instruction bus):
 
-    * instruction bus: ``opcode``, ``dst``, ``a``, ``b``, ``c`` (fields of :mod:`hw.pe_ring.isa`),
-      ``valid`` (execute this cycle), ``sra`` (the ring moves this cycle), ``read_addr`` (LM address
-      of the *next* instruction: the LM read is synchronous), ``write_addr`` (LM address of this one);
-    * data in / data out: ``data_in`` (the left neighbour's ``data_out``), ``data_out`` (the ring
-      register ``x``);
-    * memory port: ``mem_we``, ``mem_wdata`` (write at ``write_addr``), ``mem_rdata`` (the word at the
-      previous cycle's ``read_addr``), the host's access to the LM while the ring is idle;
-    * result: ``result``, the register written by destination ``res``.
+    * ``issue``: In(:class:`~hw.pe_ring.signatures.IssueSignature`), the sequencer's broadcast: the instruction,
+      ``valid`` (execute it this cycle), ``sra`` (the ring moves this cycle), ``read_address`` (LM address of the
+      *next* instruction: the LM read is synchronous), ``write_address`` (LM address of this one), ``busy``;
+    * data in / data out: ``left`` (In :class:`~hw.pe_ring.signatures.RingLinkSignature`, the left neighbour's
+      ring register), ``right`` (Out, this PE's ring register ``x``);
+    * ``memory``: In(:class:`~hw.shared.dual_port_buffer.BufferPortSignature` of ``fmt.width`` x ``lm_depth``),
+      the host's access to the LM while ``issue.busy`` is low: a write at ``address``, or ``read_data`` the word
+      at the ``address`` of the previous cycle's ``read_enable``;
+    * ``result``: Out(fmt.shape), the register written by destination ``res``.
 
     Timing: every instruction executes in one cycle (operands read, result written at the clock
     edge), one instruction per cycle; ``act`` writes its register one cycle later (the PWL unit's
@@ -51,49 +46,39 @@ class ProcessingElement(wiring.Component):
     `nnaccel synth pe_ring`); registers and multiplexers ALMs.
     """
 
-    def __init__(self, *, table, registers=8, lm_depth=1024):
-        if not isinstance(table, PWLTable):
-            raise TypeError(f"table must be a PWLTable, not {table!r}")
-        check_registers(registers)
-        check_lm_depth(lm_depth)
-        self._table, self._registers, self._lm_depth = table, registers, lm_depth
-        fmt = table.fmt
-        address = range(lm_depth)
+    def __init__(self, *, config):
+        if not isinstance(config, RingConfig):
+            raise TypeError(f"config must be a RingConfig, not {config!r}")
+        self._config = config
+        fmt = config.fmt
         super().__init__({
-            "opcode": In(Opcode), **{field: In(InstructionLayout[field].shape) for field in ("dst", "a", "b", "c")},
-            "valid": In(1), "sra": In(1), "read_addr": In(address), "write_addr": In(address),
-            "data_in": In(fmt.shape), "data_out": Out(fmt.shape),
-            "mem_we": In(1), "mem_wdata": In(fmt.shape), "mem_rdata": Out(fmt.shape),
+            "issue": In(IssueSignature(lm_depth=config.lm_depth)),
+            "left": In(RingLinkSignature(fmt.shape)), "right": Out(RingLinkSignature(fmt.shape)),
+            "memory": In(BufferPortSignature(width=fmt.width, depth=config.lm_depth)),
             "result": Out(fmt.shape),
         })
 
     @property
-    def table(self):
-        return self._table
-
-    @property
-    def fmt(self):
-        return self._table.fmt
-
-    @property
-    def registers(self):
-        return self._registers
-
-    @property
-    def lm_depth(self):
-        return self._lm_depth
+    def config(self):
+        return self._config
 
     def elaborate(self, platform):
         m = Module()
-        fmt = self.fmt
+        config, issue, host = self._config, self.issue, self.memory
+        fmt = config.fmt
+        instruction = issue.instruction
         m.submodules.alu = alu = FixedPointALU(fmt=fmt)
-        m.submodules.pwl = pwl = PWLActivation(table=self._table)
-        m.submodules.lm = lm = Memory(shape=fmt.shape, depth=self._lm_depth, init=[])
+        m.submodules.pwl = pwl = PWLActivation(table=config.table)
+        m.submodules.lm = lm = Memory(shape=fmt.shape, depth=config.lm_depth, init=[])
         lm_write = lm.write_port()
         lm_read = lm.read_port(transparent_for=(lm_write,))
-        registers = [Signal(fmt.shape, name=f"r{i}") for i in range(self._registers)]
-        ring = self.data_out
-        m.d.comb += [lm_read.addr.eq(self.read_addr), self.mem_rdata.eq(lm_read.data)]
+        registers = [Signal(fmt.shape, name=f"r{i}") for i in range(config.registers)]
+        ring = self.right.data
+
+        # ---- Local memory: the instruction stream's while a program runs, the host's otherwise --------------
+        m.d.comb += [lm_read.addr.eq(Mux(issue.busy, issue.read_address, host.address)),
+                     lm_read.en.eq(issue.busy | host.read_enable), host.read_data.eq(lm_read.data),
+                     lm_write.addr.eq(Mux(issue.busy, issue.write_address, host.address))]
 
         # ---- Operands ----------------------------------------------------------------------
         def operand(select, name):
@@ -105,29 +90,29 @@ class ProcessingElement(wiring.Component):
                 with m.Case(Source.X):
                     m.d.comb += value.eq(ring)
                 with m.Case(Source.IN):
-                    m.d.comb += value.eq(self.data_in)
+                    m.d.comb += value.eq(self.left.data)
                 with m.Case(Source.MEM):
                     m.d.comb += value.eq(lm_read.data)
                 with m.Default():       # Source.ZERO, and register numbers beyond the file
                     m.d.comb += value.eq(0)
             return value
 
-        m.d.comb += [alu.a.eq(operand(self.a, "operand_a")), alu.b.eq(operand(self.b, "operand_b")),
-                     alu.c.eq(operand(self.c, "operand_c"))]
+        m.d.comb += [alu.a.eq(operand(instruction.a, "operand_a")), alu.b.eq(operand(instruction.b, "operand_b")),
+                     alu.c.eq(operand(instruction.c, "operand_c"))]
         arithmetic, activation = Signal(), Signal()
-        with m.Switch(self.opcode):
+        with m.Switch(instruction.opcode):
             for opcode, alu_op in _ALU_OPS.items():
                 with m.Case(opcode):
-                    m.d.comb += [alu.op.eq(alu_op), arithmetic.eq(self.valid)]
+                    m.d.comb += [alu.op.eq(alu_op), arithmetic.eq(issue.valid)]
             with m.Case(Opcode.ACT):
-                m.d.comb += activation.eq(self.valid)
+                m.d.comb += activation.eq(issue.valid)
             with m.Default():
                 pass
 
         # ---- Write back the ALU result -----------------------------------------------------
         writes_ring = Signal()
         with m.If(arithmetic):
-            with m.Switch(self.dst):
+            with m.Switch(instruction.dst):
                 for number, register in enumerate(registers):
                     with m.Case(number):
                         m.d.sync += register.eq(alu.y)
@@ -139,20 +124,20 @@ class ProcessingElement(wiring.Component):
                     m.d.comb += writes_ring.eq(1)
                 with m.Default():
                     pass
-        with m.Elif(self.mem_we):
-            m.d.comb += [lm_write.en.eq(1), lm_write.data.eq(self.mem_wdata)]
-        m.d.comb += lm_write.addr.eq(self.write_addr)
+        with m.Elif(host.write_enable):
+            m.d.comb += [lm_write.en.eq(1), lm_write.data.eq(host.write_data)]
 
         # ---- Ring register: written, or moved along in SRA mode ------------------------------
         with m.If(writes_ring):
             m.d.sync += ring.eq(alu.y)
-        with m.Elif(self.valid & self.sra):
-            m.d.sync += ring.eq(self.data_in)
+        with m.Elif(issue.valid & issue.sra):
+            m.d.sync += ring.eq(self.left.data)
 
         # ---- Activation: PWL latency 1, the register is written one cycle later -------------
-        act_dst = Signal.like(self.dst)
+        act_dst = Signal.like(instruction.dst)
+        # The PWL unit's input stream is operand a, valid when an `act` executes (a decode, not a plain connection).
         m.d.comb += [pwl.x.payload.eq(alu.a), pwl.x.valid.eq(activation)]
-        m.d.sync += act_dst.eq(self.dst)
+        m.d.sync += act_dst.eq(instruction.dst)
         with m.If(pwl.y.valid):
             with m.Switch(act_dst):
                 for number, register in enumerate(registers):

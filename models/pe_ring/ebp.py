@@ -32,9 +32,9 @@ from nnaccel.models.shared import fixed_point as fx
 from nnaccel.models.pe_ring import pwl
 
 __all__ = ["EBPLayout", "ring_program", "forward_program", "initial_lm", "read_weights",
-           "FixedPointEBP", "FloatEBP", "table1_cycles"]
+           "FixedPointEBP", "FloatEBP", "table1_cycles", "table1_layer_cycles"]
 
-_REGISTERS = 8          # r0 alpha, r1 net, r2 O, r3/r5/r6 temporaries, r4 delta or eta*delta, r7 loss
+# The programs use 8 registers: r0 alpha, r1 net, r2 O, r3/r5/r6 temporaries, r4 delta or eta*delta, r7 loss.
 
 
 def _ceil(a, b):
@@ -447,3 +447,15 @@ def table1_cycles(n_sra, n_simd, nodes, pes):
     """The paper's Table 1: (SRA, SIMD, SRA+SIMD) computation time of one layer in cycles."""
     passes = _ceil(nodes, pes)
     return (n_sra + (n_sra - 1)) * passes, n_simd * passes, (n_simd + n_sra + (n_sra - 1)) * passes
+
+
+def table1_layer_cycles(layout, column):
+    """Table 1's ``column`` (0 SRA, 1 SIMD, 2 SRA+SIMD) summed over both layers of ``layout``'s network, with
+    n_sra = the MAC instructions per node (laps x N) and, for the SIMD rows, n_simd = the update instructions per
+    node (7 per weight and bias, 2 for eta * delta) as :func:`ring_program` issues them."""
+    total = 0
+    for inputs, nodes in ((layout.inputs, layout.hidden), (layout.hidden, layout.outputs)):
+        n_sra = _ceil(inputs, layout.pes) * layout.pes
+        n_simd = 7 * (n_sra + 1) + 2 if column else 0
+        total += table1_cycles(n_sra, n_simd, nodes, layout.pes)[column]
+    return total

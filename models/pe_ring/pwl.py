@@ -11,8 +11,8 @@ import numpy as np
 from nnaccel.hw.pe_ring.pwl_activation import PWLTable
 from nnaccel.models.shared import fixed_point as fx
 
-__all__ = ["FUNCTIONS", "DEFAULT_RANGES", "make_table", "sigmoid_table", "tanh_table", "gaussian_table",
-           "evaluate", "error_statistics", "error_table"]
+__all__ = ["FUNCTIONS", "DEFAULT_RANGES", "make_table", "function_table", "sigmoid_table", "evaluate",
+           "error_statistics", "error_table"]
 
 
 def _sigmoid(x):
@@ -40,16 +40,14 @@ def make_table(function, *, fmt, input_range, segments=256, name="pwl"):
                     intercepts=tuple(int(b) for b in intercepts), name=name)
 
 
-def sigmoid_table(*, fmt, input_range=DEFAULT_RANGES["sigmoid"], segments=256):
-    return make_table(_sigmoid, fmt=fmt, input_range=input_range, segments=segments, name="sigmoid")
+def function_table(name, *, fmt, segments=256):
+    """The table of :data:`FUNCTIONS` ``[name]`` over its :data:`DEFAULT_RANGES` range."""
+    return make_table(FUNCTIONS[name], fmt=fmt, input_range=DEFAULT_RANGES[name], segments=segments, name=name)
 
 
-def tanh_table(*, fmt, input_range=DEFAULT_RANGES["tanh"], segments=256):
-    return make_table(np.tanh, fmt=fmt, input_range=input_range, segments=segments, name="tanh")
-
-
-def gaussian_table(*, fmt, input_range=DEFAULT_RANGES["gaussian"], segments=256):
-    return make_table(_gaussian, fmt=fmt, input_range=input_range, segments=segments, name="gaussian")
+def sigmoid_table(*, fmt, segments=256):
+    """The ring's activation: the sigmoid over [-8, 8)."""
+    return function_table("sigmoid", fmt=fmt, segments=segments)
 
 
 def evaluate(table, x):
@@ -78,6 +76,6 @@ def error_table(formats, segment_counts=(16, 64, 256)):
     for fmt in formats:
         for name, function in FUNCTIONS.items():
             for segments in segment_counts:
-                table = make_table(function, fmt=fmt, input_range=DEFAULT_RANGES[name], segments=segments, name=name)
+                table = function_table(name, fmt=fmt, segments=segments)
                 rows.append((name, fmt.name, DEFAULT_RANGES[name], segments, *error_statistics(table, function)))
     return rows

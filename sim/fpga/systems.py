@@ -16,6 +16,7 @@ from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.dqn.matrix_module import MatrixModule
+from nnaccel.hw.pe_ring.config import RingConfig
 from nnaccel.hw.pe_ring.ring import PERing
 from nnaccel.hw.shared.fixed_point import QFormat
 from nnaccel.hw.shared.float_adder import FloatAdder
@@ -41,7 +42,8 @@ class System:
 
 
 def _ring(pes):
-    return PERing(pes=pes, table=pwl.sigmoid_table(fmt=RING_FORMAT), registers=8, lm_depth=1024, program_depth=1024)
+    return PERing(config=RingConfig(table=pwl.sigmoid_table(fmt=RING_FORMAT), pes=pes, registers=8, lm_depth=1024,
+                                    program_depth=1024))
 
 
 SYSTEMS = {system.name: system for system in [

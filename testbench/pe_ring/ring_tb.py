@@ -1,83 +1,42 @@
-"""cocotb test module for :class:`hw.pe_ring.ring.PERing`: load program and local memories, run, read back.
+"""cocotb test module for :class:`hw.pe_ring.ring.PERing` through its host port: load the program table, the
+program and the local memories, start, read back (:class:`testbench.shared.host_driver.HostDriver`).
 
-Stimulus: ``program`` (words), ``lm_writes`` (K x 3: pe, address, raw bits), ``lm_reads`` (R x 2: pe,
-address). Configuration: ``max_cycles`` (timeout for one run), ``runs`` (how many times to start the
-program, the LM contents carrying over; default 1).
-Outputs: ``lm_data`` (R,) words read after the last run, ``results`` (pes,) result-port registers,
-``cycles`` (runs,) the ring's cycle counter after each run.
+Stimulus: ``program`` (words), ``entries`` (the program table: entry address of program i), ``lm`` (pes *
+lm_depth raw words: PE p's word a at p * lm_depth + a), ``lm_reads`` (host addresses p * lm_depth + a).
+Configuration: ``max_cycles`` (timeout of one START), ``starts`` (how many STARTs, the LM contents carrying over),
+``programs`` (the START value: programs 0 .. programs-1 run in turn), ``pes``; ``progress_file`` (optional).
+Outputs: ``lm_data`` (R,) words read after the last START, ``results`` (pes,) result-port registers,
+``cycles`` (starts,) TOTAL_CYCLES after each START, ``counters`` (starts, programs, 4) each program's counters.
 """
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
+from nnaccel.hw.pe_ring.ring import RingMemory
+from nnaccel.hw.shared.host_control import HostTarget
 from nnaccel.testbench.shared.clocking import start_clock_and_reset
 from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
-
-_POLL_CYCLES = 256
-
-
-async def _write_program(dut, words):
-    for address, word in enumerate(words):
-        dut.prog_addr.value = address
-        dut.prog_data.value = int(word)
-        dut.prog_we.value = 1
-        await RisingEdge(dut.clk)
-    dut.prog_we.value = 0
-
-
-async def _write_lm(dut, writes):
-    for pe, address, bits in writes:
-        dut.lm_pe.value, dut.lm_addr.value, dut.lm_wdata.value = int(pe), int(address), int(bits)
-        dut.lm_we.value = 1
-        await RisingEdge(dut.clk)
-    dut.lm_we.value = 0
-
-
-async def _read_lm(dut, reads):
-    """One word per two cycles: present the address, sample ``lm_rdata`` after the next clock edge."""
-    data = []
-    for pe, address in reads:
-        dut.lm_pe.value, dut.lm_addr.value = int(pe), int(address)
-        await RisingEdge(dut.clk)
-        await ReadOnly()
-        data.append(int(dut.lm_rdata.value))
-        await RisingEdge(dut.clk)
-    return data
-
-
-async def _run(dut, max_cycles):
-    dut.start.value = 1
-    await RisingEdge(dut.clk)
-    dut.start.value = 0
-    waited = 0
-    while True:
-        await ClockCycles(dut.clk, _POLL_CYCLES)
-        await ReadOnly()
-        if int(dut.done.value):
-            return int(dut.cycles.value)
-        waited += _POLL_CYCLES
-        assert waited <= max_cycles, f"the ring did not halt within {max_cycles} cycles"
+from nnaccel.testbench.shared.host_driver import IDLE_HOST, HostDriver, report_progress
 
 
 @cocotb.test()
 async def run_program(dut):
     config, stimulus = load_config(), load_stimulus()
-    await start_clock_and_reset(dut, hold={"prog_we": 0, "lm_we": 0, "start": 0})
-    await _write_program(dut, stimulus["program"])
-    await _write_lm(dut, stimulus["lm_writes"].reshape(-1, 3))
-    cycles = []
-    for _ in range(config.get("runs", 1)):
-        cycles.append(await _run(dut, config["max_cycles"]))
-        await RisingEdge(dut.clk)
-    reads = stimulus["lm_reads"].reshape(-1, 2)
-    lm_data = await _read_lm(dut, reads)
-    results = []
-    for pe in range(config["pes"]):
-        dut.lm_pe.value = pe
-        await RisingEdge(dut.clk)
-        await ReadOnly()
-        results.append(int(dut.result.value))
-        await RisingEdge(dut.clk)
+    await start_clock_and_reset(dut, hold=IDLE_HOST)
+    host = HostDriver(dut)
+    await host.write_block(HostTarget.DESCRIPTORS, 0, stimulus["entries"])
+    await host.write_block(RingMemory.PROGRAM, 0, stimulus["program"])
+    await host.write_block(RingMemory.LOCAL_MEMORY, 0, stimulus["lm"])
+    starts, programs = config["starts"], config["programs"]
+    cycles, counters = [], []
+    report_progress(config, 0, starts)
+    for start in range(starts):
+        await host.run(programs, config["max_cycles"])
+        total, program_counters = await host.read_counters(programs)
+        cycles.append(total)
+        counters.append(program_counters)
+        report_progress(config, start + 1, starts)
+    lm_data = await host.read_block(RingMemory.LOCAL_MEMORY, stimulus["lm_reads"])
+    results = await host.read_block(RingMemory.RESULTS, range(config["pes"]))
     save_outputs(lm_data=np.array(lm_data, dtype=np.uint64), results=np.array(results, dtype=np.uint64),
-                 cycles=np.array(cycles, dtype=np.int64))
+                 cycles=np.array(cycles, dtype=np.int64), counters=np.array(counters, dtype=np.int64))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.config import RingConfig
 from nnaccel.hw.pe_ring.ring import PERing
 from nnaccel.hw.pe_ring.assembler import RingAssembler
 from nnaccel.models.pe_ring import ebp
@@ -75,7 +76,7 @@ def test_training_on_rtl_matches_golden():
     epochs = 2
     layout, lm, words, golden, params, data, targets = _setup(16, 5, 1, RING["pes"], samples=12)
     reads = [(p, a) for p in range(RING["pes"]) for a in range(layout.data)]
-    run = run_on_ring(PERing(table=TABLE, **RING), words, lm, reads, runs=epochs)
+    run = run_on_ring(PERing(config=RingConfig(table=TABLE, **RING)), words, lm, reads, starts=epochs)
     _check_rtl_against_golden(run, layout, lm, golden, params, data, targets, epochs)
     model = RingModel(pes=RING["pes"], table=TABLE, registers=8, lm_depth=RING["lm_depth"])
     assert run.cycles[0] == model.run(words, model.initial_state(lm)).cycles
@@ -131,7 +132,7 @@ def test_digits_64_64_1_on_rtl():
     words = RingAssembler(registers=8, lm_depth=1024).assemble(ebp.ring_program(layout)).words
     golden = ebp.FixedPointEBP(inputs=64, hidden=64, outputs=1, pes=pes, table=TABLE, eta=ETA, alpha=ALPHA)
     reads = [(p, a) for p in range(pes) for a in range(layout.data)]
-    run = run_on_ring(PERing(pes=pes, table=TABLE, registers=8, lm_depth=1024, program_depth=2048), words, lm, reads,
-                      runs=epochs)
+    config = RingConfig(table=TABLE, pes=pes, registers=8, lm_depth=1024, program_depth=2048)
+    run = run_on_ring(PERing(config=config), words, lm, reads, starts=epochs)
     _check_rtl_against_golden(run, layout, lm, golden, params, x, y, epochs)
     print(f"64-PE ring: build {run.build_seconds:.0f} s, run {run.run_seconds:.0f} s, cycles per epoch {[int(c) for c in run.cycles]}")

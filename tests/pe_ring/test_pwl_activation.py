@@ -19,7 +19,7 @@ Q15_16 = QFormat(width=32, frac_bits=16)
 def test_table_geometry():
     table = pwl.sigmoid_table(fmt=Q5_10)
     assert (table.segments, table.range_log2, table.segment_shift) == (256, 13, 6)
-    assert pwl.tanh_table(fmt=Q5_10, segments=16).segment_shift == 9
+    assert pwl.function_table("tanh", fmt=Q5_10, segments=16).segment_shift == 9
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -55,8 +55,8 @@ def test_model_saturates_outside_range():
 
 @pytest.mark.parametrize("name, max_error_256", [("sigmoid", 0.001), ("tanh", 0.001), ("gaussian", 0.001)])
 def test_model_accuracy_improves_with_segments(name, max_error_256):
-    errors = [pwl.error_statistics(pwl.make_table(pwl.FUNCTIONS[name], fmt=Q15_16, input_range=pwl.DEFAULT_RANGES[name],
-                                                  segments=n), pwl.FUNCTIONS[name])[0] for n in (16, 64, 256)]
+    errors = [pwl.error_statistics(pwl.function_table(name, fmt=Q15_16, segments=n), pwl.FUNCTIONS[name])[0]
+              for n in (16, 64, 256)]
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < max_error_256
 
@@ -69,7 +69,7 @@ def _inputs(table, rng):
     return np.concatenate([sweep, edges, rng.integers(fmt.min_raw, fmt.max_raw + 1, 1000)]).astype(np.int64)
 
 
-@pytest.mark.parametrize("table", [pwl.sigmoid_table(fmt=Q5_10), pwl.tanh_table(fmt=Q15_16, segments=16)],
+@pytest.mark.parametrize("table", [pwl.sigmoid_table(fmt=Q5_10), pwl.function_table("tanh", fmt=Q15_16, segments=16)],
                          ids=["sigmoid_q5_10_256", "tanh_q15_16_16"])
 def test_rtl_matches_model(table):
     rng = np.random.default_rng(11)

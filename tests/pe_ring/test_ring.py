@@ -1,11 +1,13 @@
 # amaranth: UnusedElaboratable=no
-"""hw.pe_ring.ring (with hw.pe_ring.pe) against the instruction-set model models.pe_ring.ring: every instruction form, loops,
-both modes, LM and result ports, cycle counts; parameter checks."""
+"""hw.pe_ring.ring (with its sequencer and PEs) through the host port against the instruction-set model
+models.pe_ring.ring: every instruction form, loops, both modes, the program table, LM and result read-back, the
+counters; the configuration's checks."""
 
 import numpy as np
 import pytest
 
 from nnaccel.hw.shared.fixed_point import QFormat
+from nnaccel.hw.pe_ring.config import RingConfig
 from nnaccel.hw.pe_ring.ring import PERing
 from nnaccel.hw.pe_ring.assembler import RingAssembler
 from nnaccel.models.pe_ring import pwl
@@ -42,25 +44,44 @@ loop: mac r1, x, m[2+b0], r1  ; SRA: MAC with the moving ring register
 """
 
 
+SECOND_PROGRAM = """
+    mov r7, m[14]             ; a second program in the same START: the LM carries over
+    add m[15], m[15], r7
+    mov res, m[15]
+    halt
+"""
+
+
 def test_ring_matches_model():
+    """Two programs per START (the program table), two STARTs: LM, result registers and every counter against
+    the instruction-set model and against figures counted by hand from the program texts."""
     rng = np.random.default_rng(7)
-    lm = np.zeros((RING["pes"], RING["lm_depth"]), dtype=np.int64)
-    lm[:, :16] = rng.integers(-3 << 16, 3 << 16, size=(RING["pes"], 16))
-    lm[:, 0] = FMT.min_raw + rng.integers(0, 10, RING["pes"])
+    config = RingConfig(table=TABLE, **RING)
+    lm = np.zeros((config.pes, config.lm_depth), dtype=np.int64)
+    lm[:, :16] = rng.integers(-3 << 16, 3 << 16, size=(config.pes, 16))
+    lm[:, 0] = FMT.min_raw + rng.integers(0, 10, config.pes)
     lm[:, 14] = 5 << 16
-    words = RingAssembler(registers=RING["registers"], lm_depth=RING["lm_depth"]).assemble(PROGRAM).words
-    model = RingModel(pes=RING["pes"], table=TABLE, registers=RING["registers"], lm_depth=RING["lm_depth"])
-    expected = model.run(words, model.initial_state(lm.copy()))
-    ring = PERing(table=TABLE, **RING)
-    reads = [(p, a) for p in range(RING["pes"]) for a in range(16)]
-    run = run_on_ring(ring, words, lm, reads, runs=2)
-    got = np.array([[run.lm[p, a] for a in range(16)] for p in range(RING["pes"])])
-    second = model.run(words, expected)          # the second start sees the first run's LM
-    assert np.array_equal(got, second.lm[:, :16])
-    assert np.array_equal(run.results, second.result)
-    # instructions + taken branches + 1: the loop body (3 instructions) runs 3 times, 2 branches taken
-    assert list(run.cycles) == [expected.cycles, second.cycles] == [(len(words) + 2 * 3) + 2 + 1] * 2
-    assert np.all(second.lm[:, 13] == FMT.min_raw)
+    assembler = RingAssembler(registers=config.registers, lm_depth=config.lm_depth)
+    first, second = assembler.assemble(PROGRAM).words, assembler.assemble(SECOND_PROGRAM).words
+    model = RingModel(pes=config.pes, table=TABLE, registers=config.registers, lm_depth=config.lm_depth)
+    state, model_cycles = model.initial_state(lm.copy()), []
+    for program in (first, second) * 2:          # two STARTs of two programs
+        state = model.run(program, state)
+        model_cycles.append(state.cycles)
+    reads = [(p, a) for p in range(config.pes) for a in range(16)]
+    run = run_on_ring(PERing(config=config), first + second, lm, reads, starts=2, entries=(0, len(first)))
+    final = state
+    got = np.array([[run.lm[p, a] for a in range(16)] for p in range(config.pes)])
+    assert np.array_equal(got, final.lm[:, :16])
+    assert np.array_equal(run.results, final.result)
+    assert np.all(final.lm[:, 13] == FMT.min_raw)
+    # By hand: the first program has 21 words, its loop body (3 words) runs 3 times with 2 taken branches:
+    # 27 instructions + 2 + 1 (first fetch) = 30 cycles, of which 16 issue a PE instruction (14 PE words, the mac
+    # of the loop twice more). The second: 4 instructions + 1 = 5 cycles, 3 PE instructions.
+    by_hand = [[30, 16, 14, 0], [5, 3, 2, 0]]
+    assert model_cycles == [30, 5, 30, 5]
+    assert run.counters.tolist() == [by_hand, by_hand]
+    assert list(run.cycles) == [35, 35]
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -68,14 +89,28 @@ def test_ring_matches_model():
     ({"pes": 65}, ValueError, "pes must be an integer from 4 to 64, not 65"),
     ({"table": None}, TypeError, "table must be a PWLTable, not None"),
     ({"registers": 13}, ValueError, "registers must be an integer from 1 to 12, not 13"),
+    ({"registers": True}, ValueError, "registers must be an integer from 1 to 12, not True"),
     ({"lm_depth": 1000}, ValueError, "lm_depth must be a power of two from 16 to 16384, not 1000"),
+    ({"lm_depth": 8}, ValueError, "lm_depth must be a power of two from 16 to 16384, not 8"),
     ({"program_depth": 3}, ValueError, "program_depth must be a power of two from 2 to 16384, not 3"),
+    ({"max_programs": 1}, ValueError, "max_programs must be an integer from 2 to 16, not 1"),
 ])
-def test_ring_parameter_errors(kwargs, error, message):
+def test_config_errors(kwargs, error, message):
     with pytest.raises(error, match=f"^{message}$"):
-        PERing(**{"pes": 4, "table": TABLE, **kwargs})
+        RingConfig(**{"pes": 4, "table": TABLE, **kwargs})
+
+
+def test_config_sizes():
+    config = RingConfig(table=TABLE, pes=6, lm_depth=256)
+    assert (config.fmt, config.lm_address_bits, config.pe_bits, config.host_data_bits) == (FMT, 8, 3, 40)
+    assert config.name == "pe_ring_n6_q15_16_r8_lm256_p1024_t4_sigmoid256"
+
+
+def test_ring_takes_a_config():
+    with pytest.raises(TypeError, match="^config must be a RingConfig, not 4$"):
+        PERing(config=4)
 
 
 def test_ring_lint_clean():
-    ring = PERing(table=TABLE, **RING)
+    ring = PERing(config=RingConfig(table=TABLE, **RING))
     assert lint_verilog(ring, ring.module_name) == []

@@ -1,6 +1,6 @@
 import pytest
 
-from nnaccel.hw.shared.parameters import check_int
+from nnaccel.hw.shared.parameters import check_int, check_power_of_two
 
 
 @pytest.mark.parametrize("value, low, high, message", [
@@ -20,3 +20,14 @@ def test_check_int_rejects_with_one_message_format(value, low, high, message):
 @pytest.mark.parametrize("value, low, high", [(1, 1, 8), (8, 1, 8), (1 << 40, 0, None)])
 def test_check_int_returns_values_in_range(value, low, high):
     assert check_int("width", value, low, high) == value
+
+
+@pytest.mark.parametrize("value", [1000, 8, 32768, 16.0, True])
+def test_check_power_of_two_rejects(value):
+    with pytest.raises(ValueError) as raised:
+        check_power_of_two("depth", value, 16, 16384)
+    assert str(raised.value) == f"depth must be a power of two from 16 to 16384, not {value!r}"
+
+
+def test_check_power_of_two_returns_the_value():
+    assert [check_power_of_two("depth", value, 16, 16384) for value in (16, 1024, 16384)] == [16, 1024, 16384]
