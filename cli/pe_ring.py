@@ -5,7 +5,8 @@
 Training runs the ring program on the instruction-set model (models.pe_ring.ring, equal to the RTL bit for bit
 and cycle for cycle as tests/pe_ring/test_ring.py and tests/pe_ring/test_ebp.py check) and on the fixed-point golden
 model, and compares both after every epoch; ``--rtl`` / ``--rtl64`` also run the 4-PE (16-5-1 or ``--data``) /
-64-64-1 training on the Verilator-simulated ring and compare the weights read back with the golden model's.
+64-64-1 training on the Verilator-simulated ring (one START per epoch on its host port) and compare the weights and
+losses read back after every epoch with the golden model's.
 The built-in tasks are scikit-learn's digits; ``--data`` trains an F-H-1 network on a user's data set
 (:mod:`models.pe_ring.data_set`) on 4 PEs, with as many training samples as the local memory holds.
 Needs scikit-learn (digits) and matplotlib (plot).
@@ -156,10 +157,11 @@ def train(data, *, hidden, pes, samples, epochs, eta, alpha, seed=0, rtl=False):
     print(f"\nTraining {network} on {pes} PEs, {data.name} ({inputs} inputs), {samples} training samples, "
           f"eta {eta}, alpha {alpha}, {fmt.name}")
     print(f"{'epoch':>5} {'ring loss':>10} {'golden loss':>11} {'bit-exact':>9} {'float64 loss':>12}")
-    epoch_rows = []
+    epoch_rows, golden_epochs = [], []
     for epoch in range(epochs):
         state = model.run(words, state)
         golden_params, golden_prev, losses = golden.train_epoch(golden_params, golden_prev, train_data, targets)
+        golden_epochs.append((golden_params, losses))
         float_params, float_prev, float_loss = reference.train_epoch(float_params, float_prev, x[train_idx],
                                                                      y[train_idx])
         ring_params = ebp.read_weights(layout, state.lm)
@@ -182,31 +184,35 @@ def train(data, *, hidden, pes, samples, epochs, eta, alpha, seed=0, rtl=False):
     result = {"network": network, "pes": pes, "data": data.name, "training_samples": int(samples),
               "held_out_samples": int(len(test_idx)), "eta": eta, "alpha": alpha, "format": fmt.name,
               "epochs": epoch_rows, "fixed_point_accuracy": fixed_accuracy, "float64_accuracy": float_accuracy,
-              "rtl": _train_on_rtl(layout, table, words, lm, golden_params, epochs) if rtl else None}
+              "rtl": _train_on_rtl(layout, table, words, lm, golden_epochs) if rtl else None}
     result["bit_exact"] = all(row["bit_exact"] for row in epoch_rows) and (not rtl or result["rtl"]["bit_exact"])
     return result
 
 
-def _train_on_rtl(layout, table, words, lm, golden_params, epochs):
+def _train_on_rtl(layout, table, words, lm, golden_epochs):
+    """Train on the simulated ring, one START per epoch, and compare its weights and losses, read back after every
+    epoch, with the golden model's ``golden_epochs`` ((params, losses) per epoch)."""
     from nnaccel.hw.pe_ring.config import RingConfig
     from nnaccel.hw.pe_ring.ring import PERing
     from nnaccel.testbench.pe_ring.host import run_on_ring
 
-    pes = layout.pes
+    pes, epochs = layout.pes, len(golden_epochs)
     program_depth = max(1024, 1 << (len(words) - 1).bit_length())      # 1024 and 2048: the builds tests use
     ring = PERing(config=RingConfig(table=table, pes=pes, lm_depth=LM_DEPTH, program_depth=program_depth))
     reads = [(p, a) for p in range(pes) for a in range(layout.data)]
     with progress("epochs"):
         run = run_on_ring(ring, words, lm, reads, starts=epochs)
-    image = np.zeros_like(lm)
-    for (p, a), value in run.lm.items():
-        image[p, a] = value
-    exact = all(np.array_equal(a, b) for a, b in zip(ebp.read_weights(layout, image), golden_params))
+    exact_epochs = []
+    for epoch, (params, losses) in enumerate(golden_epochs):
+        image = run.lm_image(epoch, lm.shape)
+        exact_epochs.append(all(np.array_equal(a, b) for a, b in zip(ebp.read_weights(layout, image), params))
+                            and np.array_equal(image[:, layout.LOSS], losses))
     cycles = [int(c) for c in run.cycles]
-    print(f"RTL ({pes}-PE ring, Verilator): weights after {epochs} epochs equal the golden model: {exact}; "
-          f"cycles per epoch {cycles}; build {run.build_seconds:.0f} s, run {run.run_seconds:.0f} s")
-    return {"bit_exact": bool(exact), "cycles_per_epoch": cycles, "build_seconds": run.build_seconds,
-            "simulation_seconds": run.run_seconds}
+    print(f"RTL ({pes}-PE ring, Verilator, through its host port): weights and losses equal the golden model's after "
+          f"every epoch: {all(exact_epochs)} ({sum(exact_epochs)} of {epochs}); cycles per epoch {cycles}; "
+          f"build {run.build_seconds:.0f} s, run {run.run_seconds:.0f} s")
+    return {"bit_exact": all(exact_epochs), "bit_exact_epochs": exact_epochs, "cycles_per_epoch": cycles,
+            "build_seconds": run.build_seconds, "simulation_seconds": run.run_seconds}
 
 
 def _user_data(arguments):

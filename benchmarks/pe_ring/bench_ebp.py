@@ -7,7 +7,7 @@ Trains the 16-5-1 digit task of ``nnaccel run ebp`` ('0 among (0, 1)', 4 x 4 poo
 of Q15.16 with 1 K-word local memories, one START per epoch, and prints per epoch the ring's TOTAL_CYCLES and its
 counters (cycles a PE instruction issued, the other busy cycles), the instruction-set model's cycles for the same
 epoch, and the paper's Table 1 estimate (SRA + SIMD rows for both layers, times the samples); then the build and
-simulation wall times and the simulated cycles per second.  Checks the weights read back against the golden model.
+simulation wall times and the simulated cycles per second.  Checks the weights and losses read back after every epoch against the golden model.
 """
 
 import argparse
@@ -52,26 +52,28 @@ def main():
         model_cycles.append(state.cycles)
     golden = ebp.FixedPointEBP(inputs=inputs, hidden=HIDDEN, outputs=1, pes=config.pes, table=config.table, eta=ETA,
                                alpha=ALPHA)
-    golden_params, previous = params, params
+    golden_epochs, golden_params, previous = [], params, params
     for _ in range(arguments.epochs):
-        golden_params, previous, _ = golden.train_epoch(golden_params, previous, x, y)
+        golden_params, previous, losses = golden.train_epoch(golden_params, previous, x, y)
+        golden_epochs.append((golden_params, losses))
 
     start = time.perf_counter()
     run = run_on_ring(PERing(config=config), words, lm, [(p, a) for p in range(config.pes) for a in range(layout.data)],
                       starts=arguments.epochs)
     wall = time.perf_counter() - start
-    image = np.zeros_like(lm)
-    for (p, a), value in run.lm.items():
-        image[p, a] = value
-    exact = all(np.array_equal(a, b) for a, b in zip(ebp.read_weights(layout, image), golden_params))
+    exact = []
+    for epoch, (params_after, losses) in enumerate(golden_epochs):
+        image = run.lm_image(epoch, lm.shape)
+        exact.append(all(np.array_equal(a, b) for a, b in zip(ebp.read_weights(layout, image), params_after))
+                     and np.array_equal(image[:, layout.LOSS], losses))
     table1 = ebp.table1_layer_cycles(layout, 2) * samples      # Table 1 (SRA + SIMD) per step, per epoch
     print(f"16-{HIDDEN}-1 on {config.pes} PEs ({config.name}), {samples} samples per epoch")
-    print(f"{'epoch':>5} {'RTL cycles':>10} {'PE instr':>9} {'other':>7} {'model':>8} {'Table 1':>8}")
+    print(f"{'epoch':>5} {'RTL cycles':>10} {'PE instr':>9} {'other':>7} {'model':>8} {'Table 1':>8} {'bit-exact':>9}")
     for epoch, (total, counters) in enumerate(zip(run.cycles, run.counters)):
         print(f"{epoch + 1:>5} {int(total):>10} {int(counters[0][1]):>9} {int(counters[0][2]):>7} "
-              f"{model_cycles[epoch]:>8} {table1:>8}")
+              f"{model_cycles[epoch]:>8} {table1:>8} {str(exact[epoch]):>9}")
     simulated = int(run.cycles.sum())
-    print(f"weights after {arguments.epochs} epochs equal the golden model: {exact}")
+    print(f"weights and losses equal the golden model's after every epoch: {all(exact)}")
     print(f"build {run.build_seconds:.1f} s, simulation {run.run_seconds:.1f} s ({simulated / run.run_seconds:,.0f} "
           f"simulated cycles/s), wall {wall:.1f} s")
 

@@ -60,8 +60,10 @@ def test_a_digit_task_and_the_cycle_table(tmp_path, capsys):
 
 @pytest.mark.extended
 def test_training_on_a_users_csv_on_the_rtl_ring(tiny_csv, tmp_path):
-    """The same training on the Verilator-simulated 4-PE ring: the weights read back equal the golden model's."""
+    """The same training on the Verilator-simulated 4-PE ring: the weights and losses read back through the host
+    port after every epoch equal the golden model's."""
     report_path = tmp_path / "ebp.json"
     assert main(["run", "ebp", "--data", str(tiny_csv), "--epochs", "2", "--rtl", "--json", str(report_path)]) == 0
     _, training = _training(report_path)
-    assert training["rtl"]["bit_exact"] is True and len(training["rtl"]["cycles_per_epoch"]) == 2
+    assert training["rtl"]["bit_exact"] is True and training["rtl"]["bit_exact_epochs"] == [True, True]
+    assert len(training["rtl"]["cycles_per_epoch"]) == 2

@@ -114,3 +114,75 @@ def test_ring_takes_a_config():
 def test_ring_lint_clean():
     ring = PERing(config=RingConfig(table=TABLE, **RING))
     assert lint_verilog(ring, ring.module_name) == []
+
+
+TINY_PROGRAM = """
+    mov x, m[0]
+    mode sra
+    setl 0, 3
+loop: mac r1, x, m[1], r1     ; SRA: the ring moves under the MAC
+    bnz 0, loop
+    act r2, r1
+    mode simd
+    mov m[2], r2
+    mov res, r1
+    halt
+"""
+
+
+def test_reduced_ring_on_amaranth_simulator():
+    """hw/ stands alone: a 4-PE ring of 16-word memories runs on Amaranth's own simulator, driven through its host
+    port, bit-exact with the instruction-set model, with TOTAL_CYCLES = 3 + 3 x 2 (loop) + 5 instructions + 2 taken
+    branches + 1 = 17 (counted by hand)."""
+    from amaranth.sim import Simulator
+
+    from nnaccel.hw.pe_ring.ring import RingMemory
+    from nnaccel.hw.shared.host_control import ControlRegister, HostTarget
+
+    q5_10 = QFormat(width=16, frac_bits=10)
+    config = RingConfig(table=pwl.sigmoid_table(fmt=q5_10, segments=16), pes=4, lm_depth=16, program_depth=16)
+    words = RingAssembler(registers=config.registers, lm_depth=config.lm_depth).assemble(TINY_PROGRAM).words
+    lm = np.random.default_rng(3).integers(-2 << 10, 2 << 10, size=(config.pes, config.lm_depth))
+    model = RingModel(pes=config.pes, table=config.table, registers=config.registers, lm_depth=config.lm_depth)
+    expected = model.run(words, model.initial_state(lm.copy()))
+    ring = PERing(config=config)
+    host = ring.host
+    observed = {}
+
+    async def testbench(ctx):
+        async def write(target, address, value):
+            ctx.set(host.target, target)
+            ctx.set(host.address, address)
+            ctx.set(host.write_data, int(value) & ((1 << config.host_data_bits) - 1))
+            ctx.set(host.write, 1)
+            await ctx.tick()
+            ctx.set(host.write, 0)
+
+        async def read(target, address):
+            ctx.set(host.target, target)
+            ctx.set(host.address, address)
+            ctx.set(host.read, 1)
+            await ctx.tick()
+            ctx.set(host.read, 0)
+            assert ctx.get(host.read_data.valid)
+            return ctx.get(host.read_data.payload)
+
+        await write(HostTarget.DESCRIPTORS, 0, 0)
+        for address, word in enumerate(words):
+            await write(RingMemory.PROGRAM, address, word)
+        for (pe, address), value in np.ndenumerate(lm):
+            await write(RingMemory.LOCAL_MEMORY, pe * config.lm_depth + address, value & 0xFFFF)
+        await write(HostTarget.CONTROL, ControlRegister.START, 1)
+        await ctx.tick().until(host.done)
+        observed["cycles"] = await read(HostTarget.CONTROL, ControlRegister.TOTAL_CYCLES)
+        observed["lm"] = [[q5_10.from_bits(await read(RingMemory.LOCAL_MEMORY, pe * config.lm_depth + address))
+                           for address in range(config.lm_depth)] for pe in range(config.pes)]
+        observed["results"] = [q5_10.from_bits(await read(RingMemory.RESULTS, pe)) for pe in range(config.pes)]
+
+    simulator = Simulator(ring)
+    simulator.add_clock(1e-8)
+    simulator.add_testbench(testbench)
+    simulator.run()
+    assert observed["cycles"] == expected.cycles == 17
+    assert np.array_equal(observed["lm"], expected.lm)
+    assert np.array_equal(observed["results"], expected.result)
