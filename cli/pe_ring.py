@@ -1,4 +1,4 @@
-"""EBP on the PE ring (``nnaccel run ebp``): PWL error table and plot, cycle table against the paper, training curves.
+"""EBP on the PE ring (``nnaccel run ebp``): PWL error table (and plot with ``--out``), cycle table against the paper, training curves.
 
     nnaccel run ebp [--epochs 10] [--rtl] [--rtl64] [--only PART | --data FILE [--hidden N]] [--out DIR] [--json F]
 
@@ -249,8 +249,8 @@ def add_arguments(parser):
                              f"network)")
     parser.add_argument("--rtl64", action="store_true",
                         help="also train 64-64-1 on a simulated 64-PE ring (the build takes about 20 minutes)")
-    parser.add_argument("--out", type=Path, default=Path("nnaccel-ebp"), metavar="DIR",
-                        help="where the PWL plot is written (default nnaccel-ebp)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="write the PWL plot (pwl_sigmoid.png) into DIR (no plot without it)")
     add_json_argument(parser)
 
 
@@ -263,12 +263,15 @@ def run(arguments):
     else:
         parts = {arguments.only} if arguments.only else {"pwl", "cycles", "16-5-1", "64-64-1"}
     document = {"job": "ebp", "pwl": None, "cycles": None, "training": []}
+    if arguments.out is not None and "pwl" not in parts:
+        raise InputError("--out applies to the PWL plot only (the default run or --only pwl)")
     if "pwl" in parts:
-        if arguments.out.exists() and not arguments.out.is_dir():
+        if arguments.out is not None and arguments.out.exists() and not arguments.out.is_dir():
             raise InputError(f"--out {arguments.out}: a file, expected a directory for the plot")
-        arguments.out.mkdir(parents=True, exist_ok=True)
         document["pwl"] = pwl_rows()
-        plot_sigmoid(arguments.out / "pwl_sigmoid.png")
+        if arguments.out is not None:
+            arguments.out.mkdir(parents=True, exist_ok=True)
+            plot_sigmoid(arguments.out / "pwl_sigmoid.png")
     if "cycles" in parts:
         document["cycles"] = cycle_rows()
     if "data" in parts:

@@ -1,7 +1,9 @@
 """``nnaccel run ebp``: training on a user's CSV (ring bit-exact with the golden model every epoch, the JSON
-report), a digit task, the cycle table as JSON; the same CSV on the simulated RTL ring (extended)."""
+report), a digit task, the cycle table as JSON, the PWL plot only with --out; the same CSV on the simulated RTL
+ring (extended)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,3 +69,12 @@ def test_training_on_a_users_csv_on_the_rtl_ring(tiny_csv, tmp_path):
     _, training = _training(report_path)
     assert training["rtl"]["bit_exact"] is True and training["rtl"]["bit_exact_epochs"] == [True, True]
     assert len(training["rtl"]["cycles_per_epoch"]) == 2
+
+
+def test_pwl_plot_only_where_asked(tmp_path, monkeypatch, capsys):
+    """No file without --out (the table still prints); with --out the plot lands in that folder and nowhere else."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "ebp", "--only", "pwl"]) == 0
+    assert list(tmp_path.iterdir()) == [] and "sigmoid   q15_16" in capsys.readouterr().out
+    assert main(["run", "ebp", "--only", "pwl", "--out", "plots"]) == 0
+    assert [path.relative_to(tmp_path) for path in tmp_path.rglob("*")] == [Path("plots"), Path("plots/pwl_sigmoid.png")]
