@@ -1,8 +1,8 @@
-"""The host side of the host port both accelerators share (:mod:`hw.shared.host_port`), for cocotb test modules.
+"""The host side of the host port every accelerator shares (:mod:`hw.shared.host_port`), for cocotb test modules.
 
 :class:`HostDriver` makes one access per cycle: writes take effect on the next clock edge, reads return one cycle
 later; ``run`` writes START and waits for ``done``; ``read_counters`` reads TOTAL_CYCLES and the layers' counters
-(the register map of :mod:`hw.shared.host_control`, common to both accelerators).  :func:`report_progress` tells
+(the register map of :mod:`hw.shared.host_control`, common to every accelerator).  :func:`report_progress` tells
 the job how far a run got.
 """
 
