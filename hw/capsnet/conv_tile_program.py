@@ -6,6 +6,8 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.capsnet.tile_handshake import TileHandshakeSignature
+from nnaccel.hw.shared.run_control import StartSignature
 from nnaccel.hw.shared.tile_port import tile_command_layout
 
 __all__ = ["ConvTileProgram", "ConvTarget", "conv_stream_layout"]
@@ -65,11 +67,12 @@ class ConvTileProgram(wiring.Component):
 
     Ports
     -----
-    ``start`` (In 1) with ``layer`` (In :func:`conv_stream_layout`, stable until ``done``); ``done`` (Out 1): every
-    load and store of the layer finished (the cycle after the last ``port_finished``; on the cycle after ``start``
-    when ``tiles`` is 0); ``command`` (Out stream of :func:`~hw.shared.tile_port.tile_command_layout`) and
-    ``target`` (Out :class:`ConvTarget`, with the command); ``port_finished`` (In 1, the port's ``finished``);
-    ``tile_ready`` (Out 1), ``tile_done`` and ``group_written`` (In 1) with the engine.
+    ``run`` (In :class:`~hw.shared.run_control.StartSignature`): ``start`` with ``layer`` (In
+    :func:`conv_stream_layout`, stable until ``done``); ``busy`` from ``start`` to ``done``; ``done``: every load and
+    store of the layer finished (the cycle after the last ``port_finished``; on the cycle after ``start`` when
+    ``tiles`` is 0).  ``command`` (Out stream of :func:`~hw.shared.tile_port.tile_command_layout`) and ``target``
+    (Out :class:`ConvTarget`, with the command); ``port_finished`` (In 1, the port's ``finished``); ``tiles`` (Out
+    :class:`~hw.capsnet.tile_handshake.TileHandshakeSignature`) with the engine.
 
     Timing: a command is offered on the cycle after its condition holds (counters are registers); the next one is
     decided on the cycle after ``port_finished``.  :func:`models.capsnet.stream_plan.image_stream_cycles` follows it.
@@ -83,21 +86,21 @@ class ConvTileProgram(wiring.Component):
         command = tile_command_layout(address_bits=address_bits, beats_bits=beats_bits,
                                       ram_address_bits=ram_address_bits, beats_per_word_bits=beats_per_word_bits)
         super().__init__({
-            "start": In(1), "layer": In(self._layout), "done": Out(1),
+            "run": In(StartSignature()), "layer": In(self._layout),
             "command": Out(stream.Signature(command)), "target": Out(ConvTarget), "port_finished": In(1),
-            "tile_ready": Out(1), "tile_done": In(1), "group_written": In(1),
+            "tiles": Out(TileHandshakeSignature()),
         })
 
     def elaborate(self, platform):
         m = Module()
-        layer = self.layer
+        layer, tiles = self.layer, self.tiles
         tile_count = Signal(COUNT_BITS)
 
         # ---- The engine's side: which tile it is on, which row group its next step opens ---------------------
         released, uses = Signal.like(tile_count), Signal.like(layer.passes)
         step_channel, step_column_block = Signal.like(layer.channels), Signal.like(layer.column_blocks)
         step_group, groups_written, groups_stored = (Signal.like(layer.groups) for _ in range(3))
-        with m.If(self.tile_done):
+        with m.If(tiles.tile_done):
             last_use = Mux(layer.image, uses + 1 == layer.passes, 1)
             m.d.sync += uses.eq(Mux(last_use, 0, uses + 1))
             with m.If(last_use):
@@ -110,12 +113,12 @@ class ConvTileProgram(wiring.Component):
                     m.d.sync += step_column_block.eq(step_column_block + 1)
             with m.Else():
                 m.d.sync += step_channel.eq(step_channel + 1)
-        with m.If(self.group_written):
+        with m.If(tiles.group_written):
             m.d.sync += groups_written.eq(groups_written + 1)
         opens_group = (step_channel == 0) & (step_column_block == 0)
         staging_free = ~opens_group | (groups_stored + 1 >= step_group)
         loaded = Signal.like(tile_count)
-        m.d.comb += self.tile_ready.eq((loaded > released) & staging_free)
+        m.d.comb += tiles.tile_ready.eq((loaded > released) & staging_free)
 
         # ---- Loads: biases, the image's map, then tiles in step order ---------------------------------------
         bias_loaded, image_loaded, map_loaded = Signal(), Signal(), Signal()
@@ -200,8 +203,8 @@ class ConvTileProgram(wiring.Component):
         done = running & bias_loaded & (loaded == layer.tiles) & (groups_stored == layer.groups) & ~in_flight
         with m.If(done):
             m.d.sync += running.eq(0)
-        m.d.comb += self.done.eq(done)
-        with m.If(self.start):
+        m.d.comb += [self.run.done.eq(done), self.run.busy.eq(running)]
+        with m.If(self.run.start):
             m.d.sync += [running.eq(1), in_flight.eq(0), bias_loaded.eq(layer.tiles == 0), image_loaded.eq(0),
                          map_loaded.eq(0), loaded.eq(0), released.eq(0), uses.eq(0), step_channel.eq(0),
                          step_column_block.eq(0), step_group.eq(0), groups_written.eq(0), groups_stored.eq(0),

@@ -14,8 +14,10 @@ from nnaccel.hw.capsnet.descriptor import LayerKind, descriptor_layout
 from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
 from nnaccel.hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
 from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
+from nnaccel.hw.shared.buffer_port_demux import BufferPortDemux
 from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
 from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
+from nnaccel.hw.shared.host_buffer_port import HostBufferPort
 from nnaccel.hw.shared.host_port import HostPortAccelerator
 from nnaccel.hw.shared.tile_port import TilePort
 
@@ -154,6 +156,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         wiring.connect(m, wiring.flipped(self.host), control.host)
 
         # ---- Steps: one after the other, each from its descriptor ----------------------------------------
+        # This top is the sequencer of HostControl's run port: it drives busy, done, layer_index and events.
         step = Signal(range(len(StreamStep)))
         step_start, running, done = Signal(), Signal(), Signal()
         conv_step = step < StreamStep.PREDICTIONS
@@ -162,101 +165,127 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         with m.If(control.run.start):
             m.d.sync += [step.eq(StreamStep.CONV1), step_start.eq(1), running.eq(1), done.eq(0)]
 
+        # ---- The tile port's RAM side: loads into the tile RAMs' port a, stores from staging or predictions ------
+        conv_tiles = self._elaborate_conv_tiles(m)
+        step2_tiles = self._elaborate_step2_tiles(m)
+        loads = {"conv_biases": conv_tiles["biases"].a, "conv_inputs": conv_tiles["inputs"].a,
+                 "conv_slabs": conv_tiles["slabs"].a, "inputs": step2_tiles["inputs"].a,
+                 "weights": step2_tiles["weights"].a}
+        m.submodules.loads = loads_demux = BufferPortDemux(
+            initiator=port.ram_write.signature, targets={name: ram.signature.flip() for name, ram in loads.items()})
+        wiring.connect(m, port.ram_write, loads_demux.initiator)
+        for name, ram in loads.items():
+            wiring.connect(m, getattr(loads_demux.targets, name), ram)
+        stores = {"conv_staging": conv_tiles["staging"].b, "predictions": step2_tiles["predictions"].b}
+        m.submodules.stores = stores_demux = BufferPortDemux(
+            initiator=port.ram_read.signature, targets={name: ram.signature.flip() for name, ram in stores.items()})
+        wiring.connect(m, port.ram_read, stores_demux.initiator)
+        for name, ram in stores.items():
+            wiring.connect(m, getattr(stores_demux.targets, name), ram)
+        # Stores read the staging RAM in the convolution steps, the prediction RAM after them.
+        m.d.comb += stores_demux.select.eq(~conv_step)
+
         command_bits = len(port.command.payload.as_value())
         conv_command, matvec_command = Signal(command_bits), Signal(command_bits)
         conv_valid, matvec_valid = Signal(), Signal()
+        # The port takes the commands of the current step's program (a multiplexer of the two programs' streams).
         with m.If(conv_step):
             m.d.comb += [port.command.payload.eq(conv_command), port.command.valid.eq(conv_valid)]
         with m.Else():
             m.d.comb += [port.command.payload.eq(matvec_command), port.command.valid.eq(matvec_valid)]
-        write = port.ram_write
 
-        def ram_write(ram, selected):
-            m.d.comb += [ram.a.address.eq(write.address), ram.a.write_data.eq(write.data),
-                         ram.a.write_enable.eq(Mux(write.enable & selected, write.byte_enable[:len(ram.a.write_enable)],
-                                                   0))]
-
-        self._elaborate_convolutions(m, control, port, step, step_start, conv_command, conv_valid, ram_write)
-        self._elaborate_step2(m, control, port, step, step_start, running, done, matvec_command, matvec_valid,
-                              ram_write)
+        conv_target = self._elaborate_convolutions(m, control, port, conv_tiles, step, step_start, conv_command,
+                                                   conv_valid)
+        step2_target = self._elaborate_step2(m, control, port, step2_tiles, step, step_start, running, done,
+                                             matvec_command, matvec_valid)
+        # Loads go to the RAM of the command in flight: a ConvTarget (its first three names) in the convolution
+        # steps, step 2's inputs or weights after them.
+        m.d.comb += loads_demux.select.eq(Mux(conv_step, conv_target, step2_target))
         return m
 
-    def _elaborate_convolutions(self, m, control, port, step, step_start, command, valid, ram_write):
-        """conv1 and PrimaryCaps: the engine, its tile RAMs, its port program."""
+    def _elaborate_conv_tiles(self, m):
+        """Step 1's tile RAMs (inputs and staging as deep as the engine's activation address)."""
+        config, conv_config, modules = self._config, self._config.conv_config, self._config.conv_modules
+        rams = {"inputs": DualPortBuffer(width=8 * config.conv_row_bytes, depth=conv_config.activation_depth,
+                                         granularity=8),
+                "slabs": DualPortBuffer(width=8 * modules, depth=2 * config.max_kernel_words, granularity=8),
+                "biases": DualPortBuffer(width=32 * modules, depth=max(2, config.max_blocks), granularity=8),
+                "staging": DualPortBuffer(width=8 * config.conv_row_bytes, depth=conv_config.activation_depth,
+                                          granularity=8)}
+        for name, ram in rams.items():
+            m.submodules[f"conv_{name}"] = ram
+        return rams
+
+    def _elaborate_step2_tiles(self, m):
+        """Step 2's tile RAMs: inputs, weights, predictions (two slots each)."""
         config = self._config
-        conv_config = config.conv_config
-        modules = config.conv_modules
-        m.submodules.conv = engine = CapsNetConvEngine(config=conv_config)
+        vector_bits = 8 * config.vector_bytes
+        rams = {"inputs": DualPortBuffer(width=8 * config.row_bytes, depth=2 * config.type_rows, granularity=8),
+                "weights": DualPortBuffer(width=vector_bits, depth=2 * config.tile_weight_words, granularity=8),
+                "predictions": DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions, granularity=8)}
+        for name, ram in rams.items():
+            m.submodules[name] = ram
+        return rams
+
+    def _elaborate_convolutions(self, m, control, port, rams, step, step_start, command, valid):
+        """conv1 and PrimaryCaps: the engine on its tile RAMs, its port program; returns the load target."""
+        config = self._config
+        m.submodules.conv = engine = CapsNetConvEngine(config=config.conv_config)
         m.submodules.conv_program = program = ConvTileProgram(
             address_bits=config.address_bits, ram_address_bits=_port_ram_address_bits(config),
             beats_bits=len(port.command.payload.beats), beats_per_word_bits=_beats_per_word_bits(config))
-        # Inputs and staging as deep as the engine's activation address (the larger of the two needs).
-        m.submodules.conv_inputs = inputs = DualPortBuffer(width=8 * config.conv_row_bytes,
-                                                           depth=conv_config.activation_depth, granularity=8)
-        m.submodules.conv_slabs = slabs = DualPortBuffer(width=8 * modules, depth=2 * config.max_kernel_words,
-                                                         granularity=8)
-        m.submodules.conv_biases = biases = DualPortBuffer(width=32 * modules, depth=max(2, config.max_blocks),
-                                                           granularity=8)
-        m.submodules.conv_staging = staging = DualPortBuffer(width=8 * config.conv_row_bytes,
-                                                             depth=conv_config.activation_depth, granularity=8)
+        wiring.connect(m, engine.inputs, rams["inputs"].b)
+        wiring.connect(m, engine.weights, rams["slabs"].b)
+        wiring.connect(m, engine.biases, rams["biases"].b)
+        wiring.connect(m, engine.outputs, rams["staging"].a)
+        wiring.connect(m, program.tiles, engine.tiles)
+
         descriptor = control.run.descriptor.conv
         conv_step = step < StreamStep.PREDICTIONS
         starting = step_start & conv_step
         engine_finished, program_finished = Signal(), Signal()
+        # The step's sequencing: both start on the step's first cycle (the engine only with tiles to work on),
+        # each from its part of the step's descriptor; the program sees the port only in its steps.
         m.d.comb += [
-            engine.layer.eq(descriptor.engine), program.layer.eq(descriptor.stream),
-            engine.start.eq(starting & (descriptor.stream.tiles != 0)), program.start.eq(starting),
+            engine.control.layer.eq(descriptor.engine), program.layer.eq(descriptor.stream),
+            engine.control.run.start.eq(starting & (descriptor.stream.tiles != 0)), program.run.start.eq(starting),
             command.eq(program.command.payload), valid.eq(program.command.valid),
             program.command.ready.eq(port.command.ready & conv_step), program.port_finished.eq(port.finished),
-            engine.tile_ready.eq(program.tile_ready), program.tile_done.eq(engine.tile_done),
-            program.group_written.eq(engine.group_written),
         ]
-        with m.If(engine.done):
+        with m.If(engine.control.run.done):
             m.d.sync += engine_finished.eq(1)
-        with m.If(program.done):
+        with m.If(program.run.done):
             m.d.sync += program_finished.eq(1)
         with m.If(starting & (descriptor.stream.tiles == 0)):
             m.d.sync += engine_finished.eq(1)
         with m.If(conv_step & engine_finished & program_finished):
             m.d.sync += [step.eq(step + 1), step_start.eq(1), engine_finished.eq(0), program_finished.eq(0)]
         with m.If(conv_step):
-            # Drain: the engine's last writes, then the wait for the step's last stores.
-            m.d.comb += [control.run.events.issue.eq(engine.issue), control.run.events.stall.eq(engine.stall),
-                         control.run.events.draining.eq(engine.draining | ~engine.busy & engine_finished)]
+            # The step's counter events: the engine's, and drain until the step's last stores.
+            events = engine.control.events
+            m.d.comb += [control.run.events.issue.eq(events.issue), control.run.events.stall.eq(events.stall),
+                         control.run.events.draining.eq(events.draining | ~engine.control.run.busy & engine_finished)]
 
         target = Signal(ConvTarget)
         with m.If(program.command.valid & program.command.ready):
             m.d.sync += target.eq(program.target)
-        for ram, kind in ((inputs, ConvTarget.INPUT), (slabs, ConvTarget.WEIGHTS), (biases, ConvTarget.BIAS)):
-            ram_write(ram, conv_step & (target == kind))
-        m.d.comb += [
-            inputs.b.address.eq(engine.row_address), inputs.b.read_enable.eq(engine.row_read),
-            engine.row_data.eq(inputs.b.read_data),
-            slabs.b.address.eq(engine.weight_address), slabs.b.read_enable.eq(engine.weight_read),
-            engine.weight_data.eq(slabs.b.read_data),
-            biases.b.address.eq(engine.bias_address), biases.b.read_enable.eq(engine.bias_read),
-            engine.bias_data.eq(biases.b.read_data),
-            staging.a.address.eq(engine.write_address), staging.a.write_data.eq(engine.write_data),
-            staging.a.write_enable.eq(engine.write_enable),
-        ]
-        with m.If(conv_step):
-            m.d.comb += [staging.b.address.eq(port.ram_read.address), staging.b.read_enable.eq(port.ram_read.enable),
-                         port.ram_read_data.eq(staging.b.read_data)]
+        return target
 
-    def _elaborate_step2(self, m, control, port, step, step_start, running, done, command, command_valid, ram_write):
-        """Step 2 and routing: the matrix-vector and routing engines, their tile RAMs, their port program."""
+    def _elaborate_step2(self, m, control, port, rams, step, step_start, running, done, command, command_valid):
+        """Step 2 and routing: the matrix-vector and routing engines on their tile RAMs, their port program;
+        returns the load target (3: inputs, 4: weights, the load demultiplexer's order)."""
         config = self._config
         grid, classes = config.grid, config.classes
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config.matvec_config)
         m.submodules.routing = routing = CapsNetRoutingEngine(
             classes=classes, dims=config.digit_dims, max_capsules=config.max_capsules, multipliers=config.multipliers)
-        vector_bits = 8 * config.vector_bytes
-        m.submodules.inputs = inputs = DualPortBuffer(width=8 * config.row_bytes, depth=2 * config.type_rows,
-                                                      granularity=8)
-        m.submodules.weights = weights = DualPortBuffer(width=vector_bits, depth=2 * config.tile_weight_words,
-                                                        granularity=8)
-        m.submodules.predictions = predictions = DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions)
         m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, classes))
+        m.submodules.results_host = results_host = HostBufferPort(port=results.b.signature.flip())
+        wiring.connect(m, control.memory.routing, results_host.host)
+        wiring.connect(m, results_host.buffer, results.b)
+        wiring.connect(m, matvec.inputs, rams["inputs"].b)
+        wiring.connect(m, matvec.weights, rams["weights"].b)
+        wiring.connect(m, matvec.predictions, rams["predictions"].a)
 
         # ---- Run control ----------------------------------------------------------------------------------
         params = Signal(stream_descriptor_layout(config))
@@ -266,9 +295,10 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         tile_bits = len(tiles)
         loaded, stored, computed = Signal(tile_bits), Signal(tile_bits), Signal(tile_bits)
         starting = step_start & (step == StreamStep.PREDICTIONS)
+        descriptor = control.run.descriptor.matvec
         with m.If(starting):
-            m.d.sync += [params.eq(control.run.descriptor.matvec), tiles.eq(control.run.descriptor.matvec.capsule_types * grid),
-                         active.eq(1), routing_done.eq(0)]
+            m.d.sync += [params.eq(descriptor), tiles.eq(descriptor.capsule_types * grid), active.eq(1),
+                         routing_done.eq(0)]
         with m.If(active & routing_done & (stored == tiles)):
             m.d.sync += [running.eq(0), done.eq(1), active.eq(0)]
 
@@ -315,22 +345,16 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                 m.d.sync += [stored.eq(stored + 1), store_address.eq(store_address + tile_prediction_bytes)]
         with m.If(starting):
             m.d.sync += [loaded.eq(0), stored.eq(0), load_row.eq(0), load_type_parity.eq(0), inputs_loaded.eq(0),
-                         loading_inputs.eq(0), loading_weights.eq(0),
-                         input_address.eq(control.run.descriptor.matvec.primary_base),
-                         weight_address.eq(control.run.descriptor.matvec.weights_base),
-                         store_address.eq(control.run.descriptor.matvec.predictions_base)]
-
-        for ram, selected in ((inputs, loading_inputs), (weights, loading_weights)):
-            ram_write(ram, step2_port & selected)
-        with m.If(step2_port):
-            m.d.comb += [predictions.b.address.eq(port.ram_read.address),
-                         predictions.b.read_enable.eq(port.ram_read.enable),
-                         port.ram_read_data.eq(predictions.b.read_data)]
+                         loading_inputs.eq(0), loading_weights.eq(0), input_address.eq(descriptor.primary_base),
+                         weight_address.eq(descriptor.weights_base), store_address.eq(descriptor.predictions_base)]
+        load_target = Signal(range(5))
+        m.d.comb += load_target.eq(Mux(loading_inputs, 3, 4))
 
         # ---- Compute: tile ``computed`` on the matrix-vector engine once loaded ----------------------------
         compute_row = Signal(range(grid))
         compute_type_parity = Signal()
-        layer = matvec.layer
+        layer, matvec_run = matvec.control.layer, matvec.control.run
+        # The tile's layer descriptor, built here from the step's parameters and the tile's slots.
         m.d.comb += [
             layer.kind.eq(LayerKind.MATVEC), layer.shift.eq(params.shift),
             layer.in_base.eq(Mux(compute_type_parity, config.type_rows, 0) + compute_row),
@@ -338,16 +362,11 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             layer.dim_words.eq(grid), layer.in_dims.eq(config.primary_dims), layer.out_capsules.eq(classes),
             layer.matvec_weight_base.eq(Mux(computed[0], config.tile_weight_words, 0)),
             layer.prediction_base.eq(Mux(computed[0], config.tile_predictions, 0)),
-            matvec.start.eq(active & ~matvec.busy & (loaded > computed) & ~routing_phase & routing.predictions.ready),
-            inputs.b.address.eq(matvec.read_address), inputs.b.read_enable.eq(matvec.read_enable),
-            matvec.read_data.eq(inputs.b.read_data),
-            weights.b.address.eq(matvec.weight_address), weights.b.read_enable.eq(matvec.weight_read),
-            matvec.weight_data.eq(weights.b.read_data),
-            predictions.a.address.eq(matvec.write_address), predictions.a.write_data.eq(matvec.write_data),
-            predictions.a.write_enable.eq(matvec.write_enable),
+            matvec_run.start.eq(active & ~matvec_run.busy & (loaded > computed) & ~routing_phase
+                                & routing.predictions.ready),
         ]
         last_tile = computed + 1 == tiles
-        with m.If(matvec.done):
+        with m.If(matvec_run.done):
             m.d.sync += [computed.eq(computed + 1), compute_row.eq(Mux(compute_row == grid - 1, 0, compute_row + 1))]
             with m.If(compute_row == grid - 1):
                 m.d.sync += compute_type_parity.eq(~compute_type_parity)
@@ -356,22 +375,27 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         with m.If(starting):
             m.d.sync += [computed.eq(0), compute_row.eq(0), compute_type_parity.eq(0)]
         with m.If(~(step < StreamStep.PREDICTIONS)):
-            m.d.comb += [control.run.events.issue.eq(matvec.issue), control.run.events.draining.eq(matvec.draining),
-                         control.run.events.stall.eq(~routing_phase & ~matvec.busy)]
+            # The step's counter events: the engine's, and stall = the engine idle in step 2 (waiting for a tile).
+            m.d.comb += [control.run.events.issue.eq(matvec.control.events.issue),
+                         control.run.events.draining.eq(matvec.control.events.draining),
+                         control.run.events.stall.eq(~routing_phase & ~matvec_run.busy)]
 
         # ---- Routing: every prediction vector, the class words into the result RAM ------------------------
+        # The routing engine sees the prediction writes as a stream (every lane is written: enable bit 0 says it),
+        # the last one of the image marked.
+        predictions = matvec.predictions
         last_prediction = Mux(computed[0], 2 * config.tile_predictions, config.tile_predictions) - 1
-        m.d.comb += [routing.predictions.valid.eq(matvec.write_enable),
-                     routing.predictions.payload.vector.eq(matvec.write_data),
-                     routing.predictions.payload.last.eq(last_tile & (matvec.write_address == last_prediction)),
+        m.d.comb += [routing.predictions.valid.eq(predictions.write_enable[0]),
+                     routing.predictions.payload.vector.eq(predictions.write_data),
+                     routing.predictions.payload.last.eq(last_tile & (predictions.address == last_prediction)),
                      routing.shift.eq(params.routing_shift), routing.digit_caps.ready.eq(1)]
         class_index = Signal(range(max(2, classes)))
         beat = routing.digit_caps.payload
+        # A class's beat without ``last`` is its result word, written at the class's index.
         m.d.comb += [results.a.address.eq(class_index), results.a.write_enable.eq(routing.digit_caps.valid),
                      results.a.write_data.eq(Cat(*(getattr(beat, name) for name, _ in self._routing_word)))]
         with m.If(routing.digit_caps.valid):
             m.d.sync += class_index.eq(class_index + 1)
             with m.If(beat.last):
                 m.d.sync += [routing_done.eq(1), class_index.eq(0)]
-        m.d.comb += [results.b.address.eq(control.memory.routing.address), results.b.read_enable.eq(control.memory.routing.read),
-                     control.memory.routing.read_data.eq(results.b.read_data)]
+        return load_target
