@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from nnaccel.hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
-__all__ = ["TilePort", "tile_command_layout"]
+__all__ = ["TilePort", "TileCommandSignature", "tile_command_layout"]
 
 
 def tile_command_layout(*, address_bits, beats_bits, ram_address_bits, beats_per_word_bits):
@@ -15,6 +15,31 @@ def tile_command_layout(*, address_bits, beats_bits, ram_address_bits, beats_per
     words to move), ``ram_base`` (first RAM word), ``beats_per_word`` (bus words per RAM word, at least 1)."""
     return data.StructLayout({"store": 1, "address": address_bits, "beats": beats_bits,
                               "ram_base": ram_address_bits, "beats_per_word": beats_per_word_bits})
+
+
+class TileCommandSignature(wiring.Signature):
+    """A client's commands to a :class:`TilePort`, seen from the client (the port has it flipped): ``command`` Out
+    (stream of ``command_layout``, :func:`tile_command_layout`), ``finished`` In(1) (the command's last bus word
+    moved on this cycle)."""
+
+    def __init__(self, command_layout):
+        if not isinstance(command_layout, data.Layout):
+            raise TypeError(f"command_layout must be a data.Layout, not {command_layout!r}")
+        self._command_layout = command_layout
+        super().__init__({"command": Out(stream.Signature(command_layout)), "finished": In(1)})
+
+    @property
+    def command_layout(self):
+        return self._command_layout
+
+    def __eq__(self, other):
+        return isinstance(other, TileCommandSignature) and other._command_layout == self._command_layout
+
+    def __hash__(self):
+        return hash((TileCommandSignature, self._command_layout))
+
+    def __repr__(self):
+        return f"TileCommandSignature({self._command_layout!r})"
 
 
 class TilePort(wiring.Component):
@@ -28,8 +53,9 @@ class TilePort(wiring.Component):
 
     Ports
     -----
-    ``command`` (In stream, :func:`tile_command_layout`): taken when the previous command has finished
-    (``ready`` = not busy).  ``finished`` (Out 1): the command's last bus word moved on this cycle.  ``ram_write``
+    ``client`` (In :class:`TileCommandSignature`): ``command`` (a stream of :func:`tile_command_layout`) taken when
+    the previous command has finished (``ready`` = not busy); ``finished``: the command's last bus word moved on
+    this cycle.  ``ram_write``
     and ``ram_read`` (Out :class:`~hw.shared.dual_port_buffer.BufferPortSignature` of ``ram_bits`` x
     ``2**ram_address_bits`` words, byte granularity): loads write through ``ram_write`` (``write_data`` the bus
     word repeated across ``ram_bits``, ``write_enable`` the bytes of the word's lane; it never reads), stores read
@@ -69,8 +95,7 @@ class TilePort(wiring.Component):
                                                    beats_per_word_bits=lanes.bit_length())
         ram = BufferPortSignature(width=ram_bits, depth=1 << ram_address_bits, granularity=8)
         super().__init__({
-            "command": In(stream.Signature(self._command_layout)),
-            "finished": Out(1),
+            "client": In(TileCommandSignature(self._command_layout)),
             "ram_write": Out(ram), "ram_read": Out(ram),
             "avalon": Out(self.avalon_signature(address_bits=address_bits, max_burst=max_burst, data_bits=data_bits)),
         })
@@ -97,16 +122,16 @@ class TilePort(wiring.Component):
         m = Module()
         m.submodules.master = master = AvalonBurstMaster(**self._master_parameters)
         wiring.connect(m, wiring.flipped(self.avalon), master.avalon)
-        command = self.command.payload
+        command = self.client.command.payload
         lane_bytes = self._data_bits // 8
 
         busy, storing = Signal(), Signal()
         beats_left = Signal.like(command.beats)
         word, lane = Signal.like(command.ram_base), Signal.like(command.beats_per_word)
         beats_per_word = Signal.like(command.beats_per_word)
-        taken = self.command.valid & ~busy
+        taken = self.client.command.valid & ~busy
         m.d.comb += [
-            self.command.ready.eq(~busy),
+            self.client.command.ready.eq(~busy),
             master.read_command.valid.eq(taken & ~command.store),
             master.write_command.valid.eq(taken & command.store),
             master.read_command.payload.address.eq(command.address),
@@ -128,7 +153,7 @@ class TilePort(wiring.Component):
             m.d.sync += [beats_left.eq(beats_left - 1), lane.eq(Mux(last_lane, 0, lane + 1)),
                          word.eq(Mux(last_lane, word + 1, word))]
             with m.If(beats_left == 1):
-                m.d.comb += self.finished.eq(1)
+                m.d.comb += self.client.finished.eq(1)
                 m.d.sync += busy.eq(0)
 
         # Loads: the bus word repeated across the RAM word, its lane's bytes enabled.
