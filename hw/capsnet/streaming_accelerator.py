@@ -110,7 +110,6 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             address_bits=config.address_bits, max_burst=config.max_burst, beats_bits=PORT_BEATS_BITS,
             fifo_depth=config.fifo_depth)
         wiring.connect(m, wiring.flipped(self.avalon), port.avalon)
-        wiring.connect(m, sequencer.port, port.client)
 
         # ---- Step 1: the convolution engine on its tile RAMs, fed by its port program ------------------------
         conv_config = config.conv_config
@@ -127,14 +126,6 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
             width=32 * config.conv_modules, depth=max(2, config.max_blocks), granularity=8)
         m.submodules.conv_staging = conv_staging = DualPortBuffer(
             width=8 * config.conv_row_bytes, depth=conv_config.activation_depth, granularity=8)
-        wiring.connect(m, sequencer.conv, conv.control)
-        wiring.connect(m, sequencer.conv_program, program.control)
-        wiring.connect(m, program.port, sequencer.conv_port)
-        wiring.connect(m, program.tiles, conv.tiles)
-        wiring.connect(m, conv.inputs, conv_inputs.b)
-        wiring.connect(m, conv.weights, conv_slabs.b)
-        wiring.connect(m, conv.biases, conv_biases.b)
-        wiring.connect(m, conv.outputs, conv_staging.a)
 
         # ---- Step 2 and routing: the matrix-vector and routing engines, their tile RAMs, the result RAM -------
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config.matvec_config)
@@ -150,33 +141,29 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                                                                 granularity=8)
         m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, config.classes))
         m.submodules.results_host = results_host = HostBufferPort(port=results.b.signature.flip())
-        wiring.connect(m, sequencer.matvec, matvec.control)
-        wiring.connect(m, matvec.inputs, inputs.b)
-        wiring.connect(m, matvec.weights, weights.b)
-        wiring.connect(m, matvec.predictions, sequencer.matvec_predictions)
-        wiring.connect(m, sequencer.predictions, predictions.a)
-        wiring.connect(m, sequencer.routing, routing.predictions)
-        wiring.connect(m, routing.digit_caps, sequencer.digit_caps)
-        wiring.connect(m, sequencer.results, results.a)
-        wiring.connect(m, control.memory.routing, results_host.host)
-        wiring.connect(m, results_host.buffer, results.b)
-        # A lone control input (connect joins interfaces, not single signals): the routing shift of the run.
-        m.d.comb += routing.shift.eq(sequencer.routing_shift)
 
         # ---- The tile port's RAM side: loads into the tile RAMs' port a, stores from staging or predictions ------
         loads = {"conv_biases": conv_biases.a, "conv_inputs": conv_inputs.a, "conv_slabs": conv_slabs.a,
                  "inputs": inputs.a, "weights": weights.a}      # the first three in ConvTarget order
-        m.submodules.loads = loads_demux = BufferPortDemux(
-            initiator=port.ram_write.signature, targets={name: ram.signature.flip() for name, ram in loads.items()})
-        wiring.connect(m, port.ram_write, loads_demux.initiator)
-        for name, ram in loads.items():
-            wiring.connect(m, getattr(loads_demux.targets, name), ram)
         stores = {"conv_staging": conv_staging.b, "predictions": predictions.b}       # in PortOwner order
-        m.submodules.stores = stores_demux = BufferPortDemux(
-            initiator=port.ram_read.signature, targets={name: ram.signature.flip() for name, ram in stores.items()})
-        wiring.connect(m, port.ram_read, stores_demux.initiator)
-        for name, ram in stores.items():
-            wiring.connect(m, getattr(stores_demux.targets, name), ram)
+        loads_demux = self._demultiplexer(m, "loads", port.ram_write, loads)
+        stores_demux = self._demultiplexer(m, "stores", port.ram_read, stores)
+
+        # ---- Every block-to-block connection (initiator, target) --------------------------------------------------
+        for initiator, target in (
+                (sequencer.port, port.client), (sequencer.conv, conv.control),
+                (sequencer.conv_program, program.control), (program.port, sequencer.conv_port),
+                (program.tiles, conv.tiles), (conv.inputs, conv_inputs.b), (conv.weights, conv_slabs.b),
+                (conv.biases, conv_biases.b), (conv.outputs, conv_staging.a),
+                (sequencer.matvec, matvec.control), (matvec.inputs, inputs.b), (matvec.weights, weights.b),
+                (matvec.predictions, sequencer.matvec_predictions), (sequencer.predictions, predictions.a),
+                (sequencer.routing, routing.predictions), (routing.digit_caps, sequencer.digit_caps),
+                (sequencer.results, results.a), (control.memory.routing, results_host.host),
+                (results_host.buffer, results.b)):
+            wiring.connect(m, initiator, target)
+        # Lone control inputs (connect joins interfaces, not single signals): the run's routing shift, the
+        # demultiplexers' selects.
+        m.d.comb += routing.shift.eq(sequencer.routing_shift)
         # The RAM a load goes to: the convolution program's target (a ConvTarget) in its steps, step 2's input or
         # weight RAM after them (a Mux of the two programs' targets); stores read the port owner's RAM.
         step2_loads = list(loads).index("inputs")
@@ -184,3 +171,14 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                                                step2_loads + sequencer.step2_load_target)),
                      stores_demux.select.eq(sequencer.port_owner)]
         return m
+
+    @staticmethod
+    def _demultiplexer(m, name, initiator, rams):
+        """A :class:`~hw.shared.buffer_port_demux.BufferPortDemux` from ``initiator`` to the RAM ports ``rams``
+        (``{name: port}``, in ``select`` order), connected."""
+        m.submodules[name] = demux = BufferPortDemux(
+            initiator=initiator.signature, targets={target: ram.signature.flip() for target, ram in rams.items()})
+        wiring.connect(m, initiator, demux.initiator)
+        for target, ram in rams.items():
+            wiring.connect(m, getattr(demux.targets, target), ram)
+        return demux

@@ -4,41 +4,29 @@ widths: writes go to the selected RAM only (a narrower one takes the low bits, n
 comes from the RAM read last; parameter checks."""
 
 import pytest
-from amaranth.hdl import Elaboratable, Module
-from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from nnaccel.hw.shared.buffer_port_demux import BufferPortDemux
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
+from tests.shared.connected_blocks import ConnectedBlocks, drive, simulate
 
 INITIATOR = BufferPortSignature(width=32, depth=16, granularity=8)
 NARROW = BufferPortSignature(width=16, depth=8, granularity=8)
 
 
-class DemuxedRams(Elaboratable):
-    def __init__(self):
-        self.demux = BufferPortDemux(initiator=INITIATOR, targets={"narrow": NARROW, "wide": INITIATOR})
-        self.narrow = DualPortBuffer(width=16, depth=8, granularity=8)
-        self.wide = DualPortBuffer(width=32, depth=16, granularity=8)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.demux, m.submodules.narrow, m.submodules.wide = self.demux, self.narrow, self.wide
-        wiring.connect(m, self.demux.targets.narrow, self.narrow.a)
-        wiring.connect(m, self.demux.targets.wide, self.wide.a)
-        return m
-
-
 def test_requests_go_to_the_selected_ram():
-    dut = DemuxedRams()
+    dut = ConnectedBlocks(
+        {"demux": BufferPortDemux(initiator=INITIATOR, targets={"narrow": NARROW, "wide": INITIATOR}),
+         "narrow": DualPortBuffer(width=16, depth=8, granularity=8),
+         "wide": DualPortBuffer(width=32, depth=16, granularity=8)},
+        lambda blocks: [(blocks["demux"].targets.narrow, blocks["narrow"].a),
+                        (blocks["demux"].targets.wide, blocks["wide"].a)])
     port = dut.demux.initiator
     seen = []
 
     async def testbench(ctx):
         async def access(select, address, *, read=0, write_enable=0, write_data=0):
-            for signal, value in ((dut.demux.select, select), (port.address, address), (port.read_enable, read),
-                                  (port.write_enable, write_enable), (port.write_data, write_data)):
-                ctx.set(signal, value)
+            drive(ctx, ((dut.demux.select, select), (port.address, address), (port.read_enable, read),
+                        (port.write_enable, write_enable), (port.write_data, write_data)))
             await ctx.tick()
             seen.append(ctx.get(port.read_data))
 
@@ -50,10 +38,7 @@ def test_requests_go_to_the_selected_ram():
         await access(0, 1)                                                 # no read: the wide word holds
         await access(0, 1, read=1)
 
-    simulator = Simulator(dut)
-    simulator.add_clock(1e-8)
-    simulator.add_testbench(testbench)
-    simulator.run()
+    simulate(dut, testbench)
     assert seen[3:] == [0x5678, 0xF00D, 0xF00D, 0]
 
 

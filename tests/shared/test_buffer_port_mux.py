@@ -3,36 +3,23 @@
 initiator writes and reads, every initiator sees the RAM's read data; parameter checks."""
 
 import pytest
-from amaranth.hdl import Elaboratable, Module
-from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from nnaccel.hw.shared.buffer_port_mux import BufferPortMux
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
+from tests.shared.connected_blocks import ConnectedBlocks, drive, simulate
 
 PORT = BufferPortSignature(width=16, depth=8, granularity=8)
 
 
-class MuxedRam(Elaboratable):
-    def __init__(self):
-        self.mux = BufferPortMux(port=PORT, count=2)
-        self.ram = DualPortBuffer(width=16, depth=8, granularity=8)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.mux, m.submodules.ram = self.mux, self.ram
-        wiring.connect(m, self.mux.target, self.ram.a)
-        return m
-
-
 def request(ctx, port, *, address=0, read=0, write_enable=0, write_data=0):
-    for name, value in (("address", address), ("read_enable", read), ("write_enable", write_enable),
-                        ("write_data", write_data)):
-        ctx.set(getattr(port, name), value)
+    drive(ctx, ((port.address, address), (port.read_enable, read), (port.write_enable, write_enable),
+                (port.write_data, write_data)))
 
 
 def test_only_the_selected_initiator_reaches_the_ram():
-    dut = MuxedRam()
+    dut = ConnectedBlocks({"mux": BufferPortMux(port=PORT, count=2),
+                           "ram": DualPortBuffer(width=16, depth=8, granularity=8)},
+                          lambda blocks: [(blocks["mux"].target, blocks["ram"].a)])
     first, second = dut.mux.initiators
     seen = []
 
@@ -53,10 +40,7 @@ def test_only_the_selected_initiator_reaches_the_ram():
         request(ctx, second)
         seen.append(ctx.get(second.read_data))
 
-    simulator = Simulator(dut)
-    simulator.add_clock(1e-8)
-    simulator.add_testbench(testbench)
-    simulator.run()
+    simulate(dut, testbench)
     assert seen == [(0xABCD, 0xABCD), 0]
 
 

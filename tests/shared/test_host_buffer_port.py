@@ -3,48 +3,30 @@
 whole words, reads one cycle later, nothing at an address past the RAM; parameter check."""
 
 import pytest
-from amaranth.hdl import Elaboratable, Module
-from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
 from nnaccel.hw.shared.host_buffer_port import HostBufferPort
-
-
-class HostRam(Elaboratable):
-    def __init__(self):
-        self.bridge = HostBufferPort(port=BufferPortSignature(width=24, depth=8, granularity=8))
-        self.ram = DualPortBuffer(width=24, depth=8, granularity=8)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.bridge, m.submodules.ram = self.bridge, self.ram
-        wiring.connect(m, self.bridge.buffer, self.ram.a)
-        return m
+from tests.shared.connected_blocks import ConnectedBlocks, drive, simulate
 
 
 def test_host_writes_and_reads_words():
-    dut = HostRam()
+    dut = ConnectedBlocks({"bridge": HostBufferPort(port=BufferPortSignature(width=24, depth=8, granularity=8)),
+                           "ram": DualPortBuffer(width=24, depth=8, granularity=8)},
+                          lambda blocks: [(blocks["bridge"].buffer, blocks["ram"].a)])
     host = dut.bridge.host
     seen = []
 
     async def testbench(ctx):
-        async def access(address, *, write=0, read=0, write_data=0):
-            for signal, value in ((host.address, address), (host.write, write), (host.read, read),
-                                  (host.write_data, write_data)):
-                ctx.set(signal, value)
+        for address, write, read, write_data in ((5, 1, 0, 0xABCDEF),
+                                                 (13, 1, 0, 0x111111),     # past the 8 words: no alias of word 5
+                                                 (5, 0, 1, 0),
+                                                 (13, 0, 1, 0)):           # no read: the last word read holds
+            drive(ctx, ((host.address, address), (host.write, write), (host.read, read),
+                        (host.write_data, write_data)))
             await ctx.tick()
             seen.append(ctx.get(host.read_data))
 
-        await access(5, write=1, write_data=0xABCDEF)
-        await access(13, write=1, write_data=0x111111)      # past the 8 words: no alias of word 5
-        await access(5, read=1)
-        await access(13, read=1)                             # no read: the word of the last one holds
-
-    simulator = Simulator(dut)
-    simulator.add_clock(1e-8)
-    simulator.add_testbench(testbench)
-    simulator.run()
+    simulate(dut, testbench)
     assert seen[2:] == [0xABCDEF, 0xABCDEF]
 
 
