@@ -44,6 +44,15 @@ class CapsNetAccelerator(HostPortAccelerator):
     weights and predictions (``matvec_lanes`` int8), deep ones built from banks of 4,096 words
     (:mod:`hw.shared.banked_buffer`).  docs/capsnet_accelerator.md has the mapping, the descriptor and the register map.
 
+    Blocks: :class:`~hw.capsnet.layer_sequencer.CapsNetLayerSequencer` takes HostControl's ``run`` and runs each
+    engine through an :class:`~hw.capsnet.engine_control.EngineControlSignature`; every RAM port is a
+    :class:`~hw.shared.dual_port_buffer.BufferPortSignature`: the engines' weight, bias and prediction ports on
+    port a of their RAMs and the host (:class:`~hw.shared.host_buffer_port.HostBufferPort`) on port b; each engine's
+    activation port reaches either activation RAM through a :class:`~hw.shared.buffer_port_demux.BufferPortDemux`
+    (the descriptor's ``in_ram`` / ``out_ram``), and port a of each activation RAM is shared by the two engines'
+    reads and the host through a :class:`~hw.shared.buffer_port_mux.BufferPortMux` (the sequencer's
+    ``activation_owner``); all joined by ``wiring.connect``.  Only the muxes' and demuxes' selects are assigned.
+
     Ports: ``host`` (In :class:`~hw.shared.host_port.HostPortSignature` of ``config.host_data_bits``: requests,
     reads answered on the next cycle, ``busy`` and ``done``; ``done`` stays high from the end of a run until the
     next START), served by :class:`~hw.shared.host_control.HostControl` with the memories

@@ -32,7 +32,8 @@ class StreamMemory(MemoryTarget):
 
 class CapsNetStreamingAccelerator(HostPortAccelerator):
     """The CapsNet with every parameter and feature in SDRAM (docs/capsnet_accelerator.md, "On the DE1-SoC"): one
-    Avalon-MM master port moves every tile; a run is conv1, PrimaryCaps, step 2 and routing (:class:`StreamStep`),
+    Avalon-MM master port moves every tile; a run is conv1, PrimaryCaps, step 2 and routing
+    (:class:`~hw.capsnet.stream_descriptor.StreamStep`),
     each from its descriptor-table entry; the class comes out on chip.
 
     Step 1 (conv1, PrimaryCaps)
@@ -56,12 +57,24 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     when it is loaded and the engine is idle.  The run ends when the routing engine's last class is stored in the
     routing RAM and the last store has finished.
 
+    Blocks and their connections
+    ----------------------------
+    The top is wiring: :class:`~hw.capsnet.stream_sequencer.CapsNetStreamSequencer` (the steps, step 2's port
+    program and the routing engine's feed) takes HostControl's ``run`` and runs each engine and the convolution
+    program through an :class:`~hw.capsnet.engine_control.EngineControlSignature`; the program and the conv engine
+    meet at a :class:`~hw.capsnet.tile_handshake.TileHandshakeSignature`; every RAM port is a
+    :class:`~hw.shared.dual_port_buffer.BufferPortSignature` (the engines on port b / a, the tile port's loads and
+    stores through one :class:`~hw.shared.buffer_port_demux.BufferPortDemux` each, the host through a
+    :class:`~hw.shared.host_buffer_port.HostBufferPort`); all joined by ``wiring.connect``.  Three single control
+    inputs are assigned: the routing shift and the two demultiplexers' selects.
+
     Ports
     -----
     ``host`` (In :class:`~hw.shared.host_port.HostPortSignature`): :class:`~hw.shared.host_control.HostControl`
-    with entries of :func:`image_descriptor_layout` (entry ``s`` for step ``s``; START with any count runs all
-    four), the memory ``ROUTING`` (word ``j`` = :func:`routing_word_layout`: s_j, v_j, |v_j|^2, the class so far;
-    the image's class in word ``J - 1``), the counters of every :class:`StreamStep` (cycles, product cycles,
+    with entries of :func:`~hw.capsnet.stream_descriptor.image_descriptor_layout` (entry ``s`` for step ``s``;
+    START with any count runs all four), the memory ``ROUTING`` (word ``j`` =
+    :func:`~hw.capsnet.stream_descriptor.routing_word_layout`: s_j, v_j, |v_j|^2, the class so far; the image's
+    class in word ``J - 1``; host writes reach it too, while idle), the counters of every :class:`StreamStep` (cycles, product cycles,
     stall = engine waiting for a tile, drain).  ``avalon``: the Avalon-MM master port to the SDRAM controller.
 
     Timing
