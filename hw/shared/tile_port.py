@@ -114,10 +114,6 @@ class TilePort(wiring.Component):
     def fifo_depth(self):
         return self._master_parameters["fifo_depth"]
 
-    @property
-    def command_layout(self):
-        return self._command_layout
-
     def elaborate(self, platform):
         m = Module()
         m.submodules.master = master = AvalonBurstMaster(**self._master_parameters)
