@@ -8,7 +8,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.capsnet.config import OPERAND_BITS, SHIFT_BITS
-from nnaccel.hw.capsnet.conv_tile_program import ConvTarget, conv_stream_layout
+from nnaccel.hw.capsnet.conv_tile_program import conv_stream_layout
 from nnaccel.hw.capsnet.descriptor import LayerKind, descriptor_layout
 from nnaccel.hw.capsnet.engine_control import EngineControlSignature
 from nnaccel.hw.capsnet.routing_engine import digit_caps_layout
