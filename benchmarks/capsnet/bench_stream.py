@@ -16,7 +16,8 @@ import argparse
 import numpy as np
 
 from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
-from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
+from nnaccel.hw.capsnet.stream_descriptor import StreamStep
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
 from nnaccel.models.capsnet.golden import COUPLING_SHIFT, classify_fixed, load_capsnet
 from nnaccel.models.capsnet.network import PRIMARY_DIM
 from nnaccel.models.capsnet.stream_plan import compile_stream, stream_cycles

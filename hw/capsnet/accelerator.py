@@ -2,14 +2,18 @@
 
 import enum
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from nnaccel.hw.capsnet.config import CapsNetConfig, OPERAND_BITS
 from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
-from nnaccel.hw.capsnet.descriptor import LayerKind, descriptor_layout
+from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.layer_sequencer import CapsNetLayerSequencer, EngineOwner
 from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
 from nnaccel.hw.shared.banked_buffer import instantiate_banked_buffer
+from nnaccel.hw.shared.buffer_port_demux import BufferPortDemux
+from nnaccel.hw.shared.buffer_port_mux import BufferPortMux
+from nnaccel.hw.shared.host_buffer_port import HostBufferPort
 from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
 from nnaccel.hw.shared.host_port import HostPortAccelerator
 
@@ -40,6 +44,15 @@ class CapsNetAccelerator(HostPortAccelerator):
     weights and predictions (``matvec_lanes`` int8), deep ones built from banks of 4,096 words
     (:mod:`hw.shared.banked_buffer`).  docs/capsnet_accelerator.md has the mapping, the descriptor and the register map.
 
+    Blocks: :class:`~hw.capsnet.layer_sequencer.CapsNetLayerSequencer` takes HostControl's ``run`` and runs each
+    engine through an :class:`~hw.capsnet.engine_control.EngineControlSignature`; every RAM port is a
+    :class:`~hw.shared.dual_port_buffer.BufferPortSignature`: the engines' weight, bias and prediction ports on
+    port a of their RAMs and the host (:class:`~hw.shared.host_buffer_port.HostBufferPort`) on port b; each engine's
+    activation port reaches either activation RAM through a :class:`~hw.shared.buffer_port_demux.BufferPortDemux`
+    (the descriptor's ``in_ram`` / ``out_ram``), and port a of each activation RAM is shared by the two engines'
+    reads and the host through a :class:`~hw.shared.buffer_port_mux.BufferPortMux` (the sequencer's
+    ``activation_owner``); all joined by ``wiring.connect``.  Only the muxes' and demuxes' selects are assigned.
+
     Ports: ``host`` (In :class:`~hw.shared.host_port.HostPortSignature` of ``config.host_data_bits``: requests,
     reads answered on the next cycle, ``busy`` and ``done``; ``done`` stays high from the end of a run until the
     next START), served by :class:`~hw.shared.host_control.HostControl` with the memories
@@ -63,91 +76,73 @@ class CapsNetAccelerator(HostPortAccelerator):
         m.submodules.conv = conv = CapsNetConvEngine(config=config)
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config)
 
-        def ram(instance_name, width, depth, granularity=None):
+        def ram(instance_name, width, depth):
             bank = min(depth, BANK_DEPTH)
             return instantiate_banked_buffer(
-                m, self, width=width, depth=depth, bank_depth=BANK_DEPTH, granularity=granularity,
-                module_name=f"{config.name}_ram_w{width}_d{bank}{'_g' if granularity else ''}",
-                instance_name=instance_name)
+                m, self, width=width, depth=depth, bank_depth=BANK_DEPTH, granularity=OPERAND_BITS,
+                module_name=f"{config.name}_ram_w{width}_d{bank}_g", instance_name=instance_name)
 
-        activations = [ram(f"activations{index}", config.activation_word_bits, config.activation_depth, OPERAND_BITS)
+        activations = [ram(f"activations{index}", config.activation_word_bits, config.activation_depth)
                        for index in range(2)]
         conv_weights = ram("conv_weights", config.conv_weight_word_bits, config.conv_weight_depth)
         biases = ram("biases", config.bias_word_bits, config.bias_depth)
         matvec_weights = ram("matvec_weights", config.matvec_word_bits, config.matvec_weight_depth)
         predictions = ram("predictions", config.matvec_word_bits, config.prediction_depth)
 
-        # ---- Host control, descriptor table and the layer sequencer ---------------------------------------
-        # The port of each memory the host uses (the one the engines leave free, or share when idle).
-        host_ports = {CapsNetMemory.CONV_WEIGHTS: conv_weights.b, CapsNetMemory.BIASES: biases.b,
-                      CapsNetMemory.MATVEC_WEIGHTS: matvec_weights.b, CapsNetMemory.ACTIVATIONS0: activations[0].a,
-                      CapsNetMemory.ACTIVATIONS1: activations[1].a, CapsNetMemory.PREDICTIONS: predictions.b}
+        # ---- Host control and the layer sequencer ---------------------------------------------------------
         m.submodules.control = control = HostControl(
             data_bits=config.host_data_bits, max_layers=config.max_layers, descriptor_layout=descriptor_layout(config),
-            memories={target: len(port.read_data) for target, port in host_ports.items()})
+            memories={CapsNetMemory.CONV_WEIGHTS: config.conv_weight_word_bits,
+                      CapsNetMemory.BIASES: config.bias_word_bits,
+                      CapsNetMemory.MATVEC_WEIGHTS: config.matvec_word_bits,
+                      CapsNetMemory.ACTIVATIONS0: config.activation_word_bits,
+                      CapsNetMemory.ACTIVATIONS1: config.activation_word_bits,
+                      CapsNetMemory.PREDICTIONS: config.matvec_word_bits})
         wiring.connect(m, wiring.flipped(self.host), control.host)
-        layer_index = Signal(range(config.max_layers))
-        layer_count = Signal.like(control.run.layer_count)
-        busy, done = Signal(), Signal()
-        run = control.run
-        layer = run.descriptor
-        m.d.comb += [run.layer_index.eq(layer_index), run.busy.eq(busy), run.done.eq(done),
-                     conv.layer.eq(layer), matvec.layer.eq(layer),
-                     run.events.issue.eq(conv.issue | matvec.issue), run.events.stall.eq(conv.stall),
-                     run.events.draining.eq(conv.draining | matvec.draining)]
-        is_conv = layer.kind == LayerKind.CONV
-        engine_done = Mux(is_conv, conv.done, matvec.done)
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(run.start):
-                    m.d.sync += [layer_index.eq(0), layer_count.eq(run.layer_count), done.eq(0)]
-                    m.next = "LAUNCH"
-            with m.State("LAUNCH"):
-                m.d.comb += [busy.eq(1), conv.start.eq(is_conv), matvec.start.eq(~is_conv)]
-                m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += busy.eq(1)
-                with m.If(engine_done):
-                    with m.If(layer_index + 1 >= layer_count):
-                        m.d.sync += done.eq(1)
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.d.sync += layer_index.eq(layer_index + 1)
-                        m.next = "LAUNCH"
+        m.submodules.sequencer = sequencer = CapsNetLayerSequencer(config=config)
+        wiring.connect(m, control.run, sequencer.run)
+        wiring.connect(m, sequencer.conv, conv.control)
+        wiring.connect(m, sequencer.matvec, matvec.control)
 
-        # ---- Memory ports: the engines while busy, the host otherwise ----------------------------------------
-        def host_port(target):
-            port, host = host_ports[target], getattr(control.memory, target.name.lower())
-            m.d.comb += [port.address.eq(host.address), port.write_data.eq(host.write_data),
-                         port.write_enable.eq(Mux(host.write, -1, 0)), port.read_enable.eq(host.read)]
+        def host_port(target, ram_port):
+            """The host's port into ``ram_port`` (a RAM's port, or a multiplexer's initiator)."""
+            bridge = m.submodules[f"host_{target.name.lower()}"] = HostBufferPort(port=ram_port.signature.flip())
+            wiring.connect(m, getattr(control.memory, target.name.lower()), bridge.host)
+            wiring.connect(m, bridge.buffer, ram_port)
 
+        # ---- Weights and predictions: the engine on port a, the host on port b -------------------------------
+        wiring.connect(m, conv.weights, conv_weights.a)
+        wiring.connect(m, conv.biases, biases.a)
+        wiring.connect(m, matvec.weights, matvec_weights.a)
+        wiring.connect(m, matvec.predictions, predictions.a)
+        host_port(CapsNetMemory.CONV_WEIGHTS, conv_weights.b)
+        host_port(CapsNetMemory.BIASES, biases.b)
+        host_port(CapsNetMemory.MATVEC_WEIGHTS, matvec_weights.b)
+        host_port(CapsNetMemory.PREDICTIONS, predictions.b)
+
+        # ---- Activations: port a read by the running engine (in_ram) or used by the host, port b written ----
+        # by the conv engine (out_ram).
+        ram_ports = {f"ram{index}": ram.a.signature.flip() for index, ram in enumerate(activations)}
+        m.submodules.conv_reads = conv_reads = BufferPortDemux(initiator=conv.inputs.signature, targets=ram_ports)
+        m.submodules.matvec_reads = matvec_reads = BufferPortDemux(initiator=matvec.inputs.signature,
+                                                                   targets=ram_ports)
+        m.submodules.conv_writes = conv_writes = BufferPortDemux(initiator=conv.outputs.signature, targets=ram_ports)
+        wiring.connect(m, conv.inputs, conv_reads.initiator)
+        wiring.connect(m, matvec.inputs, matvec_reads.initiator)
+        wiring.connect(m, conv.outputs, conv_writes.initiator)
+        # The RAM an engine reads and the one the conv engine writes: the current descriptor's fields.
+        layer = control.run.descriptor
+        m.d.comb += [conv_reads.select.eq(layer.in_ram), matvec_reads.select.eq(layer.in_ram),
+                     conv_writes.select.eq(layer.out_ram)]
         for index, ram in enumerate(activations):
-            conv_reads = conv.busy & (layer.in_ram == index)
-            matvec_reads = matvec.busy & (layer.in_ram == index)
-            with m.If(conv_reads):
-                m.d.comb += [ram.a.address.eq(conv.row_address), ram.a.read_enable.eq(conv.row_read)]
-            with m.Elif(matvec_reads):
-                m.d.comb += [ram.a.address.eq(matvec.read_address), ram.a.read_enable.eq(matvec.read_enable)]
-            with m.Else():
-                host_port(CapsNetMemory(CapsNetMemory.ACTIVATIONS0 + index))
-            with m.If(conv.busy & (layer.out_ram == index)):
-                m.d.comb += [ram.b.address.eq(conv.write_address), ram.b.write_data.eq(conv.write_data),
-                             ram.b.write_enable.eq(conv.write_enable)]
-        input_ram = layer.in_ram
-        m.d.comb += [conv.row_data.eq(Mux(input_ram, activations[1].a.read_data, activations[0].a.read_data)),
-                     matvec.read_data.eq(Mux(input_ram, activations[1].a.read_data, activations[0].a.read_data))]
-
-        engine_reads = ((conv_weights, conv.weight_address, conv.weight_read, conv.weight_data,
-                         CapsNetMemory.CONV_WEIGHTS),
-                        (biases, conv.bias_address, conv.bias_read, conv.bias_data, CapsNetMemory.BIASES),
-                        (matvec_weights, matvec.weight_address, matvec.weight_read, matvec.weight_data,
-                         CapsNetMemory.MATVEC_WEIGHTS))
-        for ram, address, read, data, target in engine_reads:
-            m.d.comb += [ram.a.address.eq(address), ram.a.read_enable.eq(read), data.eq(ram.a.read_data)]
-            host_port(target)
-        m.d.comb += [predictions.a.address.eq(matvec.write_address), predictions.a.write_data.eq(matvec.write_data),
-                     predictions.a.write_enable.eq(matvec.write_enable)]
-        host_port(CapsNetMemory.PREDICTIONS)
-        for target, port in host_ports.items():
-            m.d.comb += getattr(control.memory, target.name.lower()).read_data.eq(port.read_data)
+            name = f"ram{index}"
+            shared = m.submodules[f"activations{index}_port_a"] = BufferPortMux(port=ram_ports[name],
+                                                                               count=len(EngineOwner))
+            wiring.connect(m, shared.target, ram.a)
+            wiring.connect(m, getattr(conv_reads.targets, name), shared.initiators[EngineOwner.CONV])
+            wiring.connect(m, getattr(matvec_reads.targets, name), shared.initiators[EngineOwner.MATVEC])
+            host_port(CapsNetMemory(CapsNetMemory.ACTIVATIONS0 + index), shared.initiators[EngineOwner.HOST])
+            # Every RAM's shared port goes to the same owner: the running engine (its demultiplexer picks the RAM).
+            m.d.comb += shared.select.eq(sequencer.activation_owner)
+            wiring.connect(m, getattr(conv_writes.targets, name), ram.b)
         return m

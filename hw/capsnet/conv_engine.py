@@ -1,12 +1,15 @@
 """The CapsNet accelerator's convolution engine (step 1): int8 convolutions on an array of integer matrix modules."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.capsnet.config import ACCUMULATOR_BITS, OPERAND_BITS, CapsNetConfig
 from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.engine_control import EngineControlSignature
 from nnaccel.hw.capsnet.int_matrix_module import IntMatrixModule, requantize
+from nnaccel.hw.capsnet.tile_handshake import TileHandshakeSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
 __all__ = ["CapsNetConvEngine"]
 
@@ -54,13 +57,20 @@ class CapsNetConvEngine(wiring.Component):
 
     Ports
     -----
-    ``start`` (In 1) with ``layer`` (In, the descriptor, stable while busy); ``busy`` (Out 1); ``done`` (Out 1, one
-    cycle after the last write); activation reads ``row_address``, ``row_read``, ``row_data`` (one cycle later,
-    ``row_elements`` x int8); weight reads ``weight_address``, ``weight_read``, ``weight_data`` (``conv_modules`` x
-    int8); bias reads ``bias_address``, ``bias_read``, ``bias_data`` (``conv_modules`` x int32); output writes
-    ``write_address``, ``write_data`` (``row_elements`` x int8), ``write_enable`` (one bit per element);
-    counter events ``issue`` (a product issued), ``stall``, ``draining`` (waiting for the last writes); tiled
-    only: ``tile_ready`` (In 1), ``tile_done``, ``group_written`` (Out 1).
+    control : In(:class:`~hw.capsnet.engine_control.EngineControlSignature` of the descriptor)
+        ``run.start`` with ``layer`` (stable while busy); ``run.busy``; ``run.done`` (one cycle after the last
+        write); ``events``: ``issue`` (a product issued), ``stall``, ``draining`` (waiting for the last writes).
+    inputs : Out(BufferPortSignature(width=8*row_elements, depth=activation_depth, granularity=8))
+        Activation reads (``read_data`` one cycle later, ``row_elements`` x int8, element 0 at the LSB); never
+        writes.
+    weights : Out(BufferPortSignature(width=8*conv_modules, depth=conv_weight_depth, granularity=8))
+        Weight reads (slot ``m`` of a word: module ``m``'s int8 weight); never writes.
+    biases : Out(BufferPortSignature(width=32*conv_modules, depth=bias_depth, granularity=8))
+        Bias reads (slot ``m``: module ``m``'s int32 bias); never writes.
+    outputs : Out(BufferPortSignature(width=8*row_elements, depth=activation_depth, granularity=8))
+        Output row writes (``write_enable`` one bit per element); never reads.
+    tiles : In(:class:`~hw.capsnet.tile_handshake.TileHandshakeSignature`)
+        Tiled only: ``tile_ready`` from the port program, ``tile_done`` and ``group_written`` to it.
 
     Timing
     ------
@@ -81,19 +91,17 @@ class CapsNetConvEngine(wiring.Component):
         if not isinstance(config, CapsNetConfig):
             raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
         self._config = config
-        activation_address = range(config.activation_depth)
-        row = data.ArrayLayout(signed(OPERAND_BITS), config.row_elements)
+        activations = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
+                                          granularity=OPERAND_BITS)
         super().__init__({
-            "start": In(1), "layer": In(descriptor_layout(config)), "busy": Out(1), "done": Out(1),
-            "row_address": Out(activation_address), "row_read": Out(1), "row_data": In(row),
-            "weight_address": Out(range(config.conv_weight_depth)), "weight_read": Out(1),
-            "weight_data": In(data.ArrayLayout(signed(OPERAND_BITS), config.conv_modules)),
-            "bias_address": Out(range(config.bias_depth)), "bias_read": Out(1),
-            "bias_data": In(data.ArrayLayout(signed(ACCUMULATOR_BITS), config.conv_modules)),
-            "write_address": Out(activation_address), "write_data": Out(row),
-            "write_enable": Out(config.row_elements),
-            "issue": Out(1), "stall": Out(1), "draining": Out(1),
-            **({"tile_ready": In(1), "tile_done": Out(1), "group_written": Out(1)} if config.conv_tiled else {}),
+            "control": In(EngineControlSignature(descriptor_layout(config))),
+            "inputs": Out(activations),
+            "weights": Out(BufferPortSignature(width=config.conv_weight_word_bits, depth=config.conv_weight_depth,
+                                               granularity=OPERAND_BITS)),
+            "biases": Out(BufferPortSignature(width=config.bias_word_bits, depth=config.bias_depth,
+                                              granularity=OPERAND_BITS)),
+            "outputs": Out(activations),
+            **({"tiles": In(TileHandshakeSignature())} if config.conv_tiled else {}),
         })
 
     @property
@@ -109,8 +117,9 @@ class CapsNetConvEngine(wiring.Component):
         config = self._config
         modules, lanes, elements, rows = config.conv_modules, config.conv_lanes, config.row_elements, config.conv_rows
         tiled = config.conv_tiled
-        layer = self.layer
-        address_bits = len(self.row_address)
+        run, layer, events = self.control.run, self.control.layer, self.control.events
+        inputs, weights, biases, outputs = self.inputs, self.weights, self.biases, self.outputs
+        address_bits = len(inputs.address)
 
         # ---- Walk state: pass (block, group, column block), step (channel), product (kh, kw, r) ------------
         # Counters as wide as the descriptor fields they run up to; word offsets as wide as an address (they
@@ -125,7 +134,7 @@ class CapsNetConvEngine(wiring.Component):
         channel_rows = Signal(address_bits)                   # channel offset of the input row
         group_input_row = Signal(address_bits)                # g * R * stride
         row_offset = Signal(address_bits)                     # r * stride
-        block_weights = Signal(len(self.weight_address))      # weight_base + b * products
+        block_weights = Signal(len(weights.address))      # weight_base + b * products
         block_rows = Signal(address_bits)                     # b * block_rows (output word offset)
         group_rows = Signal(address_bits)                     # g * R (output row of the group's first row)
         column_start = Signal.like(layer.column_step)         # xb * column_step
@@ -150,11 +159,11 @@ class CapsNetConvEngine(wiring.Component):
         lane_taps = [tap]
         for _ in range(1, lanes):
             lane_taps.append(lane_taps[-1] + layer.stride)
-        vector = Cat(self.row_data.as_value().word_select(lane_tap[:len(tap)], OPERAND_BITS) for lane_tap in lane_taps)
+        vector = Cat(inputs.read_data.word_select(lane_tap[:len(tap)], OPERAND_BITS) for lane_tap in lane_taps)
 
         # ---- Matrix modules: scalar = slot m of the weight word, vector shared ---------------------------
         issued = Signal()                                     # the modules' operands of a product are on their inputs
-        m.d.sync += issued.eq(self.issue)
+        m.d.sync += issued.eq(events.issue)
         results, finished = [], []
         for index in range(modules):
             module = m.submodules[f"module{index}"] = IntMatrixModule(
@@ -162,9 +171,9 @@ class CapsNetConvEngine(wiring.Component):
                 requantized=False, rows=rows)
             m.d.comb += [
                 module.operands.valid.eq(issued),
-                module.operands.payload.scalar.eq(self.weight_data[index]),
+                module.operands.payload.scalar.eq(weights.read_data.word_select(index, OPERAND_BITS)),
                 module.operands.payload.vector.eq(vector),
-                module.operands.payload.bias.eq(self.bias_data[index]),
+                module.operands.payload.bias.eq(biases.read_data.word_select(index, ACCUMULATOR_BITS)),
                 module.operands.payload.count.eq(layer.products * rows),
             ]
             results.append(module.result.payload.as_value())
@@ -185,11 +194,11 @@ class CapsNetConvEngine(wiring.Component):
             m.d.sync += in_flight.eq(0)
         m.d.comb += out_row.eq(group_rows + row)
 
-        waits_for_tile = step_first & ~self.tile_ready if tiled else 0
+        waits_for_tile = step_first & ~self.tiles.tile_ready if tiled else 0
         waits_for_writer = finishing & in_flight
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.start):
+                with m.If(run.start):
                     m.d.sync += [block.eq(0), group.eq(0), column_block.eq(0), channel.eq(0), kernel_row.eq(0),
                                  kernel_column.eq(0), row.eq(0), position.eq(0), kernel_position.eq(0),
                                  channel_rows.eq(0), group_input_row.eq(0), row_offset.eq(0),
@@ -198,24 +207,24 @@ class CapsNetConvEngine(wiring.Component):
                                  tile_parity.eq(0), staging_slot.eq(0)]
                     m.next = "PRIME"
             with m.State("PRIME"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += run.busy.eq(1)
                 m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += run.busy.eq(1)
                 with m.If(waits_for_tile | waits_for_writer):
-                    m.d.comb += self.stall.eq(1)
+                    m.d.comb += events.stall.eq(1)
                 with m.Else():
                     m.d.comb += [
-                        self.issue.eq(1), self.row_read.eq(1), self.weight_read.eq(1),
-                        self.row_address.eq(layer.in_base + channel_rows + group_input_row + row_offset + kernel_row),
-                        self.weight_address.eq(layer.weight_base + Mux(tile_parity, layer.kernel_words, 0)
+                        events.issue.eq(1), inputs.read_enable.eq(1), weights.read_enable.eq(1),
+                        inputs.address.eq(layer.in_base + channel_rows + group_input_row + row_offset + kernel_row),
+                        weights.address.eq(layer.weight_base + Mux(tile_parity, layer.kernel_words, 0)
                                                + kernel_position if tiled else block_weights + position),
                     ]
                     if tiled:
-                        m.d.comb += self.tile_done.eq(step_last)
+                        m.d.comb += self.tiles.tile_done.eq(step_last)
                     m.d.sync += tap.eq(column_start + kernel_column)
                     with m.If((position == 0) & (row == 0)):
-                        m.d.comb += [self.bias_read.eq(1), self.bias_address.eq(layer.bias_base + block)]
+                        m.d.comb += [biases.read_enable.eq(1), biases.address.eq(layer.bias_base + block)]
                     with m.If(finishing):
                         # This product finishes row r: hand the row to the writer.
                         m.d.sync += [in_flight.eq(1), written_element.eq(column_element),
@@ -262,9 +271,9 @@ class CapsNetConvEngine(wiring.Component):
                                 with m.If(last_block):
                                     m.next = "DRAIN"
             with m.State("DRAIN"):
-                m.d.comb += [self.busy.eq(1), self.draining.eq(1)]
+                m.d.comb += [run.busy.eq(1), events.draining.eq(1)]
                 with m.If(~in_flight):
-                    m.d.comb += self.done.eq(1)
+                    m.d.comb += run.done.eq(1)
                     m.next = "IDLE"
 
         # ---- Result writer: one module (output channel) per cycle, requantized here ----------------------
@@ -281,15 +290,15 @@ class CapsNetConvEngine(wiring.Component):
                     m.next = "WRITE"
             with m.State("WRITE"):
                 m.d.comb += [
-                    self.write_address.eq(layer.out_base + written_base + channel_word),
-                    self.write_data.eq(requantized << (written_element * OPERAND_BITS)),
-                    self.write_enable.eq(Mux(written_valid, (((1 << lanes) - 1) << written_element) & column_mask,
+                    outputs.address.eq(layer.out_base + written_base + channel_word),
+                    outputs.write_data.eq(requantized << (written_element * OPERAND_BITS)),
+                    outputs.write_enable.eq(Mux(written_valid, (((1 << lanes) - 1) << written_element) & column_mask,
                                              0)),
                 ]
                 m.d.sync += [writing.eq(writing + 1), channel_word.eq(channel_word + layer.channel_words)]
                 with m.If(writing + 1 == written_channels):
                     m.d.comb += row_done.eq(1)
                     if tiled:
-                        m.d.comb += self.group_written.eq(written_group_end)
+                        m.d.comb += self.tiles.group_written.eq(written_group_end)
                     m.next = "IDLE"
         return m

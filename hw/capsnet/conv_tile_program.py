@@ -3,10 +3,12 @@
 import enum
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.shared.tile_port import tile_command_layout
+from nnaccel.hw.capsnet.engine_control import EngineControlSignature
+from nnaccel.hw.capsnet.tile_handshake import TileHandshakeSignature
+from nnaccel.hw.shared.tile_port import TileCommandSignature, tile_command_layout
 
 __all__ = ["ConvTileProgram", "ConvTarget", "conv_stream_layout"]
 
@@ -65,11 +67,13 @@ class ConvTileProgram(wiring.Component):
 
     Ports
     -----
-    ``start`` (In 1) with ``layer`` (In :func:`conv_stream_layout`, stable until ``done``); ``done`` (Out 1): every
-    load and store of the layer finished (the cycle after the last ``port_finished``; on the cycle after ``start``
-    when ``tiles`` is 0); ``command`` (Out stream of :func:`~hw.shared.tile_port.tile_command_layout`) and
-    ``target`` (Out :class:`ConvTarget`, with the command); ``port_finished`` (In 1, the port's ``finished``);
-    ``tile_ready`` (Out 1), ``tile_done`` and ``group_written`` (In 1) with the engine.
+    ``control`` (In :class:`~hw.capsnet.engine_control.EngineControlSignature` of :func:`conv_stream_layout`,
+    without events): ``run.start`` with ``layer`` (stable until ``done``); ``run.busy`` from ``start`` to ``done``;
+    ``run.done``: every load and store of the layer finished (the cycle after the last ``finished``; on the cycle
+    after ``start`` when ``tiles`` is 0).  ``port`` (Out :class:`~hw.shared.tile_port.TileCommandSignature`): the
+    commands to the tile port, its ``finished``.  ``load_target`` (Out :class:`ConvTarget`): the RAM of the command
+    in flight (from the cycle after it is taken).  ``tiles`` (Out
+    :class:`~hw.capsnet.tile_handshake.TileHandshakeSignature`) with the engine.
 
     Timing: a command is offered on the cycle after its condition holds (counters are registers); the next one is
     decided on the cycle after ``port_finished``.  :func:`models.capsnet.stream_plan.image_stream_cycles` follows it.
@@ -83,21 +87,21 @@ class ConvTileProgram(wiring.Component):
         command = tile_command_layout(address_bits=address_bits, beats_bits=beats_bits,
                                       ram_address_bits=ram_address_bits, beats_per_word_bits=beats_per_word_bits)
         super().__init__({
-            "start": In(1), "layer": In(self._layout), "done": Out(1),
-            "command": Out(stream.Signature(command)), "target": Out(ConvTarget), "port_finished": In(1),
-            "tile_ready": Out(1), "tile_done": In(1), "group_written": In(1),
+            "control": In(EngineControlSignature(self._layout, events=False)),
+            "port": Out(TileCommandSignature(command)), "load_target": Out(ConvTarget),
+            "tiles": Out(TileHandshakeSignature()),
         })
 
     def elaborate(self, platform):
         m = Module()
-        layer = self.layer
+        layer, tiles, run = self.control.layer, self.tiles, self.control.run
         tile_count = Signal(COUNT_BITS)
 
         # ---- The engine's side: which tile it is on, which row group its next step opens ---------------------
         released, uses = Signal.like(tile_count), Signal.like(layer.passes)
         step_channel, step_column_block = Signal.like(layer.channels), Signal.like(layer.column_blocks)
         step_group, groups_written, groups_stored = (Signal.like(layer.groups) for _ in range(3))
-        with m.If(self.tile_done):
+        with m.If(tiles.tile_done):
             last_use = Mux(layer.image, uses + 1 == layer.passes, 1)
             m.d.sync += uses.eq(Mux(last_use, 0, uses + 1))
             with m.If(last_use):
@@ -110,12 +114,12 @@ class ConvTileProgram(wiring.Component):
                     m.d.sync += step_column_block.eq(step_column_block + 1)
             with m.Else():
                 m.d.sync += step_channel.eq(step_channel + 1)
-        with m.If(self.group_written):
+        with m.If(tiles.group_written):
             m.d.sync += groups_written.eq(groups_written + 1)
         opens_group = (step_channel == 0) & (step_column_block == 0)
         staging_free = ~opens_group | (groups_stored + 1 >= step_group)
         loaded = Signal.like(tile_count)
-        m.d.comb += self.tile_ready.eq((loaded > released) & staging_free)
+        m.d.comb += tiles.tile_ready.eq((loaded > released) & staging_free)
 
         # ---- Loads: biases, the image's map, then tiles in step order ---------------------------------------
         bias_loaded, image_loaded, map_loaded = Signal(), Signal(), Signal()
@@ -135,33 +139,34 @@ class ConvTileProgram(wiring.Component):
         last_channel = store_channel + 1 == Mux(last_block, layer.last_block_channels, layer.block_channels)
         last_group_of_block = store_block_group + 1 == layer.block_groups
 
-        command = self.command.payload
+        command = self.port.command.payload
+        target = Signal(ConvTarget)                           # the RAM of the command offered
         with m.If(want_store):
-            m.d.comb += [self.target.eq(ConvTarget.STAGING), command.store.eq(1),
+            m.d.comb += [target.eq(ConvTarget.STAGING), command.store.eq(1),
                          command.address.eq(channel_address),
                          command.beats.eq(Mux(last_group_of_block, layer.last_group_beats, layer.group_beats)),
                          command.ram_base.eq(Mux(staging_slot, layer.slot_words, 0) + staging_word),
                          command.beats_per_word.eq(layer.out_row_beats)]
         with m.Elif(~bias_loaded):
-            m.d.comb += [self.target.eq(ConvTarget.BIAS), command.address.eq(layer.bias_address),
+            m.d.comb += [target.eq(ConvTarget.BIAS), command.address.eq(layer.bias_address),
                          command.beats.eq(layer.bias_beats), command.beats_per_word.eq(layer.bias_word_beats)]
         with m.Elif(want_image | want_map):
-            m.d.comb += [self.target.eq(ConvTarget.INPUT), command.address.eq(Mux(layer.image, layer.in_address,
+            m.d.comb += [target.eq(ConvTarget.INPUT), command.address.eq(Mux(layer.image, layer.in_address,
                                                                                    map_address)),
                          command.beats.eq(layer.map_beats),
                          command.ram_base.eq(Mux(loaded[0] & ~layer.image, layer.in_slot_words, 0)),
                          command.beats_per_word.eq(layer.row_beats)]
         with m.Else():
-            m.d.comb += [self.target.eq(ConvTarget.WEIGHTS), command.address.eq(slab_address),
+            m.d.comb += [target.eq(ConvTarget.WEIGHTS), command.address.eq(slab_address),
                          command.beats.eq(layer.slab_beats), command.ram_base.eq(Mux(loaded[0], layer.slab_words, 0)),
                          command.beats_per_word.eq(layer.slab_word_beats)]
         running, in_flight = Signal(), Signal()
-        m.d.comb += self.command.valid.eq(running & ~in_flight & (want_store | ~bias_loaded | want_image | want_tile))
-        issued_target = Signal(ConvTarget)
-        with m.If(self.command.valid & self.command.ready):
-            m.d.sync += [in_flight.eq(1), issued_target.eq(self.target)]
+        m.d.comb += self.port.command.valid.eq(running & ~in_flight & (want_store | ~bias_loaded | want_image | want_tile))
+        issued_target = self.load_target
+        with m.If(self.port.command.valid & self.port.command.ready):
+            m.d.sync += [in_flight.eq(1), issued_target.eq(target)]
 
-        with m.If(self.port_finished & in_flight):
+        with m.If(self.port.finished & in_flight):
             m.d.sync += in_flight.eq(0)
             with m.Switch(issued_target):
                 with m.Case(ConvTarget.BIAS):
@@ -200,8 +205,8 @@ class ConvTileProgram(wiring.Component):
         done = running & bias_loaded & (loaded == layer.tiles) & (groups_stored == layer.groups) & ~in_flight
         with m.If(done):
             m.d.sync += running.eq(0)
-        m.d.comb += self.done.eq(done)
-        with m.If(self.start):
+        m.d.comb += [run.done.eq(done), run.busy.eq(running)]
+        with m.If(run.start):
             m.d.sync += [running.eq(1), in_flight.eq(0), bias_loaded.eq(layer.tiles == 0), image_loaded.eq(0),
                          map_loaded.eq(0), loaded.eq(0), released.eq(0), uses.eq(0), step_channel.eq(0),
                          step_column_block.eq(0), step_group.eq(0), groups_written.eq(0), groups_stored.eq(0),

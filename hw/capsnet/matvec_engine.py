@@ -1,12 +1,14 @@
 """The CapsNet accelerator's matrix-vector engine (step 2): the prediction vectors u_hat_j|i = W_ij u_i."""
 
-from amaranth.hdl import Module, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.capsnet.config import OPERAND_BITS, CapsNetConfig
 from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.engine_control import EngineControlSignature
 from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
 __all__ = ["CapsNetMatvecEngine"]
 
@@ -34,11 +36,15 @@ class CapsNetMatvecEngine(wiring.Component):
 
     Ports
     -----
-    ``start`` (In 1) with ``layer`` (In, the descriptor); ``busy``, ``done`` (Out 1: ``done`` on the cycle of
-    the last write); activation reads ``read_address``, ``read_enable``, ``read_data`` (one cycle later,
-    ``row_elements`` x int8); weight reads ``weight_address``, ``weight_read``, ``weight_data`` (``matvec_lanes`` x
-    int8); ``write_address``, ``write_data`` (``matvec_lanes`` x int8), ``write_enable`` into the prediction RAM;
-    counter events ``issue``, ``draining``.
+    control : In(:class:`~hw.capsnet.engine_control.EngineControlSignature` of the descriptor)
+        ``run.start`` with ``layer``; ``run.busy``, ``run.done`` (``done`` on the cycle of the last write);
+        ``events``: ``issue``, ``draining`` (``stall`` never: the engine does not wait).
+    inputs : Out(BufferPortSignature(width=8*row_elements, depth=activation_depth, granularity=8))
+        Activation reads (``read_data`` one cycle later, ``row_elements`` x int8); never writes.
+    weights : Out(BufferPortSignature(width=8*matvec_lanes, depth=matvec_weight_depth, granularity=8))
+        Weight reads (lane ``r`` = row ``r``); never writes.
+    predictions : Out(BufferPortSignature(width=8*matvec_lanes, depth=prediction_depth, granularity=8))
+        Prediction vector writes (every lane; ``write_enable`` all ones); never reads.
 
     Timing
     ------
@@ -56,16 +62,14 @@ class CapsNetMatvecEngine(wiring.Component):
         if not isinstance(config, CapsNetConfig):
             raise TypeError(f"config must be a CapsNetConfig, not {config!r}")
         self._config = config
-        lanes = data.ArrayLayout(signed(OPERAND_BITS), config.matvec_lanes)
         super().__init__({
-            "start": In(1), "layer": In(descriptor_layout(config)), "busy": Out(1), "done": Out(1),
-            "read_address": Out(range(config.activation_depth)), "read_enable": Out(1),
-            "read_data": In(data.ArrayLayout(signed(OPERAND_BITS), config.row_elements)),
-            "weight_address": Out(range(config.matvec_weight_depth)), "weight_read": Out(1),
-            "weight_data": In(lanes),
-            "write_address": Out(range(config.prediction_depth)), "write_data": Out(lanes),
-            "write_enable": Out(1),
-            "issue": Out(1), "draining": Out(1),
+            "control": In(EngineControlSignature(descriptor_layout(config))),
+            "inputs": Out(BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
+                                              granularity=OPERAND_BITS)),
+            "weights": Out(BufferPortSignature(width=config.matvec_word_bits, depth=config.matvec_weight_depth,
+                                               granularity=OPERAND_BITS)),
+            "predictions": Out(BufferPortSignature(width=config.matvec_word_bits, depth=config.prediction_depth,
+                                                   granularity=OPERAND_BITS)),
         })
 
     @property
@@ -78,8 +82,9 @@ class CapsNetMatvecEngine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        layer = self.layer
-        address_bits = len(self.read_address)
+        run, layer, events = self.control.run, self.control.layer, self.control.events
+        inputs, weights, predictions = self.inputs, self.weights, self.predictions
+        address_bits = len(inputs.address)
 
         # ---- Walk: capsule (t, y, x), output capsule j, dimension k ------------------------------------------
         # Counters as wide as the descriptor fields they run up to; word offsets as wide as an address (they
@@ -96,9 +101,13 @@ class CapsNetMatvecEngine(wiring.Component):
         last_row = grid_row + 1 == layer.grid_height
         last_type = capsule_type + 1 == layer.capsule_types
 
-        m.d.comb += self.read_address.eq(layer.in_base + type_offset + dimension_offset + grid_row)
-        with m.If(self.issue):
-            m.d.sync += [self.weight_address.eq(self.weight_address + 1), element.eq(grid_column),
+        issuing, draining = Signal(), Signal()
+        # One assignment of the whole event word: the engine never waits (stall 0).
+        m.d.comb += events.eq(Cat(issuing, Const(0, 1), draining))
+
+        m.d.comb += inputs.address.eq(layer.in_base + type_offset + dimension_offset + grid_row)
+        with m.If(issuing):
+            m.d.sync += [weights.address.eq(weights.address + 1), element.eq(grid_column),
                          dimension.eq(dimension + 1), dimension_offset.eq(dimension_offset + layer.dim_words)]
             with m.If(last_dimension):
                 m.d.sync += [dimension.eq(0), dimension_offset.eq(0), out_capsule.eq(out_capsule + 1)]
@@ -112,22 +121,22 @@ class CapsNetMatvecEngine(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.start):
+                with m.If(run.start):
                     m.d.sync += [capsule_type.eq(0), grid_row.eq(0), grid_column.eq(0), out_capsule.eq(0),
                                  dimension.eq(0), type_offset.eq(0), dimension_offset.eq(0),
-                                 self.weight_address.eq(layer.matvec_weight_base),
-                                 self.write_address.eq(layer.prediction_base)]
+                                 weights.address.eq(layer.matvec_weight_base),
+                                 predictions.address.eq(layer.prediction_base)]
                     m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), self.issue.eq(1), self.read_enable.eq(1), self.weight_read.eq(1)]
+                m.d.comb += [run.busy.eq(1), issuing.eq(1), inputs.read_enable.eq(1), weights.read_enable.eq(1)]
                 with m.If(last_dimension & last_out_capsule & last_column & last_row & last_type):
                     m.d.sync += drain.eq(0)
                     m.next = "DRAIN"
             with m.State("DRAIN"):
-                m.d.comb += [self.busy.eq(1), self.draining.eq(1)]
+                m.d.comb += [run.busy.eq(1), draining.eq(1)]
                 m.d.sync += drain.eq(drain + 1)
                 with m.If(drain == INT_MATRIX_MODULE_LATENCY):
-                    m.d.comb += self.done.eq(1)
+                    m.d.comb += run.done.eq(1)
                     m.next = "IDLE"
 
         # ---- The matrix module and the prediction writes ----------------------------------------------------
@@ -136,18 +145,18 @@ class CapsNetMatvecEngine(wiring.Component):
                                                        count_bits=len(layer.in_dims))
         operands = module.operands.payload
         issued = Signal()                                     # the module's operands of a product are on its inputs
-        m.d.sync += issued.eq(self.issue)
+        m.d.sync += issued.eq(issuing)
         m.d.comb += [
             module.operands.valid.eq(issued),
-            operands.scalar.eq(self.read_data.as_value().word_select(element, OPERAND_BITS)),
-            operands.vector.eq(self.weight_data),
+            operands.scalar.eq(inputs.read_data.word_select(element, OPERAND_BITS)),
+            operands.vector.eq(weights.read_data),
             operands.bias.eq(0),
             operands.count.eq(layer.in_dims),
             operands.shift.eq(layer.shift),
             operands.relu.eq(layer.relu),
-            self.write_data.eq(module.result.payload),
-            self.write_enable.eq(module.result.valid),
+            predictions.write_data.eq(module.result.payload),
+            predictions.write_enable.eq(module.result.valid.replicate(len(predictions.write_enable))),
         ]
         with m.If(module.result.valid):
-            m.d.sync += self.write_address.eq(self.write_address + 1)
+            m.d.sync += predictions.address.eq(predictions.address + 1)
         return m

@@ -3,24 +3,26 @@ PrimaryCaps on the convolution engine, step 2 on the matrix-vector engine), rout
 
 import enum
 
-from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.hdl import Module, Mux
+from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from nnaccel.hw.capsnet.config import SHIFT_BITS
 from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
-from nnaccel.hw.capsnet.conv_tile_program import ConvTarget, ConvTileProgram, conv_stream_layout
-from nnaccel.hw.capsnet.descriptor import LayerKind, descriptor_layout
+from nnaccel.hw.capsnet.conv_tile_program import ConvTileProgram
 from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
-from nnaccel.hw.capsnet.routing_engine import CapsNetRoutingEngine, digit_caps_layout
-from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
+from nnaccel.hw.capsnet.routing_engine import CapsNetRoutingEngine
+from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
+from nnaccel.hw.capsnet.stream_descriptor import (PORT_BEATS_BITS, StreamStep, beats_per_word_bits,
+                                                  image_descriptor_layout, port_ram_address_bits, routing_word_layout)
+from nnaccel.hw.capsnet.stream_sequencer import CapsNetStreamSequencer, PortOwner
+from nnaccel.hw.shared.buffer_port_demux import BufferPortDemux
 from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
+from nnaccel.hw.shared.host_buffer_port import HostBufferPort
 from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
 from nnaccel.hw.shared.host_port import HostPortAccelerator
 from nnaccel.hw.shared.tile_port import TilePort
 
-__all__ = ["CapsNetStreamingAccelerator", "StreamMemory", "StreamStep", "stream_descriptor_layout",
-           "image_descriptor_layout", "routing_word_layout"]
+__all__ = ["CapsNetStreamingAccelerator", "StreamMemory"]
 
 
 class StreamMemory(MemoryTarget):
@@ -28,56 +30,10 @@ class StreamMemory(MemoryTarget):
     ROUTING = enum.auto()
 
 
-class StreamStep(enum.IntEnum):
-    """The steps of a run, in order; each is a descriptor-table entry and a set of counters of
-    :class:`~hw.shared.host_control.HostControl`."""
-    CONV1 = 0               # conv1 on the convolution engine, until its last output is stored
-    PRIMARY = 1             # PrimaryCaps likewise
-    PREDICTIONS = 2         # step 2: to the end of the last tile's matrix-vector products
-    ROUTING = 3             # from then to the end of the run (routing finish, last prediction stores)
-
-
-def stream_descriptor_layout(config):
-    """The run's parameters (descriptor 0): SDRAM byte addresses of the PrimaryCaps output (rows of ``row_bytes``,
-    channel-major), the matrix-vector weights (word ``(i*J + j)*N + k``, ``digit_dims`` bytes) and the predictions
-    (word ``i*J + j``); the number of capsule types; the matrix-vector shift and the routing shift
-    (``squash_shift + COUPLING_SHIFT``)."""
-    return data.StructLayout({
-        "primary_base": config.address_bits, "weights_base": config.address_bits,
-        "predictions_base": config.address_bits, "capsule_types": range(config.max_types + 1),
-        "shift": SHIFT_BITS, "routing_shift": SHIFT_BITS})
-
-
-def image_descriptor_layout(config):
-    """A descriptor-table entry: ``conv`` for the convolutions (entries ``CONV1``, ``PRIMARY``: the SDRAM side,
-    :func:`~hw.capsnet.conv_tile_program.conv_stream_layout`, and the engine's
-    :func:`~hw.capsnet.descriptor.descriptor_layout`), ``matvec`` for step 2 (entry ``PREDICTIONS``,
-    :func:`stream_descriptor_layout`)."""
-    conv = data.StructLayout({
-        "stream": conv_stream_layout(address_bits=config.address_bits, ram_address_bits=_port_ram_address_bits(config),
-                                     beats_per_word_bits=_beats_per_word_bits(config)),
-        "engine": descriptor_layout(config.conv_config)})
-    return data.UnionLayout({"conv": conv, "matvec": stream_descriptor_layout(config)})
-
-
-def _port_ram_address_bits(config):
-    return max(2 * config.tile_weight_words, 2 * config.type_rows, config.conv_config.activation_depth,
-               config.conv_config.conv_weight_depth, config.conv_config.bias_depth).bit_length()
-
-
-def _beats_per_word_bits(config):
-    return (config.port_ram_bits // (8 * BUS_BYTES)).bit_length()
-
-
-def routing_word_layout(config):
-    """A routing result word (what the host reads per class): the routing engine's beat without ``last``."""
-    beat = digit_caps_layout(config.classes, config.digit_dims, config.max_capsules)
-    return data.StructLayout({name: field.shape for name, field in beat if name != "last"})
-
-
 class CapsNetStreamingAccelerator(HostPortAccelerator):
     """The CapsNet with every parameter and feature in SDRAM (docs/capsnet_accelerator.md, "On the DE1-SoC"): one
-    Avalon-MM master port moves every tile; a run is conv1, PrimaryCaps, step 2 and routing (:class:`StreamStep`),
+    Avalon-MM master port moves every tile; a run is conv1, PrimaryCaps, step 2 and routing
+    (:class:`~hw.capsnet.stream_descriptor.StreamStep`),
     each from its descriptor-table entry; the class comes out on chip.
 
     Step 1 (conv1, PrimaryCaps)
@@ -101,12 +57,24 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     when it is loaded and the engine is idle.  The run ends when the routing engine's last class is stored in the
     routing RAM and the last store has finished.
 
+    Blocks and their connections
+    ----------------------------
+    The top is wiring: :class:`~hw.capsnet.stream_sequencer.CapsNetStreamSequencer` (the steps, step 2's port
+    program and the routing engine's feed) takes HostControl's ``run`` and runs each engine and the convolution
+    program through an :class:`~hw.capsnet.engine_control.EngineControlSignature`; the program and the conv engine
+    meet at a :class:`~hw.capsnet.tile_handshake.TileHandshakeSignature`; every RAM port is a
+    :class:`~hw.shared.dual_port_buffer.BufferPortSignature` (the engines on port b / a, the tile port's loads and
+    stores through one :class:`~hw.shared.buffer_port_demux.BufferPortDemux` each, the host through a
+    :class:`~hw.shared.host_buffer_port.HostBufferPort`); all joined by ``wiring.connect``.  Three single control
+    inputs are assigned: the routing shift and the two demultiplexers' selects.
+
     Ports
     -----
     ``host`` (In :class:`~hw.shared.host_port.HostPortSignature`): :class:`~hw.shared.host_control.HostControl`
-    with entries of :func:`image_descriptor_layout` (entry ``s`` for step ``s``; START with any count runs all
-    four), the memory ``ROUTING`` (word ``j`` = :func:`routing_word_layout`: s_j, v_j, |v_j|^2, the class so far;
-    the image's class in word ``J - 1``), the counters of every :class:`StreamStep` (cycles, product cycles,
+    with entries of :func:`~hw.capsnet.stream_descriptor.image_descriptor_layout` (entry ``s`` for step ``s``;
+    START with any count runs all four), the memory ``ROUTING`` (word ``j`` =
+    :func:`~hw.capsnet.stream_descriptor.routing_word_layout`: s_j, v_j, |v_j|^2, the class so far; the image's
+    class in word ``J - 1``; host writes reach it too, while idle), the counters of every :class:`StreamStep` (cycles, product cycles,
     stall = engine waiting for a tile, drain).  ``avalon``: the Avalon-MM master port to the SDRAM controller.
 
     Timing
@@ -144,234 +112,86 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        m.submodules.port = port = TilePort(
-            ram_bits=config.port_ram_bits, ram_address_bits=_port_ram_address_bits(config),
-            address_bits=config.address_bits, max_burst=config.max_burst, fifo_depth=config.fifo_depth)
-        wiring.connect(m, wiring.flipped(self.avalon), port.avalon)
         m.submodules.control = control = HostControl(
             data_bits=len(self.host.write_data), max_layers=len(StreamStep),
             descriptor_layout=image_descriptor_layout(config), memories={StreamMemory.ROUTING: self._routing_word.size})
         wiring.connect(m, wiring.flipped(self.host), control.host)
+        m.submodules.sequencer = sequencer = CapsNetStreamSequencer(config=config)
+        wiring.connect(m, control.run, sequencer.run)
+        m.submodules.port = port = TilePort(
+            ram_bits=config.port_ram_bits, ram_address_bits=port_ram_address_bits(config),
+            address_bits=config.address_bits, max_burst=config.max_burst, beats_bits=PORT_BEATS_BITS,
+            fifo_depth=config.fifo_depth)
+        wiring.connect(m, wiring.flipped(self.avalon), port.avalon)
 
-        # ---- Steps: one after the other, each from its descriptor ----------------------------------------
-        step = Signal(range(len(StreamStep)))
-        step_start, running, done = Signal(), Signal(), Signal()
-        conv_step = step < StreamStep.PREDICTIONS
-        m.d.comb += [control.run.busy.eq(running), control.run.done.eq(done), control.run.layer_index.eq(step)]
-        m.d.sync += step_start.eq(0)
-        with m.If(control.run.start):
-            m.d.sync += [step.eq(StreamStep.CONV1), step_start.eq(1), running.eq(1), done.eq(0)]
-
-        command_bits = len(port.command.payload.as_value())
-        conv_command, matvec_command = Signal(command_bits), Signal(command_bits)
-        conv_valid, matvec_valid = Signal(), Signal()
-        with m.If(conv_step):
-            m.d.comb += [port.command.payload.eq(conv_command), port.command.valid.eq(conv_valid)]
-        with m.Else():
-            m.d.comb += [port.command.payload.eq(matvec_command), port.command.valid.eq(matvec_valid)]
-        write = port.ram_write
-
-        def ram_write(ram, selected):
-            m.d.comb += [ram.a.address.eq(write.address), ram.a.write_data.eq(write.data),
-                         ram.a.write_enable.eq(Mux(write.enable & selected, write.byte_enable[:len(ram.a.write_enable)],
-                                                   0))]
-
-        self._elaborate_convolutions(m, control, port, step, step_start, conv_command, conv_valid, ram_write)
-        self._elaborate_step2(m, control, port, step, step_start, running, done, matvec_command, matvec_valid,
-                              ram_write)
-        return m
-
-    def _elaborate_convolutions(self, m, control, port, step, step_start, command, valid, ram_write):
-        """conv1 and PrimaryCaps: the engine, its tile RAMs, its port program."""
-        config = self._config
+        # ---- Step 1: the convolution engine on its tile RAMs, fed by its port program ------------------------
         conv_config = config.conv_config
-        modules = config.conv_modules
-        m.submodules.conv = engine = CapsNetConvEngine(config=conv_config)
+        m.submodules.conv = conv = CapsNetConvEngine(config=conv_config)
         m.submodules.conv_program = program = ConvTileProgram(
-            address_bits=config.address_bits, ram_address_bits=_port_ram_address_bits(config),
-            beats_bits=len(port.command.payload.beats), beats_per_word_bits=_beats_per_word_bits(config))
+            address_bits=config.address_bits, ram_address_bits=port_ram_address_bits(config),
+            beats_bits=PORT_BEATS_BITS, beats_per_word_bits=beats_per_word_bits(config))
         # Inputs and staging as deep as the engine's activation address (the larger of the two needs).
-        m.submodules.conv_inputs = inputs = DualPortBuffer(width=8 * config.conv_row_bytes,
-                                                           depth=conv_config.activation_depth, granularity=8)
-        m.submodules.conv_slabs = slabs = DualPortBuffer(width=8 * modules, depth=2 * config.max_kernel_words,
-                                                         granularity=8)
-        m.submodules.conv_biases = biases = DualPortBuffer(width=32 * modules, depth=max(2, config.max_blocks),
-                                                           granularity=8)
-        m.submodules.conv_staging = staging = DualPortBuffer(width=8 * config.conv_row_bytes,
-                                                             depth=conv_config.activation_depth, granularity=8)
-        descriptor = control.run.descriptor.conv
-        conv_step = step < StreamStep.PREDICTIONS
-        starting = step_start & conv_step
-        engine_finished, program_finished = Signal(), Signal()
-        m.d.comb += [
-            engine.layer.eq(descriptor.engine), program.layer.eq(descriptor.stream),
-            engine.start.eq(starting & (descriptor.stream.tiles != 0)), program.start.eq(starting),
-            command.eq(program.command.payload), valid.eq(program.command.valid),
-            program.command.ready.eq(port.command.ready & conv_step), program.port_finished.eq(port.finished),
-            engine.tile_ready.eq(program.tile_ready), program.tile_done.eq(engine.tile_done),
-            program.group_written.eq(engine.group_written),
-        ]
-        with m.If(engine.done):
-            m.d.sync += engine_finished.eq(1)
-        with m.If(program.done):
-            m.d.sync += program_finished.eq(1)
-        with m.If(starting & (descriptor.stream.tiles == 0)):
-            m.d.sync += engine_finished.eq(1)
-        with m.If(conv_step & engine_finished & program_finished):
-            m.d.sync += [step.eq(step + 1), step_start.eq(1), engine_finished.eq(0), program_finished.eq(0)]
-        with m.If(conv_step):
-            # Drain: the engine's last writes, then the wait for the step's last stores.
-            m.d.comb += [control.run.events.issue.eq(engine.issue), control.run.events.stall.eq(engine.stall),
-                         control.run.events.draining.eq(engine.draining | ~engine.busy & engine_finished)]
+        m.submodules.conv_inputs = conv_inputs = DualPortBuffer(
+            width=8 * config.conv_row_bytes, depth=conv_config.activation_depth, granularity=8)
+        m.submodules.conv_slabs = conv_slabs = DualPortBuffer(
+            width=8 * config.conv_modules, depth=2 * config.max_kernel_words, granularity=8)
+        m.submodules.conv_biases = conv_biases = DualPortBuffer(
+            width=32 * config.conv_modules, depth=max(2, config.max_blocks), granularity=8)
+        m.submodules.conv_staging = conv_staging = DualPortBuffer(
+            width=8 * config.conv_row_bytes, depth=conv_config.activation_depth, granularity=8)
 
-        target = Signal(ConvTarget)
-        with m.If(program.command.valid & program.command.ready):
-            m.d.sync += target.eq(program.target)
-        for ram, kind in ((inputs, ConvTarget.INPUT), (slabs, ConvTarget.WEIGHTS), (biases, ConvTarget.BIAS)):
-            ram_write(ram, conv_step & (target == kind))
-        m.d.comb += [
-            inputs.b.address.eq(engine.row_address), inputs.b.read_enable.eq(engine.row_read),
-            engine.row_data.eq(inputs.b.read_data),
-            slabs.b.address.eq(engine.weight_address), slabs.b.read_enable.eq(engine.weight_read),
-            engine.weight_data.eq(slabs.b.read_data),
-            biases.b.address.eq(engine.bias_address), biases.b.read_enable.eq(engine.bias_read),
-            engine.bias_data.eq(biases.b.read_data),
-            staging.a.address.eq(engine.write_address), staging.a.write_data.eq(engine.write_data),
-            staging.a.write_enable.eq(engine.write_enable),
-        ]
-        with m.If(conv_step):
-            m.d.comb += [staging.b.address.eq(port.ram_read.address), staging.b.read_enable.eq(port.ram_read.enable),
-                         port.ram_read_data.eq(staging.b.read_data)]
-
-    def _elaborate_step2(self, m, control, port, step, step_start, running, done, command, command_valid, ram_write):
-        """Step 2 and routing: the matrix-vector and routing engines, their tile RAMs, their port program."""
-        config = self._config
-        grid, classes = config.grid, config.classes
+        # ---- Step 2 and routing: the matrix-vector and routing engines, their tile RAMs, the result RAM -------
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config.matvec_config)
         m.submodules.routing = routing = CapsNetRoutingEngine(
-            classes=classes, dims=config.digit_dims, max_capsules=config.max_capsules, multipliers=config.multipliers)
+            classes=config.classes, dims=config.digit_dims, max_capsules=config.max_capsules,
+            multipliers=config.multipliers)
         vector_bits = 8 * config.vector_bytes
         m.submodules.inputs = inputs = DualPortBuffer(width=8 * config.row_bytes, depth=2 * config.type_rows,
                                                       granularity=8)
         m.submodules.weights = weights = DualPortBuffer(width=vector_bits, depth=2 * config.tile_weight_words,
                                                         granularity=8)
-        m.submodules.predictions = predictions = DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions)
-        m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, classes))
+        m.submodules.predictions = predictions = DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions,
+                                                                granularity=8)
+        m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, config.classes))
+        m.submodules.results_host = results_host = HostBufferPort(port=results.b.signature.flip())
 
-        # ---- Run control ----------------------------------------------------------------------------------
-        params = Signal(stream_descriptor_layout(config))
-        active, routing_done = Signal(), Signal()       # step 2 or routing is the current step
-        routing_phase = step == StreamStep.ROUTING
-        tiles = Signal(range(config.max_types * grid + 1))
-        tile_bits = len(tiles)
-        loaded, stored, computed = Signal(tile_bits), Signal(tile_bits), Signal(tile_bits)
-        starting = step_start & (step == StreamStep.PREDICTIONS)
-        with m.If(starting):
-            m.d.sync += [params.eq(control.run.descriptor.matvec), tiles.eq(control.run.descriptor.matvec.capsule_types * grid),
-                         active.eq(1), routing_done.eq(0)]
-        with m.If(active & routing_done & (stored == tiles)):
-            m.d.sync += [running.eq(0), done.eq(1), active.eq(0)]
+        # ---- The tile port's RAM side: loads into the tile RAMs' port a, stores from staging or predictions ------
+        loads = {"conv_biases": conv_biases.a, "conv_inputs": conv_inputs.a, "conv_slabs": conv_slabs.a,
+                 "inputs": inputs.a, "weights": weights.a}      # the first three in ConvTarget order
+        stores = {"conv_staging": conv_staging.b, "predictions": predictions.b}       # in PortOwner order
+        loads_demux = self._demultiplexer(m, "loads", port.ram_write, loads)
+        stores_demux = self._demultiplexer(m, "stores", port.ram_read, stores)
 
-        # ---- Port program: load k (inputs with a type's first row, then weights), store k, load k + 2 ------
-        type_bytes = config.type_rows * config.row_bytes
-        tile_weight_bytes = config.tile_weight_words * config.vector_bytes
-        tile_prediction_bytes = config.tile_predictions * config.vector_bytes
-        load_row = Signal(range(grid))
-        load_type_parity, inputs_loaded = Signal(), Signal()
-        input_address, weight_address, store_address = (Signal(config.address_bits) for _ in range(3))
-        loading_inputs, loading_weights = Signal(), Signal()      # the command in flight
-        want_load = (loaded < tiles) & (loaded < stored + 2)
-        can_store = (stored < tiles) & (computed > stored)
-        command_payload = port.command.payload.shape()(command)
-        vector_beats = config.vector_bytes // BUS_BYTES
-        with m.If(want_load & (load_row == 0) & ~inputs_loaded):
-            m.d.comb += [command_payload.address.eq(input_address), command_payload.beats.eq(type_bytes // BUS_BYTES),
-                         command_payload.ram_base.eq(Mux(load_type_parity, config.type_rows, 0)),
-                         command_payload.beats_per_word.eq(config.row_bytes // BUS_BYTES)]
-        with m.Elif(want_load):
-            m.d.comb += [command_payload.address.eq(weight_address),
-                         command_payload.beats.eq(tile_weight_bytes // BUS_BYTES),
-                         command_payload.ram_base.eq(Mux(loaded[0], config.tile_weight_words, 0)),
-                         command_payload.beats_per_word.eq(vector_beats)]
-        with m.Else():
-            m.d.comb += [command_payload.store.eq(1), command_payload.address.eq(store_address),
-                         command_payload.beats.eq(tile_prediction_bytes // BUS_BYTES),
-                         command_payload.ram_base.eq(Mux(stored[0], config.tile_predictions, 0)),
-                         command_payload.beats_per_word.eq(vector_beats)]
-        m.d.comb += command_valid.eq(active & (want_load | can_store))
-        with m.If(command_valid & port.command.ready):
-            m.d.sync += [loading_inputs.eq(want_load & (load_row == 0) & ~inputs_loaded),
-                         loading_weights.eq(want_load & ~((load_row == 0) & ~inputs_loaded))]
-        step2_port = active & ~(step < StreamStep.PREDICTIONS)
-        with m.If(port.finished & step2_port):
-            with m.If(loading_inputs):
-                m.d.sync += [inputs_loaded.eq(1), input_address.eq(input_address + type_bytes)]
-            with m.Elif(loading_weights):
-                m.d.sync += [loaded.eq(loaded + 1), weight_address.eq(weight_address + tile_weight_bytes),
-                             load_row.eq(Mux(load_row == grid - 1, 0, load_row + 1)), inputs_loaded.eq(0)]
-                with m.If(load_row == grid - 1):
-                    m.d.sync += load_type_parity.eq(~load_type_parity)
-            with m.Else():
-                m.d.sync += [stored.eq(stored + 1), store_address.eq(store_address + tile_prediction_bytes)]
-        with m.If(starting):
-            m.d.sync += [loaded.eq(0), stored.eq(0), load_row.eq(0), load_type_parity.eq(0), inputs_loaded.eq(0),
-                         loading_inputs.eq(0), loading_weights.eq(0),
-                         input_address.eq(control.run.descriptor.matvec.primary_base),
-                         weight_address.eq(control.run.descriptor.matvec.weights_base),
-                         store_address.eq(control.run.descriptor.matvec.predictions_base)]
+        # ---- Every block-to-block connection (initiator, target) --------------------------------------------------
+        for initiator, target in (
+                (sequencer.port, port.client), (sequencer.conv, conv.control),
+                (sequencer.conv_program, program.control), (program.port, sequencer.conv_port),
+                (program.tiles, conv.tiles), (conv.inputs, conv_inputs.b), (conv.weights, conv_slabs.b),
+                (conv.biases, conv_biases.b), (conv.outputs, conv_staging.a),
+                (sequencer.matvec, matvec.control), (matvec.inputs, inputs.b), (matvec.weights, weights.b),
+                (matvec.predictions, sequencer.matvec_predictions), (sequencer.predictions, predictions.a),
+                (sequencer.routing, routing.predictions), (routing.digit_caps, sequencer.digit_caps),
+                (sequencer.results, results.a), (control.memory.routing, results_host.host),
+                (results_host.buffer, results.b)):
+            wiring.connect(m, initiator, target)
+        # Lone control inputs (connect joins interfaces, not single signals): the run's routing shift, the
+        # demultiplexers' selects.
+        m.d.comb += routing.shift.eq(sequencer.routing_shift)
+        # The RAM a load goes to: the convolution program's target (a ConvTarget) in its steps, step 2's input or
+        # weight RAM after them (a Mux of the two programs' targets); stores read the port owner's RAM.
+        step2_loads = list(loads).index("inputs")
+        m.d.comb += [loads_demux.select.eq(Mux(sequencer.port_owner == PortOwner.CONVOLUTION, program.load_target,
+                                               step2_loads + sequencer.step2_load_target)),
+                     stores_demux.select.eq(sequencer.port_owner)]
+        return m
 
-        for ram, selected in ((inputs, loading_inputs), (weights, loading_weights)):
-            ram_write(ram, step2_port & selected)
-        with m.If(step2_port):
-            m.d.comb += [predictions.b.address.eq(port.ram_read.address),
-                         predictions.b.read_enable.eq(port.ram_read.enable),
-                         port.ram_read_data.eq(predictions.b.read_data)]
-
-        # ---- Compute: tile ``computed`` on the matrix-vector engine once loaded ----------------------------
-        compute_row = Signal(range(grid))
-        compute_type_parity = Signal()
-        layer = matvec.layer
-        m.d.comb += [
-            layer.kind.eq(LayerKind.MATVEC), layer.shift.eq(params.shift),
-            layer.in_base.eq(Mux(compute_type_parity, config.type_rows, 0) + compute_row),
-            layer.capsule_types.eq(1), layer.grid_height.eq(1), layer.grid_width.eq(grid),
-            layer.dim_words.eq(grid), layer.in_dims.eq(config.primary_dims), layer.out_capsules.eq(classes),
-            layer.matvec_weight_base.eq(Mux(computed[0], config.tile_weight_words, 0)),
-            layer.prediction_base.eq(Mux(computed[0], config.tile_predictions, 0)),
-            matvec.start.eq(active & ~matvec.busy & (loaded > computed) & ~routing_phase & routing.predictions.ready),
-            inputs.b.address.eq(matvec.read_address), inputs.b.read_enable.eq(matvec.read_enable),
-            matvec.read_data.eq(inputs.b.read_data),
-            weights.b.address.eq(matvec.weight_address), weights.b.read_enable.eq(matvec.weight_read),
-            matvec.weight_data.eq(weights.b.read_data),
-            predictions.a.address.eq(matvec.write_address), predictions.a.write_data.eq(matvec.write_data),
-            predictions.a.write_enable.eq(matvec.write_enable),
-        ]
-        last_tile = computed + 1 == tiles
-        with m.If(matvec.done):
-            m.d.sync += [computed.eq(computed + 1), compute_row.eq(Mux(compute_row == grid - 1, 0, compute_row + 1))]
-            with m.If(compute_row == grid - 1):
-                m.d.sync += compute_type_parity.eq(~compute_type_parity)
-            with m.If(last_tile):
-                m.d.sync += step.eq(StreamStep.ROUTING)
-        with m.If(starting):
-            m.d.sync += [computed.eq(0), compute_row.eq(0), compute_type_parity.eq(0)]
-        with m.If(~(step < StreamStep.PREDICTIONS)):
-            m.d.comb += [control.run.events.issue.eq(matvec.issue), control.run.events.draining.eq(matvec.draining),
-                         control.run.events.stall.eq(~routing_phase & ~matvec.busy)]
-
-        # ---- Routing: every prediction vector, the class words into the result RAM ------------------------
-        last_prediction = Mux(computed[0], 2 * config.tile_predictions, config.tile_predictions) - 1
-        m.d.comb += [routing.predictions.valid.eq(matvec.write_enable),
-                     routing.predictions.payload.vector.eq(matvec.write_data),
-                     routing.predictions.payload.last.eq(last_tile & (matvec.write_address == last_prediction)),
-                     routing.shift.eq(params.routing_shift), routing.digit_caps.ready.eq(1)]
-        class_index = Signal(range(max(2, classes)))
-        beat = routing.digit_caps.payload
-        m.d.comb += [results.a.address.eq(class_index), results.a.write_enable.eq(routing.digit_caps.valid),
-                     results.a.write_data.eq(Cat(*(getattr(beat, name) for name, _ in self._routing_word)))]
-        with m.If(routing.digit_caps.valid):
-            m.d.sync += class_index.eq(class_index + 1)
-            with m.If(beat.last):
-                m.d.sync += [routing_done.eq(1), class_index.eq(0)]
-        m.d.comb += [results.b.address.eq(control.memory.routing.address), results.b.read_enable.eq(control.memory.routing.read),
-                     control.memory.routing.read_data.eq(results.b.read_data)]
+    @staticmethod
+    def _demultiplexer(m, name, initiator, rams):
+        """A :class:`~hw.shared.buffer_port_demux.BufferPortDemux` from ``initiator`` to the RAM ports ``rams``
+        (``{name: port}``, in ``select`` order), connected."""
+        m.submodules[name] = demux = BufferPortDemux(
+            initiator=initiator.signature, targets={target: ram.signature.flip() for target, ram in rams.items()})
+        wiring.connect(m, initiator, demux.initiator)
+        for target, ram in rams.items():
+            wiring.connect(m, getattr(demux.targets, target), ram)
+        return demux

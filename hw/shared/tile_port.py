@@ -6,8 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
 from nnaccel.hw.shared.parameters import check_int
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
-__all__ = ["TilePort", "tile_command_layout"]
+__all__ = ["TilePort", "TileCommandSignature", "tile_command_layout"]
 
 
 def tile_command_layout(*, address_bits, beats_bits, ram_address_bits, beats_per_word_bits):
@@ -17,21 +18,49 @@ def tile_command_layout(*, address_bits, beats_bits, ram_address_bits, beats_per
                               "ram_base": ram_address_bits, "beats_per_word": beats_per_word_bits})
 
 
+class TileCommandSignature(wiring.Signature):
+    """A client's commands to a :class:`TilePort`, seen from the client (the port has it flipped): ``command`` Out
+    (stream of ``command_layout``, :func:`tile_command_layout`), ``finished`` In(1) (the command's last bus word
+    moved on this cycle)."""
+
+    def __init__(self, command_layout):
+        if not isinstance(command_layout, data.Layout):
+            raise TypeError(f"command_layout must be a data.Layout, not {command_layout!r}")
+        self._command_layout = command_layout
+        super().__init__({"command": Out(stream.Signature(command_layout)), "finished": In(1)})
+
+    @property
+    def command_layout(self):
+        return self._command_layout
+
+    def __eq__(self, other):
+        return isinstance(other, TileCommandSignature) and other._command_layout == self._command_layout
+
+    def __hash__(self):
+        return hash((TileCommandSignature, self._command_layout))
+
+    def __repr__(self):
+        return f"TileCommandSignature({self._command_layout!r})"
+
+
 class TilePort(wiring.Component):
     """Moves tiles between external memory (through an :class:`~hw.shared.avalon_master.AvalonBurstMaster`) and
     on-chip RAMs whose words are ``beats_per_word`` bus words wide, one command at a time.
 
     A load writes bus word ``b`` of the command into RAM word ``ram_base + b // beats_per_word`` at bus-word lane
     ``b % beats_per_word`` (byte enables); a store reads RAM words ``ram_base ..`` and sends their bus words, lane
-    0 first.  The RAM side is generic: the user routes ``ram_write`` / ``ram_read`` to the RAM the command is for.
+    0 first.  The RAM side is generic: the user routes ``ram_write`` / ``ram_read`` to the RAM the command is for (a
+:class:`~hw.shared.buffer_port_demux.BufferPortDemux`).
 
     Ports
     -----
-    ``command`` (In stream, :func:`tile_command_layout`): taken when the previous command has finished
-    (``ready`` = not busy).  ``finished`` (Out 1): the command's last bus word moved on this cycle.  ``ram_write``
-    (Out: ``address``, ``data`` (the bus word repeated across ``ram_bits``), ``byte_enable`` (one bit per byte of
-    ``ram_bits``, the word's lane), ``enable``).  ``ram_read`` (Out: ``address``, ``enable``) and ``ram_read_data``
-    (In ``ram_bits``): a RAM read port with one cycle of latency.  ``avalon``: the master's
+    ``client`` (In :class:`TileCommandSignature`): ``command`` (a stream of :func:`tile_command_layout`) taken when
+    the previous command has finished (``ready`` = not busy); ``finished``: the command's last bus word moved on
+    this cycle.  ``ram_write``
+    and ``ram_read`` (Out :class:`~hw.shared.dual_port_buffer.BufferPortSignature` of ``ram_bits`` x
+    ``2**ram_address_bits`` words, byte granularity): loads write through ``ram_write`` (``write_data`` the bus
+    word repeated across ``ram_bits``, ``write_enable`` the bytes of the word's lane; it never reads), stores read
+    through ``ram_read`` (one cycle of latency; it never writes).  ``avalon``: the master's
     :class:`~hw.shared.avalon_master.AvalonMMSignature` port.
 
     Timing
@@ -64,13 +93,10 @@ class TilePort(wiring.Component):
         self._command_layout = tile_command_layout(address_bits=address_bits, beats_bits=beats_bits,
                                                    ram_address_bits=ram_address_bits,
                                                    beats_per_word_bits=lanes.bit_length())
+        ram = BufferPortSignature(width=ram_bits, depth=1 << ram_address_bits, granularity=8)
         super().__init__({
-            "command": In(stream.Signature(self._command_layout)),
-            "finished": Out(1),
-            "ram_write": Out(data.StructLayout({"address": ram_address_bits, "data": ram_bits,
-                                                "byte_enable": ram_bits // 8, "enable": 1})),
-            "ram_read": Out(data.StructLayout({"address": ram_address_bits, "enable": 1})),
-            "ram_read_data": In(ram_bits),
+            "client": In(TileCommandSignature(self._command_layout)),
+            "ram_write": Out(ram), "ram_read": Out(ram),
             "avalon": Out(self.avalon_signature(address_bits=address_bits, max_burst=max_burst, data_bits=data_bits)),
         })
 
@@ -88,24 +114,20 @@ class TilePort(wiring.Component):
     def fifo_depth(self):
         return self._master_parameters["fifo_depth"]
 
-    @property
-    def command_layout(self):
-        return self._command_layout
-
     def elaborate(self, platform):
         m = Module()
         m.submodules.master = master = AvalonBurstMaster(**self._master_parameters)
         wiring.connect(m, wiring.flipped(self.avalon), master.avalon)
-        command = self.command.payload
+        command = self.client.command.payload
         lane_bytes = self._data_bits // 8
 
         busy, storing = Signal(), Signal()
         beats_left = Signal.like(command.beats)
         word, lane = Signal.like(command.ram_base), Signal.like(command.beats_per_word)
         beats_per_word = Signal.like(command.beats_per_word)
-        taken = self.command.valid & ~busy
+        taken = self.client.command.valid & ~busy
         m.d.comb += [
-            self.command.ready.eq(~busy),
+            self.client.command.ready.eq(~busy),
             master.read_command.valid.eq(taken & ~command.store),
             master.write_command.valid.eq(taken & command.store),
             master.read_command.payload.address.eq(command.address),
@@ -127,22 +149,22 @@ class TilePort(wiring.Component):
             m.d.sync += [beats_left.eq(beats_left - 1), lane.eq(Mux(last_lane, 0, lane + 1)),
                          word.eq(Mux(last_lane, word + 1, word))]
             with m.If(beats_left == 1):
-                m.d.comb += self.finished.eq(1)
+                m.d.comb += self.client.finished.eq(1)
                 m.d.sync += busy.eq(0)
 
         # Loads: the bus word repeated across the RAM word, its lane's bytes enabled.
         m.d.comb += [
             self.ram_write.address.eq(word),
-            self.ram_write.data.eq(master.read_data.payload.replicate(self._ram_bits // self._data_bits)),
-            self.ram_write.byte_enable.eq(((1 << lane_bytes) - 1) << (lane * lane_bytes)),
-            self.ram_write.enable.eq(busy & ~storing & master.read_data.valid),
+            self.ram_write.write_data.eq(master.read_data.payload.replicate(self._ram_bits // self._data_bits)),
+            self.ram_write.write_enable.eq(Mux(busy & ~storing & master.read_data.valid,
+                                               ((1 << lane_bytes) - 1) << (lane * lane_bytes), 0)),
         ]
         # Stores: read the word of the next cycle's bus word (the command's first word on the cycle it is taken).
         m.d.comb += [
-            self.ram_read.enable.eq(taken | busy & storing),
+            self.ram_read.read_enable.eq(taken | busy & storing),
             self.ram_read.address.eq(Mux(taken, command.ram_base, Mux(moved & last_lane, word + 1, word))),
             master.write_data.valid.eq(busy & storing),
-            master.write_data.payload.data.eq(self.ram_read_data.word_select(lane, self._data_bits)),
+            master.write_data.payload.data.eq(self.ram_read.read_data.word_select(lane, self._data_bits)),
             master.write_data.payload.byteenable.eq(-1),
         ]
         return m

@@ -15,7 +15,7 @@ import numpy as np
 
 from nnaccel.hw.capsnet.descriptor import LayerKind
 from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
-from nnaccel.hw.capsnet.streaming_accelerator import image_descriptor_layout
+from nnaccel.hw.capsnet.stream_descriptor import image_descriptor_layout
 from nnaccel.models.capsnet.conv_timing import ConvEngineTiming
 from nnaccel.models.capsnet.stream_plan import PAGE_BYTES, StreamCycles, StreamPlan, compile_stream, stream_cycles
 

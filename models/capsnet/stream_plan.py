@@ -23,7 +23,7 @@ import numpy as np
 from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
 from nnaccel.hw.capsnet.routing_engine import routing_finish_cycles
 from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
-from nnaccel.hw.capsnet.streaming_accelerator import stream_descriptor_layout
+from nnaccel.hw.capsnet.stream_descriptor import stream_descriptor_layout
 
 __all__ = ["StreamPlan", "StreamCycles", "compile_stream", "stream_cycles", "PAGE_BYTES"]
 

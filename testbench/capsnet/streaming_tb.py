@@ -17,7 +17,8 @@ the SDRAM slave's cycles from the first after reset), ``total_cycles`` (N,), ``l
 import cocotb
 import numpy as np
 
-from nnaccel.hw.capsnet.streaming_accelerator import StreamMemory, StreamStep
+from nnaccel.hw.capsnet.stream_descriptor import StreamStep
+from nnaccel.hw.capsnet.streaming_accelerator import StreamMemory
 from nnaccel.hw.shared.host_control import HostTarget
 from nnaccel.models.shared.sdram import SdramModel
 from nnaccel.testbench.capsnet.accelerator_tb import int_to_bytes

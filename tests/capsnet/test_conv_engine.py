@@ -3,10 +3,15 @@
 (tests/capsnet/test_accelerator.py: random layers bit for bit against models.capsnet.int8_layers, cycle counters against
 the compiler's formula), where its memories are."""
 
+import dataclasses
+
 import pytest
-from amaranth.hdl import Shape
 
 from nnaccel.hw.capsnet.conv_engine import CapsNetConvEngine
+from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.engine_control import EngineControlSignature
+from nnaccel.hw.capsnet.tile_handshake import TileHandshakeSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 from nnaccel.sim.lint import lint_verilog
 from nnaccel.hw.capsnet.config import SMALL_CONFIG
 
@@ -20,13 +25,13 @@ def test_ports():
     engine = CapsNetConvEngine(config=SMALL_CONFIG)
     assert engine.config == SMALL_CONFIG
     members = engine.signature.members
-    assert list(members) == ["start", "layer", "busy", "done", "row_address", "row_read", "row_data", "weight_address",
-                             "weight_read", "weight_data", "bias_address", "bias_read", "bias_data", "write_address",
-                             "write_data", "write_enable", "issue", "stall", "draining"]
-    widths = {name: Shape.cast(member.shape).width for name, member in members.items()}
-    for name, width in (("row_data", 96), ("weight_data", 32), ("bias_data", 128), ("write_data", 96),
-                        ("write_enable", 12)):
-        assert widths[name] == width, name
+    assert list(members) == ["control", "inputs", "weights", "biases", "outputs"]
+    assert members["control"].signature.flip() == EngineControlSignature(descriptor_layout(SMALL_CONFIG))
+    # The RAM ports: 12 int8 per activation word, 4 int8 per weight word, 4 int32 per bias word, byte enables.
+    for name, width, depth in (("inputs", 96, 512), ("weights", 32, 1024), ("biases", 128, 16), ("outputs", 96, 512)):
+        assert members[name].signature == BufferPortSignature(width=width, depth=depth, granularity=8), name
+    tiled = CapsNetConvEngine(config=dataclasses.replace(SMALL_CONFIG, conv_tiled=True))
+    assert tiled.signature.members["tiles"].signature.flip() == TileHandshakeSignature()
 
 
 def test_lint_clean():

@@ -4,9 +4,11 @@
 the compiler's formula), where its memories are."""
 
 import pytest
-from amaranth.hdl import Shape
 
+from nnaccel.hw.capsnet.descriptor import descriptor_layout
+from nnaccel.hw.capsnet.engine_control import EngineControlSignature
 from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 from nnaccel.sim.lint import lint_verilog
 from nnaccel.hw.capsnet.config import SMALL_CONFIG
 
@@ -20,12 +22,11 @@ def test_ports():
     engine = CapsNetMatvecEngine(config=SMALL_CONFIG)
     assert engine.config == SMALL_CONFIG
     members = engine.signature.members
-    assert list(members) == ["start", "layer", "busy", "done", "read_address", "read_enable", "read_data",
-                             "weight_address", "weight_read", "weight_data", "write_address", "write_data",
-                             "write_enable", "issue", "draining"]
-    widths = {name: Shape.cast(member.shape).width for name, member in members.items()}
-    for name, width in (("read_data", 96), ("weight_data", 32), ("write_data", 32), ("write_enable", 1)):
-        assert widths[name] == width, name
+    assert list(members) == ["control", "inputs", "weights", "predictions"]
+    assert members["control"].signature.flip() == EngineControlSignature(descriptor_layout(SMALL_CONFIG))
+    # 12 int8 per activation word, 4 int8 lanes per weight and prediction word, byte enables.
+    for name, width, depth in (("inputs", 96, 512), ("weights", 32, 1024), ("predictions", 32, 128)):
+        assert members[name].signature == BufferPortSignature(width=width, depth=depth, granularity=8), name
 
 
 def test_lint_clean():

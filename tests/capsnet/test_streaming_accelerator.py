@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from nnaccel.hw.capsnet.stream_config import SMALL_STREAM_CONFIG, CapsNetStreamConfig
-from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator, StreamStep
+from nnaccel.hw.capsnet.stream_descriptor import StreamStep
+from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
 from nnaccel.models.capsnet.golden import COUPLING_SHIFT, route_fixed
 from nnaccel.models.capsnet.int8_layers import matvec
 from nnaccel.models.capsnet.image_stream_plan import image_stream_cycles
