@@ -235,13 +235,6 @@ def accuracy(model, images, labels, batch=1000):
     return correct / len(images)
 
 
-def steps_per_run(settings, train_images):
-    """Progress-bar steps of one method: search steps + retraining steps."""
-    arch_count = int(train_images * settings.arch_fraction)
-    return (settings.search_epochs * -(-(train_images - arch_count) // settings.batch)
-            + settings.retrain_epochs * -(-train_images // settings.batch))
-
-
 def run_method(method, data, test, settings, hardware_space, evaluator, cost_function, *, lambda2=1.0,
                progress=None, space=NETWORK_SPACE):
     """Search, one exact hardware generation, retraining; a ``SearchResult``."""

@@ -35,7 +35,6 @@ from math import prod
 
 import numpy as np
 
-from nnaccel.dse.shared.layer import Layer
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 
 IMAGE_SIZE = 28
@@ -88,19 +87,6 @@ class Network:
             layers.append(DenseLayer("dense2", self.flat_features, CLASSES, relu=False))
         return tuple(layers)
 
-    def template_layers(self):
-        """The same layers as the template cost model describes them (``dse.shared.layer``)."""
-        converted = []
-        for layer in self.dqn_layers():
-            if isinstance(layer, ConvLayer):
-                converted.append(Layer.conv(in_channels=layer.in_channels, in_size=layer.in_size,
-                                            out_channels=layer.out_channels, kernel=layer.kernel,
-                                            stride=layer.stride, name=layer.name))
-            else:
-                converted.append(Layer.dense(in_features=layer.inputs, out_features=layer.outputs,
-                                             name=layer.name))
-        return tuple(converted)
-
     @property
     def macs(self):
         return sum(layer.macs for layer in self.dqn_layers())
@@ -145,10 +131,6 @@ class NetworkSpace:
     def all_indices(self):
         """Every candidate as an (N, choices) integer array, in lexicographic order."""
         return np.array(list(itertools.product(*(range(size) for size in self.sizes))), dtype=np.int64)
-
-    def flat_index(self, indices):
-        """The candidates' positions in ``all_indices`` order; ``indices`` (N, choices)."""
-        return np.ravel_multi_index(np.asarray(indices).T, self.sizes)
 
     def sample(self, rng, count):
         return np.stack([rng.integers(size, size=count) for size in self.sizes], axis=1)

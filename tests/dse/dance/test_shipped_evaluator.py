@@ -9,9 +9,9 @@ import torch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.hardware_space import make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
-from nnaccel.dse.dance.command import make_hardware_space
 
 torch.set_num_threads(1)
 
