@@ -347,8 +347,8 @@ def run_predictor(arguments):
     predictor = predictor_module.new_predictor(space, arguments.kind, **hyper)
 
     def progress(epoch, loss, validation):
-        print(f"nnaccel: epoch {epoch:3d}  train {loss:.5f}  held-out dataflows {validation:.5f}",
-              flush=True)
+        held_out = "-" if validation is None else f"{validation:.5f}"     # none held out of tiny groups
+        print(f"nnaccel: epoch {epoch:3d}  train {loss:.5f}  held-out dataflows {held_out}", flush=True)
 
     report = predictor_module.train(predictor, parts["train"], space, epochs=arguments.epochs,
                                     validation=parts["held_out_dataflows"], progress=progress)
