@@ -87,7 +87,7 @@ def images_tensor(images):
 
 
 def _mac_tensor(space):
-    macs = np.array([space.network(indices).macs for indices in space.all_indices()], dtype=np.float64)
+    macs = np.array([space.network(indices).macs for indices in space.all_points()], dtype=np.float64)
     return torch.as_tensor(macs.reshape(space.sizes), dtype=torch.float32)
 
 

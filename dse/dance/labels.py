@@ -34,7 +34,7 @@ def distinct_units(hardware_space, network_space=NETWORK_SPACE):
     """Every distinct cost unit of every candidate, in a fixed order; and (N, NETWORK_UNITS) indices of each
     candidate's units into that list (-1 where a candidate has fewer)."""
     units, index_of = [], {}
-    networks = network_space.all_indices()
+    networks = network_space.all_points()
     ids = np.full((len(networks), NETWORK_UNITS), -1, dtype=np.int64)
     for row, indices in enumerate(networks):
         for column, unit in enumerate(hardware_space.cost_units(network_space.network(indices).dqn_layers())):
@@ -67,7 +67,7 @@ def label(hardware_space, *, network_space=NETWORK_SPACE, store_path=None, sched
 
 class LabelTable:
     """(network, point) costs from per-unit columns (``{column: (units, points)}``): networks are rows of
-    ``network_space.all_indices()``; ``inf`` where a network does not fit a point."""
+    ``network_space.all_points()``; ``inf`` where a network does not fit a point."""
 
     def __init__(self, hardware_space, network_space, unit_ids, columns):
         self.hardware_space = hardware_space

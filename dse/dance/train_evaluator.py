@@ -25,7 +25,7 @@ from nnaccel.dse.dance.labels import label
 def exhaustive_search_seconds(table, cost_function, network_index=0):
     """Seconds of the hardware generation tool for one network: on a space with no cached layer
     costs, and from the labelled table."""
-    network = table.network_space.network(table.network_space.all_indices()[network_index])
+    network = table.network_space.network(table.network_space.all_points()[network_index])
     fresh = type(table.hardware_space)()
     start = time.perf_counter()
     fresh.best_hardware([network], cost_function)

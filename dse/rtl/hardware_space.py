@@ -47,6 +47,8 @@ layer's output in the other RAM).  ``tests/dse/dance/test_rtl_hardware.py`` chec
 ``compile_network`` and ``evaluate_network``.
 """
 
+import base64
+import io
 from dataclasses import replace
 
 import numpy as np
@@ -74,6 +76,8 @@ PARAMETERS = (
 )
 #: the parameters a layer's mapping and passes depend on; the others change only constants of the cost model
 STRUCTURE = ("modules", "lanes", "multiplier_latency", "adder_latency", "row_elements", "split")
+#: the parameters one labelling task shares (its points share their layers' shapes and mappings)
+TASK_KEYS = ("modules", "lanes", "row_elements", "split")
 CLOCK_MHZ = 100.0
 MAX_LAYERS = DqnConfig.max_layers
 # Cyclone V 5CSEMA5: ALMs, DSP blocks, M10K blocks (the device of the DE1-SoC)
@@ -261,23 +265,62 @@ class RtlHardwareSpace(HardwareGrid):
         costs[~feasible] = np.inf
         return costs
 
-    # ---- the labelling sweep (dse.rtl.labels) ------------------------------------------------------------------
+    # ---- the labelling sweep: one Dask task per (modules, lanes, row_elements, split), TASK_KEYS ---------------
 
     @property
     def label_task(self):
-        from nnaccel.dse.rtl.labels import label_contexts
-
+        """The sweep's task, :func:`label_contexts` (module-level, so that a Dask worker imports it)."""
         return label_contexts
 
     def label_cases(self, contexts):
-        from nnaccel.dse.rtl.labels import label_cases
-
-        return label_cases(self, contexts)
+        """The sweep's cases (JSON): the grid, one task's ``TASK_KEYS`` values and every context, each."""
+        values = dict(self.parameters)
+        tasks = sorted({tuple(dict(zip(STRUCTURE, key))[name] for name in TASK_KEYS)
+                        for key in self.structure_members()},
+                       key=lambda task: tuple(values[name].index(value) for name, value in zip(TASK_KEYS, task)))
+        encoded = [context_to_dict(context) for context in contexts]
+        grid = [[name, list(values)] for name, values in self.parameters]
+        return [{"space": "rtl", "parameters": grid, "task": list(task), "contexts": encoded} for task in tasks]
 
     def label_columns(self, contexts, cases, results):
-        from nnaccel.dse.rtl.labels import label_columns
+        """``COLUMNS`` (contexts, points) of the tasks' results."""
+        results = [_unpack_arrays(result["points"]) for result in results]
+        columns = {}
+        for name in COLUMNS:
+            column = np.zeros((len(contexts), len(self)), dtype=results[0][name].dtype)
+            for result in results:
+                column[:, result["points"]] = result[name]
+            columns[name] = column
+        return columns
 
-        return label_columns(self, contexts, results)
+
+def label_contexts(case):
+    """Sweep task: ``COLUMNS`` of ``case["contexts"]`` on the points of one task's structures, as compressed arrays
+    (contexts, task points)."""
+    space = RtlHardwareSpace(parameters=case["parameters"])
+    contexts = [context_from_dict(items) for items in case["contexts"]]
+    structures, members = _task_members(space, tuple(case["task"]))
+    table = context_table(space, contexts, structures)
+    return {"points": _pack_arrays({"points": members, **{name: table[name][:, members] for name in COLUMNS}})}
+
+
+def _task_members(space, task):
+    """The structures and point indices of one task (``TASK_KEYS`` values)."""
+    fixed = dict(zip(TASK_KEYS, task))
+    chosen = {key: members for key, members in space.structure_members().items()
+              if all(dict(zip(STRUCTURE, key))[name] == value for name, value in fixed.items())}
+    return set(chosen), np.array(sorted(index for members in chosen.values() for index in members))
+
+
+def _pack_arrays(arrays):
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _unpack_arrays(text):
+    with np.load(io.BytesIO(base64.b64decode(text))) as data:
+        return {name: data[name] for name in data.files}
 
 
 def _config_feasible(config):

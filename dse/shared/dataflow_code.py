@@ -12,7 +12,8 @@ The code lists entries in loop order, so its first channel is a permutation: a g
 The *relaxed code* has the same (M, N, 2) shape and the same content, indexed by dimension instead of by slot:
 ``relaxed[m, n] = (slot of dimension n at level m, log2 of its size)``, slot 0 being the parallel entry.  Both
 channels relax to real numbers: a level's loop order is the dimensions sorted by slot score, its parallel entry
-the lowest score, and a size is ``2 ** log_size``.  ``relax`` converts a code; a family's ``nearest`` decodes a relaxed one.
+the lowest score, and a size is ``2 ** log_size``.  ``relax`` converts a code; a family's ``nearest`` decodes a
+relaxed one.
 """
 
 from functools import cache

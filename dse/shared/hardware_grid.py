@@ -1,9 +1,8 @@
 """A hardware design space as a grid of one-hot parameters whose networks' costs add up over per-layer *cost units*:
 what every family's DANCE hardware space (``dse.template.hardware_space``, ``dse.rtl.hardware_space``) shares.
 
-A space is a grid of hardware parameters, each a one-hot choice (DANCE's evaluator reads and its
-hardware-generation network writes one one-hot block per parameter).  A point is one index per parameter;
-``point_index`` flattens it (lexicographic order, the order of ``all_points``).
+A space is a grid of hardware parameters, each a one-hot choice (``dse.shared.one_hot_grid``: DANCE's evaluator
+reads and its hardware-generation network writes one one-hot block per parameter).
 
 A network (``models.dqn.network`` layers, at most :data:`NETWORK_UNITS`) costs the sum of its *cost units*: what a
 family's cost of one layer depends on (the template: the layer; the RTL family: the layer with the layer it reads).
@@ -21,16 +20,15 @@ A family gives
 function.  Unit rows computed once (or adopted from a labelling sweep, :meth:`adopt_unit_costs`) are kept.
 """
 
-import itertools
-from math import prod
-
 import numpy as np
+
+from nnaccel.dse.shared.one_hot_grid import OneHotGrid
 
 #: units of a network at most (DANCE's network space: conv, conv, dense, dense)
 NETWORK_UNITS = 4
 
 
-class HardwareGrid:
+class HardwareGrid(OneHotGrid):
     """A grid of one-hot hardware parameters with per-unit cost columns (see the module docstring); a family
     sets ``name``, ``area_unit``, ``compute_parameters`` and implements ``parameters``, ``cost_units``,
     ``unit_table``, ``combine`` and ``area``."""
@@ -43,8 +41,6 @@ class HardwareGrid:
     def __init__(self):
         self._unit_costs = {}
 
-    # ---- the grid ---------------------------------------------------------------------------
-
     @property
     def names(self):
         return tuple(name for name, _ in self.parameters)
@@ -53,44 +49,12 @@ class HardwareGrid:
     def sizes(self):
         return tuple(len(values) for _, values in self.parameters)
 
-    @property
-    def offsets(self):
-        return tuple(int(o) for o in np.cumsum((0,) + self.sizes[:-1]))
-
-    @property
-    def encoding_width(self):
-        return sum(self.sizes)
-
-    def __len__(self):
-        return prod(self.sizes)
-
-    def all_points(self):
-        """Every point as an (points, parameters) integer array, lexicographic order."""
-        return np.array(list(itertools.product(*(range(size) for size in self.sizes))), dtype=np.int64)
-
-    def point_index(self, points):
-        return np.ravel_multi_index(np.asarray(points).T, self.sizes)
-
     def point_values(self, point):
         """{name: value} of one point (one index per parameter)."""
         return {name: values[int(index)] for (name, values), index in zip(self.parameters, point)}
 
     def describe(self, point):
         return ", ".join(f"{name} {value}" for name, value in self.point_values(point).items())
-
-    def encode(self, points):
-        """One-hot encodings (N, encoding_width) float32 of points (N, parameters)."""
-        points = np.atleast_2d(np.asarray(points))
-        encoding = np.zeros((len(points), self.encoding_width), dtype=np.float32)
-        rows = np.arange(len(points))
-        for column, offset in enumerate(self.offsets):
-            encoding[rows, offset + points[:, column]] = 1.0
-        return encoding
-
-    def decode(self, encoding):
-        encoding = np.atleast_2d(np.asarray(encoding))
-        return np.stack([encoding[:, offset:offset + size].argmax(axis=1)
-                         for offset, size in zip(self.offsets, self.sizes)], axis=1)
 
     # ---- costs ------------------------------------------------------------------------------
 

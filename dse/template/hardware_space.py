@@ -28,13 +28,14 @@ Hardware constants: GB 108 KiB, 32 words per cycle, HBM 128 GB/s, 1 GHz, binary3
 accelerator's format).
 """
 
+import base64
 from functools import cache
 
 import numpy as np
 
 from nnaccel.dse.shared import energy_table
 from nnaccel.dse.shared.hardware_grid import HardwareGrid
-from nnaccel.dse.shared.layer import DIM_INDEX, DIMS, from_network_layer
+from nnaccel.dse.shared.layer import DIM_INDEX, DIMS, Layer, from_network_layer
 from nnaccel.dse.template.cost_model import CaseBatch, evaluate_batch
 from nnaccel.dse.template.hardware import TEMPLATE_SPACE, TemplateHardware
 from nnaccel.dse.template.loopnest import footprints
@@ -44,6 +45,7 @@ PE_VALUES = tuple(range(TEMPLATE_SPACE.pe_min, TEMPLATE_SPACE.pe_max + 1))
 RF_VALUES = TEMPLATE_SPACE.rf_words_choices
 DATAFLOWS = tuple(d.value for d in TEMPLATE_SPACE.dataflows)
 CLOCK_MHZ = 1000.0
+TASK_LAYERS = 24        # layers a labelling task costs on every point
 
 _N, _K, _C, _Y, _X, _R, _S = (DIM_INDEX[d] for d in DIMS)
 _DRAM, _GB, _RF = 0, 1, 2
@@ -285,20 +287,36 @@ class TemplateHardwareSpace(HardwareGrid):
                     + self.constants["gb_kib"] * energy_table.sram_um2_per_kib())
         return area_um2 * 1e-6
 
-    # ---- the labelling sweep (dse.template.labels) ---------------------------------------------
+    # ---- the labelling sweep: every distinct layer on every point, TASK_LAYERS layers a Dask task ---------------
 
     @property
     def label_task(self):
-        from nnaccel.dse.template.labels import label_layers
-
+        """The sweep's task, :func:`label_layers` (module-level, so that a Dask worker imports it)."""
         return label_layers
 
     def label_cases(self, layers):
-        from nnaccel.dse.template.labels import label_cases
-
-        return label_cases(self, layers)
+        """The sweep's cases (JSON): the number format and a chunk of ``layers`` (``Layer.to_dict``) each."""
+        return [{"space": "template", "number_format": self.number_format,
+                 "layers": [layer.to_dict() for layer in layers[start:start + TASK_LAYERS]]}
+                for start in range(0, len(layers), TASK_LAYERS)]
 
     def label_columns(self, layers, cases, results):
-        from nnaccel.dse.template.labels import label_columns
+        """``{"latency_ms", "energy_mj"}`` (layers, points) of the cases' results, in case order."""
+        return {name: np.concatenate([_decode(result[name]).reshape(-1, len(self)) for result in results])
+                for name in ("latency_ms", "energy_mj")}
 
-        return label_columns(self, results)
+
+def label_layers(case):
+    """Sweep task: latency (ms) and energy (mJ) of ``case["layers"]`` on every template point, as base64 float64
+    arrays of shape (layers, points)."""
+    space = TemplateHardwareSpace(number_format=case["number_format"])
+    table = space.unit_table([Layer.from_dict(layer) for layer in case["layers"]])
+    return {name: _encode(values) for name, values in table.items()}
+
+
+def _encode(array):
+    return base64.b64encode(np.ascontiguousarray(array, dtype="<f8").tobytes()).decode("ascii")
+
+
+def _decode(text):
+    return np.frombuffer(base64.b64decode(text), dtype="<f8")

@@ -24,7 +24,7 @@ def test_the_sweep_labels_every_network_on_every_point(tmp_path):
     assert report.new >= 1 and not report.failures
     assert table.cost_cases == 4 * 4335
     reference = TemplateHardwareSpace().network_costs(
-        [SMALL_SPACE.network(indices) for indices in SMALL_SPACE.all_indices()])
+        [SMALL_SPACE.network(indices) for indices in SMALL_SPACE.all_points()])
     assert np.allclose(table.all_points(np.arange(4)), reference)
     points = np.array([0, 17, 4000, 4334])
     assert np.allclose(table.costs(np.arange(4), points), reference[np.arange(4), points])

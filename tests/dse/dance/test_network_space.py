@@ -25,14 +25,14 @@ def _compile_all(candidates, seed):
 @pytest.mark.extended
 @pytest.mark.parametrize("c1_index", range(NETWORK_SPACE.sizes[0]))
 def test_every_candidate_compiles_on_the_default_configuration(c1_index):
-    candidates = NETWORK_SPACE.all_indices()
+    candidates = NETWORK_SPACE.all_points()
     _compile_all(candidates[candidates[:, 0] == c1_index], c1_index)
 
 
 def test_a_sample_of_candidates_compiles_on_the_default_configuration():
     """The default run's share of the exhaustive test above (-m extended, about 4 CPU minutes): a seeded eighth
     of the candidates, plus every candidate made of extreme values only (the largest kernels on the smallest maps)."""
-    candidates = NETWORK_SPACE.all_indices()
+    candidates = NETWORK_SPACE.all_points()
     sample = np.random.default_rng(2026).permutation(len(candidates))[:len(candidates) // 8]
     extremes = np.all((candidates == 0) | (candidates == np.array(NETWORK_SPACE.sizes) - 1), axis=1)
     chosen = np.union1d(sample, np.flatnonzero(extremes))
@@ -41,7 +41,7 @@ def test_a_sample_of_candidates_compiles_on_the_default_configuration():
 
 
 def test_the_space_has_every_combination_once():
-    candidates = NETWORK_SPACE.all_indices()
+    candidates = NETWORK_SPACE.all_points()
     assert len(candidates) == len(NETWORK_SPACE) == 3840
     assert len({tuple(row) for row in candidates}) == len(candidates)
 

@@ -28,7 +28,7 @@ def test_generated_hardware_and_costs_on_held_out_networks(space_name, count):
     trained = training.load(space_name, "edap")
     space = make_hardware_space(space_name)
     _, held_out = split_networks(len(NETWORK_SPACE), trained.report["settings"]["seed"])
-    chosen = NETWORK_SPACE.all_indices()[held_out[:count]]
+    chosen = NETWORK_SPACE.all_points()[held_out[:count]]
     networks = [NETWORK_SPACE.network(indices) for indices in chosen]
     function = trained.cost_function
     _, best = space.best_hardware(networks, function)

@@ -80,7 +80,7 @@ def test_the_labelling_sweep_gives_the_space_s_costs_and_exhaustive_search(tmp_p
     table, report, _ = label(RtlHardwareSpace(parameters=SMALL_GRID), store_path=store, workers=1, progress=False,
                                  network_space=small)
     assert report.new == 16 and not report.failures         # modules x lanes x rows x split
-    networks = [small.network(indices) for indices in small.all_indices()]
+    networks = [small.network(indices) for indices in small.all_points()]
     reference = RtlHardwareSpace(parameters=SMALL_GRID).network_costs(networks)
     assert np.array_equal(table.all_points(np.arange(4)), reference)
     points = np.array([0, 5, 77, 127])
