@@ -200,12 +200,9 @@ def export_winner(network, model, path):
 
 
 def answer_configuration(space_name, answer):
-    """``(DqnConfig or None for the default, split mode)`` an answer is built with: the point it chose on the RTL
-    family; the default configuration after a search on the template (its points are no RTL configurations)."""
-    if space_name != "rtl":
-        return None, "auto"
-    space = make_hardware_space("rtl")
-    return space.config(answer["hardware_point"]), space.split(answer["hardware_point"])
+    """``(DqnConfig or None for the default, split mode)`` an answer is built with on the DQN accelerator: the
+    space's ``accelerator_build`` of the point it chose."""
+    return make_hardware_space(space_name).accelerator_build(answer["hardware_point"])
 
 
 def check_on_rtl(arguments, answer, network, model, test, progress=None):

@@ -11,6 +11,8 @@ evaluator training, co-search and baselines use nothing else of them.  ``SPACES`
 - the ground truth: ``network_costs(networks)`` (latency ms, energy mJ, area in ``area_unit`` of each network on
   every point, ``inf`` where it does not fit), ``area()``, and ``best_hardware`` (the exhaustive search: the
   patent's hardware generation tool);
+- ``accelerator_build(point)``: the DQN accelerator configuration (None: its default) and the compiler's split
+  mode an answer found on the space is built and simulated with;
 - for the labelling sweep (``dse.dance.labels``): ``cost_units`` (what a network's cost adds up over),
   ``combine`` (a network's costs from its units' rows), ``adopt_unit_costs``, and ``label_cases`` /
   ``label_task`` / ``label_columns`` (the sweep's cases, the module-level task a Dask worker runs, and the unit
@@ -58,6 +60,8 @@ class HardwareSpace(Protocol):
     def network_costs(self, networks) -> np.ndarray: ...
 
     def best_hardware(self, networks, cost_function, *, fixed=None) -> tuple: ...
+
+    def accelerator_build(self, point) -> tuple: ...
 
     def cost_units(self, layers) -> tuple: ...
 

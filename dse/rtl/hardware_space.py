@@ -210,6 +210,10 @@ class RtlHardwareSpace(HardwareGrid):
         """The compiler's split mode of one point (``compile_network(split=...)``)."""
         return self.point_values(point)["split"]
 
+    def accelerator_build(self, point):
+        """How an answer found on this space is built on the DQN accelerator: ``(config(point), split(point))``."""
+        return self.config(point), self.split(point)
+
     def config_feasible(self, point):
         """Whether networks can be compiled for the point's configuration at all (``plan.check_config``)."""
         return _config_feasible(self.config(point))

@@ -249,6 +249,11 @@ class TemplateHardwareSpace(HardwareGrid):
         costs = evaluate_batch(batch)
         return costs["latency_cycles"], costs["energy_pj"]
 
+    def accelerator_build(self, point):
+        """How an answer found on this space is built on the DQN accelerator: its default configuration with the
+        compiler's split (``(None, "auto")``: the template's points are no configurations of it)."""
+        return None, "auto"
+
     # ---- cost units: the layers ---------------------------------------------------------------
 
     def cost_units(self, layers):
