@@ -18,7 +18,14 @@ else of them.  ``SPACES`` names them for the commands.
 - ``network_violations``: what one code per layer breaks together (budgets the layers share), and
   ``fit_network``: the codes simplified until they fit those budgets;
 - and ``describe`` (a code in words), ``hardware_to_dict`` / ``hardware_from_dict`` (JSON for
-  sweep cases), ``predictor_defaults`` (hyper-parameters its predictor needs).
+  sweep cases), ``predictor_defaults`` (hyper-parameters its predictor needs);
+- for ``nnaccel dse dataflow``: ``number_formats``, ``default_hardware``, ``hardware_from_options`` (a hardware
+  point from the command's ``--pe``, ``--rf``, ``--style``, ``--format``; ValueError naming the fault) and
+  ``describe_hardware``.
+
+Optional, where a family has them (the RTL family): ``default_codes`` (the compiler's mapping as a starting
+point), ``best_over_every_mapping`` (the best mapping outside the code's shape) and ``simulation_case`` (the case
+that runs an answer on the simulated hardware).
 """
 
 from typing import Iterator, Protocol
@@ -65,6 +72,13 @@ class DataflowSpace(Protocol):
     def network_violations(self, codes, layers, hardware) -> list: ...
 
     def fit_network(self, codes, layers, hardware) -> list: ...
+
+    number_formats: tuple
+    default_hardware: object
+
+    def hardware_from_options(self, *, array, rf_words, style, number_format): ...
+
+    def describe_hardware(self, hardware) -> str: ...
 
 
 SPACES = {space.name: space for space in (TemplateDataflowSpace, RtlDataflowSpace)}
