@@ -11,7 +11,7 @@ descent through a learned predictor; ``dse.dcp.space.DataflowSpace``) and ``dse.
 accelerator searched together; ``dse.dance.hardware_space.HardwareSpace``).
 
 ``dse.shared`` holds what is family-independent: the layer as searches see it (``layer``, derived from
-``models.dqn.network``), DCP's dataflow code (``dataflow_code``), the one-hot grids DANCE's spaces are built
+``models.dqn.network``), the families by name (``families``), DCP's dataflow code (``dataflow_code``), the one-hot grids DANCE's spaces are built
 on (``one_hot_grid``, ``hardware_grid``), the 45 nm energy and area table (``energy_table``), Dask sweeps
 (``sweep``) and their result store (``store``).
 """

@@ -24,6 +24,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from nnaccel.dse.rtl.hardware_space import RtlHardwareSpace
+from nnaccel.dse.shared.families import new_space
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 METRICS = ("latency_ms", "energy_mj", "area_mm2")
@@ -79,7 +80,4 @@ SPACES = {space.name: space for space in (TemplateHardwareSpace, RtlHardwareSpac
 
 def make_hardware_space(name):
     """A new hardware space of the family called ``name`` (``SPACES``)."""
-    try:
-        return SPACES[name]()
-    except KeyError:
-        raise ValueError(f"unknown hardware space {name!r}; known: {', '.join(SPACES)}") from None
+    return new_space(SPACES, name, "hardware space")

@@ -33,6 +33,7 @@ from typing import Iterator, Protocol
 import numpy as np
 
 from nnaccel.dse.rtl.dataflow_space import RtlDataflowSpace
+from nnaccel.dse.shared.families import new_space
 from nnaccel.dse.template.dataflow_space import TemplateDataflowSpace
 
 METRICS = ("latency", "energy")
@@ -86,7 +87,4 @@ SPACES = {space.name: space for space in (TemplateDataflowSpace, RtlDataflowSpac
 
 def space_named(name):
     """A new dataflow space of the family called ``name`` (``SPACES``)."""
-    try:
-        return SPACES[name]()
-    except KeyError:
-        raise ValueError(f"unknown design space {name!r}; known: {', '.join(SPACES)}") from None
+    return new_space(SPACES, name, "design space")
