@@ -3,17 +3,20 @@ and reports).
 
 ``dataflow`` and ``predictor`` are DCP's (:mod:`dse.dcp.command`), ``cosearch`` DANCE's and its baselines on MNIST
 (:mod:`dse.dance.command`).  ``cost`` prints the latency, energy and area the RTL family's cost model
-(:mod:`dse.shared.rtl_cost`) gives a network on one configuration of the DQN accelerator, per layer and in total.
+(:mod:`dse.rtl.cost_model`) gives a network on one configuration of the DQN accelerator, per layer and in total.
 ``validate`` draws seeded cases from the RTL family (configurations, random networks, random mappings; plus the
 thesis network at full size), runs each as a Dask task (:func:`dse.shared.sweep.run_sweep`; results in a SQLite
 store, so a rerun skips what is done), and prints per case the predicted and measured cycles and whether the
 outputs were bit-exact.
 """
 
+import contextlib
 import time
 from pathlib import Path
 
-from nnaccel.cli.report import ToolError, add_json_argument, output_file, positive_int, write_json
+from nnaccel.cli import report as cli_report
+from nnaccel.cli.report import ToolError, add_json_argument, non_negative_int, output_file, positive_int, write_json
+from nnaccel.dse.shared.sweep import scheduler_address
 from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["add_arguments"]
@@ -42,14 +45,14 @@ def add_arguments(parser):
                     "through the learned predictor, compared with random search, TPE and NSGA-II at the same "
                     "budget; report, plot and JSON.  On the RTL family (--space rtl) also the best mapping the "
                     "hardware allows and, with --simulate, the answer run on the simulated accelerator.")
-    dcp_command.add_dataflow_arguments(dataflow)
+    dcp_command.add_dataflow_arguments(dataflow, option_types=cli_report)
     dataflow.set_defaults(handler=run_dataflow)
     predictor = commands.add_parser(
         "predictor", help="label sampled dataflows (Dask sweep), train DCP's predictor, report its held-out "
                           "accuracy",
         description="Label sampled dataflows with the cost model (a Dask sweep, resumable), train DCP's "
                     "predictor and report its error on held-out dataflows and layers it never saw.")
-    dcp_command.add_predictor_arguments(predictor)
+    dcp_command.add_predictor_arguments(predictor, option_types=cli_report)
     predictor.set_defaults(handler=run_predictor)
     cosearch = commands.add_parser(
         "cosearch", help="DANCE: network and accelerator searched together on MNIST, against its baselines",
@@ -57,8 +60,7 @@ def add_arguments(parser):
                     "accelerator) and its hardware together with DANCE's frozen evaluator, against the separate "
                     "design, a FLOPs penalty and EDD's loss; print the accuracy / latency / energy / area / EDAP "
                     "table and plot error against EDAP.")
-    dance_command.add_arguments(cosearch, positive_int=positive_int, output_file=output_file,
-                                add_json_argument=add_json_argument)
+    dance_command.add_arguments(cosearch, option_types=cli_report)
     cosearch.set_defaults(handler=run_cosearch)
     _add_cost_arguments(commands.add_parser(
         "cost", help="latency, energy and area of a network on one configuration of the DQN accelerator",
@@ -75,6 +77,17 @@ def add_arguments(parser):
                     "kept in a SQLite store keyed by the case: a rerun skips what is done."))
 
 
+@contextlib.contextmanager
+def _scheduler_failures():
+    """A Dask scheduler that does not answer is a tool failure (exit 3), named in one line."""
+    from nnaccel.dse.shared.sweep import SchedulerUnreachable
+
+    try:
+        yield
+    except SchedulerUnreachable as error:
+        raise ToolError(str(error)) from None
+
+
 def run_dataflow(arguments):
     from nnaccel.dse.dcp import command as dcp_command
 
@@ -85,7 +98,8 @@ def run_dataflow(arguments):
 def run_predictor(arguments):
     from nnaccel.dse.dcp import command as dcp_command
 
-    dcp_command.run_predictor(arguments)
+    with _scheduler_failures():
+        dcp_command.run_predictor(arguments)
     return 0
 
 
@@ -93,14 +107,15 @@ def run_cosearch(arguments):
     from nnaccel.dse.dance import command as dance_command
 
     try:
-        results, seconds, plot = dance_command.run(arguments)
+        with _scheduler_failures():
+            results, seconds = dance_command.run(arguments)
     except ValueError as error:
         raise InputError(str(error)) from None
     except FileNotFoundError as error:
         raise ToolError(str(error)) from None
     for line in dance_command.table_lines(results):
         print(line)
-    print(f"plot written to {plot}; co-search wall time {seconds:.1f} s")
+    print(f"co-search wall time {seconds:.1f} s" + (f"; plot written to {arguments.plot}" if arguments.plot else ""))
     answer = dance_command.winner(results) if (arguments.rtl_digits or arguments.onnx) else None
     rtl = None
     if answer is not None:
@@ -136,13 +151,13 @@ def _add_cost_arguments(cost):
     cost.add_argument("--network", choices=NETWORKS, default="dqn", help="the network: the thesis' DQN (18 actions)")
     cost.add_argument("--split", choices=("auto", "always", "never"), default="auto",
                       help="the compiler's K-split of idle modules (default auto: where it pays)")
-    cost.add_argument("--json", metavar="FILE", help="also write the costs as JSON (schema nnaccel.dse.cost/1)")
+    add_json_argument(cost, "the costs (schema nnaccel.dse.cost/1)")
     cost.set_defaults(handler=run_cost)
 
 
 def _add_validate_arguments(validate):
     validate.add_argument("--cases", type=positive_int, default=30, help="random cases (default 30)")
-    validate.add_argument("--seed", type=int, default=0, help="seed of configurations, networks and mappings "
+    validate.add_argument("--seed", type=non_negative_int, default=0, help="seed of configurations, networks and mappings "
                                                               "(default 0)")
     validate.add_argument("--hardware", choices=("random", "reduced"), default="random",
                           help="random: --configs seeded small configurations; reduced: the 2 x 4 configuration "
@@ -150,27 +165,27 @@ def _add_validate_arguments(validate):
     validate.add_argument("--configs", type=positive_int, default=6, help="random configurations (default 6)")
     validate.add_argument("--no-thesis", action="store_true",
                           help="leave out the thesis network at full size (two cases on the full-size build)")
-    validate.add_argument("--scheduler", metavar="ADDRESS",
+    validate.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                           help="a running Dask scheduler, tcp://HOST:PORT (default: a local cluster)")
     validate.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
-    validate.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
-    validate.add_argument("--json", metavar="FILE",
-                          help="also write the table as JSON (schema nnaccel.dse.validate/1)")
+    validate.add_argument("--store", metavar="FILE", type=output_file,
+                          help="result store (SQLite; default in the nnaccel cache)")
+    add_json_argument(validate, "the table (schema nnaccel.dse.validate/1)")
     validate.set_defaults(handler=run_validate)
 
 
 # ---- cost -----------------------------------------------------------------------------------------------------
 
 def _config(arguments):
-    from nnaccel.dse.shared.rtl_family import config_from_json
+    from nnaccel.dse.rtl.hardware import config_from_json
 
     return config_from_json({"fmt": arguments.fmt,
                              **{field: getattr(arguments, field) for field, _ in _INTEGER_FIELDS}})
 
 
 def run_cost(arguments):
-    from nnaccel.dse.shared.rtl_cost import area_breakdown, evaluate_network
-    from nnaccel.dse.shared.rtl_family import config_to_json
+    from nnaccel.dse.rtl.cost_model import area_breakdown, evaluate_network
+    from nnaccel.dse.rtl.hardware import config_to_json
     from nnaccel.models.dqn.network import dqn_layers, seeded_weights
     from nnaccel.models.dqn.plan import compile_network
 
@@ -223,7 +238,7 @@ def run_cost(arguments):
 def run_validate(arguments):
     import numpy as np
 
-    from nnaccel.dse.shared.rtl_validate import (SCHEMA, describe_config, describe_network, reduced_configs,
+    from nnaccel.dse.rtl.validate import (SCHEMA, describe_config, describe_network, reduced_configs,
                                          validate_case, validation_cases, validation_configs)
     from nnaccel.dse.shared.store import ResultStore
     from nnaccel.dse.shared.sweep import run_sweep
@@ -239,7 +254,7 @@ def run_validate(arguments):
           + ("" if arguments.no_thesis else " and the thesis network at full size") + " ...", flush=True)
     cases = validation_cases(arguments.cases, seed=arguments.seed, configs=configs, thesis=not arguments.no_thesis)
     store_path = Path(arguments.store) if arguments.store else cache_root() / "dse" / "validate.sqlite"
-    with ResultStore(store_path) as store:
+    with ResultStore(store_path) as store, _scheduler_failures():
         report = run_sweep(validate_case, cases, store=store, scheduler=arguments.scheduler, workers=arguments.workers,
                            description="validate")
         results = [store.get(case) for case in cases]

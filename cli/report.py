@@ -22,7 +22,8 @@ import numpy as np
 from nnaccel.hw.shared.float_format import BINARY32
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError
-from nnaccel.sim.progress import ProgressListener, reporting_to
+from nnaccel.sim.progress import (PLAIN_PROGRESS_SECONDS, PLAIN_QUIET_SECONDS, ProgressListener, on_terminal,
+                                   reporting_to)
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "non_negative_int", "probability", "output_file", "json_output", "add_json_argument",
@@ -36,8 +37,6 @@ EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR 
 class ToolError(RuntimeError):
     """A tool, an optional package or a data source a job needs is missing or failed (exit 3); the message says
     which and how to get it."""
-PLAIN_PROGRESS_SECONDS = 10     # without a terminal: a line with the counts at most this often
-PLAIN_QUIET_SECONDS = 30        # ... and a line this often while nothing changes
 
 
 # ---- Option types -----------------------------------------------------------------------------------------
@@ -148,15 +147,16 @@ def json_float(value):
 # ---- Progress ----------------------------------------------------------------------------------------------
 
 def progress(what="inferences", *, before_first=None):
-    """A context in which every simulation reports its stages (:mod:`sim.progress`): a tqdm bar per stage
-    when the human output is a terminal, else plain lines: one per stage, one per count at most every
-    :data:`PLAIN_PROGRESS_SECONDS`, and one every :data:`PLAIN_QUIET_SECONDS` while nothing changes.
+    """A context in which every simulation reports its stages (:mod:`sim.progress`, whose display policy this
+    follows): a tqdm bar per stage when the human output is a terminal, else plain lines: one per stage, one per
+    count at most every :data:`PLAIN_PROGRESS_SECONDS`, and one every :data:`PLAIN_QUIET_SECONDS` while nothing
+    changes.
 
     ``what`` names what the test module counts ("states", "images"); ``before_first`` what the simulation
     does before the first is done (e.g. "weight load").
     """
     stream = sys.stdout
-    display = (_BarDisplay if stream.isatty() else _LineDisplay)(stream, what, before_first)
+    display = (_BarDisplay if on_terminal(stream) else _LineDisplay)(stream, what, before_first)
     return _closing(display)
 
 

@@ -22,18 +22,30 @@ thread (never both at once).  Without a listener nothing is watched and nothing 
 The harness's side: :func:`report_stage`, :func:`build_progress` around a simulator build,
 :func:`with_progress_file` (names the file a test module reports to, in its configuration's
 ``progress_file``) and :func:`simulation_progress` around the simulator run.
+
+**The display policy of every command** (one place, used by the simulation displays of ``cli.report`` and by the
+design-space searches and sweeps of ``dse``): a tqdm bar when the output is a terminal (:func:`on_terminal`), plain
+lines otherwise (a log or a pipe gets no carriage returns): a line when a count starts, at most one every
+:data:`PLAIN_PROGRESS_SECONDS` while it runs (and one every :data:`PLAIN_QUIET_SECONDS` in a stage that reports no
+counts), one when it ends.  :func:`counting` is that display for a loop (a search's steps, a sweep's tasks): it
+writes to standard output as it is at the call, so ``cli.report.human_output_to_stderr`` moves it with the rest.
 """
 
 import contextvars
 import re
+import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["ProgressListener", "reporting_to", "current_listener", "report_stage", "build_progress",
-           "with_progress_file", "simulation_progress", "makefile_objects"]
+           "with_progress_file", "simulation_progress", "makefile_objects", "PLAIN_PROGRESS_SECONDS",
+           "PLAIN_QUIET_SECONDS", "on_terminal", "counting"]
 
 POLL_SECONDS = 0.5
+PLAIN_PROGRESS_SECONDS = 10     # without a terminal: a line with the counts at most this often
+PLAIN_QUIET_SECONDS = 30        # ... and a line this often while nothing changes
 _LISTENER = contextvars.ContextVar("nnaccel_progress_listener", default=None)
 
 
@@ -216,3 +228,67 @@ def _progress_file_watcher(progress_file, listener):
             listener.update(done, total)
 
     return poll
+
+
+# ---- The display policy --------------------------------------------------------------------------------------
+
+def on_terminal(stream):
+    """Whether ``stream`` is a terminal (a bar), not a log or a pipe (plain lines)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def counting(description, *, total=None, enabled=True, stream=None):
+    """A counter of a loop's steps for the user (see the module docstring): ``update(steps=1)`` after each step,
+    ``close()`` (or a ``with`` block) at the end.  ``total`` when known; ``enabled=False`` shows nothing."""
+    stream = sys.stdout if stream is None else stream
+    if not enabled:
+        return _SilentCounter()
+    if on_terminal(stream):
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=f"nnaccel: {description}", file=stream, leave=False, dynamic_ncols=True)
+    return _LineCounter(stream, description, total)
+
+
+class _SilentCounter:
+    def update(self, steps=1):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _LineCounter(_SilentCounter):
+    """Plain lines: at the start, at most every :data:`PLAIN_PROGRESS_SECONDS`, and at the end."""
+
+    def __init__(self, stream, description, total):
+        self._stream, self._description, self._total = stream, description, total
+        self._done, self._start = 0, time.perf_counter()
+        self._last_line, self._closed = self._start, False
+        self._print(f"{description}{f' (0 of {total})' if total else ''} ...")
+
+    def _print(self, text):
+        self._stream.write(f"nnaccel: {time.perf_counter() - self._start:6.0f} s  {text}\n")
+        self._stream.flush()
+        self._last_line = time.perf_counter()
+
+    def _counts(self):
+        return f"{self._done} of {self._total}" if self._total else f"{self._done}"
+
+    def update(self, steps=1):
+        self._done += steps
+        if time.perf_counter() - self._last_line >= PLAIN_PROGRESS_SECONDS:
+            self._print(f"{self._description}: {self._counts()} done")
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._print(f"{self._description}: {self._counts()} done in {time.perf_counter() - self._start:.1f} s")
+

@@ -3,7 +3,11 @@
 Floors, lowest first: ``hw`` -> ``models`` -> ``sim`` -> ``testbench`` -> ``dse`` -> ``cli``.  A module imports
 from its own floor or the floors below it, never above.  Inside a floor, a system's room (``dqn``, ``pe_ring``,
 ``capsnet``; ``dcp`` and ``dance`` in ``dse``) imports its own room and the floor's ``shared`` room, never another
-system's room, and ``shared`` imports no system's room.  In ``cli`` one module per job: a job imports no other job
+system's room, and ``shared`` imports no system's room.  In ``dse`` there is a second kind of room, the design-space
+*families* (``template``, ``rtl``: a hardware family's design space, cost model, sampler and labelling): the search
+rooms (``dcp``, ``dance``) may import the families (they consume any family through one protocol each,
+``dse.dcp.space`` and ``dse.dance.hardware_space``), a family imports only itself and ``shared``, never a search
+room nor another family.  In ``cli`` one module per job: a job imports no other job
 (only ``cli.main`` knows them all, and ``cli.report`` is what they share).
 """
 
@@ -16,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOORS = ("hw", "models", "sim", "testbench", "dse", "cli")
 PACKAGE = "nnaccel"     # installed, every floor is a subpackage of it (setup.py)
 SHARED_ROOM = "shared"
+FAMILY_ROOMS = {"dse": ("template", "rtl")}     # rooms the floor's other rooms may import (never the reverse)
 CLI_ENTRY, CLI_SHARED = "cli.main", "cli.report"
 
 
@@ -103,6 +108,12 @@ def _rule_broken(importer, imported):
         return None     # a floor's top-level module (e.g. sim.harness) may use the rooms below it on its floor
     if room == SHARED_ROOM:
         return f"the shared room must not import the system room {imported_floor}.{imported_room}"
+    families = FAMILY_ROOMS.get(floor, ())
+    if room in families:
+        kind = "another family" if imported_room in families else "a search room"
+        return f"family room {floor}.{room} must not import {kind}, {imported_floor}.{imported_room}"
+    if imported_room in families:
+        return None     # a search room consumes the families
     return f"room {floor}.{room} must not import another system's room, {imported_floor}.{imported_room}"
 
 
@@ -123,6 +134,12 @@ def test_every_import_goes_through_the_package():
     ("hw.shared.host_port", "hw.dqn.config", "the shared room must not import the system room hw.dqn"),
     ("cli.capsnet", "cli.dqn", "a job imports no other job"),
     ("cli.capsnet", "cli.report", None),
+    ("dse.dcp.space", "dse.rtl.dataflow_space", None),
+    ("dse.dance.hardware_space", "dse.template.hardware_space", None),
+    ("dse.template.hardware_space", "dse.dance.network_space",
+     "family room dse.template must not import a search room"),
+    ("dse.rtl.cost_model", "dse.template.cost_model", "family room dse.rtl must not import another family"),
+    ("dse.dcp.search", "dse.dance.evaluator", "room dse.dcp must not import another system's room"),
     ("testbench.dqn.host", "sim.harness", None),
     ("models.dqn.plan", "hw.dqn.config", None),
 ])

@@ -7,7 +7,7 @@ the DQN layers and a few other shapes), then times ``evaluate_batch`` on batches
 (cases repeated to fill a batch; the work per case does not depend on its values), and packing
 the case objects into arrays.  RTL family: N (configuration, layer mapping, layer) cases (random
 configurations of the family, the DQN layers and a small CNN's where they fit, random legal layer
-mappings), timed the same way (``dse.shared.rtl_cost.pack`` expands each case into its passes with
+mappings), timed the same way (``dse.rtl.cost_model.pack`` expands each case into its passes with
 the compiler's own expansion; ``evaluate_batch`` evaluates them), and both together.  Prints cases
 per second; the best of three repeats.
 """
@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from nnaccel.dse.shared.cost_model import evaluate_batch, pack
+from nnaccel.dse.rtl import cost_model as rtl_cost
+from nnaccel.dse.rtl.sampler import sample_config, sample_layer_mapping
 from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
-from nnaccel.dse.shared.sampler import sample_hardware, sample_mapping
-from nnaccel.dse.shared import rtl_cost
-from nnaccel.dse.shared.rtl_family import sample_config, sample_layer_mapping
+from nnaccel.dse.template.cost_model import evaluate_batch, pack
+from nnaccel.dse.template.sampler import sample_hardware, sample_mapping
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.network import dqn_layers as thesis_layers
 from nnaccel.models.dqn.plan import layer_shapes

@@ -17,10 +17,10 @@ import torch
 
 from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import CostFunction
-from nnaccel.dse.dance.labels import distinct_layers
+from nnaccel.dse.dance.labels import distinct_units
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
-from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
+from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 
 def median_seconds(function, repeats):
@@ -40,11 +40,11 @@ def main():
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
 
-    layers, _ = distinct_layers()
-    chosen = [layers[i] for i in rng.choice(len(layers), arguments.layers, replace=False)]
     space = TemplateHardwareSpace()
-    space.layer_table(chosen[:1])       # builds the mapper's tables once
-    seconds = median_seconds(lambda: space.layer_table(chosen), 1)
+    layers, _ = distinct_units(space)
+    chosen = [layers[i] for i in rng.choice(len(layers), arguments.layers, replace=False)]
+    space.unit_table(chosen[:1])        # builds the mapper's tables once
+    seconds = median_seconds(lambda: space.unit_table(chosen), 1)
     cases = len(chosen) * len(space)
     print(f"labelling: {cases:,} (layer, point) cases in {seconds:.2f} s = {cases / seconds:,.0f} cases/s "
           f"(the whole space: {len(layers)} layers x {len(space)} points = {len(layers) * len(space):,})")

@@ -23,10 +23,12 @@ import torch
 
 from nnaccel.dse.dcp import predictor as predictor_module
 from nnaccel.dse.dcp.command import default_store
-from nnaccel.dse.dcp.dataset import Plan, collect, space_named
-from nnaccel.dse.dcp.encoding import layer_features, relax
+from nnaccel.dse.dcp.dataset import Plan, collect
+from nnaccel.dse.dcp.encoding import layer_features
 from nnaccel.dse.dcp.search import dcp_search
+from nnaccel.dse.dcp.space import space_named
 from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE, RTL_DEFAULT_HARDWARE
+from nnaccel.dse.shared.dataflow_code import relax
 from nnaccel.dse.shared.layer import dqn_layers
 
 

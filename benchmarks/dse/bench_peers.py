@@ -36,10 +36,10 @@ import sys
 import numpy as np
 
 from nnaccel.dse.shared import energy_table
-from nnaccel.dse.shared.cost_model import evaluate_batch, pack
 from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
-from nnaccel.dse.shared.sampler import sample_hardware, sample_mappings
-from nnaccel.dse.shared.template import TemplateHardware
+from nnaccel.dse.template.cost_model import evaluate_batch, pack
+from nnaccel.dse.template.hardware import TemplateHardware
+from nnaccel.dse.template.sampler import sample_hardware, sample_mappings
 
 ZIGZAG_DIMS = {"N": "B", "K": "K", "C": "C", "Y": "OY", "X": "OX", "R": "FY", "S": "FX"}
 # The template's dataflows as ZigZag spatial unrollings: (array rows D1, array columns D2).
@@ -249,7 +249,7 @@ def model_dqn_table(samples, seed):
 def rtl_dqn_rows(simulate):
     """nnaccel's RTL family on the thesis' configuration: the cost model's cycles per layer and, with
     ``simulate``, the simulated RTL's cycle counters summed per layer."""
-    from nnaccel.dse.shared.rtl_cost import evaluate_network
+    from nnaccel.dse.rtl.cost_model import evaluate_network
     from nnaccel.hw.dqn.config import DqnConfig
     from nnaccel.models.dqn.network import dqn_layers as thesis_layers
 

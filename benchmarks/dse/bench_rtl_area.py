@@ -1,4 +1,4 @@
-"""The RTL family's composed area (dse/shared/rtl_area.py) against whole-design Yosys runs.
+"""The RTL family's composed area (dse/rtl/area.py) against whole-design Yosys runs.
 
     python benchmarks/dse/bench_rtl_area.py [--full]
 
@@ -12,7 +12,7 @@ whole-design run takes the better part of an hour).  Yosys results are cached, s
 import argparse
 import time
 
-from nnaccel.dse.shared.rtl_area import component_of_row, compose
+from nnaccel.dse.rtl.area import component_of_row, compose
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32

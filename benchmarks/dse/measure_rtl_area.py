@@ -1,8 +1,8 @@
-"""Regenerate the RTL family's area table, dse/shared/data/rtl_area_cyclonev.json (Yosys estimates, Cyclone V).
+"""Regenerate the RTL family's area table, dse/rtl/data/rtl_area_cyclonev.json (Yosys estimates, Cyclone V).
 
     python benchmarks/dse/measure_rtl_area.py [--out FILE] [--cached-only]
 
-1. Every configuration of ``dse.shared.rtl_area.MEASURED_CONFIGS``: the accelerator's Verilog with its matrix
+1. Every configuration of ``dse.rtl.area.MEASURED_CONFIGS``: the accelerator's Verilog with its matrix
    module as a black box, synthesized hierarchically as ``nnaccel synth`` does; the report's rows give each
    component (sequencer, feeder, writer, argmax, RAMs, the top's own logic) in its place in the hierarchy.
 2. The matrix module for every number format and pair of multiplier / adder latencies of
@@ -23,8 +23,8 @@ import json
 import time
 from pathlib import Path
 
-from nnaccel.dse.shared import rtl_area
-from nnaccel.dse.shared.rtl_family import config_to_json
+from nnaccel.dse.rtl import area as rtl_area
+from nnaccel.dse.rtl.hardware import config_to_json
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.matrix_module import MatrixModule
 from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
@@ -32,7 +32,7 @@ from nnaccel.hw.shared.float_format import float_format
 from nnaccel.sim.fpga.synth import estimate_verilog, yosys_version
 from nnaccel.sim.verilog import generate_verilog
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "dse" / "shared" / "data" / rtl_area.TABLE_FILE
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "dse" / "rtl" / "data" / rtl_area.TABLE_FILE
 
 
 def measure_config(config, cached_only=False):
@@ -117,7 +117,7 @@ def main():
         fitted["matrix_module"].update({key: previous[key] for key in carried_over})
     table = {
         "note": "Yosys estimates (synth_intel_alm -family cyclonev, hierarchical) of the DQN accelerator's components; "
-                "see dse/shared/rtl_area.py for how they compose",
+                "see dse/rtl/area.py for how they compose",
         "command": "python benchmarks/dse/measure_rtl_area.py" + (" --cached-only" if args.cached_only else ""),
         "yosys": yosys_version(),
         "fields": list(rtl_area.RESOURCE_FIELDS),

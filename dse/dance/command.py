@@ -1,5 +1,5 @@
 """``nnaccel dse cosearch``: DANCE and its baselines on MNIST, the Table-2-like table and the
-error-against-EDAP plot (patent Figure 9).
+error-against-EDAP plot (patent Figure 9, with ``--plot``).
 
 Each (method, l2) pair is one Dask task (``dse.shared.sweep.run_sweep``: a local cluster, or
 ``--scheduler tcp://HOST:PORT``); results are kept in a result store, so a rerun with the same
@@ -13,13 +13,13 @@ The CLI floor only registers the command (``add_arguments``) and calls ``run``.
 import argparse
 import time
 from dataclasses import asdict
-from pathlib import Path
 
-from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
 from nnaccel.dse.dance.cosearch import METHODS, SearchSettings
+from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
+from nnaccel.dse.shared.sweep import scheduler_address
 from nnaccel.models.shared.cache import cache_root
 
-SPACES = ("template", "rtl")
 DEFAULT_LAMBDAS = (0.5,)
 PATENT_TABLE_2 = ("ImageNet (patent Table 2): baseline 71.12% EDAP 3014.0; FLOPs penalty 70.56% 2709.0; "
                   "EDD + proposed loss 70.34% 5642.5; DANCE EDAP 69.82% 912.4 (3.3x lower than the baseline)")
@@ -35,14 +35,17 @@ def _lambdas(text):
     return values
 
 
-def add_arguments(parser, *, positive_int, output_file, add_json_argument):
-    """The ``cosearch`` options; the option types come from the CLI floor."""
+def add_arguments(parser, *, option_types):
+    """The ``cosearch`` options; ``option_types`` gives the CLI floor's argparse types (``positive_int``,
+    ``non_negative_int``, ``output_file``, ``add_json_argument``)."""
+    positive_int, non_negative_int = option_types.positive_int, option_types.non_negative_int
+    output_file = option_types.output_file
     defaults = SearchSettings()
     parser.add_argument("--cost", choices=COST_FUNCTIONS, default="edap",
                         help="DANCE's Cost_HW and the cost the exact hardware generation minimises (default edap)")
     parser.add_argument("--space", choices=SPACES, default="template",
                         help="hardware space: the seeds' template, or rtl, the DQN accelerator's configurations "
-                             "(dse/dance/rtl_hardware.py; --rtl-digits then builds the chosen one) (default template)")
+                             "(dse/rtl/hardware_space.py; --rtl-digits then builds the chosen one) (default template)")
     parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
                         help=f"comma-separated subset of {','.join(METHODS)} (default all)")
     parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,
@@ -50,31 +53,33 @@ def add_arguments(parser, *, positive_int, output_file, add_json_argument):
                              "method on the plot (default 0.5)")
     parser.add_argument("--search-epochs", type=positive_int, default=defaults.search_epochs,
                         help=f"epochs of each search (default {defaults.search_epochs})")
-    parser.add_argument("--warmup-epochs", type=int, default=defaults.warmup_epochs,
+    parser.add_argument("--warmup-epochs", type=non_negative_int, default=defaults.warmup_epochs,
                         help=f"first epochs with l2 at a tenth (default {defaults.warmup_epochs})")
     parser.add_argument("--retrain-epochs", type=positive_int, default=defaults.retrain_epochs,
                         help=f"epochs of retraining each found network from scratch (default {defaults.retrain_epochs})")
-    parser.add_argument("--train-images", type=int, default=0,
+    parser.add_argument("--train-images", type=non_negative_int, default=0,
                         help="use the first N of the 8,000 training digits (default all)")
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of every search and training")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
+    parser.add_argument("--seed", type=non_negative_int, default=defaults.seed,
+                        help="seed of every search and training")
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                         help="a running Dask scheduler, tcp://HOST:PORT (default: a local cluster)")
     parser.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
-    parser.add_argument("--rtl-digits", type=int, default=20,
+    parser.add_argument("--rtl-digits", type=non_negative_int, default=20,
                         help="build DANCE's answer (the lowest-EDAP DANCE result): retrain it, compile it onto the "
                              "DQN accelerator, run the 2,000 test digits through the golden model and the first N "
                              "through the simulated RTL, bit for bit, cycles against the cost model (default 20; "
                              "0 skips it)")
     parser.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
                         help="simulator of the RTL check (default verilator)")
-    parser.add_argument("--store", metavar="FILE", help="result store (SQLite; default in the nnaccel cache)")
+    parser.add_argument("--store", metavar="FILE", type=output_file,
+                        help="result store (SQLite; default in the nnaccel cache)")
     parser.add_argument("--plot", metavar="FILE", type=output_file,
-                        help="the error-against-EDAP plot (PNG; default cosearch_<cost>.png)")
+                        help="also draw the error-against-EDAP plot into FILE (PNG)")
     parser.add_argument("--onnx", metavar="FILE", type=output_file,
                         help="write DANCE's winning network (the dance run of lowest cost), retrained with the "
                              "search's settings, as an ONNX model for other tools or `nnaccel run net` (needs the "
                              "onnx extra)")
-    add_json_argument(parser, "the table")
+    option_types.add_json_argument(parser, "the table")
 
 
 def _mnist(settings):
@@ -110,17 +115,6 @@ def cosearch_task(case):
     return result.to_dict()
 
 
-def make_hardware_space(name):
-    """The hardware space called ``name`` (``SPACES``)."""
-    if name == "rtl":
-        from nnaccel.dse.dance.rtl_hardware import RtlHardwareSpace
-
-        return RtlHardwareSpace()
-    from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
-
-    return TemplateHardwareSpace()
-
-
 def _settings(arguments):
     return SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
                           retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
@@ -154,7 +148,7 @@ def check_arguments(arguments):
 
 
 def run(arguments):
-    """Run the sweep; returns (results as dicts in case order, seconds, the plot's path)."""
+    """Run the sweep; returns (results as dicts in case order, seconds); draws the plot with ``--plot``."""
     from nnaccel.dse.dance import training
     from nnaccel.dse.shared.store import ResultStore
     from nnaccel.dse.shared.sweep import run_sweep
@@ -172,9 +166,9 @@ def run(arguments):
                                f"{next(iter(report.failures.values()))}")
         results = [store.get(case) for case in todo]
     seconds = time.perf_counter() - start
-    plot = Path(arguments.plot or f"cosearch_{arguments.cost}.png")
-    plot_error_against_edap(results, plot, arguments.cost, arguments.space)
-    return results, seconds, plot
+    if arguments.plot:
+        plot_error_against_edap(results, arguments.plot, arguments.cost, arguments.space)
+    return results, seconds
 
 
 def winner(results):
@@ -206,12 +200,9 @@ def export_winner(network, model, path):
 
 
 def answer_configuration(space_name, answer):
-    """``(DqnConfig or None for the default, split mode)`` an answer is built with: the point it chose on the RTL
-    family; the default configuration after a search on the template (its points are no RTL configurations)."""
-    if space_name != "rtl":
-        return None, "auto"
-    space = make_hardware_space("rtl")
-    return space.config(answer["hardware_point"]), space.split(answer["hardware_point"])
+    """``(DqnConfig or None for the default, split mode)`` an answer is built with on the DQN accelerator: the
+    space's ``accelerator_build`` of the point it chose."""
+    return make_hardware_space(space_name).accelerator_build(answer["hardware_point"])
 
 
 def check_on_rtl(arguments, answer, network, model, test, progress=None):

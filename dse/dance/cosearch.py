@@ -87,7 +87,7 @@ def images_tensor(images):
 
 
 def _mac_tensor(space):
-    macs = np.array([space.network(indices).macs for indices in space.all_indices()], dtype=np.float64)
+    macs = np.array([space.network(indices).macs for indices in space.all_points()], dtype=np.float64)
     return torch.as_tensor(macs.reshape(space.sizes), dtype=torch.float32)
 
 
@@ -233,13 +233,6 @@ def accuracy(model, images, labels, batch=1000):
     correct = sum(int((model(images[start:start + batch]).argmax(dim=1) == labels[start:start + batch]).sum())
                   for start in range(0, len(images), batch))
     return correct / len(images)
-
-
-def steps_per_run(settings, train_images):
-    """Progress-bar steps of one method: search steps + retraining steps."""
-    arch_count = int(train_images * settings.arch_fraction)
-    return (settings.search_epochs * -(-(train_images - arch_count) // settings.batch)
-            + settings.retrain_epochs * -(-train_images // settings.batch))
 
 
 def run_method(method, data, test, settings, hardware_space, evaluator, cost_function, *, lambda2=1.0,

@@ -29,13 +29,11 @@ activation and weight RAM depths, no padding. The test compiles every candidate.
 The classifier is 10 digits; weights are float32 (the accelerator's default binary32).
 """
 
-import itertools
 from dataclasses import dataclass
-from math import prod
 
 import numpy as np
 
-from nnaccel.dse.shared.layer import Layer
+from nnaccel.dse.shared.one_hot_grid import OneHotGrid
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 
 IMAGE_SIZE = 28
@@ -88,19 +86,6 @@ class Network:
             layers.append(DenseLayer("dense2", self.flat_features, CLASSES, relu=False))
         return tuple(layers)
 
-    def template_layers(self):
-        """The same layers as the template cost model describes them (``dse.shared.layer``)."""
-        converted = []
-        for layer in self.dqn_layers():
-            if isinstance(layer, ConvLayer):
-                converted.append(Layer.conv(in_channels=layer.in_channels, in_size=layer.in_size,
-                                            out_channels=layer.out_channels, kernel=layer.kernel,
-                                            stride=layer.stride, name=layer.name))
-            else:
-                converted.append(Layer.dense(in_features=layer.inputs, out_features=layer.outputs,
-                                             name=layer.name))
-        return tuple(converted)
-
     @property
     def macs(self):
         return sum(layer.macs for layer in self.dqn_layers())
@@ -111,21 +96,14 @@ class Network:
                 f"{self.s2}, {hidden}, dense {CLASSES}")
 
 
-class NetworkSpace:
-    """The candidates of ``CHOICES``: indexing, one-hot encoding, enumeration, sampling."""
+class NetworkSpace(OneHotGrid):
+    """The candidates of ``CHOICES`` (a point: one index per choice): indexing, one-hot encoding, enumeration,
+    sampling."""
 
     def __init__(self, choices=CHOICES):
         self.choices = tuple((name, tuple(values)) for name, values in choices)
         self.names = tuple(name for name, _ in self.choices)
         self.sizes = tuple(len(values) for _, values in self.choices)
-        self.offsets = tuple(int(o) for o in np.cumsum((0,) + self.sizes[:-1]))
-
-    @property
-    def encoding_width(self):
-        return sum(self.sizes)
-
-    def __len__(self):
-        return prod(self.sizes)
 
     def network(self, indices):
         """The ``Network`` of one index per choice."""
@@ -142,31 +120,8 @@ class NetworkSpace:
     def indices(self, network):
         return tuple(options.index(getattr(network, name)) for name, options in self.choices)
 
-    def all_indices(self):
-        """Every candidate as an (N, choices) integer array, in lexicographic order."""
-        return np.array(list(itertools.product(*(range(size) for size in self.sizes))), dtype=np.int64)
-
-    def flat_index(self, indices):
-        """The candidates' positions in ``all_indices`` order; ``indices`` (N, choices)."""
-        return np.ravel_multi_index(np.asarray(indices).T, self.sizes)
-
     def sample(self, rng, count):
         return np.stack([rng.integers(size, size=count) for size in self.sizes], axis=1)
-
-    def encode(self, indices):
-        """One-hot encodings (N, encoding_width) float32 of candidates (N, choices)."""
-        indices = np.atleast_2d(np.asarray(indices))
-        encoding = np.zeros((len(indices), self.encoding_width), dtype=np.float32)
-        rows = np.arange(len(indices))
-        for column, offset in enumerate(self.offsets):
-            encoding[rows, offset + indices[:, column]] = 1.0
-        return encoding
-
-    def decode(self, encoding):
-        """Candidate indices of one-hot (or soft) encodings: the argmax of each choice's block."""
-        encoding = np.atleast_2d(np.asarray(encoding))
-        return np.stack([encoding[:, offset:offset + size].argmax(axis=1)
-                         for offset, size in zip(self.offsets, self.sizes)], axis=1)
 
 
 NETWORK_SPACE = NetworkSpace()

@@ -4,10 +4,10 @@ hardware's order) and its first test digits through the simulated RTL.
 
 The report says whether the RTL's ten outputs per digit equal the golden model's bit for bit, whether the
 hardware's TOTAL_CYCLES and every layer's cycle counters equal the RTL family's cost model
-(:func:`dse.shared.rtl_cost.evaluate_network`, the compiler's counter model), and the golden model's accuracy
+(:func:`dse.rtl.cost_model.evaluate_network`, the compiler's counter model), and the golden model's accuracy
 on the test split next to the float32 PyTorch model's.  The network space holds only networks that compile onto
 the DQN accelerator's default 16 x 16 configuration, so every answer of a search on the template can be checked
-there; an answer of a search on the RTL family (``dse.dance.rtl_hardware``) is checked on the configuration and
+there; an answer of a search on the RTL family (``dse.rtl.hardware_space``) is checked on the configuration and
 split mode the search chose.
 """
 
@@ -25,7 +25,7 @@ def check_answer(network, model, test, *, digits=20, config=None, split="auto", 
     import torch
 
     from nnaccel.dse.dance.cosearch import accuracy
-    from nnaccel.dse.shared.rtl_cost import evaluate_network
+    from nnaccel.dse.rtl.cost_model import evaluate_network
     from nnaccel.hw.dqn.accelerator import DqnAccelerator
     from nnaccel.hw.dqn.config import DqnConfig
     from nnaccel.models.dqn.golden import golden_forward

@@ -18,16 +18,14 @@ import torch
 
 from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
-from nnaccel.dse.dance.labels import label_template
-from nnaccel.dse.dance.rtl_labels import label_rtl
-
-LABELLERS = {"template": label_template, "rtl": label_rtl}
+from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
+from nnaccel.dse.dance.labels import label
 
 
 def exhaustive_search_seconds(table, cost_function, network_index=0):
     """Seconds of the hardware generation tool for one network: on a space with no cached layer
     costs, and from the labelled table."""
-    network = table.network_space.network(table.network_space.all_indices()[network_index])
+    network = table.network_space.network(table.network_space.all_points()[network_index])
     fresh = type(table.hardware_space)()
     start = time.perf_counter()
     fresh.best_hardware([network], cost_function)
@@ -48,7 +46,7 @@ def _costs(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     defaults = training.EvaluatorSettings()
-    parser.add_argument("--space", choices=tuple(LABELLERS), default="template", help="hardware space (default template)")
+    parser.add_argument("--space", choices=tuple(SPACES), default="template", help="hardware space (default template)")
     parser.add_argument("--costs", type=_costs, default=COST_FUNCTIONS,
                         help=f"cost functions to train a generator for, comma-separated (default {','.join(COST_FUNCTIONS)})")
     parser.add_argument("--cost-cases", type=int, default=defaults.cost_cases)
@@ -63,8 +61,9 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    table, sweep, label_seconds = LABELLERS[arguments.space](scheduler=arguments.scheduler, workers=arguments.workers)
-    print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.layer_ids.max() + 1} layers x "
+    table, sweep, label_seconds = label(make_hardware_space(arguments.space), scheduler=arguments.scheduler,
+                                       workers=arguments.workers)
+    print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.unit_ids.max() + 1} cost units x "
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
     settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,

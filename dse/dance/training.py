@@ -26,8 +26,8 @@ import torch
 
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
-from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.hardware_space import METRICS
+from nnaccel.dse.dance.labels import split_networks
 
 PATENT_TABLE_1 = {
     "generator": {"pe_x": 0.989, "pe_y": 0.983, "rf_words": 0.983, "dataflow": 0.988},
@@ -64,7 +64,7 @@ def cost_function_for(table, name, seed=0):
 
 
 def _features(table, networks, points):
-    return np.concatenate([table.network_space.encode(table.network_space.all_indices()[networks]),
+    return np.concatenate([table.network_space.encode(table.network_space.all_points()[networks]),
                            table.hardware_space.encode(table.hardware_space.all_points()[points])], axis=1)
 
 
@@ -73,7 +73,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None):
     ``labels.LabelTable``); returns {cost name: TrainedEvaluator} with each one's Table 1."""
     rng = np.random.default_rng(settings.seed)
     network_space, hardware_space = table.network_space, table.hardware_space
-    all_networks = network_space.all_indices()
+    all_networks = network_space.all_points()
     train, held_out = split_networks(len(all_networks), settings.seed)
     functions = {name: cost_function_for(table, name, settings.seed) for name in COST_FUNCTIONS}
     best_points = {name: table.best(np.arange(len(all_networks)), functions[name])[0] for name in COST_FUNCTIONS}
@@ -127,7 +127,7 @@ def feasible_pairs(table, networks, count, rng):
 def measure(table, trained, without, held_out, best, rng, settings):
     """Table 1 on the held-out networks (see the module docstring)."""
     network_space, hardware_space = table.network_space, table.hardware_space
-    encodings = network_space.encode(network_space.all_indices()[held_out])
+    encodings = network_space.encode(network_space.all_points()[held_out])
     true_points = hardware_space.all_points()[best[held_out]]
     predicted_points = ev.predict_points(trained.generator, encodings)
     generator = {name: float((predicted_points[:, column] == true_points[:, column]).mean())

@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 import optuna
-from tqdm import tqdm
 
 from nnaccel.dse.dcp.evaluator import Evaluator, objective_value
+from nnaccel.sim.progress import counting
 
 
 def _running(evaluator, budget, seconds, trials, max_trials, max_seconds):
@@ -35,7 +35,7 @@ def random_search(space, layers, hardware, objective, *, budget=None, seconds=No
                   max_trials=100_000, max_seconds=math.inf, progress=True):
     evaluator = Evaluator(space, layers, hardware, objective)
     trials = 0
-    with tqdm(desc="random search", disable=not progress, leave=False) as bar:
+    with counting("random search: trials", enabled=progress) as bar:
         while _running(evaluator, budget, seconds, trials, max_trials, max_seconds):
             evaluator([space.sample_codes(layer, hardware, 1, seed=seed * 1_000_003 + trials)[0]
                        for layer in layers])
@@ -81,7 +81,7 @@ def optuna_search(space, layers, hardware, objective, *, sampler, budget=None, s
 
     trials = 0
     label = {"tpe": "TPE", "nsga2": "NSGA-II"}[sampler]
-    with tqdm(desc=f"Optuna {label}", disable=not progress, leave=False) as bar:
+    with counting(f"Optuna {label}: trials", enabled=progress) as bar:
         while _running(evaluator, budget, seconds, trials, max_trials, max_seconds):
             study.optimize(trial_objective, n_trials=1)
             trials += 1
@@ -96,10 +96,12 @@ def exhaustive_search(space, layer, hardware, objective, *, limit=2_000_000, pro
     if chunks is None:
         return None
     evaluator = Evaluator(space, [layer], hardware, objective)
-    for chunk in tqdm(chunks, desc="exhaustive", disable=not progress, leave=False):
-        costs = space.evaluate(layer, hardware, chunk)
-        values = objective_value(costs["latency"], costs["energy"], objective)
-        best = int(np.argmin(values))
-        evaluator.offer([chunk[best]], [(costs["latency"][best], costs["energy"][best])],
-                        evaluations=len(chunk))
+    with counting("exhaustive search: chunks of dataflows", enabled=progress) as bar:
+        for chunk in chunks:
+            costs = space.evaluate(layer, hardware, chunk)
+            values = objective_value(costs["latency"], costs["energy"], objective)
+            best = int(np.argmin(values))
+            evaluator.offer([chunk[best]], [(costs["latency"][best], costs["energy"][best])],
+                            evaluations=len(chunk))
+            bar.update()
     return evaluator.result("exhaustive")

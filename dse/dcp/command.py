@@ -5,17 +5,17 @@ objective; then random search, Optuna TPE and Optuna NSGA-II with the same numbe
 evaluations and at least the same wall time, and exhaustive search where the design space can
 enumerate the layer (a baseline stops early after three trials per DCP evaluation, where its
 trials keep landing on dataflows already evaluated, or after ten times DCP's wall time). Prints DCP's best dataflow in words with its predicted and cost-model
-cost, a table of every searcher's best at the same budget and at the same wall time, writes a
-plot of the searches and, with ``--json``, the report.
+cost, a table of every searcher's best at the same budget and at the same wall time, and with
+``--plot`` a plot of the searches, with ``--json`` the report.
 
 On the RTL family (``--space rtl``) it also prints the best mapping over every mapping the hardware
-runs (any number of segments, ``dse.dcp.rtl_space.mapping_table``) for latency and energy, and with
-``--simulate`` compiles DCP's answer and runs it on the simulated accelerator
-(``dse.shared.rtl_validate.validate_case``): outputs against the golden model bit for bit, the
+runs (any number of segments, the space's ``best_over_every_mapping``) for latency and energy, and with
+``--simulate`` compiles DCP's answer and runs it on the simulated accelerator (the space's ``simulation_case``
+run by ``dse.rtl.validate.validate_case``): outputs against the golden model bit for bit, the
 simulated cycles against the cost model's.
 
 ``predictor``: the labelling sweep (Dask, result store), training, the accuracy on the held-out
-dataflows, layers and hardware, and the checkpoint.
+dataflows, layers and hardware, and with ``--out`` the checkpoint.
 
 PyTorch and Optuna (the ``dse`` extra) are imported when a job runs, so the CLI starts without
 them.
@@ -28,14 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from nnaccel.dse.dcp.dataset import Plan, collect, space_named
+from nnaccel.dse.dcp.dataset import Plan, collect
 from nnaccel.dse.dcp.evaluator import OBJECTIVES
+from nnaccel.dse.dcp.space import SPACES, space_named
 from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE, LAYERS, RTL_LAYERS, layer_by_name
 from nnaccel.dse.shared.layer import LayerType, dqn_layers
-from nnaccel.dse.shared.rtl_family import FORMATS as RTL_FORMATS
-from nnaccel.dse.shared.template import NUMBER_FORMAT_BITS, TemplateHardware
-from nnaccel.hw.dqn.config import DqnConfig
-from nnaccel.hw.shared.float_format import float_format
+from nnaccel.dse.shared.sweep import scheduler_address
 from nnaccel.models.shared.cache import cache_root
 from nnaccel.models.shared.input_files import InputError
 
@@ -52,7 +50,10 @@ def _array(text):
     return rows, columns
 
 
-def add_dataflow_arguments(parser):
+def add_dataflow_arguments(parser, *, option_types):
+    """The ``dataflow`` options; ``option_types`` gives the CLI floor's argparse types (``positive_int``,
+    ``non_negative_int``, ``output_file``)."""
+    formats = dict.fromkeys(fmt for space in SPACES.values() for fmt in space.number_formats)
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--layer", default=None,
                         help=f"layer to search (default CONV_2); one of "
@@ -60,18 +61,18 @@ def add_dataflow_arguments(parser):
     target.add_argument("--network", choices=["dqn"], help="search every layer of a network")
     parser.add_argument("--objective", choices=OBJECTIVES, default="latency",
                         help="what to minimise (default latency)")
-    parser.add_argument("--space", choices=["template", "rtl"], default="template",
+    parser.add_argument("--space", choices=tuple(SPACES), default="template",
                         help="design space: the seeds' template or nnaccel's RTL family (the DQN "
                              "accelerator) (default template)")
     parser.add_argument("--pe", type=_array, default=(DEFAULT_HARDWARE.pe_y, DEFAULT_HARDWARE.pe_x),
                         metavar="YxX", help="template PE array, or the RTL family's modules x lanes "
                                             "(default 16x16)")
-    parser.add_argument("--rf", type=int, default=DEFAULT_HARDWARE.rf_words,
+    parser.add_argument("--rf", type=option_types.positive_int, default=DEFAULT_HARDWARE.rf_words,
                         help="register-file words per PE (default 64)")
     parser.add_argument("--style", choices=["WS", "OS", "RS"],
                         default=DEFAULT_HARDWARE.dataflow.value,
                         help="the template's dataflow style (default RS)")
-    parser.add_argument("--format", choices=[*sorted(NUMBER_FORMAT_BITS), *RTL_FORMATS],
+    parser.add_argument("--format", choices=list(formats),
                         help=f"number format of the data (default {DEFAULT_HARDWARE.number_format} "
                              f"on the template, binary32 on the RTL family)")
     parser.add_argument("--simulate", action="store_true",
@@ -80,48 +81,29 @@ def add_dataflow_arguments(parser):
                              "cost model)")
     parser.add_argument("--predictor", metavar="FILE",
                         help="predictor checkpoint (default: the shipped one)")
-    parser.add_argument("--restarts", type=int, default=8,
+    parser.add_argument("--restarts", type=option_types.positive_int, default=8,
                         help="gradient-descent starting points per search (default 8)")
-    parser.add_argument("--steps", type=int, default=150,
+    parser.add_argument("--steps", type=option_types.positive_int, default=150,
                         help="gradient steps per starting point (default 150)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=option_types.non_negative_int, default=0, help="random seed (default 0)")
     parser.add_argument("--start", choices=["random", "default"], default="random",
                         help="DCP's starting points: all random (default), or the compiler's "
                              "default mapping as the first (RTL family)")
     parser.add_argument("--baselines", nargs="*", choices=BASELINES, default=list(BASELINES),
                         help="baselines to run (default all)")
-    parser.add_argument("--plot", metavar="FILE",
-                        help="plot file (default dcp_<target>_<objective>.png)")
-    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--plot", metavar="FILE", type=option_types.output_file,
+                        help="also draw the searches into FILE (PNG)")
+    parser.add_argument("--json", metavar="FILE", type=option_types.output_file,
+                        help="also write the report as JSON")
 
 
-def _hardware(arguments):
-    rows, columns = arguments.pe
-    if arguments.space == "rtl":
-        fmt = arguments.format or "binary32"
-        if fmt not in RTL_FORMATS:
-            raise InputError(f"--format {fmt}: the RTL family's formats are "
-                             f"{', '.join(RTL_FORMATS)}")
-        try:
-            return DqnConfig(modules=rows, lanes=columns, fmt=float_format(fmt))
-        except ValueError as error:
-            raise InputError(f"--pe {rows}x{columns}: {error}") from None
-    fmt = arguments.format or DEFAULT_HARDWARE.number_format
-    if fmt not in NUMBER_FORMAT_BITS:
-        raise InputError(f"--format {fmt}: the template's formats are "
-                         f"{', '.join(sorted(NUMBER_FORMAT_BITS))}")
-    return TemplateHardware(pe_y=rows, pe_x=columns, rf_words=arguments.rf,
-                            dataflow=arguments.style, number_format=fmt)
-
-
-def _hardware_words(space, hardware):
-    if space.name == "rtl":
-        return (f"RTL {hardware.modules} modules x {hardware.lanes} lanes, {hardware.fmt.name}, "
-                f"float-unit latencies {hardware.multiplier_latency}/{hardware.adder_latency}, "
-                f"{hardware.max_layers} descriptors, weight RAM {hardware.weight_depth} words")
-    return (f"template {hardware.pe_y}x{hardware.pe_x} PEs, RF {hardware.rf_words} words, "
-            f"{hardware.dataflow.value}, {hardware.number_format}, GB {hardware.gb_kib} KiB, "
-            f"{hardware.dram_gbps:g} GB/s")
+def _hardware(space, arguments):
+    try:
+        return space.hardware_from_options(array=arguments.pe, rf_words=arguments.rf, style=arguments.style,
+                                           number_format=arguments.format)
+    except ValueError as error:
+        raise InputError(f"--pe {arguments.pe[0]}x{arguments.pe[1]}, --rf, --style, --format: not a point of the "
+                         f"{space.name} space: {error}") from None
 
 
 def _layer_words(layer):
@@ -142,12 +124,13 @@ def run_dataflow(arguments):
 
     torch.set_num_threads(1)
     space = space_named(arguments.space)
-    hardware = _hardware(arguments)
-    if arguments.simulate and space.name != "rtl":
-        raise InputError("--simulate runs the RTL family's answers: use it with --space rtl")
-    if arguments.start == "default" and space.name != "rtl":
-        raise InputError("--start default starts from the compiler's mapping: use it with "
-                         "--space rtl")
+    hardware = _hardware(space, arguments)
+    if arguments.simulate and not hasattr(space, "simulation_case"):
+        raise InputError(f"--simulate runs the answer on the simulated RTL: the {space.name} space has no RTL "
+                         f"(use --space rtl)")
+    if arguments.start == "default" and not hasattr(space, "default_codes"):
+        raise InputError(f"--start default starts from the compiler's mapping: the {space.name} space has none "
+                         f"(use --space rtl)")
     layers = list(dqn_layers()) if arguments.network else [layer_by_name(arguments.layer or
                                                                          "CONV_2")]
     for layer in layers:
@@ -161,8 +144,7 @@ def run_dataflow(arguments):
         raise InputError(f"{arguments.predictor}: predictor is for the {predictor.space} space, "
                          f"not {space.name}")
     objective, unit = arguments.objective, UNITS[arguments.objective]
-    print(f"nnaccel: DCP on {target} ({objective}), {_hardware_words(space, hardware)}",
-          flush=True)
+    print(f"nnaccel: DCP on {target} ({objective}), {space.describe_hardware(hardware)}", flush=True)
     start = space.default_codes(layers, hardware) if arguments.start == "default" else None
     dcp = dcp_search(space, predictor, layers, hardware, objective, restarts=arguments.restarts,
                      steps=arguments.steps, seed=arguments.seed, start=start)
@@ -183,7 +165,8 @@ def run_dataflow(arguments):
         exhaustive = exhaustive_search(space, layers[0], hardware, objective, limit=1_000_000)
         if exhaustive is not None:
             results.append(exhaustive)
-    best_any = _best_any_mapping(space, layers, hardware, objective)
+    best_any = (space.best_over_every_mapping(layers, hardware, objective)
+                if hasattr(space, "best_over_every_mapping") else None)
 
     print(f"\nDCP's best dataflow ({dcp.evaluations} cost-model evaluations, {dcp.seconds:.1f} s):")
     for layer, code, costs in zip(layers, dcp.codes, dcp.per_layer):
@@ -212,9 +195,9 @@ def run_dataflow(arguments):
               f"{' | '.join(best_any['mappings'])}; DCP is "
               f"{dcp.objective / best_any['best'] - 1:+.2%} from it")
     simulation = _simulate(space, layers, hardware, dcp) if arguments.simulate else None
-    plot = Path(arguments.plot or f"dcp_{target}_{objective}.png")
-    _plot(results, plot, target, objective, unit)
-    print(f"nnaccel: plot written to {plot}")
+    if arguments.plot:
+        _plot(results, arguments.plot, target, objective, unit)
+        print(f"nnaccel: plot written to {arguments.plot}")
     report = {"target": target, "objective": objective, "unit": unit,
               "hardware": space.hardware_to_dict(hardware), "space": space.name,
               "layers": [layer.to_dict() for layer in layers],
@@ -228,50 +211,18 @@ def run_dataflow(arguments):
     return report
 
 
-def _best_any_mapping(space, layers, hardware, objective):
-    """The RTL family's best mapping over any number of segments (latency or energy), or None."""
-    if space.name != "rtl" or objective == "edp":
-        return None
-    from nnaccel.dse.dcp.rtl_space import best_network_mapping
-
-    start = time.perf_counter()
-    cost, mappings = best_network_mapping(layers, hardware, objective)
-    return {"best": cost, "mappings": [mapping.describe() for mapping in mappings],
-            "seconds": time.perf_counter() - start}
-
-
-def _simulated_network(layers):
-    """The RTL network the searched layers run in: the DQN when they are DQN layers (the others
-    with the compiler's mapping), else the layer alone."""
-    from nnaccel.dse.dcp.rtl_space import rtl_network
-    from nnaccel.models.dqn.network import dqn_layers as rtl_dqn_layers
-
-    if all(layer in dqn_layers() for layer in layers):
-        return rtl_dqn_layers(18), [dqn_layers().index(layer) for layer in layers]
-    network, index = rtl_network(layers[0])
-    return network, [index]
-
-
 def _simulate(space, layers, hardware, dcp):
     """Compile DCP's answer into its network, run it on the simulator, compare (see the module
     docstring); prints and returns the comparison."""
-    from nnaccel.dse.shared.rtl_family import config_to_json, network_to_json
-    from nnaccel.dse.shared.rtl_validate import code_digest, validate_case
+    from nnaccel.dse.rtl.hardware import network_from_json
+    from nnaccel.dse.rtl.validate import validate_case
     from nnaccel.models.dqn.mapping import DqnMapping
-    from nnaccel.models.dqn.plan import default_mapping, layer_shapes
 
-    network, indices = _simulated_network(layers)
-    mapping = list(default_mapping(hardware, layer_shapes(hardware, network)).layers)
-    for index, layer, code in zip(indices, layers, dcp.codes):
-        mapping[index] = space.mapping(code, layer, hardware)
-    mapping = DqnMapping(tuple(mapping))
-    case = {"kind": "random", "config": config_to_json(hardware),
-            "network": network_to_json(network), "mapping": mapping.to_json(),
-            "weights_seed": 1, "inputs_seed": 2, "states": 1, "code": code_digest()}
-    print(f"\nnnaccel: simulating {' | '.join(l.name for l in network)} with {mapping.describe()} "
-          f"on {hardware.module_name} ...", flush=True)
+    case, names = space.simulation_case(layers, hardware, dcp.codes)
+    mapping = DqnMapping.from_json(case["mapping"])
+    print(f"\nnnaccel: simulating {' | '.join(l.name for l in network_from_json(case['network']))} with "
+          f"{mapping.describe()} on {hardware.module_name} ...", flush=True)
     result = validate_case(case)
-    names = {network[index].name for index in indices}
     searched = [row for name, row in zip(result["passes"], result["measured"])
                 if name.split(" ")[0] in names]
     simulated = sum(row[0] for row in searched)
@@ -282,7 +233,7 @@ def _simulate(space, layers, hardware, dcp):
     print(f"  {' + '.join(sorted(names))}: simulated {simulated:,} cycles, cost model {model:,.0f} "
           f"cycles ({'equal' if simulated == model else 'DIFFERENT'}); whole network TOTAL_CYCLES "
           f"{result['measured_cycles'][0]:,}, cost model {result['model_cycles']:,}")
-    return {"network_mapping": mapping.to_json(), "searched_layers": sorted(names),
+    return {"network_mapping": case["mapping"], "searched_layers": names,
             "simulated_cycles": simulated, "cost_model_cycles": model,
             "total_cycles": result["measured_cycles"][0], "model_total_cycles": result["model_cycles"],
             "bit_exact": result["bit_exact"], "counters_exact": result["counters_exact"],
@@ -348,28 +299,31 @@ def default_store(space="template"):
     return cache_root() / "dse" / f"dcp_{space}.sqlite"
 
 
-def add_predictor_arguments(parser):
-    parser.add_argument("--space", choices=["template", "rtl"], default="template",
+def add_predictor_arguments(parser, *, option_types):
+    """The ``predictor`` options; ``option_types`` as for :func:`add_dataflow_arguments`."""
+    parser.add_argument("--space", choices=tuple(SPACES), default="template",
                         help="design space to label (default template)")
-    parser.add_argument("--per-layer", type=int, default=2000,
+    parser.add_argument("--per-layer", type=option_types.positive_int, default=2000,
                         help="sampled dataflows per (training layer, hardware) (default 2000)")
-    parser.add_argument("--held-out-per-layer", type=int, default=500,
+    parser.add_argument("--held-out-per-layer", type=option_types.non_negative_int, default=500,
                         help="held-out dataflows per layer, never trained on (default 500)")
-    parser.add_argument("--kind", default="mlp", help="predictor architecture: mlp (default) or "
-                                                      "transformer")
-    parser.add_argument("--epochs", type=int, default=60, help="training epochs (default 60)")
-    parser.add_argument("--store", metavar="FILE",
+    parser.add_argument("--kind", choices=("mlp", "transformer"), default="mlp",
+                        help="predictor architecture: mlp (default) or transformer")
+    parser.add_argument("--epochs", type=option_types.positive_int, default=60, help="training epochs (default 60)")
+    parser.add_argument("--store", metavar="FILE", type=option_types.output_file,
                         help=f"result store (default {default_store('<space>')})")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
                         help="an existing Dask scheduler (default: a local cluster)")
-    parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
-    parser.add_argument("--width", type=int, default=256,
+    parser.add_argument("--workers", type=option_types.positive_int,
+                        help="local Dask workers (default: one per core)")
+    parser.add_argument("--width", type=option_types.positive_int, default=256,
                         help="the MLP's width (default 256)")
-    parser.add_argument("--depth", type=int, default=3,
+    parser.add_argument("--depth", type=option_types.positive_int, default=3,
                         help="the MLP's residual blocks (default 3)")
-    parser.add_argument("--out", metavar="FILE",
-                        help="checkpoint to write (default predictor_<space>.pt)")
-    parser.add_argument("--json", metavar="FILE", help="also write the accuracy report as JSON")
+    parser.add_argument("--out", metavar="FILE", type=option_types.output_file,
+                        help="write the trained predictor's checkpoint to FILE (for dataflow --predictor)")
+    parser.add_argument("--json", metavar="FILE", type=option_types.output_file,
+                        help="also write the accuracy report as JSON")
 
 
 def run_predictor(arguments):
@@ -393,8 +347,8 @@ def run_predictor(arguments):
     predictor = predictor_module.new_predictor(space, arguments.kind, **hyper)
 
     def progress(epoch, loss, validation):
-        print(f"nnaccel: epoch {epoch:3d}  train {loss:.5f}  held-out dataflows {validation:.5f}",
-              flush=True)
+        held_out = "-" if validation is None else f"{validation:.5f}"     # none held out of tiny groups
+        print(f"nnaccel: epoch {epoch:3d}  train {loss:.5f}  held-out dataflows {held_out}", flush=True)
 
     report = predictor_module.train(predictor, parts["train"], space, epochs=arguments.epochs,
                                     validation=parts["held_out_dataflows"], progress=progress)
@@ -408,9 +362,9 @@ def run_predictor(arguments):
                 "train_seconds": report.seconds, "parameters": report.parameters,
                 "samples": {name: len(part) for name, part in parts.items()},
                 "history": report.history, "accuracy": accuracy}
-    out = arguments.out or f"predictor_{space.name}.pt"
-    predictor_module.save(predictor, out, extra=document)
-    print(f"nnaccel: predictor written to {out}")
+    if arguments.out:
+        predictor_module.save(predictor, arguments.out, extra=document)
+        print(f"nnaccel: predictor written to {arguments.out}")
     if arguments.json:
         _write_json(arguments.json, document)
     return document

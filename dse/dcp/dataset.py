@@ -17,25 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnaccel.dse.dcp.encoding import layer_features, relax
-from nnaccel.dse.dcp.rtl_space import RtlDataflowSpace
-from nnaccel.dse.dcp.space import METRICS, TemplateDataflowSpace
+from nnaccel.dse.dcp.encoding import layer_features
+from nnaccel.dse.dcp.space import METRICS, space_named
 from nnaccel.dse.dcp.workloads import (HELD_OUT_HARDWARE, HELD_OUT_LAYERS, RTL_HELD_OUT_HARDWARE,
                                RTL_HELD_OUT_LAYERS, RTL_TRAIN_HARDWARE, RTL_TRAIN_LAYERS,
                                TRAIN_HARDWARE, TRAIN_LAYERS)
+from nnaccel.dse.shared.dataflow_code import relax
 from nnaccel.dse.shared.layer import Layer
 from nnaccel.dse.shared.store import ResultStore
 from nnaccel.dse.shared.sweep import run_sweep
 
-SPACES = {"template": TemplateDataflowSpace, "rtl": RtlDataflowSpace}
 CHUNK = 500
-
-
-def space_named(name):
-    try:
-        return SPACES[name]()
-    except KeyError:
-        raise ValueError(f"unknown design space {name!r}; known: {', '.join(SPACES)}") from None
 
 
 def label_chunk(case):

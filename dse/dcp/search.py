@@ -7,7 +7,7 @@ baselines are). One layer is a single-layer search; the DQN's four layers a whol
 1. Start: ``restarts`` legal codes per layer drawn by the design space's sampler (random
    starts), or, given ``start`` (one code per layer, e.g. the compiler's default mapping), that
    code as the first restart and random ones for the rest; relaxed
-   (``dse.dcp.encoding.relax``) and evaluated with the cost model.
+   (``dse.shared.dataflow_code.relax``) and evaluated with the cost model.
 2. Descend: Adam on the relaxed codes of all restarts at once. The loss per restart is the
    predicted objective in log (log of the summed latency / energy over the layers, their sum
    for EDP) plus the design space's penalty (``DataflowSpace.penalty``; on the template: the
@@ -22,10 +22,11 @@ baselines are). One layer is a single-layer search; the DQN's four layers a whol
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from nnaccel.dse.dcp.encoding import layer_features, relax
+from nnaccel.dse.dcp.encoding import layer_features
 from nnaccel.dse.dcp.evaluator import Evaluator, objective_value
+from nnaccel.dse.shared.dataflow_code import relax
+from nnaccel.sim.progress import counting
 
 
 def _log_limits(space, layers, hardware):
@@ -69,26 +70,28 @@ def dcp_search(space, predictor, layers, hardware, objective, *, restarts=8, ste
     log_limits = _log_limits(space, layers, hardware)
     optimiser = torch.optim.Adam([code], lr=learning_rate)
     step_trace = []
-    for step in tqdm(range(1, steps + 1), desc="DCP descent", disable=not progress, leave=False):
-        output = predictor(layer_rows, hardware_rows, code.reshape(-1, levels, dims, 2))
-        output = output.reshape(restarts, len(layers), 2)
-        latency = torch.logsumexp(output[..., 0], dim=1)
-        energy = torch.logsumexp(output[..., 1], dim=1)
-        predicted = {"latency": latency, "energy": energy, "edp": latency + energy}[objective]
-        loss = (predicted + penalty * space.penalty(code, layers, hardware, temperature)).sum()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        with torch.no_grad():
-            code[..., 1].clamp_(min=0.0)
-            code[..., 1].copy_(torch.minimum(code[..., 1], log_limits[None]))
-            code[..., 0].clamp_(-0.5, dims - 0.5)
-        step_trace.append((step, float(torch.exp(predicted.detach().min()))))
-        if step % decode_every == 0 or step == steps:
-            relaxed = code.detach().numpy()
-            for restart in range(restarts):
-                evaluator([space.nearest(relaxed[restart, index], layer, hardware)
-                           for index, layer in enumerate(layers)])
+    with counting("DCP descent: gradient steps", total=steps, enabled=progress) as shown:
+        for step in range(1, steps + 1):
+            output = predictor(layer_rows, hardware_rows, code.reshape(-1, levels, dims, 2))
+            output = output.reshape(restarts, len(layers), 2)
+            latency = torch.logsumexp(output[..., 0], dim=1)
+            energy = torch.logsumexp(output[..., 1], dim=1)
+            predicted = {"latency": latency, "energy": energy, "edp": latency + energy}[objective]
+            loss = (predicted + penalty * space.penalty(code, layers, hardware, temperature)).sum()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            with torch.no_grad():
+                code[..., 1].clamp_(min=0.0)
+                code[..., 1].copy_(torch.minimum(code[..., 1], log_limits[None]))
+                code[..., 0].clamp_(-0.5, dims - 0.5)
+            step_trace.append((step, float(torch.exp(predicted.detach().min()))))
+            if step % decode_every == 0 or step == steps:
+                relaxed = code.detach().numpy()
+                for restart in range(restarts):
+                    evaluator([space.nearest(relaxed[restart, index], layer, hardware)
+                               for index, layer in enumerate(layers)])
+            shown.update()
     result = evaluator.result("DCP", step_trace=step_trace)
     result.predicted = predicted_objective(predictor, space, layers, hardware, result.codes,
                                            objective)

@@ -13,7 +13,7 @@ sees (a 20x20 array, which no training point has, with a 32-word RF under OS, a 
 training point has). ``DEFAULT_HARDWARE`` (16x16, 64-word RF, row-stationary) is where the
 searches run unless told otherwise.
 
-The RTL family (``dse.dcp.rtl_space``) runs square convolutions and dense layers, no depthwise
+The RTL family (``dse.rtl.dataflow_space``) runs square convolutions and dense layers, no depthwise
 ones: its layers (``RTL_TRAIN_LAYERS``, ``RTL_HELD_OUT_LAYERS``) are the same without the two
 depthwise shapes and without PrimaryCaps (20,736 products per output position overflow every
 weight RAM of the family), plus one more 3x3 convolution. Its hardware points
@@ -23,8 +23,10 @@ weight RAM of the family), plus one more 3x3 convolution. Its hardware points
 training, and 64 x 4 in bfloat16 (a shape no training point has) held out.
 """
 
+from nnaccel.dse.rtl.dataflow_space import RtlDataflowSpace
 from nnaccel.dse.shared.layer import Layer, LayerType, dqn_layers
-from nnaccel.dse.shared.template import TemplateHardware
+from nnaccel.dse.template.dataflow_space import TemplateDataflowSpace
+from nnaccel.dse.template.hardware import TemplateHardware
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.shared.input_files import InputError
@@ -63,7 +65,7 @@ HELD_OUT_LAYERS = (
 TRAIN_LAYERS = (*dqn_layers(), *CAPSNET_LAYERS, *OTHER_LAYERS)
 LAYERS = (*TRAIN_LAYERS, *HELD_OUT_LAYERS)
 
-DEFAULT_HARDWARE = TemplateHardware(pe_x=16, pe_y=16, rf_words=64, dataflow="RS")
+DEFAULT_HARDWARE = TemplateDataflowSpace.default_hardware
 TRAIN_HARDWARE = (
     DEFAULT_HARDWARE,
     TemplateHardware(pe_x=16, pe_y=16, rf_words=64, dataflow="OS"),
@@ -84,7 +86,7 @@ RTL_TRAIN_LAYERS = (*dqn_layers(), CAPSNET_LAYERS[0], *_no_depthwise(OTHER_LAYER
 RTL_HELD_OUT_LAYERS = _no_depthwise(HELD_OUT_LAYERS)
 RTL_LAYERS = (*RTL_TRAIN_LAYERS, *RTL_HELD_OUT_LAYERS)
 
-RTL_DEFAULT_HARDWARE = DqnConfig()
+RTL_DEFAULT_HARDWARE = RtlDataflowSpace.default_hardware
 RTL_TRAIN_HARDWARE = (
     RTL_DEFAULT_HARDWARE,
     DqnConfig(modules=32, lanes=8, fmt=float_format("bfloat16"), multiplier_latency=1,

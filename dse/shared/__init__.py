@@ -1,4 +1,3 @@
-"""What the design-space searches share: layers, the template design space, mappings, the
-analytical cost model, the mapping sampler, and Dask sweeps with a result store; and nnaccel's own RTL
-family (the DQN accelerator): its design space, a cost model its counters prove exact, its area table and
-its validation on the simulator."""
+"""What every design-space family and search shares: the layer (``layer``), DCP's dataflow code
+(``dataflow_code``), the one-hot grids (``one_hot_grid``, ``hardware_grid``), the 45 nm energy and area table
+(``energy_table``), Dask sweeps (``sweep``) and their result store (``store``)."""

@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass
 from enum import IntEnum
 from math import prod
 
+from nnaccel.models.dqn.network import ConvLayer
+from nnaccel.models.dqn.network import dqn_layers as network_dqn_layers
+
 DIMS = ("N", "K", "C", "Y", "X", "R", "S")
 DIM_INDEX = {name: index for index, name in enumerate(DIMS)}
 
@@ -123,11 +126,16 @@ class Layer:
         return cls(**data)
 
 
+def from_network_layer(layer, *, name=None):
+    """The ``Layer`` of a ``models.dqn.network`` layer (``ConvLayer`` or ``DenseLayer``), named as it is unless
+    ``name`` is given."""
+    name = layer.name if name is None else name
+    if isinstance(layer, ConvLayer):
+        return Layer.conv(in_channels=layer.in_channels, in_size=layer.in_size, out_channels=layer.out_channels,
+                          kernel=layer.kernel, stride=layer.stride, name=name)
+    return Layer.dense(in_features=layer.inputs, out_features=layer.outputs, name=name)
+
+
 def dqn_layers():
-    """The thesis' DQN network (SPEC section 1): 4x84x84 state, 18 actions."""
-    return (
-        Layer.conv(in_channels=4, in_size=84, out_channels=16, kernel=8, stride=4, name="CONV_1"),
-        Layer.conv(in_channels=16, in_size=20, out_channels=32, kernel=4, stride=2, name="CONV_2"),
-        Layer.dense(in_features=2592, out_features=256, name="FC_1"),
-        Layer.dense(in_features=256, out_features=18, name="FC_2"),
-    )
+    """The thesis' DQN network (SPEC section 1, ``models.dqn.network.dqn_layers``): 4x84x84 state, 18 actions."""
+    return tuple(from_network_layer(layer) for layer in network_dqn_layers(18))

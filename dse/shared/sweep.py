@@ -6,11 +6,13 @@ results in a ``ResultStore``.
 - skips every case already in the store (a rerun does only what is missing);
 - runs each remaining case as one Dask task, by default on an embedded ``LocalCluster`` sized to
   the machine (one worker process per core, one thread each), or on an existing cluster given
-  ``scheduler="tcp://HOST:PORT"`` (e.g. one that dask-jobqueue started on a Slurm cluster);
+  ``scheduler="tcp://HOST:PORT"`` (e.g. one that dask-jobqueue started on a Slurm cluster; one that does not answer
+  within ``SCHEDULER_TIMEOUT_SECONDS`` raises ``SchedulerUnreachable``);
 - in the task: a temporary working directory of its own (the current directory while the
   function runs, deleted afterwards) and the simulator's threads capped (``NNACCEL_SIM_THREADS``,
   ``OMP_NUM_THREADS`` set to 1); the function returns JSON data, not files;
-- streams results back as they complete (a progress bar on stderr) and stores each one as it
+- streams results back as they complete (``sim.progress.counting``: a bar on a terminal, plain lines in a log
+  or a pipe) and stores each one as it
   arrives, once per case even if Dask ran a task twice after losing a worker (Dask reschedules a
   lost worker's tasks on the others).
 
@@ -19,14 +21,15 @@ return JSON values. A case whose task raised is not stored (the next run tries i
 sweep reports it in ``SweepReport.failures``.
 """
 
+import argparse
 import os
 import tempfile
 from dataclasses import dataclass, field
 
-from tqdm import tqdm
-
 from nnaccel.dse.shared.store import case_key
+from nnaccel.sim.progress import counting
 
+SCHEDULER_TIMEOUT_SECONDS = 5      # a scheduler address that does not answer in this time is unreachable
 THREAD_CAPS = {"NNACCEL_SIM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
 
@@ -65,12 +68,20 @@ class SweepReport:
     failures: dict = field(default_factory=dict)
 
 
+class SchedulerUnreachable(OSError):
+    """The Dask scheduler at the address given does not answer (the message names the address)."""
+
+
 def _client(scheduler, workers):
     # dask.distributed takes half a second to import: only sweeps pay for it, not every `nnaccel` call.
     from dask.distributed import Client, LocalCluster
 
     if scheduler is not None:
-        return Client(scheduler), None
+        try:
+            return Client(scheduler, timeout=SCHEDULER_TIMEOUT_SECONDS), None
+        except OSError as error:
+            raise SchedulerUnreachable(f"the Dask scheduler at {scheduler} does not answer within "
+                                       f"{SCHEDULER_TIMEOUT_SECONDS} s ({error})") from None
     cluster = LocalCluster(n_workers=workers or machine_cores(), threads_per_worker=1,
                            processes=True, dashboard_address=":0")
     return Client(cluster), cluster
@@ -95,7 +106,7 @@ def run_sweep(function, cases, *, store, scheduler=None, workers=None, progress=
     try:
         futures = {client.submit(run_case, function, case, key=f"{description}-{key}"): key
                    for key, case in todo.items()}
-        with tqdm(total=len(futures), desc=description, disable=not progress) as bar:
+        with counting(description, total=len(futures), enabled=progress) as bar:
             for future in as_completed(futures):
                 key = futures[future]
                 if future.status == "error":
@@ -109,3 +120,14 @@ def run_sweep(function, cases, *, store, scheduler=None, workers=None, progress=
         if cluster is not None:
             cluster.close()
     return report
+
+
+def scheduler_address(text):
+    """argparse type: ``text`` if it is a Dask scheduler address, ``[PROTOCOL://]HOST:PORT`` with a port in
+    1..65535 (the address is tried only when the sweep starts)."""
+    host, _, port = text.rpartition("://")[2].rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a Dask scheduler address, [PROTOCOL://]HOST:PORT (e.g. "
+                                         f"tcp://10.0.0.1:8786), not {text!r}")
+    return text
+

@@ -1,7 +1,7 @@
 """The DQN accelerator's timing, cycle for cycle: the four per-pass counters of a batch of passes (NumPy).
 
 One implementation serves the compiler (:mod:`models.dqn.plan`, one pass at a time) and the design-space cost
-model (:mod:`dse.shared.rtl_cost`, batches of thousands): :func:`pass_counters` takes arrays (or scalars) of pass
+model (:mod:`dse.rtl.cost_model`, batches of thousands): :func:`pass_counters` takes arrays (or scalars) of pass
 parameters and returns the counters the hardware reads back for each pass (docs/dqn_accelerator.md, "Host
 interface"): ``cycles``, ``product_cycles``, ``stall_cycles`` and ``drain_cycles``.
 

@@ -7,7 +7,7 @@ import pytest
 
 from nnaccel.cli.dse import COST_SCHEMA
 from nnaccel.cli.main import main
-from nnaccel.dse.shared.rtl_area import compose
+from nnaccel.dse.rtl.area import compose
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import BFLOAT16
 from nnaccel.models.dqn.network import dqn_layers, seeded_weights

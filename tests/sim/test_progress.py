@@ -1,5 +1,8 @@
 """sim.progress: what simulate reports to a listener, and the object count of a Verilator build."""
 
+import io
+import re
+
 import numpy as np
 
 from nnaccel.sim import progress
@@ -83,3 +86,27 @@ def test_simulate_reports_its_stages_to_the_listener_installed():
     assert recorder.events == [("stage", "Verilog generation", None), ("stage", "simulator build", None),
                                ("stage", "simulation", None)]
     assert progress.current_listener() is None
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_counting_prints_plain_lines_off_a_terminal_and_a_bar_on_one(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(progress, "PLAIN_PROGRESS_SECONDS", 0)       # a line at every count
+    with progress.counting("labels", total=2, stream=stream) as counter:
+        counter.update()
+        counter.update()
+    lines = [re.sub(r"^nnaccel: +\d+ s  ", "", line) for line in stream.getvalue().splitlines()]
+    assert lines[:3] == ["labels (0 of 2) ...", "labels: 1 of 2 done", "labels: 2 of 2 done"]
+    assert lines[3].startswith("labels: 2 of 2 done in ") and "\r" not in stream.getvalue()
+    terminal = _Terminal()
+    with progress.counting("labels", total=2, stream=terminal) as counter:
+        counter.update(2)
+    assert "\rnnaccel: labels:   0%|" in terminal.getvalue()     # a tqdm bar, cleared when done
+    silent = io.StringIO()
+    with progress.counting("labels", enabled=False, stream=silent) as counter:
+        counter.update()
+    assert silent.getvalue() == ""

@@ -9,8 +9,8 @@ from nnaccel.dse.dance import cosearch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
-from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
 from nnaccel.dse.dance.training import TrainedEvaluator
+from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 from nnaccel.models.shared.mnist import sample_digits
 
 torch.set_num_threads(1)

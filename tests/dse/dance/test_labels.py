@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from nnaccel.dse.dance.cost_functions import CostFunction
-from nnaccel.dse.dance.labels import label_template, split_networks
+from nnaccel.dse.dance.labels import label, split_networks
 from nnaccel.dse.dance.network_space import NetworkSpace
-from nnaccel.dse.dance.template_hardware import TemplateHardwareSpace
+from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 SMALL_SPACE = NetworkSpace((("c1", (24,)), ("k1", (5,)), ("s1", (2, 3)), ("c2", (48,)), ("k2", (3,)),
                             ("s2", (2,)), ("d1", (0, 32))))
@@ -19,11 +19,12 @@ SMALL_SPACE = NetworkSpace((("c1", (24,)), ("k1", (5,)), ("s1", (2, 3)), ("c2", 
                             "ignore::pytest.PytestUnraisableExceptionWarning")
 def test_the_sweep_labels_every_network_on_every_point(tmp_path):
     store = tmp_path / "labels.sqlite"
-    table, report, _ = label_template(store_path=store, workers=1, progress=False, network_space=SMALL_SPACE)
+    table, report, _ = label(TemplateHardwareSpace(), store_path=store, workers=1, progress=False,
+                                 network_space=SMALL_SPACE)
     assert report.new >= 1 and not report.failures
     assert table.cost_cases == 4 * 4335
     reference = TemplateHardwareSpace().network_costs(
-        [SMALL_SPACE.network(indices) for indices in SMALL_SPACE.all_indices()])
+        [SMALL_SPACE.network(indices) for indices in SMALL_SPACE.all_points()])
     assert np.allclose(table.all_points(np.arange(4)), reference)
     points = np.array([0, 17, 4000, 4334])
     assert np.allclose(table.costs(np.arange(4), points), reference[np.arange(4), points])
@@ -33,7 +34,8 @@ def test_the_sweep_labels_every_network_on_every_point(tmp_path):
     scores = function(reference[..., 0], reference[..., 1], reference[..., 2])
     assert np.array_equal(best, scores.argmin(axis=1))
 
-    _, again, _ = label_template(store_path=store, workers=1, progress=False, network_space=SMALL_SPACE)
+    _, again, _ = label(TemplateHardwareSpace(), store_path=store, workers=1, progress=False,
+                                 network_space=SMALL_SPACE)
     assert again.new == 0 and again.skipped == report.new
 
 

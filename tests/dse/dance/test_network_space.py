@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from nnaccel.dse.dance.network_space import NETWORK_SPACE, Network
+from nnaccel.dse.shared.layer import from_network_layer
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.models.dqn.plan import compile_network
 
@@ -24,14 +25,14 @@ def _compile_all(candidates, seed):
 @pytest.mark.extended
 @pytest.mark.parametrize("c1_index", range(NETWORK_SPACE.sizes[0]))
 def test_every_candidate_compiles_on_the_default_configuration(c1_index):
-    candidates = NETWORK_SPACE.all_indices()
+    candidates = NETWORK_SPACE.all_points()
     _compile_all(candidates[candidates[:, 0] == c1_index], c1_index)
 
 
 def test_a_sample_of_candidates_compiles_on_the_default_configuration():
     """The default run's share of the exhaustive test above (-m extended, about 4 CPU minutes): a seeded eighth
     of the candidates, plus every candidate made of extreme values only (the largest kernels on the smallest maps)."""
-    candidates = NETWORK_SPACE.all_indices()
+    candidates = NETWORK_SPACE.all_points()
     sample = np.random.default_rng(2026).permutation(len(candidates))[:len(candidates) // 8]
     extremes = np.all((candidates == 0) | (candidates == np.array(NETWORK_SPACE.sizes) - 1), axis=1)
     chosen = np.union1d(sample, np.flatnonzero(extremes))
@@ -40,10 +41,9 @@ def test_a_sample_of_candidates_compiles_on_the_default_configuration():
 
 
 def test_the_space_has_every_combination_once():
-    candidates = NETWORK_SPACE.all_indices()
+    candidates = NETWORK_SPACE.all_points()
     assert len(candidates) == len(NETWORK_SPACE) == 3840
     assert len({tuple(row) for row in candidates}) == len(candidates)
-    assert np.array_equal(NETWORK_SPACE.flat_index(candidates), np.arange(len(candidates)))
 
 
 def test_encoding_is_one_hot_per_choice_and_decodes_back():
@@ -61,8 +61,9 @@ def test_a_candidate_and_its_layers():
     assert (network.conv1_size, network.conv2_size, network.flat_features) == (11, 3, 576)
     names = [layer.name for layer in network.dqn_layers()]
     assert names == ["conv1", "conv2", "dense2"]            # no hidden dense layer: three layers
-    template = network.template_layers()
-    assert [layer.macs for layer in template] == [layer.macs for layer in network.dqn_layers()]
+    template = [from_network_layer(layer) for layer in network.dqn_layers()]
+    assert [layer.macs for layer in template] == [layer.macs for layer in network.dqn_layers()] == [
+        32 * 11 * 11 * 7 * 7, 64 * 3 * 3 * 32 * 3 * 3, 576 * 10]
     assert NETWORK_SPACE.indices(network) == (1, 2, 0, 2, 1, 1, 0)
 
 

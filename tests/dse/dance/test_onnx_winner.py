@@ -18,7 +18,7 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
     images, labels = sample_digits()
     digits = (images_tensor(images), torch.as_tensor(labels.astype(np.int64)))
     monkeypatch.setattr(command, "_mnist", lambda settings: (digits, digits))
-    first, second = (tuple(int(i) for i in row) for row in NETWORK_SPACE.all_indices()[[0, -1]])
+    first, second = (tuple(int(i) for i in row) for row in NETWORK_SPACE.all_points()[[0, -1]])
     results = [{"method": "dance", "edap": 2.0, "indices": first},
                {"method": "dance", "edap": 1.0, "indices": second},
                {"method": "baseline", "edap": 0.5, "indices": first}]

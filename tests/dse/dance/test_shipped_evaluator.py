@@ -9,9 +9,9 @@ import torch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.hardware_space import make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
-from nnaccel.dse.dance.command import make_hardware_space
 
 torch.set_num_threads(1)
 
@@ -28,7 +28,7 @@ def test_generated_hardware_and_costs_on_held_out_networks(space_name, count):
     trained = training.load(space_name, "edap")
     space = make_hardware_space(space_name)
     _, held_out = split_networks(len(NETWORK_SPACE), trained.report["settings"]["seed"])
-    chosen = NETWORK_SPACE.all_indices()[held_out[:count]]
+    chosen = NETWORK_SPACE.all_points()[held_out[:count]]
     networks = [NETWORK_SPACE.network(indices) for indices in chosen]
     function = trained.cost_function
     _, best = space.best_hardware(networks, function)

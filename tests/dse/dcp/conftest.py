@@ -2,10 +2,11 @@
 
 import pytest
 
-from nnaccel.dse.dcp.dataset import Plan, assemble, label_chunk, space_named
+from nnaccel.dse.dcp.dataset import Plan, assemble, label_chunk
+from nnaccel.dse.dcp.space import space_named
 from nnaccel.dse.dcp.workloads import DEFAULT_HARDWARE
 from nnaccel.dse.shared.layer import Layer, dqn_layers
-from nnaccel.dse.shared.template import TemplateHardware
+from nnaccel.dse.template.hardware import TemplateHardware
 from nnaccel.hw.dqn.config import DqnConfig
 
 TINY_PLAN = Plan(per_group=150, held_out_per_group=40,

@@ -3,7 +3,7 @@ import pytest
 
 from nnaccel.dse.dcp.dataset import Plan, chunk_cases, collect, label_chunk
 from nnaccel.dse.shared.layer import dqn_layers
-from nnaccel.dse.shared.mapping import Mapping
+from nnaccel.dse.template.mapping import Mapping
 
 from .conftest import TINY_PLAN
 
@@ -22,7 +22,7 @@ def test_a_labelled_chunk_is_legal_codes_and_their_costs(space):
 
 
 def test_chunks_cover_the_plan():
-    from nnaccel.dse.dcp.dataset import space_named
+    from nnaccel.dse.dcp.space import space_named
 
     cases = Plan(per_group=1100).cases(space_named("template"))
     counts = {}
@@ -50,7 +50,7 @@ def test_splits_hold_out_dataflows_layers_and_hardware(tiny_data):
 
 
 def space_of():
-    from nnaccel.dse.dcp.dataset import space_named
+    from nnaccel.dse.dcp.space import space_named
 
     return space_named("template")
 
@@ -65,5 +65,5 @@ def test_the_sweep_labels_into_the_store_and_a_rerun_is_free(tmp_path, space):
     again = collect(space, plan, store, workers=1, progress=False)
     assert (again.codes == first.codes).all() and (again.latency == first.latency).all()
     with pytest.raises(ValueError, match="unknown design space 'eyeriss'; known: template, rtl"):
-        from nnaccel.dse.dcp.dataset import space_named
+        from nnaccel.dse.dcp.space import space_named
         space_named("eyeriss")

@@ -4,7 +4,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nnaccel.dse.dcp import predictor  # noqa: E402
-from nnaccel.dse.dcp.encoding import relax  # noqa: E402
+from nnaccel.dse.shared.dataflow_code import relax  # noqa: E402
 
 from .conftest import TINY_PLAN  # noqa: E402
 

@@ -80,8 +80,11 @@ def test_dataflow_on_the_rtl_family_prints_the_answer_and_the_best_there_is(tmp_
 
 @pytest.mark.parametrize("arguments, message", [
     (["--space", "rtl", "--layer", "dw_3x3_32"], "--layer dw_3x3_32: dw_3x3_32: the RTL family runs"),
-    (["--space", "rtl", "--format", "fp16"], "--format fp16: the RTL family's formats are"),
-    (["--space", "template", "--simulate"], "--simulate runs the RTL family's answers"),
+    (["--space", "rtl", "--format", "fp16"], "not a point of the rtl space: the RTL family's number formats are "
+                                             "binary32, bfloat16, binary16, not fp16"),
+    (["--space", "rtl", "--pe", "3x16"], "not a point of the rtl space: modules"),
+    (["--space", "template", "--pe", "30x16"], "not a point of the template space: pe_y must be an integer in 8..24"),
+    (["--space", "template", "--simulate"], "--simulate runs the answer on the simulated RTL: the template space"),
     (["--space", "template", "--start", "default"], "--start default starts from the compiler's mapping"),
 ])
 def test_bad_rtl_input_is_one_line_and_exit_2(arguments, message, capsys):

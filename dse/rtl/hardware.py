@@ -1,0 +1,60 @@
+"""nnaccel's RTL family, the DQN accelerator's configurations (:class:`hw.dqn.config.DqnConfig`), as a design space:
+the choices of each hardware parameter (:class:`RtlSpace`) and the JSON of a case's configuration and network, so that
+a case can travel to a Dask worker and into the result store.
+
+Hardware: matrix modules (a power of two), lanes per module, number format (binary32, bfloat16, binary16),
+multiplier and adder latency (the float units' register stages), row elements (the activation word), activation-
+and weight-RAM depths, descriptor-table entries.  Networks: ``models.dqn.network`` layers.
+"""
+
+from dataclasses import dataclass
+
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import float_format
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+
+__all__ = ["FORMATS", "RtlSpace", "RTL_SPACE", "config_to_json", "config_from_json", "network_to_json",
+           "network_from_json"]
+
+FORMATS = ("binary32", "bfloat16", "binary16")
+_CONFIG_FIELDS = ("modules", "lanes", "multiplier_latency", "adder_latency", "row_elements", "activation_depth",
+                  "weight_depth", "max_layers")
+
+
+@dataclass(frozen=True)
+class RtlSpace:
+    """Choices of each hardware parameter the samplers draw from (the area table covers these latencies)."""
+
+    modules: tuple = (1, 2, 4, 8, 16, 32)
+    lanes: tuple = (1, 2, 4, 8, 16, 32)
+    formats: tuple = FORMATS
+    multiplier_latencies: tuple = (1, 2, 3)
+    adder_latencies: tuple = (1, 2, 3)
+    row_elements: tuple = (16, 32, 84, 128)
+    activation_depths: tuple = (512, 1024, 2048)
+    weight_depths: tuple = (1024, 4096, 8192)
+    max_layers: tuple = (8, 16)
+
+
+RTL_SPACE = RtlSpace()
+
+
+def config_to_json(config):
+    return {"fmt": config.fmt.name, **{name: getattr(config, name) for name in _CONFIG_FIELDS}}
+
+
+def config_from_json(data):
+    return DqnConfig(fmt=float_format(data["fmt"]), **{name: int(data[name]) for name in _CONFIG_FIELDS})
+
+
+def network_to_json(layers):
+    def one(layer):
+        if isinstance(layer, ConvLayer):
+            return {"conv": [layer.name, layer.in_channels, layer.in_size, layer.out_channels, layer.kernel,
+                             layer.stride, layer.relu]}
+        return {"dense": [layer.name, layer.inputs, layer.outputs, layer.relu]}
+    return [one(layer) for layer in layers]
+
+
+def network_from_json(data):
+    return tuple(ConvLayer(*entry["conv"]) if "conv" in entry else DenseLayer(*entry["dense"]) for entry in data)

@@ -1,0 +1,114 @@
+"""The RTL family's cost model against figures found without it: the thesis network's cycles as the RTL's counters
+measure them, one pass worked by hand (cycles and every energy action), the same figures inside a large batch, the
+area the table's composition.  Random networks and mappings against the simulated RTL: tests/dse/rtl/test_validate.py.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from nnaccel.dse.rtl.area import compose
+from nnaccel.dse.rtl.cost_model import evaluate, evaluate_batch, evaluate_network, pack
+from nnaccel.dse.rtl.sampler import sample_config, sample_layer_mapping
+from nnaccel.dse.shared import energy_table
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.dqn.matrix_module import matrix_module_latency
+from nnaccel.models.dqn.mapping import LayerMapping, Segment
+from nnaccel.models.dqn.network import ConvLayer, dqn_layers
+from nnaccel.models.dqn.plan import default_mapping, layer_shapes
+
+SEED = 1313
+
+
+# The thesis network on the full-size accelerator: every layer's cycles as the RTL's counters measure them
+# (TOTAL_CYCLES 11,945 with the split, 12,242 without: docs/dqn_accelerator.md, `nnaccel dse validate`).
+THESIS_LAYER_CYCLES = [6469, 2622 + 89 + 50, 2622, 69 + 24]
+
+
+def test_the_thesis_network():
+    mapping, per_layer, totals = evaluate_network(DqnConfig(), dqn_layers(18))
+    assert [row["latency_cycles"] for row in per_layer] == THESIS_LAYER_CYCLES
+    assert totals["latency_cycles"] == 11_945 and totals["passes"] == 7 and totals["stall_cycles"] == 0
+    _, unsplit, unsplit_totals = evaluate_network(DqnConfig(), dqn_layers(18), split="never")
+    assert unsplit_totals["latency_cycles"] == 12_242
+    # Each product cycle, all 256 lanes multiply and add, idle ones included.
+    assert totals["macs"] == 256 * 11_700
+    assert totals["alms"] == compose(DqnConfig())[1].alms and totals["dsp_blocks"] == 256
+
+
+# One pass worked by hand: a 1x1 convolution, 3 channels of 4 x 4 in, 4 out, on 2 modules x 4 lanes.
+HAND_CONFIG = dataclasses.replace(REDUCED_CONFIG, adder_latency=2)
+HAND_LAYER = ConvLayer("c", 3, 4, 4, 1, 1)
+HAND_MAPPING = LayerMapping((Segment(0, 16, 1),))       # all 16 positions, one column block: 2 per group
+
+
+def _hand_costs():
+    """Latency and energy of the hand case, from the hardware's behaviour and the energy table."""
+    groups, products, positions_per_group = 8, 3, 2      # 16 positions, 2 per group; 3 input channels
+    latency = matrix_module_latency(HAND_CONFIG.multiplier_latency, HAND_CONFIG.adder_latency)
+    writes_per_group = 4                                  # 4 output channels, the group's two positions in one row
+    product_cycles = groups * (products + 1)              # each group: its products, then the bias
+    # Set-up 3 cycles and the first group's walk (its 2 positions); every later group waits for the one before to
+    # drain its results (latency + writes + 2 cycles) beyond its own 3 products; then the last group's drain.
+    stalls = (groups - 1) * (latency + writes_per_group + 2 - products)
+    drain = latency + writes_per_group + 3
+    cycles = 3 + positions_per_group + product_cycles + stalls + drain
+    lanes, modules, bits = 4, 2, 32
+    multiply, add = energy_table.multiply_pj("fp32"), energy_table.add_pj("fp32")
+    mac = product_cycles * modules * lanes * (multiply + add) + groups * modules * lanes * 1 * add
+    weights = product_cycles * modules * energy_table.storage_pj_per_word(256, lanes * bits)
+    writes = writes_per_group * groups
+    activations = (2 * (1 + groups * products * 1) + writes) * energy_table.storage_pj_per_word(128, 12 * bits)
+    registers = (product_cycles * modules * energy_table.storage_pj_per_word(24, bits)
+                 + 2 * product_cycles * modules * lanes * energy_table.storage_pj_per_word(2, bits)
+                 + 2 * groups * modules * lanes * energy_table.storage_pj_per_word(8, bits))
+    return {"latency_cycles": cycles, "product_cycles": product_cycles, "stall_cycles": stalls,
+            "drain_cycles": drain, "mac_pj": mac, "weight_ram_pj": weights, "activation_ram_pj": activations,
+            "register_pj": registers, "energy_pj": mac + weights + activations + registers}
+
+
+def test_a_pass_worked_by_hand():
+    (shape,) = layer_shapes(HAND_CONFIG, (HAND_LAYER,))
+    costs = evaluate(HAND_CONFIG, HAND_MAPPING, shape)
+    assert {name: costs[name] for name in _hand_costs()} == pytest.approx(_hand_costs(), rel=1e-12)
+
+
+def random_cases(count, seed):
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        config = sample_config(rng, row_elements=84)
+        try:
+            shapes = layer_shapes(config, dqn_layers(18))
+        except ValueError:
+            continue
+        cases += [(config, sample_layer_mapping(rng, config, shape, max_passes=4), shape) for shape in shapes]
+    return cases[:count]
+
+
+def test_a_batch_keeps_each_case_apart():
+    """The known cases (the thesis layers, the hand case) among many others in one batch (which shares passes
+    between cases of the same shape and mapping) cost what they cost alone: the RTL's and the hand's figures."""
+    thesis = DqnConfig()
+    shapes = layer_shapes(thesis, dqn_layers(18))
+    known = [(thesis, layer_mapping, shape)
+             for layer_mapping, shape in zip(default_mapping(thesis, shapes).layers, shapes)]
+    (hand_shape,) = layer_shapes(HAND_CONFIG, (HAND_LAYER,))
+    known.append((HAND_CONFIG, HAND_MAPPING, hand_shape))
+    others = random_cases(100, SEED)
+    cases = [case for pair in zip(others, known + others[:len(others) - len(known)]) for case in pair]
+    batch = evaluate_batch(pack(cases))
+    where = [cases.index(case) for case in known]
+    assert batch["latency_cycles"][where[:4]].tolist() == THESIS_LAYER_CYCLES
+    hand = _hand_costs()
+    assert {name: batch[name][where[4]] for name in hand} == pytest.approx(hand, rel=1e-12)
+    assert len(set(batch["alms"].tolist())) > 10
+
+
+def test_cases_outside_the_family_are_refused():
+    (shape,) = layer_shapes(REDUCED_CONFIG, (ConvLayer("c", 3, 4, 4, 1, 1),))
+    with pytest.raises(ValueError, match="c: segment 0..15 C3: column_blocks 3 is not a power of two"):
+        evaluate(REDUCED_CONFIG, LayerMapping((Segment(0, 16, 3),)), shape)
+    with pytest.raises(ValueError, match="the area table has no matrix module for binary32 with multiplier latency 5"):
+        evaluate(dataclasses.replace(REDUCED_CONFIG, multiplier_latency=5), LayerMapping((Segment(0, 16, 1),)), shape)

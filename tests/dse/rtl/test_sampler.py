@@ -1,0 +1,64 @@
+"""The RTL family's samplers: seeded, legal (the compiler takes every draw), covering what the hardware runs."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json, config_to_json, network_from_json, network_to_json
+from nnaccel.dse.rtl.sampler import (random_weights, sample_config, sample_layer_mapping, sample_mapping,
+                                     sample_network)
+from nnaccel.hw.dqn.config import REDUCED_CONFIG
+from nnaccel.models.dqn.network import dqn_layers
+from nnaccel.models.dqn.plan import compile_network, layer_shapes
+
+SEED = 1212
+
+
+def test_configs_are_seeded_and_round_trip_through_json():
+    first = [sample_config(np.random.default_rng(SEED)) for _ in range(2)]
+    assert first[0] == first[1]
+    rng = np.random.default_rng(SEED)
+    configs = [sample_config(rng) for _ in range(200)]
+    assert all(config_from_json(config_to_json(config)) == config for config in configs)
+    assert {config.fmt.name for config in configs} == set(RTL_SPACE.formats)
+    assert {config.modules for config in configs} == set(RTL_SPACE.modules)
+    assert sample_config(rng, fmt="bfloat16", lanes=3).lanes == 3
+
+
+def test_random_networks_and_mappings_compile_and_cover_every_kind_of_pass():
+    rng = np.random.default_rng(SEED)
+    kinds, stalls, orders = set(), 0, 0
+    for index in range(120):
+        config = dataclasses.replace(REDUCED_CONFIG, modules=int(rng.choice([1, 2, 4, 8])),
+                                     lanes=int(rng.integers(1, 5)))
+        layers = sample_network(rng, config)
+        assert network_from_json(network_to_json(layers)) == layers
+        mapping = sample_mapping(rng, config, layers)
+        plan = compile_network(config, layers, random_weights(layers, index), mapping=mapping)
+        assert len(plan.layers) <= config.max_layers
+        kinds |= {("partials" if "partials" in layer.name or "tail" in layer.name else
+                   "sum" if layer.reduce else "segment" if " " in layer.name else "whole") for layer in plan.layers}
+        stalls += sum(layer.predicted["stall_cycles"] > 0 for layer in plan.layers)
+        orders += any(layer.segments != layer.in_position_order() for layer in mapping.layers)
+    assert kinds == {"whole", "segment", "partials", "sum"}
+    assert stalls > 20 and orders > 10
+
+
+def test_layer_mappings_of_the_thesis_network_on_random_hardware():
+    rng = np.random.default_rng(SEED)
+    for _ in range(30):
+        config = sample_config(rng, modules=16, lanes=16, row_elements=84)
+        for shape in layer_shapes(config, dqn_layers(18)):
+            mapping = sample_layer_mapping(rng, config, shape, max_passes=3)
+            assert mapping.passes <= 3
+            covered = sorted(position for segment in mapping.segments
+                             for position in range(segment.first, segment.first + segment.count))
+            assert covered == list(range(shape.positions))
+
+
+def test_random_weights_are_seeded():
+    layers = dqn_layers(4)[2:]
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(random_weights(layers, 3), random_weights(layers, 3)))
+    with pytest.raises(ValueError, match="modules must be a power of two"):
+        sample_config(np.random.default_rng(0), modules=3)
