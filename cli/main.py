@@ -30,12 +30,12 @@ import traceback
 from importlib import metadata
 
 from nnaccel.cli import capsnet as capsnet_job
-from nnaccel.cli import dqn as dqn_job
 from nnaccel.cli import dse as dse_job
 from nnaccel.cli import float_units as float_job
 from nnaccel.cli import fpga as fpga_job
-from nnaccel.cli import net as net_job
 from nnaccel.cli import pe_ring as ebp_job
+from nnaccel.cli.dqn import atari as dqn_job
+from nnaccel.cli.dqn import net as net_job
 from nnaccel.cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
                         human_output_to_stderr)
 from nnaccel.models.shared.cache import cache_root

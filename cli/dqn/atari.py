@@ -33,10 +33,10 @@ from nnaccel.models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers
 from nnaccel.models.dqn.plan import SPLIT_MODES, compile_network
 from nnaccel.models.shared.input_files import InputError, load_single_array
 
-from nnaccel.cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
-                        add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table,
-                        non_negative_int, output_file, positive_int, probability, q_value_fields,
-                        simulate_dqn_plan, timing_notes, write_json)
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, golden_mismatches, layer_rows, layer_table,
+                                             q_value_fields, simulate_dqn_plan, timing_notes)
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument,
+                                json_float, non_negative_int, output_file, positive_int, probability, write_json)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
 
@@ -207,7 +207,7 @@ _THESIS = {"name": "thesis", "input": THESIS_INPUT_CYCLES, "total": THESIS_TOTAL
 
 
 def _layer_rows(plan, run):
-    """:func:`cli.report.layer_rows` with the thesis' time and GFLOPS of each layer."""
+    """:func:`cli.dqn.accelerator_run.layer_rows` with the thesis' time and GFLOPS of each layer."""
     rows = layer_rows(plan, run, DQN_CLOCK_HZ)
     for row in rows:
         row["thesis_ms"], row["thesis_gflops"] = THESIS_TABLE.get(row["name"], (None, None))
