@@ -23,6 +23,7 @@ its log), anything else 4 with the traceback written to a file; a job returns 0 
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -53,7 +54,7 @@ TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatErr
 EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
 # Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
 OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",),
-                     "onnx": ("onnx", "onnxruntime")}
+                     "onnx": ("onnx", "onnxruntime"), "dse": ("torch", "optuna", "matplotlib")}
 
 EXIT_STATUSES = """exit status: 0 done and checked; 1 the check failed (a mismatch); 2 bad usage or bad input \
 (one line: the file, the fault, what was expected); 3 a tool or the simulator failed (the message names its log); \
@@ -137,11 +138,30 @@ _COMMANDS = (
 )
 
 
+def _extra_of(package):
+    return next((extra for extra, packages in OPTIONAL_PACKAGES.items() if package in packages), None)
+
+
 def _command(commands, name, summary, description, arguments, handler):
     parser = commands.add_parser(name, help=summary, description=description, epilog=EXIT_STATUSES)
-    arguments(parser)
+    try:
+        arguments(parser)
+    except ModuleNotFoundError as error:
+        # The command's options come from an optional extra that is not installed: the other commands still run,
+        # and this one says what to install (exit 3) whatever follows it.
+        extra = name if name in OPTIONAL_PACKAGES else _extra_of(error.name)
+        if extra is None:
+            raise
+        parser.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        message = (f"nnaccel {name} needs the Python package {error.name}, which is not installed: "
+                   f"pip install -e '.[{extra}]'")
+        handler = functools.partial(_raise_tool_error, message)
     if handler is not None:             # None: the command's subcommands set their own handlers
         parser.set_defaults(handler=handler)
+
+
+def _raise_tool_error(message, arguments):
+    raise ToolError(message)
 
 
 def build_parser():
@@ -187,7 +207,7 @@ def _run(arguments):
         print(f"nnaccel: error: {error}", file=sys.stderr)
         return EXIT_TOOL_FAILED
     except ModuleNotFoundError as error:
-        extra = next((extra for extra, packages in OPTIONAL_PACKAGES.items() if error.name in packages), None)
+        extra = _extra_of(error.name)
         if extra is None:
             print(_internal_error(error), file=sys.stderr)
             return EXIT_INTERNAL_ERROR
