@@ -14,6 +14,8 @@
     nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
     nnaccel dse cost --modules M --lanes L [--format F] ...            the RTL family's cost of the DQN per layer
     nnaccel dse validate [--cases N] [--scheduler ADDR] [--json F]     the RTL family's cost model against the RTL
+    nnaccel train dqn --out DIR [--smoke | --export FILE]              train the DQN for Breakout (PyTorch)
+    nnaccel train capsnet [--variant V] [--epochs N] --out FILE        train and quantize the CapsNet (PyTorch)
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -35,6 +37,7 @@ from nnaccel.cli import dse as dse_job
 from nnaccel.cli import float_units as float_job
 from nnaccel.cli import fpga as fpga_job
 from nnaccel.cli import pe_ring as ebp_job
+from nnaccel.cli import train as train_job
 from nnaccel.cli.dqn import atari as dqn_job
 from nnaccel.cli.dqn import net as net_job
 from nnaccel.cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
@@ -132,6 +135,11 @@ _COMMANDS = (
      "accelerator searched together, against its baselines; cost: the RTL family's cost of a network on one "
      "configuration of the DQN accelerator; validate: that cost model against the simulated RTL.",
      dse_job.add_arguments, None),
+    ("train", "how the shipped weights were made: the DQN for Breakout, the CapsNet on MNIST (PyTorch)",
+     "Train a network whose weights ship with nnaccel, as they were made. dqn: the thesis' DQN for Breakout "
+     "(imitation of a scripted player, DAgger, DQN fine-tuning; hours, resumable); capsnet: the CapsNet on MNIST, "
+     "quantized to the 8-bit golden model. Needs the [train] extra (PyTorch).",
+     train_job.add_arguments, None),
     ("info", "show toolchain versions and the build cache",
      "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",
      lambda parser: None, _info),

@@ -1,6 +1,6 @@
 """The tree's import rules, checked on the import graph of every module (imports inside functions too).
 
-Floors, lowest first: ``hw`` -> ``models`` -> ``sim`` -> ``testbench`` -> ``dse`` -> ``cli``.  A module imports
+Floors, lowest first: ``hw`` -> ``models`` -> ``train`` -> ``sim`` -> ``testbench`` -> ``dse`` -> ``cli``.  A module imports
 from its own floor or the floors below it, never above.  Inside a floor, a system's room (``dqn``, ``pe_ring``,
 ``capsnet``; ``dcp`` and ``dance`` in ``dse``) imports its own room and the floor's ``shared`` room, never another
 system's room, and ``shared`` imports no system's room.  In ``cli`` one module per job (the modules ``cli.main``
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FLOORS = ("hw", "models", "sim", "testbench", "dse", "cli")
+FLOORS = ("hw", "models", "train", "sim", "testbench", "dse", "cli")
 PACKAGE = "nnaccel"     # installed, every floor is a subpackage of it (setup.py)
 SHARED_ROOM = "shared"
 CLI_ENTRY, CLI_SHARED = "cli.main", "cli.report"
@@ -145,6 +145,8 @@ def test_every_import_goes_through_the_package():
     ("cli.capsnet", "cli.report", None),
     ("testbench.dqn.host", "sim.harness", None),
     ("models.dqn.plan", "hw.dqn.config", None),
+    ("models.dqn.network", "train.dqn.network", "floor 'models' must not import from the floor above it, 'train'"),
+    ("train.dqn.trainer", "models.dqn.episodes", None),
 ])
 def test_each_rule_names_what_it_forbids(importer, imported, message):
     reason = _rule_broken(importer, imported)
