@@ -61,11 +61,10 @@ class TilePort(wiring.Component):
                                                                               fifo_depth=fifo_depth)
         self._ram_bits, self._data_bits = ram_bits, data_bits
         lanes = ram_bits // data_bits
-        self._command_layout = tile_command_layout(address_bits=address_bits, beats_bits=beats_bits,
-                                                   ram_address_bits=ram_address_bits,
-                                                   beats_per_word_bits=lanes.bit_length())
+        command_layout = tile_command_layout(address_bits=address_bits, beats_bits=beats_bits,
+                                             ram_address_bits=ram_address_bits, beats_per_word_bits=lanes.bit_length())
         super().__init__({
-            "command": In(stream.Signature(self._command_layout)),
+            "command": In(stream.Signature(command_layout)),
             "finished": Out(1),
             "ram_write": Out(data.StructLayout({"address": ram_address_bits, "data": ram_bits,
                                                 "byte_enable": ram_bits // 8, "enable": 1})),
@@ -87,10 +86,6 @@ class TilePort(wiring.Component):
     @property
     def fifo_depth(self):
         return self._master_parameters["fifo_depth"]
-
-    @property
-    def command_layout(self):
-        return self._command_layout
 
     def elaborate(self, platform):
         m = Module()
