@@ -21,7 +21,8 @@ from nnaccel.models.shared.input_files import InputError
 from nnaccel.sim.progress import ProgressListener, reporting_to
 
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
-           "positive_int", "non_negative_int", "probability", "output_file", "json_output", "add_json_argument",
+           "positive_int", "non_negative_int", "probability", "output_file", "output_directory",
+           "make_output_directory", "writing", "json_output", "add_json_argument",
            "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float", "progress"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
@@ -68,11 +69,49 @@ def probability(text):
 
 
 def output_file(text):
-    """argparse type: a file to write, whose directory exists (checked before the job runs, not after)."""
-    directory = Path(text).parent
-    if not directory.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot write {text}: the directory {directory} does not exist")
+    """argparse type: a file to write, checked before the job runs, not after: its directory exists and the file can
+    be written there (an existing file writable, or a new one created and removed at once)."""
+    path = Path(text)
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: the directory {path.parent} does not exist")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a directory")
+    try:
+        if path.exists():
+            path.open("ab").close()
+        else:
+            path.open("xb").close()
+            path.unlink()
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror}") from None
     return text
+
+
+def output_directory(text):
+    """argparse type: a directory to write into, existing or to be made (:func:`make_output_directory`)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    return path
+
+
+def make_output_directory(option, path):
+    """Make the directory ``path`` the user gave with ``option`` (and its parents) before the job's work, so that one
+    that cannot be made is bad input (exit 2) said at once."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"{option} {path}: cannot make the directory: {error.strerror}") from None
+
+
+@contextlib.contextmanager
+def writing(option, path):
+    """Inside the block, a failed write of the file or directory ``path`` the user gave with ``option`` is bad input
+    naming both (exit 2), not an internal error."""
+    try:
+        yield
+    except OSError as error:
+        raise InputError(f"{option} {path}: cannot write: {error.strerror or error}") from None
 
 
 def json_output(text):

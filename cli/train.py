@@ -14,9 +14,8 @@ import argparse
 import math
 from pathlib import Path
 
-from nnaccel.cli.report import EXIT_DONE, output_file, positive_int
+from nnaccel.cli.report import EXIT_DONE, make_output_directory, output_directory, output_file, positive_int
 from nnaccel.models.capsnet.network import VARIANTS
-from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["add_arguments", "run_dqn", "run_capsnet"]
 
@@ -41,16 +40,6 @@ def _directory(text):
     return text
 
 
-def _run_directory(text):
-    """argparse type of ``train dqn --out``: a directory, or a new one whose parent exists."""
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
-    if not path.exists() and not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create {text}: the directory {path.parent} does not exist")
-    return path
-
-
 def add_arguments(parser):
     """The ``train`` subcommands, each with its handler."""
     from nnaccel.train.dqn.trainer import Settings
@@ -61,7 +50,7 @@ def add_arguments(parser):
         description="Train the thesis' DQN to play Breakout (one CPU thread, 2 to 3 hours; docs/dqn_training.md) "
                     "and export the best validated network in the project's weights layout.  Rerunning the same "
                     "command resumes from the checkpoint in --out.")
-    dqn.add_argument("--out", required=True, type=_run_directory, metavar="DIR",
+    dqn.add_argument("--out", required=True, type=output_directory, metavar="DIR",
                      help="run directory: checkpoints, curve.csv, episodes.csv, curve.png, dqn_breakout.npz, "
                           "results.json (created if missing)")
     dqn.add_argument("--smoke", action="store_true", help="tiny budgets: every phase in a few minutes")
@@ -112,10 +101,7 @@ def run_dqn(arguments):
         return EXIT_DONE
     settings = Settings(seed=arguments.seed, learning_rate=arguments.learning_rate,
                         **(SMOKE if arguments.smoke else {}))
-    try:
-        arguments.out.mkdir(exist_ok=True)
-    except OSError as error:
-        raise InputError(f"--out {arguments.out}: cannot create the directory: {error.strerror}") from None
+    make_output_directory("--out", arguments.out)
     Trainer(torch, settings, arguments.out).run()
     return EXIT_DONE
 

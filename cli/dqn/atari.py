@@ -36,7 +36,8 @@ from nnaccel.models.shared.input_files import InputError, load_single_array
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, golden_mismatches, layer_rows, layer_table,
                                              q_value_fields, simulate_dqn_plan, timing_notes)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument,
-                                json_float, non_negative_int, output_file, positive_int, probability, write_json)
+                                json_float, non_negative_int, output_file, positive_int, probability, write_json,
+                                writing)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
 
@@ -271,12 +272,14 @@ def run(arguments):
         states, source = _recorded_states(arguments.states), "recorded Breakout states (models/dqn/data)"
     weights, weights_note = _weights(arguments)
     if arguments.save_weights:
-        save_weights(arguments.save_weights, weights)
+        with writing("--save-weights", arguments.save_weights):
+            save_weights(arguments.save_weights, weights)
         print(f"nnaccel: weights written to {arguments.save_weights}")
     if arguments.save_onnx:
         from nnaccel.models.dqn.onnx_export import save_onnx
 
-        save_onnx(arguments.save_onnx, dqn_layers(weights["fc2_w"].shape[1]), weights, name="dqn")
+        with writing("--save-onnx", arguments.save_onnx):
+            save_onnx(arguments.save_onnx, dqn_layers(weights["fc2_w"].shape[1]), weights, name="dqn")
         print(f"nnaccel: the network written as ONNX to {arguments.save_onnx}")
     plan = _compile(arguments, weights)
     accelerator_run = simulate_dqn_plan(arguments, plan, states=states)
@@ -392,7 +395,8 @@ def play(arguments):
     else:
         print(f"weights: {weights_note}")
     if gif is not None:
-        gif.save(arguments.gif)
+        with writing("--gif", arguments.gif):
+            gif.save(arguments.gif)
         print(f"nnaccel: GIF of episode 1 ({len(gif)} steps) written to {arguments.gif}")
     ratio = f" ({mean / random_mean:.1f} times the random policy's)" if random_mean > 0 else ""
     chooser = (f"the first {arguments.rtl_steps} steps of each on the accelerator, the rest chosen by the golden "

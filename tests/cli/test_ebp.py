@@ -65,3 +65,12 @@ def test_training_on_a_users_csv_on_the_rtl_ring(tiny_csv, tmp_path):
     assert main(["run", "ebp", "--data", str(tiny_csv), "--epochs", "2", "--rtl", "--json", str(report_path)]) == 0
     _, training = _training(report_path)
     assert training["rtl"]["bit_exact"] is True and len(training["rtl"]["cycles_per_epoch"]) == 2
+
+
+def test_the_pwl_plot_is_drawn_only_into_out(tmp_path, monkeypatch, capsys):
+    """Without ``--out`` the job writes no file; with it, the plot and nothing else."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "ebp", "--only", "pwl"]) == 0
+    assert list(tmp_path.iterdir()) == []
+    assert main(["run", "ebp", "--only", "pwl", "--out", "plots/pwl"]) == 0
+    assert [path.name for path in (tmp_path / "plots" / "pwl").iterdir()] == ["pwl_sigmoid.png"]
