@@ -157,7 +157,7 @@ def _command(commands, name, summary, description, arguments, handler):
     except ModuleNotFoundError as error:
         # The command's options come from an optional extra that is not installed: the other commands still run,
         # and this one says what to install (exit 3) whatever follows it.
-        extra = name if name in OPTIONAL_PACKAGES else _extra_of(error.name)
+        extra = name if error.name in OPTIONAL_PACKAGES.get(name, ()) else _extra_of(error.name)
         if extra is None:
             raise
         parser.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
