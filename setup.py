@@ -6,7 +6,7 @@ under a floor folder becomes ``nnaccel.<floor>.<...>``, so a new room needs no e
 
 from setuptools import find_packages, setup
 
-FLOORS = ("hw", "models", "sim", "testbench", "dse", "cli")
+FLOORS = ("hw", "models", "train", "sim", "testbench", "dse", "cli")
 
 setup(
     packages=["nnaccel"] + [f"nnaccel.{floor}" for floor in FLOORS]

@@ -7,7 +7,8 @@ from nnaccel.sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_pr
 from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
 from nnaccel.sim.fpga.systems import SYSTEMS, system
 
-from nnaccel.cli.report import EXIT_DONE, add_json_argument, write_json
+from nnaccel.cli.report import (EXIT_DONE, add_json_argument, make_output_directory, output_directory, write_json,
+                                writing)
 
 __all__ = ["add_verilog_arguments", "add_synth_arguments", "run_verilog", "run_synth", "CYCLONE_V_5CSEMA5",
            "fit_summary", "JSON_SCHEMA"]
@@ -21,7 +22,8 @@ CYCLONE_V_5CSEMA5 = {"name": "Cyclone V 5CSEMA5", "alms": 32_070, "dsp_blocks": 
 def add_verilog_arguments(parser):
     parser.add_argument("system", choices=sorted(SYSTEMS), help="the system or component to generate")
     parser.add_argument("--board", choices=BOARDS, required=True, help="target board")
-    parser.add_argument("--out", metavar="DIR", help="output directory (default build/<module>_<board>)")
+    parser.add_argument("--out", metavar="DIR", type=output_directory,
+                        help="output directory (default build/<module>_<board>)")
     parser.add_argument("--clock-mhz", type=_clock_mhz, default=DEFAULT_CLOCK_MHZ, metavar="MHZ",
                         help=f"clock constraint in the .sdc, 1 to 1000 MHz (default {DEFAULT_CLOCK_MHZ:g})")
 
@@ -54,9 +56,12 @@ def run_verilog(arguments):
     chosen = system(arguments.system)
     component = chosen.build()
     module_name = component.module_name
+    out_dir = arguments.out or Path("build") / f"{module_name}_{arguments.board}"
+    make_output_directory("--out", out_dir)
     print(f"nnaccel: generating {module_name} ({chosen.description}) for the {arguments.board} ...", flush=True)
-    project_name, paths = write_project(component, module_name, board=arguments.board, clock_mhz=arguments.clock_mhz,
-                                        out_dir=arguments.out or Path("build") / f"{module_name}_{arguments.board}")
+    with writing("--out", out_dir):
+        project_name, paths = write_project(component, module_name, board=arguments.board,
+                                            clock_mhz=arguments.clock_mhz, out_dir=out_dir)
     directory = paths[0].parent
     print(f"nnaccel: Quartus project {project_name} in {directory}: "
           f"{', '.join(sorted(path.name for path in paths))}")

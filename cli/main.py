@@ -14,6 +14,8 @@
     nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
     nnaccel dse cost --modules M --lanes L [--format F] ...            the RTL family's cost of the DQN per layer
     nnaccel dse validate [--cases N] [--scheduler ADDR] [--json F]     the RTL family's cost model against the RTL
+    nnaccel train dqn --out DIR [--smoke | --export FILE]              train the DQN for Breakout (PyTorch)
+    nnaccel train capsnet [--variant V] [--epochs N] --out FILE        train and quantize the CapsNet (PyTorch)
     nnaccel info                                                       toolchain, simulators and cache
 
 :func:`main` maps what a job raises to the exit status (:mod:`cli.report`): bad input
@@ -23,6 +25,7 @@ its log), anything else 4 with the traceback written to a file; a job returns 0 
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -30,12 +33,13 @@ import traceback
 from importlib import metadata
 
 from nnaccel.cli import capsnet as capsnet_job
-from nnaccel.cli import dqn as dqn_job
 from nnaccel.cli import dse as dse_job
 from nnaccel.cli import float_units as float_job
 from nnaccel.cli import fpga as fpga_job
-from nnaccel.cli import net as net_job
 from nnaccel.cli import pe_ring as ebp_job
+from nnaccel.cli import train as train_job
+from nnaccel.cli.dqn import atari as dqn_job
+from nnaccel.cli.dqn import net as net_job
 from nnaccel.cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
                         human_output_to_stderr)
 from nnaccel.models.shared.cache import cache_root
@@ -53,7 +57,7 @@ TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatErr
 EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
 # Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
 OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",),
-                     "onnx": ("onnx", "onnxruntime")}
+                     "onnx": ("onnx", "onnxruntime"), "dse": ("torch", "optuna", "matplotlib")}
 
 EXIT_STATUSES = """exit status: 0 done and checked; 1 the check failed (a mismatch); 2 bad usage or bad input \
 (one line: the file, the fault, what was expected); 3 a tool or the simulator failed (the message names its log); \
@@ -131,17 +135,41 @@ _COMMANDS = (
      "accelerator searched together, against its baselines; cost: the RTL family's cost of a network on one "
      "configuration of the DQN accelerator; validate: that cost model against the simulated RTL.",
      dse_job.add_arguments, None),
+    ("train", "how the shipped weights were made: the DQN for Breakout, the CapsNet on MNIST (PyTorch)",
+     "Train a network whose weights ship with nnaccel, as they were made. dqn: the thesis' DQN for Breakout "
+     "(imitation of a scripted player, DAgger, DQN fine-tuning; hours, resumable); capsnet: the CapsNet on MNIST, "
+     "quantized to the 8-bit golden model. Needs the [train] extra (PyTorch).",
+     train_job.add_arguments, None),
     ("info", "show toolchain versions and the build cache",
      "Show the versions of nnaccel, Amaranth, cocotb and the simulators, and where the build cache is.",
      lambda parser: None, _info),
 )
 
 
+def _extra_of(package):
+    return next((extra for extra, packages in OPTIONAL_PACKAGES.items() if package in packages), None)
+
+
 def _command(commands, name, summary, description, arguments, handler):
     parser = commands.add_parser(name, help=summary, description=description, epilog=EXIT_STATUSES)
-    arguments(parser)
+    try:
+        arguments(parser)
+    except ModuleNotFoundError as error:
+        # The command's options come from an optional extra that is not installed: the other commands still run,
+        # and this one says what to install (exit 3) whatever follows it.
+        extra = name if error.name in OPTIONAL_PACKAGES.get(name, ()) else _extra_of(error.name)
+        if extra is None:
+            raise
+        parser.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        message = (f"nnaccel {name} needs the Python package {error.name}, which is not installed: "
+                   f"pip install -e '.[{extra}]'")
+        handler = functools.partial(_raise_tool_error, message)
     if handler is not None:             # None: the command's subcommands set their own handlers
         parser.set_defaults(handler=handler)
+
+
+def _raise_tool_error(message, arguments):
+    raise ToolError(message)
 
 
 def build_parser():
@@ -187,7 +215,7 @@ def _run(arguments):
         print(f"nnaccel: error: {error}", file=sys.stderr)
         return EXIT_TOOL_FAILED
     except ModuleNotFoundError as error:
-        extra = next((extra for extra, packages in OPTIONAL_PACKAGES.items() if error.name in packages), None)
+        extra = _extra_of(error.name)
         if extra is None:
             print(_internal_error(error), file=sys.stderr)
             return EXIT_INTERNAL_ERROR

@@ -9,10 +9,9 @@ model, and compares both after every epoch; ``--rtl`` / ``--rtl64`` also run the
 losses read back after every epoch with the golden model's.
 The built-in tasks are scikit-learn's digits; ``--data`` trains an F-H-1 network on a user's data set
 (:mod:`models.pe_ring.data_set`) on 4 PEs, with as many training samples as the local memory holds.
-Needs scikit-learn (digits) and matplotlib (plot).
+Needs scikit-learn (digits) and matplotlib (the plot, drawn only into ``--out DIR``).
 """
 
-from pathlib import Path
 
 import numpy as np
 
@@ -25,8 +24,8 @@ from nnaccel.models.pe_ring.ring import RingModel
 from nnaccel.models.shared import fixed_point as fx
 from nnaccel.models.shared.input_files import InputError
 
-from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, json_float, positive_int, progress,
-                        write_json)
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, json_float, make_output_directory,
+                                output_directory, positive_int, progress, write_json, writing)
 
 __all__ = ["add_arguments", "run", "train", "ring_capacity", "JSON_SCHEMA"]
 
@@ -249,8 +248,9 @@ def add_arguments(parser):
                              f"network)")
     parser.add_argument("--rtl64", action="store_true",
                         help="also train 64-64-1 on a simulated 64-PE ring (the build takes about 20 minutes)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="write the PWL plot (pwl_sigmoid.png) into DIR (no plot without it)")
+    parser.add_argument("--out", type=output_directory, metavar="DIR",
+                        help="also draw the PWL activation against the exact sigmoid, as DIR/pwl_sigmoid.png (the "
+                             "directory is made if missing)")
     add_json_argument(parser)
 
 
@@ -266,12 +266,11 @@ def run(arguments):
     if arguments.out is not None and "pwl" not in parts:
         raise InputError("--out applies to the PWL plot only (the default run or --only pwl)")
     if "pwl" in parts:
-        if arguments.out is not None and arguments.out.exists() and not arguments.out.is_dir():
-            raise InputError(f"--out {arguments.out}: a file, expected a directory for the plot")
         document["pwl"] = pwl_rows()
         if arguments.out is not None:
-            arguments.out.mkdir(parents=True, exist_ok=True)
-            plot_sigmoid(arguments.out / "pwl_sigmoid.png")
+            make_output_directory("--out", arguments.out)
+            with writing("--out", arguments.out):
+                plot_sigmoid(arguments.out / "pwl_sigmoid.png")
     if "cycles" in parts:
         document["cycles"] = cycle_rows()
     if "data" in parts:

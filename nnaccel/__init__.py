@@ -1,9 +1,9 @@
 """nnaccel: a cycle-accurate, RTL-level framework for neural-network accelerators.
 
 Installed, the repository's floors are this package's subpackages: ``nnaccel.hw`` (Amaranth components),
-``nnaccel.models`` (golden models, compilers), ``nnaccel.sim`` (build and run harness, FPGA flow),
-``nnaccel.testbench`` (cocotb test modules), ``nnaccel.dse`` (design-space exploration) and ``nnaccel.cli``
-(the ``nnaccel`` command).  In the repository they stay top-level folders; ``setup.py`` maps them here.
+``nnaccel.models`` (golden models, compilers), ``nnaccel.train`` (how the shipped weights were made),
+``nnaccel.sim`` (build and run harness, FPGA flow), ``nnaccel.testbench`` (cocotb test modules), ``nnaccel.dse``
+(design-space exploration) and ``nnaccel.cli`` (the ``nnaccel`` command).  In the repository they stay top-level folders; ``setup.py`` maps them here.
 """
 
 from importlib import metadata

@@ -1,14 +1,17 @@
 """The tree's import rules, checked on the import graph of every module (imports inside functions too).
 
-Floors, lowest first: ``hw`` -> ``models`` -> ``sim`` -> ``testbench`` -> ``dse`` -> ``cli``.  A module imports
+Floors, lowest first: ``hw`` -> ``models`` -> ``train`` -> ``sim`` -> ``testbench`` -> ``dse`` -> ``cli``.  A module imports
 from its own floor or the floors below it, never above.  Inside a floor, a system's room (``dqn``, ``pe_ring``,
 ``capsnet``; ``dcp`` and ``dance`` in ``dse``) imports its own room and the floor's ``shared`` room, never another
 system's room, and ``shared`` imports no system's room.  In ``dse`` there is a second kind of room, the design-space
 *families* (``template``, ``rtl``: a hardware family's design space, cost model, sampler and labelling): the search
 rooms (``dcp``, ``dance``) may import the families (they consume any family through one protocol each,
 ``dse.dcp.space`` and ``dse.dance.hardware_space``), a family imports only itself and ``shared``, never a search
-room nor another family.  In ``cli`` one module per job: a job imports no other job
-(only ``cli.main`` knows them all, and ``cli.report`` is what they share).
+room nor another family.  In ``cli`` one module per job (the modules ``cli.main``
+imports, its only link to them): a job imports no other job.  What every job shares is ``cli.report``; what the jobs
+of one system share lives in that system's room beside them (``cli.dqn``: ``run dqn`` and ``play`` in ``atari``,
+``run net`` in ``net``, their simulation and report helpers in ``accelerator_run``), which other rooms' jobs do not
+import.
 """
 
 import ast
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FLOORS = ("hw", "models", "sim", "testbench", "dse", "cli")
+FLOORS = ("hw", "models", "train", "sim", "testbench", "dse", "cli")
 PACKAGE = "nnaccel"     # installed, every floor is a subpackage of it (setup.py)
 SHARED_ROOM = "shared"
 FAMILY_ROOMS = {"dse": ("template", "rtl")}     # rooms the floor's other rooms may import (never the reverse)
@@ -94,14 +97,18 @@ def violations(root=ROOT):
     return broken
 
 
+def cli_jobs(root=ROOT):
+    """The job modules: the modules (not packages) of ``cli`` that ``cli.main`` imports."""
+    return {module for module in imported_modules(root / "cli" / "main.py", root)
+            if module.startswith("cli.") and module != CLI_SHARED and not _is_package(module.split("."))}
+
+
 def _rule_broken(importer, imported):
     (floor, room), (imported_floor, imported_room) = room_of(importer), room_of(imported)
     if FLOORS.index(imported_floor) > FLOORS.index(floor):
         return f"floor {floor!r} must not import from the floor above it, {imported_floor!r}"
     if floor == "cli" and imported_floor == "cli":
-        if importer not in (CLI_ENTRY, CLI_SHARED) and imported not in (CLI_SHARED, "cli") and imported != importer:
-            return "a job imports no other job (what jobs share lives in cli.report)"
-        return None
+        return _cli_rule_broken(importer, imported, room, imported_room)
     if floor != imported_floor or room == imported_room or imported_room in (None, SHARED_ROOM):
         return None
     if room is None:
@@ -115,6 +122,16 @@ def _rule_broken(importer, imported):
     if imported_room in families:
         return None     # a search room consumes the families
     return f"room {floor}.{room} must not import another system's room, {imported_floor}.{imported_room}"
+
+
+def _cli_rule_broken(importer, imported, room, imported_room):
+    if importer == CLI_ENTRY or imported in (CLI_SHARED, "cli", importer):
+        return None
+    if imported in cli_jobs():
+        return "a job imports no other job (what jobs share lives in cli.report, or in their system's room)"
+    if room is None or room != imported_room:
+        return f"{importer} must not import {imported}: outside its system's room only cli.report is shared"
+    return None
 
 
 def test_the_tree_keeps_its_import_rules():
@@ -132,7 +149,10 @@ def test_every_import_goes_through_the_package():
     ("sim.harness", "testbench.shared.exchange", "floor 'sim' must not import from the floor above it, 'testbench'"),
     ("hw.capsnet.accelerator", "hw.dqn.config", "room hw.capsnet must not import another system's room, hw.dqn"),
     ("hw.shared.host_port", "hw.dqn.config", "the shared room must not import the system room hw.dqn"),
-    ("cli.capsnet", "cli.dqn", "a job imports no other job"),
+    ("cli.capsnet", "cli.dqn.atari", "a job imports no other job"),
+    ("cli.dqn.net", "cli.dqn.atari", "a job imports no other job"),
+    ("cli.capsnet", "cli.dqn.accelerator_run", "cli.capsnet must not import cli.dqn.accelerator_run"),
+    ("cli.dqn.net", "cli.dqn.accelerator_run", None),
     ("cli.capsnet", "cli.report", None),
     ("dse.dcp.space", "dse.rtl.dataflow_space", None),
     ("dse.dance.hardware_space", "dse.template.hardware_space", None),
@@ -142,6 +162,8 @@ def test_every_import_goes_through_the_package():
     ("dse.dcp.search", "dse.dance.evaluator", "room dse.dcp must not import another system's room"),
     ("testbench.dqn.host", "sim.harness", None),
     ("models.dqn.plan", "hw.dqn.config", None),
+    ("models.dqn.network", "train.dqn.network", "floor 'models' must not import from the floor above it, 'train'"),
+    ("train.dqn.trainer", "models.dqn.episodes", None),
 ])
 def test_each_rule_names_what_it_forbids(importer, imported, message):
     reason = _rule_broken(importer, imported)

@@ -85,14 +85,6 @@ class QFormat:
         return 2.0 ** -self.frac_bits
 
     @property
-    def min_value(self):
-        return self.min_raw * self.resolution
-
-    @property
-    def max_value(self):
-        return self.max_raw * self.resolution
-
-    @property
     def name(self):
         """Short name for module names and tables: ``q5_10`` (signed) or ``uq6_10`` (unsigned)."""
         integer_bits = self.width - self.frac_bits - (1 if self.signed else 0)

@@ -180,7 +180,7 @@ def load_capsnet(variant="full", *, path=None):
         path = weights_path(variant)
         if not path.exists():
             raise InputError(f"{path}: no shipped CapsNet weights for the {variant} variant; train them with "
-                             f"`python -m nnaccel.models.capsnet.train --variant {variant}`")
+                             f"`nnaccel train capsnet --variant {variant} --out {path}`")
     arrays = load_arrays(path, expected=_FILE_LAYOUT)
     require_keys(path, arrays, _ARRAY_KEYS + _SHIFT_KEYS + _FRAC_KEYS + _HEADER_KEYS, expected=_FILE_LAYOUT)
     scalars = {key: _integer_scalar(path, key, arrays[key]) for key in _SHIFT_KEYS + _FRAC_KEYS + _SIZE_KEYS}

@@ -95,10 +95,6 @@ class CapsNetShape:
         return self.step1_macs * (OPS_PER_MUL + OPS_PER_ADD)
 
     @property
-    def step2_operations(self):
-        return self.step2_macs * (OPS_PER_MUL + OPS_PER_ADD)
-
-    @property
     def routing_operations(self):
         """Hardware routing (1 iteration, shifts): the sum over i of the 10x16 predictions (adds),
         the squared lengths (16 mul + 15 add per class) and the argmax (9 compares as adds)."""

@@ -13,7 +13,7 @@ output.  A weights file is an ``.npz`` with the keys ``conv1_w conv1_b conv2_w c
 fc2_w fc2_b`` in those shapes (:func:`save_weights`, :func:`load_weights` check them).
 
 Trained weights ship in :data:`TRAINED_WEIGHTS` (``data/dqn_breakout.npz``, 18 actions, trained for Breakout by
-:mod:`models.dqn.train`; ``data/dqn_breakout.json`` says how).  :func:`seeded_weights` draws untrained He-uniform
+:mod:`train.dqn.trainer`, ``nnaccel train dqn``; ``data/dqn_breakout.json`` says how).  :func:`seeded_weights` draws untrained He-uniform
 weights (uniform in +-sqrt(6 / fan_in), NumPy ``default_rng(seed)``, layer by layer in the order above) and small
 uniform biases (+-0.01), which exercise every datapath with realistic magnitudes.
 """

@@ -241,6 +241,44 @@ CASES = {
     "verilog clock": ("verilog dqn --board de1soc --clock-mhz 0",
                       "nnaccel verilog: error: argument --clock-mhz: must be a number of MHz from 1 to 1000, not '0'"),
     "verilog board": ("verilog dqn", "nnaccel verilog: error: the following arguments are required: --board"),
+    # ---- files and directories to write: said before the job's work, nothing written
+    "verilog out impossible": ("verilog dqn --board de1soc --out /proc/x",
+                               "nnaccel: error: --out /proc/x: cannot make the directory: No such file or directory"),
+    "verilog out under a file": ("verilog dqn --board de1soc --out {d}/notnpy.txt/project",
+                                 "nnaccel: error: --out {d}/notnpy.txt/project: cannot make the directory: Not a "
+                                 "directory"),
+    "verilog out a file": ("verilog dqn --board de1soc --out {d}/notnpy.txt",
+                           "nnaccel verilog: error: argument --out: {d}/notnpy.txt exists and is not a directory"),
+    "dqn save-weights impossible": ("run dqn --save-weights /proc/x.npz",
+                                    "nnaccel run dqn: error: argument --save-weights: cannot write /proc/x.npz: No "
+                                    "such file or directory"),
+    "dqn save-onnx a directory": ("run dqn --save-onnx {d}",
+                                  "nnaccel run dqn: error: argument --save-onnx: cannot write {d}: it is a directory"),
+    "play gif impossible": ("play --gif /proc/x.gif",
+                            "nnaccel play: error: argument --gif: cannot write /proc/x.gif: No such file or "
+                            "directory"),
+    "float json impossible": ("run float --json /proc/x.json",
+                              "nnaccel run float: error: argument --json: cannot write /proc/x.json: No such file or "
+                              "directory"),
+    "net json no directory": ("run net {d}/model.onnx --json {d}/nowhere/report.json",
+                              "nnaccel run net: error: argument --json: cannot write {d}/nowhere/report.json: the "
+                              "directory {d}/nowhere does not exist"),
+    "ebp out impossible": ("run ebp --only pwl --out /proc/x",
+                           "nnaccel: error: --out /proc/x: cannot make the directory: No such file or directory"),
+    "ebp out a file": ("run ebp --only pwl --out {d}/notnpy.txt",
+                       "nnaccel run ebp: error: argument --out: {d}/notnpy.txt exists and is not a directory"),
+    "train dqn out a file": ("train dqn --out {d}/notnpy.txt",
+                             "nnaccel train dqn: error: argument --out: {d}/notnpy.txt exists and is not a directory"),
+    "train dqn learning rate": ("train dqn --out {d}/run --learning-rate 0",
+                                "nnaccel train dqn: error: argument --learning-rate: must be a positive number, not "
+                                "'0'"),
+    "train capsnet out impossible": ("train capsnet --out /proc/x.npz",
+                                     "nnaccel train capsnet: error: argument --out: cannot write /proc/x.npz: No such "
+                                     "file or directory"),
+    "train capsnet idx dir": ("train capsnet --idx-dir {d}/nowhere --out {d}/w.npz",
+                              "nnaccel train capsnet: error: argument --idx-dir: {d}/nowhere is not a directory"),
+    "train capsnet epochs": ("train capsnet --epochs 0 --out {d}/w.npz",
+                             "nnaccel train capsnet: error: argument --epochs: must be a positive integer, not '0'"),
     "no command": ("", "nnaccel: error: the following arguments are required: COMMAND"),
     "no job": ("run", "nnaccel run: error: the following arguments are required: JOB"),
 }

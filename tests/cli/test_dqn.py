@@ -11,7 +11,7 @@ from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import TRAINED_WEIGHTS, dqn_layers, load_weights, save_weights, seeded_weights
 from nnaccel.models.dqn.plan import compile_network
-from nnaccel.cli import dqn as dqn_job
+from nnaccel.cli.dqn import atari as dqn_job
 from nnaccel.cli.main import main
 from nnaccel.testbench.dqn.host import AcceleratorRun
 

@@ -102,3 +102,22 @@ def test_json_to_standard_output_holds_only_the_json(tmp_path, capfd, json_optio
     assert document["schema"] == "nnaccel.synth/1" and document["systems"][0]["system"] == "fmul"
     human = captured.err if json_option == "-" else captured.out
     assert "float_multiplier_binary32_l2 on Cyclone V 5CSEMA5: fits" in human and "nnaccel: wall time" in human
+
+
+def test_a_command_whose_options_need_a_missing_extra_says_so_and_the_others_run(capsys):
+    """Without the [dse] extra (PyTorch), ``nnaccel dse ...`` exits 3 naming the extra; ``nnaccel`` itself still starts
+    (the options of ``dse cosearch`` come from DANCE's search settings, which import PyTorch)."""
+    from nnaccel.cli import main as cli_main
+
+    def options_needing_torch(parser):
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers(dest="command", required=True)
+    cli_main._command(commands, "dse", "summary", "description", options_needing_torch, None)
+    cli_main._command(commands, "info", "summary", "description", lambda parser: None, lambda arguments: 0)
+    assert parser.parse_args(["info"]).handler(None) == 0
+    arguments = parser.parse_args(["dse", "cost", "--modules", "2"])
+    with pytest.raises(cli_main.ToolError, match=r"^nnaccel dse needs the Python package torch, which is not "
+                                                 r"installed: pip install -e '\.\[dse\]'$"):
+        arguments.handler(arguments)

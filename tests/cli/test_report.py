@@ -57,3 +57,17 @@ def test_json_documents(tmp_path, capsys):
     report.write_json(tmp_path / "good.json", {"value": 1}, schema="nnaccel.test/1")
     assert json.loads((tmp_path / "good.json").read_text()) == {"schema": "nnaccel.test/1", "value": 1}
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_an_output_file_is_checked_by_writing_nothing(tmp_path):
+    """``output_file`` tries the file before the job runs: a new one is made and removed, an existing one keeps its
+    bytes; what cannot be written is the argparse error."""
+    import argparse
+
+    existing = tmp_path / "kept.json"
+    existing.write_text("old\n")
+    assert report.output_file(str(tmp_path / "new.json")) == str(tmp_path / "new.json")
+    assert report.output_file(str(existing)) == str(existing)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.json"] and existing.read_text() == "old\n"
+    with pytest.raises(argparse.ArgumentTypeError, match=f"^cannot write {tmp_path}: it is a directory$"):
+        report.output_file(str(tmp_path))

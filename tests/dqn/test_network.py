@@ -82,7 +82,7 @@ def test_reference_q_values_have_one_entry_per_action():
 
 
 def test_the_trained_weights_ship_and_tell_the_recorded_states_apart():
-    """The shipped Breakout network (models/dqn/train.py) loads as the thesis network and, unlike the seeded weights
+    """The shipped Breakout network (``nnaccel train dqn``) loads as the thesis network and, unlike the seeded weights
     (one action for every state), chooses more than one action over the recorded states, as the accelerator's
     golden model computes them; its provenance says which validated network it is."""
     from nnaccel.hw.dqn.config import DqnConfig

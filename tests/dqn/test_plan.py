@@ -60,24 +60,40 @@ def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
     assert thesis_plan.actions == 18
 
 
-# The descriptor word of the default configuration, LSB first (docs/dqn_accelerator.md): field widths written out
-# by hand (activation addresses 10 bits for 1,024 words, weight addresses 12 for 4,096, kernel_width and
-# first_column 7 bits for 84 elements, column_blocks_log2 3 bits for up to 16 blocks).
-DESCRIPTOR_WIDTHS = [("in_ram", 1), ("in_base", 10), ("in_channels", 12), ("in_height", 10), ("kernel_height", 8),
-                     ("kernel_width", 7), ("stride", 4), ("out_height", 12), ("out_width", 12), ("positions", 20),
-                     ("first_position", 20), ("first_oy", 12), ("first_ox", 12), ("first_row", 16),
-                     ("first_column", 7), ("column_blocks_log2", 3), ("out_channels", 12), ("products", 24),
-                     ("weight_base", 12), ("out_ram", 1), ("out_base", 10), ("packed_output", 1),
-                     ("position_major", 1), ("reduce", 1), ("relu", 1), ("last", 1)]
+def descriptor_widths(*, activation_address, row_element, column_blocks_log2, weight_address):
+    """The descriptor word's fields, LSB first (docs/dqn_accelerator.md), written out by hand; the widths that depend
+    on the configuration are given."""
+    return [("in_ram", 1), ("in_base", activation_address), ("in_channels", 12), ("in_height", 10),
+            ("kernel_height", 8), ("kernel_width", row_element), ("stride", 4), ("out_height", 12), ("out_width", 12),
+            ("positions", 20), ("first_position", 20), ("first_oy", 12), ("first_ox", 12), ("first_row", 16),
+            ("first_column", row_element), ("column_blocks_log2", column_blocks_log2), ("out_channels", 12),
+            ("products", 24), ("weight_base", weight_address), ("out_ram", 1), ("out_base", activation_address),
+            ("packed_output", 1), ("position_major", 1), ("reduce", 1), ("relu", 1), ("last", 1)]
 
 
-def decode(word):
+# The default configuration: activation addresses 10 bits for 1,024 words, 7 bits for 84 elements per row,
+# column_blocks_log2 3 bits for up to 16 blocks, weight addresses 12 bits for 4,096 words.
+DESCRIPTOR_WIDTHS = descriptor_widths(activation_address=10, row_element=7, column_blocks_log2=3, weight_address=12)
+# SMALL: 128 activation words, 12 elements per row, 2 modules (column_blocks_log2 0 or 1), 256 weight words.
+SMALL_WIDTHS = descriptor_widths(activation_address=7, row_element=4, column_blocks_log2=1, weight_address=8)
+
+
+def decode(word, widths=DESCRIPTOR_WIDTHS):
     fields, offset = {}, 0
-    for name, width in DESCRIPTOR_WIDTHS:
+    for name, width in widths:
         fields[name] = word >> offset & ((1 << width) - 1)
         offset += width
     assert word >> offset == 0, "bits beyond the last field"
     return fields
+
+
+def encode(fields, widths):
+    word, offset = 0, 0
+    for name, width in widths:
+        assert 0 <= fields[name] < 1 << width, name
+        word |= fields[name] << offset
+        offset += width
+    return word
 
 
 def test_descriptor_words_decode_to_the_thesis_layers(thesis_plan):
@@ -95,14 +111,38 @@ def test_descriptor_words_decode_to_the_thesis_layers(thesis_plan):
         "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 624, "packed_output": 1, "last": 1}
 
 
-def test_descriptors_are_encoded_from_their_fields(thesis_plan):
-    for layer in thesis_plan.layers:
-        assert decode(layer.encoded) == layer.descriptor
-        d = layer.descriptor
-        assert (d["first_position"], d["positions"]) == (0, d["out_height"] * d["out_width"])
-        assert d["products"] == d["in_channels"] * d["kernel_height"] * d["kernel_width"]
-        assert d["in_ram"] != d["out_ram"] and not d["reduce"] and not d["position_major"]
-    assert thesis_plan.descriptors == [layer.encoded for layer in thesis_plan.layers]
+def test_the_tiny_networks_descriptors_worked_by_hand():
+    """Every descriptor of the tiny network on SMALL, its fields worked out here from the layers' shapes and the
+    placement rules (a layer's output follows the last tensor in the other RAM; a layer's weight rows, products and
+    a bias row, follow the previous layer's), packed with the hand-written widths: the words the host writes."""
+    layers = tiny_layers()
+    plan = compile_network(SMALL, layers, random_pairs(layers), split="never")
+    zero = dict.fromkeys((name for name, _ in SMALL_WIDTHS), 0)
+    expected = [
+        # c1: 2 x 10 x 10 in RAM 0 words 0..19, 3 x 3 kernel at stride 2 -> 4 x 4 x 4 in RAM 1 words 0..15; 2 x 9
+        # products; weight rows 0..18.
+        zero | {"in_channels": 2, "in_height": 10, "kernel_height": 3, "kernel_width": 3, "stride": 2,
+                "out_height": 4, "out_width": 4, "positions": 16, "out_channels": 4, "products": 18, "out_ram": 1,
+                "relu": 1},
+        # c2: 4 x 4 x 4 -> 6 x 3 x 3 in RAM 0 after the input (words 20..37); 6 outputs on 4 lanes: 2 column blocks;
+        # weight rows 19..35 (16 products and the bias).
+        zero | {"in_ram": 1, "in_channels": 4, "in_height": 4, "kernel_height": 2, "kernel_width": 2, "stride": 1,
+                "out_height": 3, "out_width": 3, "positions": 9, "column_blocks_log2": 1, "out_channels": 6,
+                "products": 16, "weight_base": 19, "out_base": 20, "relu": 1},
+        # d1: a 3 x 3 kernel over the whole 6 x 3 x 3 input -> 7 outputs packed 4 per word in RAM 1 after c1's output
+        # (words 16, 17); weight rows 36..90 (54 products and the bias).
+        zero | {"in_base": 20, "in_channels": 6, "in_height": 3, "kernel_height": 3, "kernel_width": 3, "stride": 1,
+                "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 7,
+                "products": 54, "weight_base": 36, "out_ram": 1, "out_base": 16, "packed_output": 1, "relu": 1},
+        # d2: the 2 packed words of 4 (7 inputs and a padding element) -> 5 outputs packed in RAM 0 after c2's output
+        # (word 38); 8 products; weight rows 91..99; no ReLU; the last layer.
+        zero | {"in_ram": 1, "in_base": 16, "in_channels": 2, "in_height": 1, "kernel_height": 1, "kernel_width": 4,
+                "stride": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1,
+                "out_channels": 5, "products": 8, "weight_base": 91, "out_base": 38, "packed_output": 1, "last": 1},
+    ]
+    assert [decode(word, SMALL_WIDTHS) for word in plan.descriptors] == expected
+    assert plan.descriptors == [encode(fields, SMALL_WIDTHS) for fields in expected]
+    assert plan.weight_image.shape[0] == 100
 
 
 def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):

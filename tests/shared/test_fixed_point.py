@@ -24,7 +24,7 @@ def test_format_properties():
     assert (UQ8_8.min_raw, UQ8_8.max_raw, UQ8_8.name) == (0, 65535, "uq8_8")
     assert Q5_10.to_raw(1.0) == 1024 and Q5_10.to_raw(-0.5 / 1024) == -1 and Q5_10.to_raw(100.0) == 32767
     assert Q5_10.from_bits(Q5_10.to_bits(-3)) == -3
-    assert Q15_16.max_value == pytest.approx(32768 - 2 ** -16)
+    assert Q15_16.to_float(Q15_16.max_raw) == 32768 - 2 ** -16
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -26,9 +26,10 @@ from nnaccel.models.dqn.plan import SPLIT_MODES
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError, check_batch, load_single_array
 
-from nnaccel.cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument,
-                        golden_mismatches, json_float, layer_rows, layer_table, positive_int, q_value_fields,
-                        simulate_dqn_plan, timing_notes, write_json)
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, golden_mismatches, layer_rows, layer_table,
+                                             q_value_fields, simulate_dqn_plan, timing_notes)
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
+                                positive_int, write_json)
 
 __all__ = ["add_arguments", "run", "load_inputs", "JSON_SCHEMA"]
 

@@ -1,10 +1,11 @@
-"""Train the float CapsNet (PyTorch, CPU), quantize it and write ``models/capsnet/data/capsnet_<variant>.npz``.
+"""Train the float CapsNet (PyTorch, CPU), quantize it and write its weights file (the shipped ones are
+``models/capsnet/data/capsnet_<variant>.npz``).
 
-    python -m nnaccel.models.capsnet.train --variant reduced --epochs 6
-    python -m nnaccel.models.capsnet.train --variant full --epochs 3 [--idx-dir DIR]
+    nnaccel train capsnet --variant reduced --epochs 6 --out models/capsnet/data/capsnet_reduced.npz
+    nnaccel train capsnet --variant full --epochs 3 [--idx-dir DIR] --out models/capsnet/data/capsnet_full.npz
 
-Training is optional: the trained, quantized weights ship with the project, and nothing else
-imports PyTorch.  Install it with ``pip install torch`` (CPU wheel) only to retrain.
+Training is optional: the trained, quantized weights ship with the project, and nothing below the ``train`` floor
+imports PyTorch (the ``[train]`` extra, only to retrain; the command imports it and passes it in).
 
 Setting (Sabour et al. 2017 without the reconstruction decoder): margin loss (m+ 0.9, m- 0.1,
 lambda 0.5), Adam (lr 1e-3, decayed by 0.9 each epoch), batch 64, ``--routing`` iterations of
@@ -15,30 +16,20 @@ training time and the settings are stored in the weights file's metadata; the qu
 (:func:`models.capsnet.golden.quantize_capsnet`) is calibrated on the first 1,000 training images.
 """
 
-import argparse
 import time
 
 import numpy as np
 
-from nnaccel.models.capsnet import network as capsnet
-
 from nnaccel.models.capsnet import golden as capsnet_fixed
-
+from nnaccel.models.capsnet import network as capsnet
 from nnaccel.models.shared import mnist
+
+__all__ = ["train_and_quantize", "train", "build_model", "margin_loss", "accuracy"]
 
 MARGIN_POSITIVE, MARGIN_NEGATIVE, MARGIN_LAMBDA = 0.9, 0.1, 0.5
 LEARNING_RATE, LEARNING_RATE_DECAY, BATCH = 1e-3, 0.9, 64
 CALIBRATION_IMAGES = 1000
 RANGE_IMAGES = 256
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        raise SystemExit("training needs PyTorch: `pip install torch` (the CPU wheel is enough); "
-                         "inference and tests use the shipped weights and need no PyTorch") from None
-    return torch
 
 
 def build_model(torch, shape, routing):
@@ -90,10 +81,9 @@ def accuracy(torch, model, images, labels, iterations):
     return correct / len(images)
 
 
-def train(variant, epochs, routing, idx_dir, seed, max_batches=None, max_minutes=None):
-    torch = _torch()
+def train(torch, variant, epochs, routing, idx_dir, seed, max_batches=None, max_minutes=None):
+    """The float model trained: (parameters as float64 arrays, shape, train split, test split, metadata)."""
     torch.manual_seed(seed)
-    torch.set_num_threads(2)
     shape = capsnet.variant_shape(variant)
     if idx_dir:
         (train_x, train_y), (test_x, test_y) = (mnist.load_idx_split(idx_dir, s) for s in ("train", "test"))
@@ -140,29 +130,19 @@ def train(variant, epochs, routing, idx_dir, seed, max_batches=None, max_minutes
     return params, shape, (train_x, train_y), (test_x, test_y), metadata
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", choices=tuple(capsnet.VARIANTS), default="reduced")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--routing", type=int, default=3, help="routing iterations during training")
-    parser.add_argument("--idx-dir", help="directory of the official MNIST IDX files (default: npm digits)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-batches", type=int, help="stop each epoch after this many batches (timing)")
-    parser.add_argument("--max-minutes", type=float, help="no further epoch once another would pass this budget")
-    parser.add_argument("--output", help="weights file (default models/capsnet/data/capsnet_<variant>.npz)")
-    args = parser.parse_args(argv)
+def train_and_quantize(torch, out, *, variant, epochs, routing, idx_dir, seed, max_batches=None, max_minutes=None):
+    """Train (:func:`train`), quantize on the first training images, write the weights file ``out``, print the
+    accuracies and the shifts; returns the quantized network."""
     params, shape, (train_x, train_y), (test_x, test_y), metadata = train(
-        args.variant, args.epochs, args.routing, args.idx_dir, args.seed, args.max_batches, args.max_minutes)
+        torch, variant, epochs, routing, idx_dir, seed, max_batches, max_minutes)
     calibration = slice(0, CALIBRATION_IMAGES)
-    net = capsnet_fixed.quantize_capsnet(params, shape, train_x[:RANGE_IMAGES], variant=args.variant,
+    net = capsnet_fixed.quantize_capsnet(params, shape, train_x[:RANGE_IMAGES], variant=variant,
                                          metadata=metadata, sweep_images=train_x[calibration],
                                          sweep_labels=train_y[calibration])
     fixed = float(np.mean(capsnet_fixed.classify_fixed_batch(test_x, net) == test_y))
     net.metadata["fixed_test_accuracy"] = fixed
-    capsnet_fixed.save_capsnet(net, args.output or capsnet_fixed.weights_path(args.variant))
+    capsnet_fixed.save_capsnet(net, out)
     print(f"float32 test accuracy {metadata['float32_test_accuracy']}, fixed-point {fixed:.4f}; shifts "
           f"conv1 {net.conv1_shift} primary {net.primary_shift} digit {net.digit_shift} squash {net.squash_shift}")
-
-
-if __name__ == "__main__":
-    main()
+    print(f"weights written to {out}")
+    return net

@@ -14,7 +14,7 @@ of each episode from where the accelerator left it (the emulator is deterministi
 accelerator's actions and checks it sees the same frames).  ``--gif`` draws the first episode.
 
 Weights: by default the network trained for Breakout that ships in ``models/dqn/data/dqn_breakout.npz``
-(:mod:`models.dqn.train`: imitation of a scripted player that reads the emulator's RAM, DAgger, DQN
+(:mod:`train.dqn`, ``nnaccel train dqn``: imitation of a scripted player that reads the emulator's RAM, DAgger, DQN
 fine-tuning; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :mod:`models.dqn.network`;
 ``--seeded-weights`` the untrained He-uniform initialisation ``seeded_weights(seed=0)``.
 """
@@ -33,10 +33,11 @@ from nnaccel.models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers
 from nnaccel.models.dqn.plan import SPLIT_MODES, compile_network
 from nnaccel.models.shared.input_files import InputError, load_single_array
 
-from nnaccel.cli.report import (DQN_CLOCK_HZ, EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument,
-                        add_simulator_argument, golden_mismatches, json_float, layer_rows, layer_table,
-                        non_negative_int, output_file, positive_int, probability, q_value_fields,
-                        simulate_dqn_plan, timing_notes, write_json)
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, golden_mismatches, layer_rows, layer_table,
+                                             q_value_fields, simulate_dqn_plan, timing_notes)
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument,
+                                json_float, non_negative_int, output_file, positive_int, probability, write_json,
+                                writing)
 
 __all__ = ["add_arguments", "run", "add_play_arguments", "play", "THESIS_TABLE", "JSON_SCHEMAS"]
 
@@ -207,7 +208,7 @@ _THESIS = {"name": "thesis", "input": THESIS_INPUT_CYCLES, "total": THESIS_TOTAL
 
 
 def _layer_rows(plan, run):
-    """:func:`cli.report.layer_rows` with the thesis' time and GFLOPS of each layer."""
+    """:func:`cli.dqn.accelerator_run.layer_rows` with the thesis' time and GFLOPS of each layer."""
     rows = layer_rows(plan, run, DQN_CLOCK_HZ)
     for row in rows:
         row["thesis_ms"], row["thesis_gflops"] = THESIS_TABLE.get(row["name"], (None, None))
@@ -271,12 +272,14 @@ def run(arguments):
         states, source = _recorded_states(arguments.states), "recorded Breakout states (models/dqn/data)"
     weights, weights_note = _weights(arguments)
     if arguments.save_weights:
-        save_weights(arguments.save_weights, weights)
+        with writing("--save-weights", arguments.save_weights):
+            save_weights(arguments.save_weights, weights)
         print(f"nnaccel: weights written to {arguments.save_weights}")
     if arguments.save_onnx:
         from nnaccel.models.dqn.onnx_export import save_onnx
 
-        save_onnx(arguments.save_onnx, dqn_layers(weights["fc2_w"].shape[1]), weights, name="dqn")
+        with writing("--save-onnx", arguments.save_onnx):
+            save_onnx(arguments.save_onnx, dqn_layers(weights["fc2_w"].shape[1]), weights, name="dqn")
         print(f"nnaccel: the network written as ONNX to {arguments.save_onnx}")
     plan = _compile(arguments, weights)
     accelerator_run = simulate_dqn_plan(arguments, plan, states=states)
@@ -392,7 +395,8 @@ def play(arguments):
     else:
         print(f"weights: {weights_note}")
     if gif is not None:
-        gif.save(arguments.gif)
+        with writing("--gif", arguments.gif):
+            gif.save(arguments.gif)
         print(f"nnaccel: GIF of episode 1 ({len(gif)} steps) written to {arguments.gif}")
     ratio = f" ({mean / random_mean:.1f} times the random policy's)" if random_mean > 0 else ""
     chooser = (f"the first {arguments.rtl_steps} steps of each on the accelerator, the rest chosen by the golden "

@@ -1,0 +1,142 @@
+"""The DQN accelerator's runs as the jobs ``run dqn``, ``play`` and ``run net`` report them: the simulation with a
+progress display, the check of every output against the golden model, and the per-layer cycle table from the
+hardware counters."""
+
+import numpy as np
+
+from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.models.shared.float_arith import to_binary32
+
+from nnaccel.cli.report import json_float, progress
+
+__all__ = ["DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches", "q_value_fields", "gflops", "layer_rows",
+           "layer_table", "timing_notes"]
+
+
+DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in the DQN accelerator's reports
+
+def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states"):
+    """Build the accelerator of ``plan.config`` (cached) and run ``plan`` on ``states`` (or the ``play`` host loop)
+    with a progress display: the :class:`testbench.dqn.host.AcceleratorRun`.  ``arguments`` gives
+    ``simulator`` and ``waves``."""
+    from nnaccel.hw.dqn.accelerator import DqnAccelerator
+    from nnaccel.testbench.dqn.host import run_on_accelerator
+
+    print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
+          f"(cached after the first run) and simulating ...", flush=True)
+    with progress(what, before_first="weight load"):
+        return run_on_accelerator(DqnAccelerator(config=plan.config), plan, states, play=play,
+                                  simulator=arguments.simulator, waves=arguments.waves or None)
+
+
+def golden_mismatches(plan, states, run):
+    """Every input's outputs, action and its value against the golden model: ``(mismatch lines, GoldenRuns,
+    per input bit-exact)``."""
+    from nnaccel.models.dqn.golden import golden_forward
+
+    digits = plan.config.fmt.width // 4
+    mismatches, goldens, exact = [], [], []
+    for index, state in enumerate(states):
+        golden = golden_forward(plan, state)
+        goldens.append(golden)
+        found = len(mismatches)
+        wrong = np.flatnonzero(run.q_values[index] != golden.q_values)
+        for output in wrong[:4]:
+            mismatches.append(f"state {index}: Q[{output}] = {run.q_values[index][output]:0{digits}X}, "
+                              f"golden {golden.q_values[output]:0{digits}X}")
+        if len(wrong) > 4:
+            mismatches.append(f"state {index}: ... {len(wrong)} of {len(golden.q_values)} Q-values differ")
+        if (run.actions[index], run.action_values[index]) != (golden.action, golden.action_value):
+            mismatches.append(f"state {index}: ACTION {run.actions[index]} (value {run.action_values[index]:0{digits}X}), "
+                              f"golden {golden.action} ({golden.action_value:0{digits}X})")
+        exact.append(len(mismatches) == found)
+    return mismatches, goldens, exact
+
+
+def q_value_fields(prefix, bits, fmt=BINARY32):
+    """Outputs as floats and as bit patterns of ``fmt`` (hex), under ``prefix``."""
+    bits = np.asarray(bits, dtype=np.uint32)
+    return {f"{prefix}q_values": [json_float(value) for value in to_binary32(fmt, bits)],
+            f"{prefix}q_bits": [f"0x{int(word):0{fmt.width // 4}X}" for word in bits]}
+
+
+def gflops(macs, cycles, clock_hz):
+    return 2 * macs * clock_hz / cycles / 1e9 if cycles else 0.0
+
+
+def layer_rows(plan, run, clock_hz):
+    """Per network layer: the counters of the first inference summed over its passes, with time, GFLOPS and
+    MAC utilisation derived; ``passes`` lists the passes of a layer the compiler split."""
+    counters = run.layer_counters[0]
+    rows = {}
+    for layer, (cycles, products, stalls, drains) in zip(plan.layers, counters):
+        row = rows.setdefault(layer.network_layer, {
+            "name": layer.network_layer, "cycles": 0, "product_cycles": 0, "ideal_cycles": 0, "stall_cycles": 0,
+            "drain_cycles": 0, "macs": 0, "passes": []})
+        counted = {"cycles": int(cycles), "product_cycles": int(products), "ideal_cycles": layer.product_cycles,
+                   "stall_cycles": int(stalls), "drain_cycles": int(drains)}
+        for key, value in counted.items():
+            row[key] += value
+        row["macs"] += layer.ideal_macs
+        row["passes"].append({"name": layer.name, **counted})
+    for row in rows.values():
+        cycles = row["cycles"]
+        row.update({"time_ms": cycles / clock_hz * 1e3, "gflops": gflops(row["macs"], cycles, clock_hz),
+                    "mac_utilisation": row["macs"] / (cycles * plan.config.macs) if cycles else 0.0})
+    return list(rows.values())
+
+
+def layer_table(plan, run, rows, clock_hz, *, reference=None):
+    """The per-layer cycle table of the first inference.  ``reference`` adds columns after a ``|``: a dict with
+    ``name`` (e.g. "thesis"), ``input`` (its input-load cycles), ``total`` ((ms, GFLOPS, cycles)) and per row
+    ``thesis_ms`` / ``thesis_gflops`` already in ``rows`` (None: "-")."""
+    def number(value, digits):
+        return f"{value:.{digits}f}" if value is not None else "-"
+
+    def counts(name, row):
+        return (f"{name:<12}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
+                f"{row['drain_cycles']:>7}")
+
+    def side(*columns):
+        return f"  |{columns[0]:>10}{columns[1]:>8}" if reference else ""
+
+    header = (f"{'layer':<12}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}{'MAC use':>9}"
+              + side(f"{reference['name']} ms" if reference else "", "GFLOPS"))
+    lines = [header, "-" * len(header)]
+    load = int(run.load_cycles[0])
+    lines.append(f"{'INPUT':<12}{load:>8}{'':>8}{'':>8}{'':>7}{load / clock_hz * 1e3:>8.4f}{'-':>8}{'-':>9}"
+                 + side(f"{reference['input'] / clock_hz * 1e3:.3f}" if reference else "", "-"))
+    for row in rows:
+        lines.append(f"{counts(row['name'], row)}{row['time_ms']:>8.4f}{row['gflops']:>8.1f}"
+                     f"{row['mac_utilisation']:>9.1%}"
+                     + side(number(row.get("thesis_ms"), 3), number(row.get("thesis_gflops"), 1)))
+        if len(row["passes"]) > 1:
+            for part in row["passes"]:
+                lines.append(counts("  " + (part["name"][len(row["name"]):].strip() or "main"), part))
+    total = int(run.total_cycles[0])
+    macs = sum(layer.ideal_macs for layer in plan.layers)
+    lines.append("-" * len(header))
+    lines.append(f"{'total':<12}{total:>8}{sum(r['ideal_cycles'] for r in rows):>8}{'':>8}{'':>7}"
+                 f"{total / clock_hz * 1e3:>8.4f}{gflops(macs, total, clock_hz):>8.1f}"
+                 f"{macs / (total * plan.config.macs):>9.1%}"
+                 + side(f"{reference['total'][0]:.3f}" if reference else "",
+                        f"{reference['total'][1]:.1f}" if reference else ""))
+    compared = (f"; {reference['name']} total {reference['total'][2]:,} cycles; input {load} cycles vs the "
+                f"{reference['name']}' {reference['input']:,}") if reference else ""
+    lines.append(f"(cycles: TOTAL_CYCLES and the per-pass counters of the first inference; a split layer's passes are "
+                 f"listed under it (main, tail / partials: partial sums on idle modules, sum: their reduction); "
+                 f"ideal = groups x (products + 1); stalls = cycles a product waited for the writer or the taps; "
+                 f"drain = cycles at a pass's end waiting for its last writes{compared})")
+    return lines
+
+
+def timing_notes(plan, run):
+    """Lines about anything data-dependent in the timing (there should be none) or off the analytic count."""
+    notes = []
+    if len(set(run.total_cycles.tolist())) > 1:
+        notes.append(f"note: TOTAL_CYCLES differs between states: {sorted(set(run.total_cycles.tolist()))}")
+    for layer, products in zip(plan.layers, run.layer_counters[0][:, 1]):
+        if products != layer.product_cycles:
+            notes.append(f"note: {layer.name} took products on {products} cycles; the mapping needs "
+                         f"{layer.product_cycles}")
+    return notes
