@@ -14,7 +14,7 @@ import argparse
 import time
 from dataclasses import asdict
 
-from nnaccel.dse.dance.cosearch import METHODS, SearchSettings
+from nnaccel.dse.dance.settings import METHODS, SearchSettings
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
 from nnaccel.dse.shared.sweep import scheduler_address

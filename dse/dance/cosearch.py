@@ -29,30 +29,13 @@ import torch
 from torch.nn import functional
 
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
+from nnaccel.dse.dance.settings import METHODS, SearchSettings
 from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperNet
 
-METHODS = ("baseline", "flops", "edd", "dance")
 WEIGHT_DECAY = 4e-5
 LABEL_SMOOTHING = 0.1
 WARMUP_FACTOR = 0.1
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
-
-
-@dataclass
-class SearchSettings:
-    search_epochs: int = 4
-    warmup_epochs: int = 1
-    retrain_epochs: int = 6
-    batch: int = 128
-    lr: float = 0.1
-    arch_lr: float = 0.01
-    arch_every: int = 2          # one architecture step after this many weight steps
-    arch_fraction: float = 0.2   # of the training digits, held out for the architecture steps
-    tau_start: float = 2.0
-    tau_end: float = 0.3
-    train_images: int = 0        # 0: all 8,000
-    test_images: int = 0         # 0: all 2,000
-    seed: int = 0
 
 
 @dataclass
