@@ -54,6 +54,8 @@ def add_synth_arguments(parser):
 
 def run_verilog(arguments):
     chosen = system(arguments.system)
+    if arguments.out is not None:
+        make_output_directory("--out", arguments.out)      # before the hardware is built: a bad --out builds nothing
     component = chosen.build()
     module_name = component.module_name
     out_dir = arguments.out or Path("build") / f"{module_name}_{arguments.board}"

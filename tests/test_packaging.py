@@ -18,7 +18,7 @@ FLOORS = ("hw", "models", "train", "sim", "testbench", "dse", "cli")
 SHIPPED_DATA = ("models/dqn/data/atari_states.npz", "models/dqn/data/dqn_breakout.npz",
                 "models/dqn/data/dqn_breakout.json", "models/capsnet/data/capsnet_reduced.npz",
                 "models/capsnet/data/capsnet_full.npz", "models/shared/data/mnist_sample.npz",
-                "dse/shared/data/energy_45nm.json", "dse/shared/data/rtl_area_cyclonev.json",
+                "dse/shared/data/energy_45nm.json", "dse/rtl/data/rtl_area_cyclonev.json",
                 "dse/dcp/data/predictor_template.pt", "sim/verilator_waivers.vlt", "sim/fpga/yosys/m10k_tdp_map.v",
                 "testbench/shared/host_program.cpp", "testbench/shared/sdram_model.v")
 

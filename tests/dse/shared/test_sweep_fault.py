@@ -16,7 +16,7 @@ from dask.distributed import Client, get_worker
 from nnaccel.dse.shared.store import ResultStore
 from nnaccel.dse.shared.sweep import run_sweep
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]      # the repository: the workers import this module by name
 DASK = Path(sys.executable).parent / "dask"
 CASES = 10
 TASK_SECONDS = 0.8
