@@ -64,11 +64,8 @@ class CapsNetAccelerator(HostPortAccelerator):
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config)
 
         def ram(instance_name, width, depth, granularity=None):
-            bank = min(depth, BANK_DEPTH)
-            return instantiate_banked_buffer(
-                m, self, width=width, depth=depth, bank_depth=BANK_DEPTH, granularity=granularity,
-                module_name=f"{config.name}_ram_w{width}_d{bank}{'_g' if granularity else ''}",
-                instance_name=instance_name)
+            return instantiate_banked_buffer(m, width=width, depth=depth, bank_depth=BANK_DEPTH,
+                                             granularity=granularity, instance_name=instance_name)
 
         activations = [ram(f"activations{index}", config.activation_word_bits, config.activation_depth, OPERAND_BITS)
                        for index in range(2)]
