@@ -60,12 +60,7 @@ class SeparateModules:
             return None
         name = component.module_name
         if name not in self._modules:
-            outer, self._converting = self._converting, component
-            try:
-                text = convert_component(component, name, self)
-            finally:
-                self._converting = outer
-            self._modules[name] = (component.signature, hierarchical_block, text)
+            self._modules[name] = (component.signature, hierarchical_block, self.convert(component, name))
         signature, block, _ = self._modules[name]
         if signature != component.signature or block != hierarchical_block:
             raise ValueError(f"two different components ask to be module {name!r}")
@@ -74,6 +69,15 @@ class SeparateModules:
                        for port_name, flow, value in component_ports(component)}
         m.submodules[name] = Instance(name, i_clk=ClockSignal(), i_rst=ResetSignal(), **connections)
         return m
+
+    def convert(self, component, name):
+        """Verilog text of ``component`` as module ``name`` on this platform: the component's own logic, its
+        separate submodules as instances (their modules collected here)."""
+        outer, self._converting = self._converting, component
+        try:
+            return convert_component(component, name, self)
+        finally:
+            self._converting = outer
 
     @property
     def names(self):

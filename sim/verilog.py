@@ -24,7 +24,7 @@ import amaranth
 import nnaccel.hw as hw
 from nnaccel.models.shared.cache import cache_root
 
-from .separate_modules import SeparateModules, component_ports, convert_component
+from .separate_modules import SeparateModules, component_ports
 
 __all__ = ["GeneratedDesign", "generate_design", "generate_verilog", "check_module_name", "HIERARCHY_CHOICES"]
 
@@ -72,7 +72,7 @@ def generate_design(component, name):
         return GeneratedDesign(**{key: tuple(value) if isinstance(value, list) else value
                                   for key, value in fields.items()})
     platform = SeparateModules()
-    text = convert_component(component, name, platform)
+    text = platform.convert(component, name)
     design = GeneratedDesign(
         text="\n".join([text, *platform.texts]), name=name,
         ports=("clk", "rst", *(port_name for port_name, _, _ in component_ports(component))),
