@@ -5,7 +5,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
 from nnaccel.hw.shared.host_memory_bridge import HostMemoryBridge
@@ -15,7 +15,7 @@ from nnaccel.hw.shared.run_control import HostMemorySignature
 __all__ = ["ActivationBuffers"]
 
 
-class ActivationBuffers(wiring.Component):
+class ActivationBuffers(DqnBlock):
     """Two ``activation_depth`` x ``row_elements``-element true dual-port RAMs (ping-pong between layers) and the
     steering of their ports.
 
@@ -40,18 +40,12 @@ class ActivationBuffers(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
+        check_config(config)
         self._port = port = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
                                                 granularity=config.fmt.width)
         self._host = host = HostMemorySignature(width=config.activation_word_bits, address_bits=ADDRESS_BITS)
-        super().__init__({"select": In(ActivationSelectSignature()), "reads0": In(port), "reads1": In(port),
+        super().__init__(config, {"select": In(ActivationSelectSignature()), "reads0": In(port), "reads1": In(port),
                           "writes": In(port), "host0": In(host), "host1": In(host)})
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

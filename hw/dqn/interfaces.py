@@ -8,7 +8,7 @@ has it flipped (``In(...)``) and the top joins the two with ``wiring.connect``.
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import check_config
 from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
 from nnaccel.hw.dqn.matrix_module import COUNT_BITS
 
@@ -22,12 +22,24 @@ def product_layout():
     return data.StructLayout({"vector_from_activations": 1, "count": COUNT_BITS, "relu": 1})
 
 
-def _check_config(config):
-    if not isinstance(config, DqnConfig):
-        raise TypeError(f"config must be a DqnConfig, not {config!r}")
+class _ConfigSignature(wiring.Signature):
+    """A signature whose members follow from a :class:`DqnConfig`: equal when the configurations are."""
+
+    def __init__(self, config, members):
+        self._config = check_config(config)
+        super().__init__(members)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._config == self._config
+
+    def __hash__(self):
+        return hash((type(self), self._config))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._config!r})"
 
 
-class FeederControlSignature(wiring.Signature):
+class FeederControlSignature(_ConfigSignature):
     """The sequencer's control of the window feeder for one product, all on the cycle the product issues.
 
     Members (``Out`` from the sequencer): ``issue`` (1: a product issues; the matrix modules take it on the next
@@ -39,10 +51,8 @@ class FeederControlSignature(wiring.Signature):
     """
 
     def __init__(self, config):
-        _check_config(config)
-        self._config = config
-        activation_address = (config.activation_depth - 1).bit_length()
-        super().__init__({
+        activation_address = (check_config(config).activation_depth - 1).bit_length()
+        super().__init__(config, {
             "issue": Out(1), "product": Out(product_layout()),
             "load": Out(1), "shift": Out(1), "bias": Out(1),
             "tap_slot": Out(config.modules),
@@ -51,17 +61,9 @@ class FeederControlSignature(wiring.Signature):
             "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
         })
 
-    def __eq__(self, other):
-        return type(other) is FeederControlSignature and other._config == self._config
-
-    def __hash__(self):
-        return hash((FeederControlSignature, self._config))
-
-    def __repr__(self):
-        return f"FeederControlSignature({self._config!r})"
 
 
-class ResultGroupSignature(wiring.Signature):
+class ResultGroupSignature(_ConfigSignature):
     """A group of output positions handed from the sequencer to the result writer, and the writer's answer.
 
     Members: ``group`` Out(:func:`~hw.dqn.descriptor.group_layout`: ``p0``, ``oy0``, ``ox0``) and ``layer``
@@ -70,19 +72,10 @@ class ResultGroupSignature(wiring.Signature):
     """
 
     def __init__(self, config):
-        _check_config(config)
-        self._config = config
-        super().__init__({"group": Out(group_layout(config)), "layer": Out(descriptor_layout(config)),
+        check_config(config)
+        super().__init__(config, {"group": Out(group_layout(config)), "layer": Out(descriptor_layout(config)),
                           "written": In(1)})
 
-    def __eq__(self, other):
-        return type(other) is ResultGroupSignature and other._config == self._config
-
-    def __hash__(self):
-        return hash((ResultGroupSignature, self._config))
-
-    def __repr__(self):
-        return f"ResultGroupSignature({self._config!r})"
 
 
 class ActivationSelectSignature(wiring.Signature):

@@ -1,10 +1,10 @@
 """Result writer of the DQN accelerator: a group's results from all matrix modules into the output tensor."""
 
 from amaranth.hdl import Array, Cat, Module, Mux, Shape, Signal, signed
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import descriptor_layout
 from nnaccel.hw.dqn.float_argmax import candidate_layout
 from nnaccel.hw.dqn.interfaces import ResultGroupSignature
@@ -18,7 +18,7 @@ def packed_index_bits(config):
     return Shape.cast(descriptor_layout(config)["out_channels"].shape).width
 
 
-class ResultWriter(wiring.Component):
+class ResultWriter(DqnBlock):
     """Captures the ``modules x lanes`` results of a group and writes them as masked activation-RAM rows.
 
     Module ``m`` holds output channels ``(m % C)*lanes ...`` of position ``p0 + m // C``
@@ -61,22 +61,16 @@ class ResultWriter(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
+        check_config(config)
         module_results = stream.Signature(data.ArrayLayout(config.fmt.width, config.lanes), always_ready=True)
         candidates = candidate_layout(config.fmt, config.lanes, packed_index_bits(config))
-        super().__init__({
+        super().__init__(config, {
             "results": In(module_results).array(config.modules),
             "group": In(ResultGroupSignature(config)),
             "output": Out(BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
                                               granularity=config.fmt.width)),
             "packed": Out(stream.Signature(candidates, always_ready=True)),
         })
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

@@ -1,10 +1,10 @@
 """Layer sequencer of the DQN accelerator: runs the descriptor table, one product per cycle."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
 from nnaccel.hw.shared.run_control import RunSignature
@@ -12,7 +12,7 @@ from nnaccel.hw.shared.run_control import RunSignature
 __all__ = ["LayerSequencer"]
 
 
-class LayerSequencer(wiring.Component):
+class LayerSequencer(DqnBlock):
     """Walks layers -> groups of output positions -> steps ``(c, kh)`` -> columns ``kw``, plus the bias step.
 
     For each layer (``run.descriptor``, selected by ``run.layer_index``) the output positions
@@ -54,19 +54,13 @@ class LayerSequencer(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
-        super().__init__({
+        check_config(config)
+        super().__init__(config, {
             "run": In(RunSignature(max_layers=config.max_layers, descriptor_layout=descriptor_layout(config))),
             "feeder": Out(FeederControlSignature(config)),
             "select": Out(ActivationSelectSignature()),
             "group": Out(ResultGroupSignature(config)),
         })
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

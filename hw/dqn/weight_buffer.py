@@ -1,16 +1,15 @@
 """The DQN accelerator's weight RAM: one slice per matrix module, addressed together."""
 
 from amaranth.hdl import Cat, Module
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
 
 __all__ = ["WeightBuffer"]
 
 
-class WeightBuffer(wiring.Component):
+class WeightBuffer(DqnBlock):
     """A ``weight_depth`` x ``modules * lanes``-element true dual-port RAM built from ``modules`` slices of
     ``lanes`` elements: word ``k`` holds the vectors of product ``k``, slot ``m`` (slice ``m``) feeding module ``m``.
 
@@ -26,15 +25,9 @@ class WeightBuffer(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
+        check_config(config)
         port = BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)
-        super().__init__({"a": In(port), "b": In(port)})
-
-    @property
-    def config(self):
-        return self._config
+        super().__init__(config, {"a": In(port), "b": In(port)})
 
     def elaborate(self, platform):
         m = Module()

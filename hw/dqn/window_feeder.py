@@ -2,10 +2,10 @@
 operands (the scalar from row shift registers, the vector from the weight RAM or the input word)."""
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.interfaces import FeederControlSignature, product_layout
 from nnaccel.hw.dqn.matrix_module import COUNT_BITS, operand_layout
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
@@ -13,7 +13,7 @@ from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 __all__ = ["WindowFeeder"]
 
 
-class WindowFeeder(wiring.Component):
+class WindowFeeder(DqnBlock):
     """Two row registers of ``row_elements`` elements, shifting one element per product, tapped per module.
 
     A convolution step ``(c, kh)`` needs, for each output position of the group, the input row
@@ -47,22 +47,16 @@ class WindowFeeder(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
+        check_config(config)
         rows = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
                                    granularity=config.fmt.width)
         operands = stream.Signature(operand_layout(config.lanes, config.fmt, COUNT_BITS), always_ready=True)
-        super().__init__({
+        super().__init__(config, {
             "control": In(FeederControlSignature(config)),
             "rows0": Out(rows), "rows1": Out(rows),
             "weights": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)),
             "operands": Out(operands).array(config.modules),
         })
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

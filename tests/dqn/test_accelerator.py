@@ -53,13 +53,18 @@ def compare_layers(plan, states, run):
     return wrong
 
 
-@pytest.fixture(scope="module")
-def reduced_run():
-    rng = np.random.default_rng(SEED)
+def reduced_plan(rng):
+    """The reduced network with random weights, compiled with every kind of pass (``split="always"``)."""
     layers = reduced_layers()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
+    return compile_network(REDUCED_CONFIG, layers, weights, split="always")
+
+
+@pytest.fixture(scope="module")
+def reduced_run():
+    rng = np.random.default_rng(SEED)
+    plan = reduced_plan(rng)
     states = reduced_states(rng)
     return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
 

@@ -10,12 +10,10 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
-from nnaccel.hw.dqn.config import REDUCED_CONFIG
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from nnaccel.models.dqn.golden import golden_forward
-from nnaccel.models.dqn.network import reduced_layers
-from nnaccel.models.dqn.plan import compile_network
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
+from tests.dqn.test_accelerator import reduced_plan
 
 SEED = 4043
 
@@ -76,10 +74,7 @@ def run_inference(plan, state):
 def test_reduced_inference_on_amaranths_simulator():
     """Every kind of pass (``split="always"``: partial sums and their reductions) on one random state."""
     rng = np.random.default_rng(SEED)
-    layers = reduced_layers()
-    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
-                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
+    plan = reduced_plan(rng)
     state = rng.standard_normal((2, 10, 10)).astype(np.float32)
     observed = run_inference(plan, state)
     golden = golden_forward(plan, state)
