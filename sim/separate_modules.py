@@ -14,7 +14,7 @@ the Verilog text itself is Amaranth's, unedited.
 """
 
 from amaranth.back import verilog
-from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, ValueCastable
+from amaranth.hdl import ClockSignal, Const, Instance, ResetSignal, ValueCastable
 from amaranth.lib import wiring
 
 __all__ = ["SeparateModules", "component_ports", "convert_component", "hierarchical_blocks_control"]
@@ -64,11 +64,11 @@ class SeparateModules:
         signature, block, _ = self._modules[name]
         if signature != component.signature or block != hierarchical_block:
             raise ValueError(f"two different components ask to be module {name!r}")
-        m = Module()
+        # The instance itself stands in for the component: it takes the component's place (and name) in the
+        # parent's hierarchy, no wrapper module around it.
         connections = {("i_" if flow == wiring.In else "o_") + port_name: value
                        for port_name, flow, value in component_ports(component)}
-        m.submodules[name] = Instance(name, i_clk=ClockSignal(), i_rst=ResetSignal(), **connections)
-        return m
+        return Instance(name, i_clk=ClockSignal(), i_rst=ResetSignal(), **connections)
 
     def convert(self, component, name):
         """Verilog text of ``component`` as module ``name`` on this platform: the component's own logic, its

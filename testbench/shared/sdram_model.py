@@ -32,7 +32,8 @@ class WithSdramModel(wiring.Component):
     to both.  Timing: the model's, :class:`SdramTiming` ``timing`` (its ``command_latency`` at least 1).  The
     model's memory holds ``memory_bytes`` (rounded up to a power of two; default: the whole SDRAM), addressed by
     the low bits of the Avalon address.  ``dut`` is a submodule named ``dut``, its members joined to this top's
-    with ``wiring.connect``; :attr:`simulation_sources` is the model's Verilog, which :func:`sim.harness.simulate`
+    with ``wiring.connect`` (a plain signal member by
+    assignment); :attr:`simulation_sources` is the model's Verilog, which :func:`sim.harness.simulate`
     compiles with the top.  FPGA mapping: none (a simulation top).
     """
 
@@ -95,8 +96,14 @@ class WithSdramModel(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.dut = dut = self._dut
-        for name in self.signature.members:
-            wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(dut, name))
+        for name, member in self.signature.members.items():
+            outer, inner = getattr(self, name), getattr(dut, name)
+            if member.is_signature:
+                wiring.connect(m, wiring.flipped(outer), inner)
+            elif member.flow == wiring.In:
+                m.d.comb += inner.eq(outer)
+            else:
+                m.d.comb += outer.eq(inner)
         avalon = dut.avalon
         m.submodules[SDRAM_INSTANCE_NAME] = Instance(
             "sdram_model", **{f"p_{name}": value for name, value in self._parameters.items()},

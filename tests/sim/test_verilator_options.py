@@ -5,6 +5,7 @@ the choice of hierarchical blocks, and that the harness keys its build cache by 
 import numpy as np
 import pytest
 from amaranth import Module
+from amaranth.hdl import Fragment
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -71,13 +72,14 @@ def test_thread_budget(monkeypatch):
 
 
 def test_dqn_asks_for_the_matrix_module_as_its_only_block():
-    """The reduced DQN accelerator generates its three distinct modules once each (the matrix module, the weight
-    slice, the activation RAM), the matrix module as a hierarchical block; the build picks from them."""
+    """The reduced DQN accelerator generates its distinct modules once each (the matrix module, its float
+    multiplier and adder, the weight slice, the activation RAM), the matrix module as a hierarchical block; the
+    build picks from them."""
     accelerator = DqnAccelerator(config=REDUCED_CONFIG)
     design = generate_design(accelerator, accelerator.module_name)
     matrix_module = "matrix_module_w4_binary32_m2_a2_c16"
-    assert set(design.separate_modules) == {matrix_module, "dual_port_buffer_w128_d256_g0",
-                                            "dual_port_buffer_w384_d128_g32"}
+    assert set(design.separate_modules) == {matrix_module, "float_multiplier_binary32_l2", "float_adder_binary32_l2",
+                                            "dual_port_buffer_w128_d256_g0", "dual_port_buffer_w384_d128_g32"}
     assert design.hierarchical_blocks == (matrix_module,)
     assert (design.blocks_for("marked"), design.blocks_for("none")) == ((matrix_module,), ())
     assert set(design.blocks_for("separate")) == set(design.separate_modules)
@@ -92,7 +94,7 @@ def test_dqn_asks_for_the_matrix_module_as_its_only_block():
 def test_one_module_name_is_one_design():
     """Two components that ask to be the same module must be the same design and the same kind of block."""
     platform = SeparateModules()
-    platform.get_separate_module(DualPortBuffer(width=8, depth=4), hierarchical_block=False)
+    Fragment.get(platform.get_separate_module(DualPortBuffer(width=8, depth=4), hierarchical_block=False), None)
     with pytest.raises(ValueError, match="two different components ask to be module 'dual_port_buffer_w8_d4_g0'"):
         platform.get_separate_module(DualPortBuffer(width=8, depth=4), hierarchical_block=True)
     assert platform.names == ("dual_port_buffer_w8_d4_g0",) and platform.hierarchical_blocks == ()
