@@ -24,7 +24,7 @@ class FloatOperator(wiring.Component):
 
     Subclasses name their pipeline cut points in ``CUT_PRIORITY`` (first = registered first) and the
     prefix of their Verilog module name in ``MODULE_PREFIX``, and build their logic in ``elaborate_logic``.
-    Elaboration asks the platform to stand in for the unit first (:mod:`hw.shared.stand_in`: a build that
+    Elaboration asks the platform to stand in for a pipelined unit first (:mod:`hw.shared.stand_in`: a build that
     generates each distinct unit once, e.g. the 256 multipliers of the DQN accelerator as one module).
     """
 
@@ -59,7 +59,9 @@ class FloatOperator(wiring.Component):
         return self._flush_to_zero
 
     def elaborate(self, platform):
-        stand_in = platform_stand_in(platform, self, hierarchical_block=False)
+        # A module generated once is instantiated with the clock and reset; a combinational unit (latency 0) has
+        # neither, and is elaborated in place.
+        stand_in = platform_stand_in(platform, self, hierarchical_block=False) if self._latency else None
         return stand_in if stand_in is not None else self.elaborate_logic(platform)
 
     def elaborate_logic(self, platform):

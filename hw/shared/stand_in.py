@@ -6,7 +6,8 @@ module and the dual-port RAM ask :func:`platform_stand_in`; a platform with ``ge
 hierarchical_block)`` (``sim.separate_modules``: the simulator build, which generates each distinct module once and
 instantiates it) answers with an elaboratable in its place; any other platform, or none (Amaranth's simulator,
 ``verilog.convert(top)``, Yosys synthesis), gets the component's own logic.  The component names the module it is
-generated as in ``module_name``: every parameter that changes its logic.
+generated as in ``module_name``: every parameter that changes its logic; it must use the ``sync`` domain (the
+instance takes the clock and the reset).
 """
 
 __all__ = ["platform_stand_in"]
