@@ -119,7 +119,8 @@ class ResultWriter(DqnBlock):
                 with m.If(self.results[0].valid):
                     remaining = layer.positions - group.p0
                     m.d.sync += [
-                        staging.eq(Cat(results.payload for results in self.results)), lane.eq(0), block.eq(0), channel.eq(0),
+                        staging.eq(Cat(results.payload for results in self.results)),
+                        lane.eq(0), block.eq(0), channel.eq(0),
                         packed_position.eq(0),
                         channel_rows.eq(0), second_row.eq(0),
                         valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules)),

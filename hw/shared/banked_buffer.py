@@ -3,7 +3,8 @@
 Amaranth writes a memory's initial contents into the Verilog word by word, and converting one memory takes time
 that grows faster than its depth (a 32,768 x 256-bit buffer: about 70 s; 4,096 words: 4 s).  The CapsNet
 accelerator's weight RAMs hold up to 166,536 words, so they are built from banks of ``bank_depth`` words: identical
-banks, which a build that generates each distinct module once (``hw.shared.stand_in``) converts once.  The behaviour is the one of a single :class:`~hw.shared.dual_port_buffer.DualPortBuffer` of the whole depth
+banks, which a build that generates each distinct module once (``hw.shared.stand_in``) converts once.  The
+behaviour is the one of a single :class:`~hw.shared.dual_port_buffer.DualPortBuffer` of the whole depth
 (the FPGA builds deep RAMs from M10K blocks in the same way).
 """
 

@@ -60,7 +60,8 @@ def run_inference(plan, state):
             await ctx.tick()
         assert ctx.get(host.done), "the run did not finish in 5,000 cycles"
         output = plan.output
-        words = await read_block(ctx, DqnMemory.ACTIVATIONS0 + output.ram, range(output.base, output.base + output.words))
+        words = await read_block(ctx, DqnMemory.ACTIVATIONS0 + output.ram,
+                                 range(output.base, output.base + output.words))
         observed["outputs"] = np.array([int_to_words(word, config.row_elements, config.element_bits) for word in words])
         observed["action"], observed["total"], *observed["layer_cycles"] = await read_block(
             ctx, HostTarget.CONTROL, [DqnRegister.ACTION, ControlRegister.TOTAL_CYCLES] +
