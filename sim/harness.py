@@ -32,7 +32,7 @@ from .progress import build_progress, report_stage, simulation_progress, with_pr
 from .toolchain import simulator_environment, simulator_version, verilator_make_environment
 from .verilator_options import DEFAULT as DEFAULT_VERILATOR_OPTIONS
 from .verilator_options import VerilatorOptions, thread_budget
-from .verilog import HIERARCHICAL_BLOCK_MARK, generate_verilog, module_ports, select_hierarchical_blocks
+from .verilog import generate_design
 from .waves import write_gtkw
 
 TIMESCALE = ("1ns", "1ps")
@@ -112,18 +112,14 @@ def _check_test_module(test_module):
             f"(e.g. 'nnaccel.testbench.shared.stream_tb') and that the project is installed (`pip install -e .`)")
 
 
-def verilator_source(verilog_text, options):
-    """The Verilog a Verilator build with ``options`` compiles: its hierarchical blocks chosen."""
-    return select_hierarchical_blocks(verilog_text, options.hierarchy)
-
-
-def verilator_build_arguments(verilog_text, name, options, build_dir):
-    """Verilator's arguments for a simulation build of ``verilog_text`` (:func:`verilator_source`; top module
-    ``name``) with ``options``, the testbench aside: the waivers, the handling of X and the options."""
+def verilator_build_arguments(design, options, build_dir):
+    """Verilator's arguments for a simulation build of ``design`` (a :class:`sim.verilog.GeneratedDesign`) with
+    ``options``, the testbench aside: the waivers, the handling of X and the options (its hierarchical blocks
+    ``design.blocks_for(options.hierarchy)``)."""
     # Warnings are reported by the lint check (sim.lint); a simulation build does not stop on them.
     return [str(WAIVERS), "-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast",
-            *options.verilator_arguments(top=name, ports=module_ports(verilog_text, name), build_dir=build_dir,
-                                         has_hierarchical_blocks=HIERARCHICAL_BLOCK_MARK in verilog_text)]
+            *options.verilator_arguments(top=design.name, ports=design.ports, build_dir=build_dir,
+                                         hierarchical_blocks=design.blocks_for(options.hierarchy))]
 
 
 def simulation_sources(component):
@@ -132,11 +128,12 @@ def simulation_sources(component):
     return tuple(Path(path) for path in getattr(component, "simulation_sources", ()))
 
 
-def _build(simulator, verilog_path, name, waves, build_dir, options, profile=None, sources=()):
+def _build(simulator, verilog_path, design, waves, build_dir, options, profile=None, sources=()):
     runner = get_runner(simulator)
+    name = design.name
     build_args, make_variables = [], []
     if simulator == "verilator":
-        build_args = verilator_build_arguments(verilog_path.read_text(), name, options, build_dir)
+        build_args = verilator_build_arguments(design, options, build_dir)
         make_variables = options.make_variables(profile=profile)
         if waves:
             build_args += ["--trace-structs"] + (["--trace-fst"] if _verilator_can_write_fst() else [])
@@ -169,23 +166,24 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
     if not isinstance(verilator_options, VerilatorOptions):
         raise TypeError(f"verilator_options must be a VerilatorOptions, not {verilator_options!r}")
     report_stage("Verilog generation")
-    verilog_text = generate_verilog(component, name)
+    design = generate_design(component, name)
+    verilog_text = design.text
     if simulator == "icarus":
         verilog_text = icarus_time_zero_fix(verilog_text)
-    else:
-        verilog_text = verilator_source(verilog_text, verilator_options)
     sources = simulation_sources(component)
     _check_test_module(test_module)
     os.environ.update(simulator_environment(simulator))
     waves = waves_requested(waves)
     options_key = verilator_options.cache_key() if simulator == "verilator" else None
+    blocks = design.blocks_for(verilator_options.hierarchy) if simulator == "verilator" else ()
     # A Verilator model links cocotb's VPI library by its absolute path: a build made from another
     # installation (another virtual environment sharing the cache) would not load here.
     key = build_key(verilog_text, simulator=simulator, version=simulator_version(simulator),
                     cocotb=cocotb.__version__, cocotb_libraries=str(Path(cocotb.__file__).parent / "libs"),
                     waves=waves, waivers=WAIVERS.read_text(), options=options_key,
-                    # only when there are any: the keys of builds without extra sources stay as they were
-                    **({"sources": [(path.name, path.read_text()) for path in sources]} if sources else {}))
+                    # only when there are any: the keys of builds without them stay as they were
+                    **({"sources": [(path.name, path.read_text()) for path in sources]} if sources else {}),
+                    **({"hierarchical_blocks": list(blocks)} if blocks else {}))
 
     run_dir = _new_run_dir(name)
     stimulus_path, config_path, outputs_path = (run_dir / n for n in ("stimulus.npz", "config.json", "outputs.npz"))
@@ -209,7 +207,7 @@ def simulate(component, *, name, test_module, stimulus=None, config=None, simula
         verilog_path.write_text(verilog_text)
         with build_progress(simulator, build_dir):
             profile = "generate" if simulator == "verilator" and verilator_options.profile_guided else None
-            _build(simulator, verilog_path, name, waves, build_dir, verilator_options, profile=profile,
+            _build(simulator, verilog_path, design, waves, build_dir, verilator_options, profile=profile,
                    sources=sources)
         if profile:
             run(build_dir, run_dir / "profile")       # this simulation, on the instrumented model, is the profile

@@ -30,6 +30,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from .separate_modules import hierarchical_blocks_control
 from .verilog import HIERARCHY_CHOICES
 
 __all__ = ["VerilatorOptions", "DEFAULT", "PREVIOUS_DEFAULT", "thread_budget", "THREADS_VARIABLE"]
@@ -50,7 +51,7 @@ class VerilatorOptions:
     hierarchy
         Which separately generated modules are compiled once as hierarchical blocks: ``"marked"`` those the
         design asks for, ``"separate"`` all of them, ``"none"`` none (one flat model); see
-        :func:`sim.verilog.select_hierarchical_blocks`.
+        :meth:`sim.verilog.GeneratedDesign.blocks_for`.
     verilator_optimization
         Verilator's own optimisation flag (e.g. ``"-O3"``), or None for its default.
     cxx_optimization
@@ -97,12 +98,12 @@ class VerilatorOptions:
         """The options as the build cache's key sees them (a JSON-serialisable dict)."""
         return asdict(self)
 
-    def verilator_arguments(self, *, top, ports, has_hierarchical_blocks, build_dir):
-        """Verilator arguments for these options; writes the port control file into ``build_dir``.
+    def verilator_arguments(self, *, top, ports, hierarchical_blocks, build_dir):
+        """Verilator arguments for these options; writes their control files into ``build_dir``.
 
-        ``top`` and ``ports`` name the top module and its ports (:func:`sim.verilog.module_ports`);
-        ``has_hierarchical_blocks`` says whether the Verilog, after :func:`sim.verilog.select_hierarchical_blocks`
-        with ``hierarchy``, marks any.
+        ``top`` and ``ports`` name the top module and its ports (:attr:`sim.verilog.GeneratedDesign.ports`);
+        ``hierarchical_blocks`` names the modules compiled as hierarchical blocks
+        (:meth:`sim.verilog.GeneratedDesign.blocks_for` with ``hierarchy``).
         """
         arguments = []
         if self.public == "ports":
@@ -115,8 +116,10 @@ class VerilatorOptions:
             arguments.append(self.verilator_optimization)
         if self.threads > 1:
             arguments += ["--threads", str(self.threads)]
-        if has_hierarchical_blocks:
-            arguments.append("--hierarchical")
+        if hierarchical_blocks:
+            control = Path(build_dir) / "hierarchical_blocks.vlt"
+            control.write_text(hierarchical_blocks_control(hierarchical_blocks))
+            arguments += [str(control), "--hierarchical"]
             if self.verilator_build:
                 arguments += ["--build", "-j", str(os.cpu_count() or 1)]
         return arguments

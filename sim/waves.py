@@ -2,13 +2,13 @@
 
 from amaranth.lib import wiring
 
-from nnaccel.hw.shared.verilog_ports import verilog_ports
+from .separate_modules import component_ports
 
 
 def port_list(component):
     """``[(verilog_name, width, direction)]`` of the component's ports as ``verilog.convert`` names them."""
-    return [(name, len(value), "input" if member.flow == wiring.In else "output")
-            for name, member, value in verilog_ports(component)]
+    return [(name, len(value), "input" if flow == wiring.In else "output")
+            for name, flow, value in component_ports(component)]
 
 
 def write_gtkw(component, dump_path, gtkw_path):

@@ -77,10 +77,8 @@ class CapsNetAccelerator(HostPortAccelerator):
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config)
 
         def ram(instance_name, width, depth):
-            bank = min(depth, BANK_DEPTH)
-            return instantiate_banked_buffer(
-                m, self, width=width, depth=depth, bank_depth=BANK_DEPTH, granularity=OPERAND_BITS,
-                module_name=f"{config.name}_ram_w{width}_d{bank}_g", instance_name=instance_name)
+            return instantiate_banked_buffer(m, width=width, depth=depth, bank_depth=BANK_DEPTH,
+                                             granularity=OPERAND_BITS, instance_name=instance_name)
 
         activations = [ram(f"activations{index}", config.activation_word_bits, config.activation_depth)
                        for index in range(2)]

@@ -6,10 +6,12 @@ software never disagree on a width, a depth or an address.
 
 from dataclasses import dataclass, field
 
+from amaranth.lib import wiring
+
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 from nnaccel.hw.shared.parameters import check_int
 
-__all__ = ["DqnConfig", "REDUCED_CONFIG"]
+__all__ = ["DqnConfig", "REDUCED_CONFIG", "DqnBlock", "check_config"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +93,24 @@ class DqnConfig:
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
 # benchmarks use (with models.dqn.network.reduced_layers).
 REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8)
+
+
+def check_config(config):
+    """``config`` if it is a :class:`DqnConfig`; a TypeError naming it otherwise."""
+    if not isinstance(config, DqnConfig):
+        raise TypeError(f"config must be a DqnConfig, not {config!r}")
+    return config
+
+
+class DqnBlock(wiring.Component):
+    """Base of the DQN accelerator's blocks: the :class:`DqnConfig` they are built for (checked; the read-only
+    ``config``) and their ports (``members``).  No hardware of its own: each block's docstring gives its ports,
+    timing and FPGA mapping."""
+
+    def __init__(self, config, members):
+        self._config = check_config(config)
+        super().__init__(members)
+
+    @property
+    def config(self):
+        return self._config

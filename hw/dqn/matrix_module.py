@@ -8,8 +8,14 @@ from nnaccel.hw.shared.float_adder import FloatAdder
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 from nnaccel.hw.shared.float_multiplier import FloatMultiplier
 from nnaccel.hw.shared.pipeline import Pipeline
+from nnaccel.hw.shared.stand_in import platform_stand_in
 
-__all__ = ["MatrixModule", "matrix_module_latency", "operand_layout", "partial_sum_count", "reduction_levels"]
+__all__ = ["COUNT_BITS", "MatrixModule", "matrix_module_latency", "operand_layout", "partial_sum_count",
+           "reduction_levels"]
+
+
+# The default width of an accumulation's product count (the longest accumulation: 2**COUNT_BITS - 1 products).
+COUNT_BITS = 16
 
 
 def partial_sum_count(adder_latency):
@@ -126,7 +132,7 @@ class MatrixModule(wiring.Component):
         Width of ``count``; the longest accumulation is ``2**count_bits - 1`` products.
     """
 
-    def __init__(self, *, lanes=16, fmt=BINARY32, multiplier_latency=2, adder_latency=2, count_bits=16):
+    def __init__(self, *, lanes=16, fmt=BINARY32, multiplier_latency=2, adder_latency=2, count_bits=COUNT_BITS):
         if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         if not isinstance(fmt, FloatFormat):
@@ -183,6 +189,9 @@ class MatrixModule(wiring.Component):
         return matrix_module_latency(self._multiplier_latency, self._adder_latency)
 
     def elaborate(self, platform):
+        stand_in = platform_stand_in(platform, self, hierarchical_block=True)
+        if stand_in is not None:
+            return stand_in
         m = Module()
         width = self._fmt.width
         partials = self.partials

@@ -1,16 +1,24 @@
 """Result writer of the DQN accelerator: a group's results from all matrix modules into the output tensor."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Shape, Signal, signed
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
-from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
+from nnaccel.hw.dqn.descriptor import descriptor_layout
+from nnaccel.hw.dqn.float_argmax import candidate_layout
+from nnaccel.hw.dqn.interfaces import ResultGroupSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
-__all__ = ["ResultWriter"]
+__all__ = ["ResultWriter", "packed_index_bits"]
 
 
-class ResultWriter(wiring.Component):
+def packed_index_bits(config):
+    """Bits of an output index of a packed write (the descriptor's ``out_channels`` field)."""
+    return Shape.cast(descriptor_layout(config)["out_channels"].shape).width
+
+
+class ResultWriter(DqnBlock):
     """Captures the ``modules x lanes`` results of a group and writes them as masked activation-RAM rows.
 
     Module ``m`` holds output channels ``(m % C)*lanes ...`` of position ``p0 + m // C``
@@ -21,21 +29,29 @@ class ResultWriter(wiring.Component):
     ``((x - ox0 + r*out_width) << log2 C) | n // lanes``, lane ``n % lanes``, enabled where that is
     one of the group's valid positions.  Packed layout (single-position layers): one write per
     column block ``b``: word ``out_base + b``, elements ``0 .. lanes-1`` = module ``b``'s lanes,
-    enabled for outputs ``< out_channels``; ``packed_index`` gives the output index of element 0 and
-    ``lane_enable`` the lanes written.  Position-major layout (``packed_output`` and
+    enabled for outputs ``< out_channels`` (in the last layer also a ``packed`` beat: the output index of
+    element 0 and the lanes written).  Position-major layout (``packed_output`` and
     ``position_major``; partial sums for a reduction layer): one write per valid position ``q`` and
     column block ``b``: word ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the
     lanes of module ``(q << log2 C) | b``.
 
-    Ports: ``results`` (In, an always-ready stream of ``modules`` x ``lanes`` x width: module ``m``'s lanes
-    are element ``m``) from the matrix modules; ``group`` (In, :func:`~hw.dqn.descriptor.group_layout`: ``p0``,
-    ``oy0``, ``ox0``) and ``layer`` (In, the descriptor: ``out_base``, ``out_height``, ``out_width``,
-    ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``, ``position_major``,
-    ``first_position`` are used), stable from the group's last product until ``done``; ``write_address``,
-    ``write_data`` (row_elements x width), ``write_enable`` (row_elements: one bit per element, all zero = no
-    write), ``packed_index`` (Out: the output index of element 0 of a packed write) and ``lane_enable`` (Out
-    lanes: its lanes written); ``busy`` (Out 1) and ``done`` (Out 1, one cycle after the last write).  A valid
-    ``results`` beat must not come while ``busy`` (the writer never stalls the modules).
+    Ports
+    -----
+    results : In(always-ready stream of ``lanes`` x width) x ``modules``
+        Module ``m``'s results.  The modules finish a group together: the beat is taken when ``results[0]`` is
+        valid (the others' ``valid`` is the same and not looked at).  A beat must not come while the writer is
+        still writing the previous group (the writer never stalls the modules).
+    group : In(:class:`~hw.dqn.interfaces.ResultGroupSignature`)
+        ``group`` (``p0``, ``oy0``, ``ox0``) and ``layer`` (the descriptor: ``out_base``, ``out_height``,
+        ``out_width``, ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``,
+        ``position_major``, ``first_position``, ``last`` are used), stable from the group's last product until
+        ``written`` (Out here: one cycle after the last write).
+    output : Out(BufferPortSignature of the activation RAMs, one write-enable bit per element)
+        The writes: ``address``, ``write_data`` (row_elements x width), ``write_enable`` (all zero = no write).
+    packed : Out(always-ready stream of :func:`~hw.dqn.float_argmax.candidate_layout`)
+        The packed writes of the network's last layer (``last`` and ``packed_output``), for the argmax:
+        ``values`` (elements 0 .. lanes-1 of the write), ``mask`` (its lanes written), ``base_index`` (the output
+        index of element 0).
 
     Timing: the first write on the cycle after the valid ``results`` beat, then one write per cycle:
     ``2 * out_channels`` writes at most (image), ``ceil(out_channels / lanes)`` (packed), that times
@@ -45,35 +61,27 @@ class ResultWriter(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
-        layer = descriptor_layout(config)
-        module_results = data.ArrayLayout(data.ArrayLayout(config.fmt.width, config.lanes), config.modules)
-        super().__init__({
-            "results": In(stream.Signature(module_results, always_ready=True)),
-            "group": In(group_layout(config)), "layer": In(layer),
-            "write_address": Out(layer["out_base"].shape),
-            "write_data": Out(data.ArrayLayout(config.fmt.width, config.row_elements)),
-            "write_enable": Out(config.row_elements), "packed_index": Out(layer["out_channels"].shape),
-            "lane_enable": Out(config.lanes),
-            "busy": Out(1), "done": Out(1),
+        check_config(config)
+        module_results = stream.Signature(data.ArrayLayout(config.fmt.width, config.lanes), always_ready=True)
+        candidates = candidate_layout(config.fmt, config.lanes, packed_index_bits(config))
+        super().__init__(config, {
+            "results": In(module_results).array(config.modules),
+            "group": In(ResultGroupSignature(config)),
+            "output": Out(BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
+                                              granularity=config.fmt.width)),
+            "packed": Out(stream.Signature(candidates, always_ready=True)),
         })
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()
         config = self._config
         width, lanes, modules = config.fmt.width, config.lanes, config.modules
-        layer, group = self.layer, self.group
+        layer, group, output = self.group.layer, self.group.group, self.output
         staging = Signal(modules * lanes * width)
         lane = Signal(range(lanes))
         block = Signal.like(layer.out_channels)                  # column block: n // lanes
         channel = Signal.like(layer.out_channels)                # n
-        channel_rows = Signal(len(self.write_address) + len(layer.out_height))   # n * out_height
+        channel_rows = Signal(len(output.address) + len(layer.out_height))      # n * out_height
         second_row = Signal()                                    # writing row oy0 + 1
         valid_positions = Signal.like(layer.positions)           # positions of this group that exist
         group_modules = modules >> layer.column_blocks_log2
@@ -108,24 +116,26 @@ class ResultWriter(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.results.valid):
+                with m.If(self.results[0].valid):
                     remaining = layer.positions - group.p0
                     m.d.sync += [
-                        staging.eq(self.results.payload), lane.eq(0), block.eq(0), channel.eq(0),
+                        staging.eq(Cat(results.payload for results in self.results)),
+                        lane.eq(0), block.eq(0), channel.eq(0),
                         packed_position.eq(0),
                         channel_rows.eq(0), second_row.eq(0),
                         valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules)),
                     ]
                     m.next = "WRITE"
             with m.State("WRITE"):
-                m.d.comb += self.busy.eq(1)
                 with m.If(layer.packed_output):
                     m.d.comb += [
-                        self.write_address.eq(layer.out_base + Mux(layer.position_major,
-                                                                  group.p0 - layer.first_position + packed_position,
-                                                                  block)),
-                        self.write_data.eq(packed_data), self.write_enable.eq(packed_element_enable),
-                        self.packed_index.eq(block * lanes), self.lane_enable.eq(packed_enable),
+                        output.address.eq(layer.out_base + Mux(layer.position_major,
+                                                               group.p0 - layer.first_position + packed_position,
+                                                               block)),
+                        output.write_data.eq(packed_data), output.write_enable.eq(packed_element_enable),
+                        self.packed.valid.eq(layer.last),
+                        self.packed.payload.values.eq(packed_lanes), self.packed.payload.mask.eq(packed_enable),
+                        self.packed.payload.base_index.eq(block * lanes),
                     ]
                     m.d.sync += block.eq(block + 1)
                     with m.If((block + 1) * lanes >= layer.out_channels):
@@ -134,9 +144,9 @@ class ResultWriter(wiring.Component):
                             m.next = "DONE"
                 with m.Else():
                     m.d.comb += [
-                        self.write_address.eq(layer.out_base + channel_rows + group.oy0 + second_row),
-                        self.write_data.eq(Cat(*image_data)),
-                        self.write_enable.eq(Cat(*image_enable)),
+                        output.address.eq(layer.out_base + channel_rows + group.oy0 + second_row),
+                        output.write_data.eq(Cat(*image_data)),
+                        output.write_enable.eq(Cat(*image_enable)),
                     ]
                     two_rows = group.ox0 + valid_positions > layer.out_width
                     with m.If(two_rows & ~second_row):
@@ -151,6 +161,6 @@ class ResultWriter(wiring.Component):
                         with m.If(channel + 1 == layer.out_channels):
                             m.next = "DONE"
             with m.State("DONE"):
-                m.d.comb += self.done.eq(1)
+                m.d.comb += self.group.written.eq(1)
                 m.next = "IDLE"
         return m

@@ -1,28 +1,25 @@
 """Layer sequencer of the DQN accelerator: runs the descriptor table, one product per cycle."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
-from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, group_layout
-from nnaccel.hw.shared.run_control import COUNTER_EVENTS
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
+from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout
+from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
+from nnaccel.hw.shared.run_control import RunSignature
 
-__all__ = ["LayerSequencer", "PRODUCT_LAYOUT"]
-
-# What the matrix modules need to know of a product besides its operands: take the vector from the
-# activation RAM (a reduction step) rather than from the weight RAM.
-PRODUCT_LAYOUT = data.StructLayout({"vector_from_activations": 1})
+__all__ = ["LayerSequencer"]
 
 
-class LayerSequencer(wiring.Component):
+class LayerSequencer(DqnBlock):
     """Walks layers -> groups of output positions -> steps ``(c, kh)`` -> columns ``kw``, plus the bias step.
 
-    For each layer (``descriptor``, selected by ``layer_index``) the output positions
+    For each layer (``run.descriptor``, selected by ``run.layer_index``) the output positions
     ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
     every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
     reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` reads input
-    word ``in_base + k`` on ``row_address1``; the product's ``vector_from_activations`` tells the datapath
+    word ``in_base + k`` on ``row_address1``; the product's ``vector_from_activations`` tells the feeder
     to take the modules' vectors from that word.  On the first cycle of each step the rows of the *next*
     step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the feeder reload
     without a bubble; within a step the feeder shifts one element per product.
@@ -31,16 +28,21 @@ class LayerSequencer(wiring.Component):
     module's tap (row slot and first window column) for the next group; the taps switch on the
     group's first product.
 
-    Ports: ``start`` (In 1) with ``layer_count`` (In, up to ``max_layers``); ``descriptor`` (In, the current
-    layer's fields) and ``layer_index`` (Out, below ``max_layers``); activation reads ``row_address0``,
-    ``row_address1``, ``row_read``; weight reads ``weight_address``, ``weight_read``; feeder control
-    ``load``, ``shift``, ``bias``, ``tap_slot``, ``tap_column``; ``products`` (Out, an always-ready stream of
-    :data:`PRODUCT_LAYOUT`: valid when the matrix modules take a product, one cycle after the control above);
-    the writer's ``group`` (Out, :func:`~hw.dqn.descriptor.group_layout`) and ``group_written`` (In 1, pulse
-    when the writer is done with it); ``busy``, ``done`` (Out 1); ``events`` (Out,
-    :data:`~hw.shared.host_control.COUNTER_EVENTS`) for the performance counters: ``issue`` (a product
-    issued), ``stall`` (a product could not issue: the writer still holds the previous group, or the taps are
-    not ready), ``draining`` (waiting at the end of a layer for its last writes).
+    Ports
+    -----
+    run : In(:class:`~hw.shared.run_control.RunSignature`) from the host control block: ``start`` with
+        ``layer_count``; ``descriptor`` (the current layer's fields) for ``layer_index``; ``busy``, ``done``;
+        ``events`` for the performance counters: ``issue`` (a product issued), ``stall`` (a product could not
+        issue: the writer still holds the previous group, or the taps are not ready), ``draining`` (waiting at
+        the end of a layer for its last writes).
+    feeder : Out(:class:`~hw.dqn.interfaces.FeederControlSignature`): per product ``issue`` and ``product``
+        (the matrix modules take it on the next cycle), the row registers' ``load``/``shift``/``bias``, the
+        taps, and the reads of the input rows (``row_address0``, ``row_address1``, ``row_read``) and weights
+        (``weight_address``, ``weight_read``).
+    select : Out(:class:`~hw.dqn.interfaces.ActivationSelectSignature`): ``busy`` and the layer's ``in_ram``
+        and ``out_ram``.
+    group : Out(:class:`~hw.dqn.interfaces.ResultGroupSignature`): the group the writer writes next and its
+        layer; ``written`` when the writer is done with it.
 
     Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
     positions) to walk the first group, 1 cycle
@@ -52,31 +54,19 @@ class LayerSequencer(wiring.Component):
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
-        activation_address = (config.activation_depth - 1).bit_length()
-        super().__init__({
-            "start": In(1), "layer_count": In(range(config.max_layers + 1)),
-            "descriptor": In(descriptor_layout(config)), "layer_index": Out(range(config.max_layers)),
-            "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
-            "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
-            "load": Out(1), "shift": Out(1), "bias": Out(1),
-            "tap_slot": Out(config.modules),
-            "tap_column": Out(data.ArrayLayout(range(config.row_elements), config.modules)),
-            "products": Out(stream.Signature(PRODUCT_LAYOUT, always_ready=True)),
-            "group": Out(group_layout(config)), "group_written": In(1),
-            "busy": Out(1), "done": Out(1), "events": Out(COUNTER_EVENTS),
+        check_config(config)
+        super().__init__(config, {
+            "run": In(RunSignature(max_layers=config.max_layers, descriptor_layout=descriptor_layout(config))),
+            "feeder": Out(FeederControlSignature(config)),
+            "select": Out(ActivationSelectSignature()),
+            "group": Out(ResultGroupSignature(config)),
         })
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        layer = self.descriptor
+        run, feeder = self.run, self.feeder
+        layer = run.descriptor
         modules = config.modules
         group_size = Signal(range(modules + 1))                  # P
         m.d.comb += group_size.eq(modules >> layer.column_blocks_log2)
@@ -121,54 +111,61 @@ class LayerSequencer(wiring.Component):
         group_row = Signal.like(walk_row)                        # oy0 * stride of the current group
         channel, kernel_row = Signal.like(layer.in_channels), Signal.like(layer.kernel_height)
         kernel_column = Signal.like(layer.kernel_width)
-        channel_base = Signal.like(self.row_address0)            # channel * in_height
+        channel_base = Signal.like(feeder.row_address0)            # channel * in_height
         product = Signal.like(layer.products)                    # k within the group
         bias_step = Signal()
         in_flight = Signal()                                     # a group's results not yet written
-        current_group = Signal.like(self.group)                  # the group taking products
+        current_group = Signal.like(self.group.group)            # the group taking products
         last_group = Signal()
-        layer_count = Signal.like(self.layer_count)
-        issue, stall = self.events.issue, self.events.stall
+        layer_count = Signal.like(run.layer_count)
+        issue, stall = run.events.issue, run.events.stall
 
         def read_rows(row_base, channel_rows, kernel_row_value):
             address = layer.in_base + channel_rows + row_base + kernel_row_value
-            m.d.comb += [self.row_address0.eq(address), self.row_address1.eq(address + layer.stride),
-                         self.row_read.eq(1)]
+            m.d.comb += [feeder.row_address0.eq(address), feeder.row_address1.eq(address + layer.stride),
+                         feeder.row_read.eq(1)]
 
-        with m.If(self.group_written):
+        with m.If(self.group.written):
             m.d.sync += in_flight.eq(0)
-        m.d.sync += [self.products.valid.eq(issue),
-                     self.products.payload.vector_from_activations.eq(issue & layer.reduce & ~bias_step)]
+        # The product issued this cycle; its count and ReLU flag are the layer's (the modules sample them with
+        # an accumulation's first product).
+        m.d.comb += [feeder.issue.eq(issue),
+                     feeder.product.vector_from_activations.eq(issue & layer.reduce & ~bias_step),
+                     feeder.product.count.eq(layer.products + 1), feeder.product.relu.eq(layer.relu),
+                     self.select.busy.eq(run.busy), self.select.in_ram.eq(layer.in_ram),
+                     self.select.out_ram.eq(layer.out_ram),
+                     self.group.layer.eq(layer)]
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.start):
-                    m.d.sync += [self.layer_index.eq(0), layer_count.eq(self.layer_count), self.done.eq(0)]
+                with m.If(run.start):
+                    m.d.sync += [run.layer_index.eq(0), layer_count.eq(run.layer_count), run.done.eq(0)]
                     m.next = "SETUP"
             with m.State("SETUP"):
-                m.d.comb += [self.busy.eq(1), reset_walk.eq(1)]
+                m.d.comb += [run.busy.eq(1), reset_walk.eq(1)]
                 m.next = "FIRST_WALK"
             with m.State("FIRST_WALK"):
-                m.d.comb += [self.busy.eq(1), start_walk.eq(1)]
+                m.d.comb += [run.busy.eq(1), start_walk.eq(1)]
                 m.next = "PRIME"
             with m.State("PRIME"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += run.busy.eq(1)
                 with m.If(taps_ready):
                     read_rows(next_row, 0, 0)
                     m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0),
                                  product.eq(0), bias_step.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += run.busy.eq(1)
                 with m.If(bias_step):
                     with m.If(in_flight):
                         m.d.comb += stall.eq(1)
                     with m.Else():
-                        m.d.comb += [issue.eq(1), self.bias.eq(1), self.weight_read.eq(1),
-                                     self.weight_address.eq(layer.weight_base + layer.products)]
+                        m.d.comb += [issue.eq(1), feeder.bias.eq(1), feeder.weight_read.eq(1),
+                                     feeder.weight_address.eq(layer.weight_base + layer.products)]
                         # The group's results reach the writer after the matrix modules' latency; its
                         # position stays on the group ports until then (the next bias waits for in_flight).
-                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0), self.group.eq(current_group)]
+                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0),
+                                     self.group.group.eq(current_group)]
                         with m.If(last_group):
                             m.next = "DRAIN"
                 with m.Elif((product == 0) & ~taps_ready):
@@ -177,13 +174,13 @@ class LayerSequencer(wiring.Component):
                     m.d.comb += issue.eq(1)
                     with m.If(layer.reduce):
                         # A reduction step: scalar 1.0 times word in_base + k of the input RAM (port 1).
-                        m.d.comb += self.bias.eq(1)
+                        m.d.comb += feeder.bias.eq(1)
                     with m.Else():
-                        m.d.comb += [self.weight_read.eq(1), self.weight_address.eq(layer.weight_base + product),
-                                     self.load.eq(kernel_column == 0), self.shift.eq(kernel_column != 0)]
+                        m.d.comb += [feeder.weight_read.eq(1), feeder.weight_address.eq(layer.weight_base + product),
+                                     feeder.load.eq(kernel_column == 0), feeder.shift.eq(kernel_column != 0)]
                     with m.If(product == 0):
                         # The group starts: its taps become current, the walker prepares the next group.
-                        m.d.sync += [self.tap_slot.eq(next_slot), self.tap_column.eq(next_column),
+                        m.d.sync += [feeder.tap_slot.eq(next_slot), feeder.tap_column.eq(next_column),
                                      group_row.eq(next_row), current_group.p0.eq(next_p0),
                                      current_group.oy0.eq(next_oy0), current_group.ox0.eq(next_ox0),
                                      last_group.eq(next_p0 + group_size >= layer.positions)]
@@ -192,7 +189,7 @@ class LayerSequencer(wiring.Component):
                     last_kernel_row = kernel_row + 1 == layer.kernel_height
                     last_channel = channel + 1 == layer.in_channels
                     with m.If(layer.reduce):
-                        m.d.comb += [self.row_address1.eq(layer.in_base + product), self.row_read.eq(1)]
+                        m.d.comb += [feeder.row_address1.eq(layer.in_base + product), feeder.row_read.eq(1)]
                     with m.Elif(kernel_column == 0):
                         # Read the rows of the step after this one.
                         with m.If(~last_kernel_row):
@@ -214,12 +211,12 @@ class LayerSequencer(wiring.Component):
                     with m.Else():
                         m.d.sync += kernel_column.eq(kernel_column + 1)
             with m.State("DRAIN"):
-                m.d.comb += [self.busy.eq(1), self.events.draining.eq(1)]
+                m.d.comb += [run.busy.eq(1), run.events.draining.eq(1)]
                 with m.If(~in_flight):
-                    with m.If(self.layer_index + 1 == layer_count):
-                        m.d.sync += self.done.eq(1)
+                    with m.If(run.layer_index + 1 == layer_count):
+                        m.d.sync += run.done.eq(1)
                         m.next = "IDLE"
                     with m.Else():
-                        m.d.sync += self.layer_index.eq(self.layer_index + 1)
+                        m.d.sync += run.layer_index.eq(run.layer_index + 1)
                         m.next = "SETUP"
         return m

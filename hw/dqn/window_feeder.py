@@ -1,15 +1,19 @@
-"""Window feeder of the DQN accelerator: row shift registers that give each matrix module its scalar."""
+"""Window feeder of the DQN accelerator: fetches a product's rows and weights and gives each matrix module its
+operands (the scalar from row shift registers, the vector from the weight RAM or the input word)."""
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
+from nnaccel.hw.dqn.interfaces import FeederControlSignature, product_layout
+from nnaccel.hw.dqn.matrix_module import COUNT_BITS, operand_layout
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
 __all__ = ["WindowFeeder"]
 
 
-class WindowFeeder(wiring.Component):
+class WindowFeeder(DqnBlock):
     """Two row registers of ``row_elements`` elements, shifting one element per product, tapped per module.
 
     A convolution step ``(c, kh)`` needs, for each output position of the group, the input row
@@ -18,56 +22,74 @@ class WindowFeeder(wiring.Component):
     ``tap_slot[m]``: the window's first column.  Loading a row puts the step's ``kw = 0`` elements
     under the taps; each shift moves the next column under them, so the taps stay fixed for a whole
     group and the registers shift by one element per cycle (the thesis' shift-register feeder,
-    with the window start chosen by the tap instead of by further shifts).
+    with the window start chosen by the tap instead of by further shifts).  Module ``m``'s vector is slot ``m``
+    of the weight word, or in a reduction step (``vector_from_activations``) elements ``m*lanes ..`` of the
+    input word read on ``rows1`` (modules whose lanes lie past the word never take part in a reduction).
 
-    Ports (control is sampled at a clock edge and acts on the next cycle's ``scalars``):
-    ``row0``, ``row1`` (In, ``row_elements`` x width: element 0 first): the activation RAMs' read data;
-    ``load`` (In 1): copy both rows into the registers; ``shift`` (In 1): shift both registers down one
-    element; ``bias`` (In 1): the next cycle's scalars are all 1.0 (the bias product);
-    ``tap_slot`` (In modules), ``tap_column`` (In modules x column bits): each module's tap;
-    ``scalars`` (Out, ``modules`` x width: module ``m``'s scalar is element ``m``).
+    Ports
+    -----
+    control : In(:class:`~hw.dqn.interfaces.FeederControlSignature`), from the sequencer: ``issue`` with
+        ``product``; ``load`` (copy both rows read into the registers), ``shift`` (shift both registers down one
+        element), ``bias`` (the next scalars are all 1.0); ``tap_slot``, ``tap_column``; the reads below.
+    rows0, rows1 : Out(BufferPortSignature) of the activation RAMs (``row_elements`` x width words): reads of
+        ``row_address0`` / ``row_address1`` on ``row_read`` (the layer's input RAM, ports 0 and 1).
+    weights : Out(BufferPortSignature) of the weight RAM (``modules * lanes`` x width words): reads of
+        ``weight_address`` on ``weight_read``.
+    operands : Out(always-ready stream of :func:`~hw.dqn.matrix_module.operand_layout`) x ``modules``: module
+        ``m``'s product: ``scalar``, ``vector``, ``count``, ``relu``.
 
-    Timing: ``scalars`` on cycle n+1 reflect ``load``/``shift``/``bias`` of cycle n (one register stage).
-    Throughput: one scalar per module per cycle, no stall.
+    Timing: a product issued on cycle n (``issue``) is a valid ``operands`` beat on cycle n+1, with the scalars
+    of ``load``/``shift``/``bias`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
+    one-cycle reads).  Throughput: one product per cycle, no stall.
 
     FPGA: 2 x ``row_elements`` x width flip-flops (2 x 84 x 32 = 5,376 for the thesis) with a 3:1 input
-    mux each, and per module a 2 x ``row_elements``:1 mux of width bits (ALMs).
+    mux each, per module a 2 x ``row_elements``:1 mux of width bits and a 2:1 vector mux (ALMs).
     """
 
     def __init__(self, *, config=DqnConfig()):
-        if not isinstance(config, DqnConfig):
-            raise TypeError(f"config must be a DqnConfig, not {config!r}")
-        self._config = config
-        row = data.ArrayLayout(config.fmt.width, config.row_elements)
-        super().__init__({
-            "row0": In(row), "row1": In(row),
-            "load": In(1), "shift": In(1), "bias": In(1),
-            "tap_slot": In(config.modules),
-            "tap_column": In(data.ArrayLayout(range(config.row_elements), config.modules)),
-            "scalars": Out(data.ArrayLayout(config.fmt.width, config.modules)),
+        check_config(config)
+        rows = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
+                                   granularity=config.fmt.width)
+        operands = stream.Signature(operand_layout(config.lanes, config.fmt, COUNT_BITS), always_ready=True)
+        super().__init__(config, {
+            "control": In(FeederControlSignature(config)),
+            "rows0": Out(rows), "rows1": Out(rows),
+            "weights": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)),
+            "operands": Out(operands).array(config.modules),
         })
-
-    @property
-    def config(self):
-        return self._config
 
     def elaborate(self, platform):
         m = Module()
-        config = self._config
+        config, control = self._config, self.control
         width, elements = config.fmt.width, config.row_elements
+        m.d.comb += [self.rows0.address.eq(control.row_address0), self.rows0.read_enable.eq(control.row_read),
+                     self.rows1.address.eq(control.row_address1), self.rows1.read_enable.eq(control.row_read),
+                     self.weights.address.eq(control.weight_address),
+                     self.weights.read_enable.eq(control.weight_read)]
+
         registers = [Signal(elements * width, name=f"row_register{slot}") for slot in range(2)]
-        for register, row in zip(registers, (self.row0, self.row1)):
-            with m.If(self.load):
-                m.d.sync += register.eq(row)
-            with m.Elif(self.shift):
+        for register, rows in zip(registers, (self.rows0, self.rows1)):
+            with m.If(control.load):
+                m.d.sync += register.eq(rows.read_data)
+            with m.Elif(control.shift):
                 m.d.sync += register.eq(register >> width)
-        bias = Signal()
-        m.d.sync += bias.eq(self.bias)
+        bias, valid = Signal(), Signal()
+        product = Signal(product_layout())
+        m.d.sync += [bias.eq(control.bias), valid.eq(control.issue), product.eq(control.product)]
 
         one = Const(config.fmt.bias << config.fmt.mantissa_bits, width)
         slot_elements = [Array(register[e * width:(e + 1) * width] for e in range(elements)) for register in registers]
-        for module in range(config.modules):
-            column = self.tap_column[module]
-            tapped = Mux(self.tap_slot[module], slot_elements[1][column], slot_elements[0][column])
-            m.d.comb += self.scalars[module].eq(Mux(bias, one, tapped))
+        vector_bits = config.lanes * width
+        for module, operands in enumerate(self.operands):
+            column = control.tap_column[module]
+            tapped = Mux(control.tap_slot[module], slot_elements[1][column], slot_elements[0][column])
+            weight_slot = self.weights.read_data[module * vector_bits:(module + 1) * vector_bits]
+            if (module + 1) * config.lanes <= elements:
+                input_lanes = self.rows1.read_data[module * vector_bits:(module + 1) * vector_bits]
+                vector = Mux(product.vector_from_activations, input_lanes, weight_slot)
+            else:
+                vector = weight_slot
+            m.d.comb += [operands.valid.eq(valid), operands.payload.scalar.eq(Mux(bias, one, tapped)),
+                         operands.payload.vector.eq(vector), operands.payload.count.eq(product.count),
+                         operands.payload.relu.eq(product.relu)]
         return m

@@ -1,10 +1,10 @@
-"""A deep dual-port RAM built from banks of one separately generated :class:`~hw.shared.dual_port_buffer.DualPortBuffer`.
+"""A deep dual-port RAM built from banks of one :class:`~hw.shared.dual_port_buffer.DualPortBuffer` design.
 
 Amaranth writes a memory's initial contents into the Verilog word by word, and converting one memory takes time
 that grows faster than its depth (a 32,768 x 256-bit buffer: about 70 s; 4,096 words: 4 s).  The CapsNet
-accelerator's weight RAMs hold up to 166,536 words, so they are built from banks of ``bank_depth`` words: the
-bank module is generated once (:func:`hw.shared.separate_module.instantiate_separately`) and instantiated as often as
-needed.  The behaviour is the one of a single :class:`~hw.shared.dual_port_buffer.DualPortBuffer` of the whole depth
+accelerator's weight RAMs hold up to 166,536 words, so they are built from banks of ``bank_depth`` words: identical
+banks, which a build that generates each distinct module once (``hw.shared.stand_in``) converts once.  The
+behaviour is the one of a single :class:`~hw.shared.dual_port_buffer.DualPortBuffer` of the whole depth
 (the FPGA builds deep RAMs from M10K blocks in the same way).
 """
 
@@ -13,7 +13,6 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, check_positive_integer
-from nnaccel.hw.shared.separate_module import instantiate_separately
 
 __all__ = ["instantiate_banked_buffer", "bank_count"]
 
@@ -22,16 +21,14 @@ def bank_count(depth, bank_depth):
     return -(-depth // bank_depth)
 
 
-def instantiate_banked_buffer(m, parent, *, width, depth, bank_depth=4096, granularity=None, module_name,
-                              instance_name):
+def instantiate_banked_buffer(m, *, width, depth, bank_depth=4096, granularity=None, instance_name):
     """Add to ``m`` a ``ceil(depth / bank_depth) * bank_depth`` x ``width`` dual-port RAM and return its interface.
 
     The interface has the signature of ``DualPortBuffer(width=width, depth=banks * bank_depth,
     granularity=granularity)`` (ports ``a``, ``b``; drive ``address``, ``read_enable``, ``write_enable``,
     ``write_data``, read ``read_data``) and the same timing: one-cycle reads whose data holds until the next read of
     that port.  Bank ``k`` holds words ``k*bank_depth ..``; each port keeps the bank of its last read to select
-    the read data.  ``bank_depth`` must be a power of two; ``parent`` and ``module_name`` are those of
-    :func:`~hw.shared.separate_module.instantiate_separately` (the bank module is ``module_name``).
+    the read data.  ``bank_depth`` must be a power of two; bank ``k`` is the submodule ``{instance_name}_bank{k}``.
     """
     check_positive_integer("depth", depth)
     check_positive_integer("bank_depth", bank_depth)
@@ -41,11 +38,11 @@ def instantiate_banked_buffer(m, parent, *, width, depth, bank_depth=4096, granu
     bank_depth = min(bank_depth, depth) if banks == 1 else bank_depth
     port = BufferPortSignature(width=width, depth=banks * bank_depth, granularity=granularity)
     interface = wiring.Signature({"a": In(port), "b": In(port)}).create(path=(instance_name,))
-    bank_interfaces = [
-        instantiate_separately(m, parent,
-                               lambda: DualPortBuffer(width=width, depth=bank_depth, granularity=granularity),
-                               module_name=module_name, instance_name=f"{instance_name}_bank{index}")
-        for index in range(banks)]
+    bank_interfaces = []
+    for index in range(banks):
+        m.submodules[f"{instance_name}_bank{index}"] = bank = DualPortBuffer(width=width, depth=bank_depth,
+                                                                             granularity=granularity)
+        bank_interfaces.append(bank)
     offset_bits = (bank_depth - 1).bit_length()
     for name in ("a", "b"):
         whole = getattr(interface, name)

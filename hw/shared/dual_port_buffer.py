@@ -1,10 +1,14 @@
 """The DQN accelerator's on-chip buffer (SPEC section 1, thesis section 4.2): a true dual-port block RAM."""
 
+import hashlib
+
 import numpy as np
 from amaranth.hdl import Module, Mux, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from nnaccel.hw.shared.stand_in import platform_stand_in
 
 __all__ = ["BufferPortSignature", "DualPortBuffer", "block_ram_count", "check_positive_integer", "pack_words"]
 
@@ -173,7 +177,19 @@ class DualPortBuffer(wiring.Component):
         """Cyclone V M10K blocks in true dual-port mode (512 x 20 each)."""
         return block_ram_count(self._width, self._depth, block_depth=512)
 
+    @property
+    def module_name(self):
+        """Verilog module name when generated once for all instances (``hw.shared.stand_in``): its size, and a digest
+        of its initial contents if it has any, e.g. ``dual_port_buffer_w512_d4096_g0``."""
+        name = f"dual_port_buffer_w{self._width}_d{self._depth}_g{self._granularity or 0}"
+        if self._init is None:
+            return name
+        return name + "_i" + hashlib.sha256(repr(self._init).encode()).hexdigest()[:12]
+
     def elaborate(self, platform):
+        stand_in = platform_stand_in(platform, self, hierarchical_block=False)
+        if stand_in is not None:
+            return stand_in
         m = Module()
         m.submodules.memory = memory = Memory(shape=self._width, depth=self._depth, init=self._init or [])
         for port in (self.a, self.b):

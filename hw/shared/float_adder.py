@@ -49,7 +49,7 @@ class FloatAdder(FloatOperator):
     CUT_PRIORITY = ("sum", "result", "aligned")
     MODULE_PREFIX = "float_adder"
 
-    def elaborate(self, platform):
+    def elaborate_logic(self, platform):
         m = Module()
         fmt = self.fmt
         extended_bits = fmt.mantissa_bits + 1 + GUARD_BITS

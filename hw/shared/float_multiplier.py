@@ -47,7 +47,7 @@ class FloatMultiplier(FloatOperator):
     CUT_PRIORITY = ("product", "result", "operands")
     MODULE_PREFIX = "float_multiplier"
 
-    def elaborate(self, platform):
+    def elaborate_logic(self, platform):
         m = Module()
         fmt = self.fmt
         operands = self.operands.payload

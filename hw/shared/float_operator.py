@@ -4,6 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.stand_in import platform_stand_in
 
 __all__ = ["FloatOperator", "operand_layout"]
 
@@ -22,7 +23,9 @@ class FloatOperator(wiring.Component):
     beat was valid; a new operation may start every cycle (the units never stall: no ``ready``).
 
     Subclasses name their pipeline cut points in ``CUT_PRIORITY`` (first = registered first) and the
-    prefix of their Verilog module name in ``MODULE_PREFIX``.
+    prefix of their Verilog module name in ``MODULE_PREFIX``, and build their logic in ``elaborate_logic``.
+    Elaboration asks the platform to stand in for a pipelined unit first (:mod:`hw.shared.stand_in`: a build that
+    generates each distinct unit once, e.g. the 256 multipliers of the DQN accelerator as one module).
     """
 
     CUT_PRIORITY = ()
@@ -54,6 +57,16 @@ class FloatOperator(wiring.Component):
     @property
     def flush_to_zero(self):
         return self._flush_to_zero
+
+    def elaborate(self, platform):
+        # A module generated once is instantiated with the clock and reset; a combinational unit (latency 0) has
+        # neither, and is elaborated in place.
+        stand_in = platform_stand_in(platform, self, hierarchical_block=False) if self._latency else None
+        return stand_in if stand_in is not None else self.elaborate_logic(platform)
+
+    def elaborate_logic(self, platform):
+        """The unit's own logic (an Amaranth ``Module``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define elaborate_logic")
 
     @property
     def module_name(self):

@@ -7,13 +7,38 @@ an accelerator has ``host: In(HostPortSignature(data_bits=...))``, which gives t
 accelerator's side; ``testbench.shared.host_driver.HostDriver`` drives it for both testbenches.
 """
 
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["HostPortSignature", "HostPortAccelerator", "ADDRESS_BITS", "TARGET_BITS"]
+__all__ = ["HostPortSignature", "ReadDataSignature", "HostPortAccelerator", "ADDRESS_BITS", "TARGET_BITS"]
 
 TARGET_BITS = 3         # up to 8 targets: CONTROL, DESCRIPTORS and the system's memories
 ADDRESS_BITS = 20       # word address inside a target: 1 M words, beyond the deepest RAM of either accelerator
+
+
+class ReadDataSignature(wiring.Signature):
+    """A word with a valid flag that the receiver always takes: ``valid`` Out(1), ``payload`` Out(data_bits), seen
+    from the sender.
+
+    The members of an always-ready ``lib.stream`` without its ``ready``: a stream's ``ready`` would be the constant
+    1, which Amaranth 0.5 cannot make a top-level port (``verilog.convert`` of a component whose signature holds a
+    constant fails, amaranth-lang/amaranth issue 1574), and this signature is on every accelerator's top.
+    """
+
+    def __init__(self, data_bits):
+        if not isinstance(data_bits, int) or isinstance(data_bits, bool) or data_bits < 1:
+            raise ValueError(f"data_bits must be a positive integer, not {data_bits!r}")
+        self._data_bits = data_bits
+        super().__init__({"valid": Out(1), "payload": Out(data_bits)})
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._data_bits == self._data_bits
+
+    def __hash__(self):
+        return hash((type(self), self._data_bits))
+
+    def __repr__(self):
+        return f"ReadDataSignature({self._data_bits})"
 
 
 class HostPortSignature(wiring.Signature):
@@ -30,8 +55,8 @@ class HostPortSignature(wiring.Signature):
         The word inside the target.
     write_data : Out(data_bits)
         The word a write stores (a narrower target takes its low bits).
-    read_data : In(stream.Signature(data_bits, always_ready=True))
-        The answer to a read: valid on the cycle after the ``read`` request, with the word in the payload (a
+    read_data : In(:class:`ReadDataSignature`)
+        The answer to a read: ``valid`` on the cycle after the ``read`` request, with the word in ``payload`` (a
         narrower target's word zero-extended).  The host takes it on that cycle (no ``ready``).
     busy, done : In(1)
         The accelerator runs (it ignores memory requests then); it finished a run (high until the next start).
@@ -44,7 +69,7 @@ class HostPortSignature(wiring.Signature):
         super().__init__({
             "write": Out(1), "read": Out(1), "target": Out(TARGET_BITS), "address": Out(ADDRESS_BITS),
             "write_data": Out(data_bits),
-            "read_data": In(stream.Signature(data_bits, always_ready=True)),
+            "read_data": In(ReadDataSignature(data_bits)),
             "busy": In(1), "done": In(1),
         })
 

@@ -25,7 +25,7 @@ from amaranth.hdl import ClockSignal, Elaboratable, Instance, IOBufferInstance, 
 from amaranth.lib import wiring
 from amaranth.vendor import IntelPlatform
 
-from nnaccel.hw.shared.verilog_ports import verilog_ports
+from nnaccel.sim.separate_modules import component_ports
 from nnaccel.sim.verilog import check_module_name, generate_verilog
 
 __all__ = ["BOARDS", "DE5NetPlatform", "BoardTop", "board_platform_class", "write_project", "DEFAULT_CLOCK_MHZ"]
@@ -83,8 +83,8 @@ class BoardTop(Elaboratable):
         check_module_name(module_name)
         self._component = component
         self._module_name = module_name
-        self._ports = [(name, member.flow, len(value)) for name, member, value in
-                       verilog_ports(component.signature.create())]
+        self._ports = [(name, flow, len(value)) for name, flow, value in
+                       component_ports(component.signature.create())]
 
     @property
     def virtual_ports(self):

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from nnaccel.sim.build_cache import build_key, cached_build
-from nnaccel.sim.harness import SimulationError, rebuild_with_profile, verilator_build_arguments, verilator_source
+from nnaccel.sim.harness import SimulationError, rebuild_with_profile, verilator_build_arguments
 from nnaccel.sim.toolchain import simulator_version, verilator_command, verilator_make_environment
 from nnaccel.sim.verilator_options import DEFAULT, thread_budget
-from nnaccel.sim.verilog import generate_verilog
+from nnaccel.sim.verilog import generate_design
 
 __all__ = ["HostProgram", "ProgramOutput", "build_raw_model", "run_program"]
 
@@ -67,9 +67,12 @@ def build_raw_model(component, name, program_text, options=DEFAULT):
     """``(build_dir, built_now, seconds)``: ``component`` (top module ``name``) under the C++ testbench, built
     with the Verilator ``options`` (cached like the harness' builds).  A profile-guided build
     (``options.profile_guided``) takes its profile from a run of ``program_text``."""
-    verilog_text = verilator_source(generate_verilog(component, name), options)
+    design = generate_design(component, name)
+    verilog_text = design.text
+    blocks = design.blocks_for(options.hierarchy)
     key = build_key(verilog_text, simulator="verilator", version=simulator_version("verilator"),
-                    testbench=TESTBENCH.read_text(), options=options.cache_key())
+                    testbench=TESTBENCH.read_text(), options=options.cache_key(),
+                    **({"hierarchical_blocks": list(blocks)} if blocks else {}))
 
     def make(build_dir, arguments, profile):
         with open(build_dir / "build.log", "a") as log, verilator_make_environment(options.make_variables(profile)):
@@ -82,7 +85,7 @@ def build_raw_model(component, name, program_text, options=DEFAULT):
         verilog_path.write_text(verilog_text)
         make(build_dir, [*verilator_command(), "--cc", "--exe", "-Mdir", str(build_dir), "--top-module", name,
                          "--prefix", "Vtop", "-o", _EXECUTABLE,
-                         *verilator_build_arguments(verilog_text, name, options, build_dir), str(TESTBENCH),
+                         *verilator_build_arguments(design, options, build_dir), str(TESTBENCH),
                          str(verilog_path)],
              "generate" if options.profile_guided else None)
         if options.profile_guided:

@@ -8,11 +8,10 @@ test module reaches the model's memory through :mod:`testbench.shared.sdram_back
 
 from pathlib import Path
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Shape
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Shape
 from amaranth.lib import wiring
 
 from nnaccel.hw.shared.avalon_master import AvalonMMSignature
-from nnaccel.hw.shared.separate_module import instantiate_separately
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, SdramTiming
 
 __all__ = ["WithSdramModel", "SDRAM_MODEL_SOURCE", "SDRAM_INSTANCE_NAME"]
@@ -32,12 +31,13 @@ class WithSdramModel(wiring.Component):
     ``dut`` itself, so a cocotb test module written for ``dut`` drives this top unchanged; ``clk`` and ``rst`` go
     to both.  Timing: the model's, :class:`SdramTiming` ``timing`` (its ``command_latency`` at least 1).  The
     model's memory holds ``memory_bytes`` (rounded up to a power of two; default: the whole SDRAM), addressed by
-    the low bits of the Avalon address.  ``dut`` is generated as a separate Verilog module named
-    ``dut_module_name`` (default: ``dut.module_name``); :attr:`simulation_sources` is the model's Verilog, which
-    :func:`sim.harness.simulate` compiles with the top.  FPGA mapping: none (a simulation top).
+    the low bits of the Avalon address.  ``dut`` is a submodule named ``dut``, its members joined to this top's
+    with ``wiring.connect`` (a plain signal member by
+    assignment); :attr:`simulation_sources` is the model's Verilog, which :func:`sim.harness.simulate`
+    compiles with the top.  FPGA mapping: none (a simulation top).
     """
 
-    def __init__(self, dut, *, timing=DE1_SOC_SDRAM, memory_bytes=None, dut_module_name=None):
+    def __init__(self, dut, *, timing=DE1_SOC_SDRAM, memory_bytes=None):
         avalon = dut.signature.members.get("avalon") if isinstance(dut, wiring.Component) else None
         if avalon is None or avalon.flow != wiring.Out or not isinstance(avalon.signature, AvalonMMSignature):
             raise TypeError(f"dut must be a component with an Avalon-MM master member 'avalon', not {dut!r}")
@@ -59,10 +59,7 @@ class WithSdramModel(wiring.Component):
                 not word_bytes <= memory_bytes <= timing.size_bytes:
             raise ValueError(f"memory_bytes must be an integer from {word_bytes} to the SDRAM's "
                              f"{timing.size_bytes}, not {memory_bytes!r}")
-        dut_module_name = dut_module_name or getattr(dut, "module_name", None)
-        if not isinstance(dut_module_name, str) or not dut_module_name:
-            raise ValueError(f"dut_module_name must name the DUT's Verilog module, not {dut_module_name!r}")
-        self._dut, self._dut_module_name, self._timing = dut, dut_module_name, timing
+        self._dut, self._timing = dut, timing
         max_burst = 1 << (burstcount_bits - 1)
         outstanding_words = timing.queue_depth * max_burst + timing.cas_latency + timing.read_return_cycles + 8
         self._parameters = {
@@ -98,16 +95,15 @@ class WithSdramModel(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        dut = instantiate_separately(m, self, lambda: self._dut, module_name=self._dut_module_name,
-                                     instance_name="dut", hierarchical_block=False)
-        dut_values = {path: value for path, _, value in dut.signature.flatten(dut)}
-        for path, member, value in self.signature.flatten(self):
-            if isinstance(value, Const):           # the constant ready of an always-ready stream
-                continue
-            if member.flow == wiring.In:
-                m.d.comb += dut_values[path].eq(value)
+        m.submodules.dut = dut = self._dut
+        for name, member in self.signature.members.items():
+            outer, inner = getattr(self, name), getattr(dut, name)
+            if member.is_signature:
+                wiring.connect(m, wiring.flipped(outer), inner)
+            elif member.flow == wiring.In:
+                m.d.comb += inner.eq(outer)
             else:
-                m.d.comb += value.eq(dut_values[path])
+                m.d.comb += outer.eq(inner)
         avalon = dut.avalon
         m.submodules[SDRAM_INSTANCE_NAME] = Instance(
             "sdram_model", **{f"p_{name}": value for name, value in self._parameters.items()},

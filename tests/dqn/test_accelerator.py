@@ -53,13 +53,18 @@ def compare_layers(plan, states, run):
     return wrong
 
 
-@pytest.fixture(scope="module")
-def reduced_run():
-    rng = np.random.default_rng(SEED)
+def reduced_plan(rng):
+    """The reduced network with random weights, compiled with every kind of pass (``split="always"``)."""
     layers = reduced_layers()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
+    return compile_network(REDUCED_CONFIG, layers, weights, split="always")
+
+
+@pytest.fixture(scope="module")
+def reduced_run():
+    rng = np.random.default_rng(SEED)
+    plan = reduced_plan(rng)
     states = reduced_states(rng)
     return plan, states, run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
 
@@ -181,10 +186,7 @@ def test_reduced_configuration_on_icarus():
     """The second simulator runs the same controller to the same bits (Icarus needs the harness'
     time-zero fix: without it the sequencer's busy stays X and the accelerator never starts)."""
     rng = np.random.default_rng(SEED)
-    layers = reduced_layers()
-    weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
-                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED_CONFIG, layers, weights, split="always")
+    plan = reduced_plan(rng)
     states = reduced_states(rng)[:2]
     run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, simulator="icarus", max_cycles=20_000)
     for index, state in enumerate(states):

@@ -9,8 +9,10 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from nnaccel.hw.dqn.config import DqnConfig
-from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
+from nnaccel.hw.dqn.float_argmax import candidate_layout
+from nnaccel.hw.dqn.interfaces import ResultGroupSignature
 from nnaccel.hw.dqn.result_writer import ResultWriter
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
 CONFIG = DqnConfig(modules=4, lanes=2, row_elements=6, activation_depth=64, weight_depth=16, max_layers=2)
 MODULES, LANES = CONFIG.modules, CONFIG.lanes
@@ -23,8 +25,9 @@ def result_value(module, lane):
 
 def run_group(layer, p0):
     """One results beat for the group starting at position ``p0``: ``(writes, done_cycle)``, ``writes`` a list of
-    ``(cycle, address, {element: value}, packed_index, lane_enable)`` for every cycle with an enabled element, cycles
-    counted from the beat (the beat is cycle 0)."""
+    ``(cycle, address, {element: value}, packed beat)`` for every cycle with an enabled element, the packed beat
+    ``(base_index, mask)`` when the argmax stream is valid (else None), cycles counted from the beat (the beat is
+    cycle 0)."""
     writer = ResultWriter(config=CONFIG)
     oy0, ox0 = divmod(p0, layer["out_width"])
     writes, done = [], []
@@ -32,23 +35,30 @@ def run_group(layer, p0):
     simulator.add_clock(1e-6)
 
     async def testbench(ctx):
-        ctx.set(writer.layer, layer | {"out_base": OUT_BASE})
-        ctx.set(writer.group, {"p0": p0, "oy0": oy0, "ox0": ox0})
-        ctx.set(writer.results.payload, [[result_value(module, lane) for lane in range(LANES)]
-                                         for module in range(MODULES)])
-        ctx.set(writer.results.valid, 1)
-        assert not ctx.get(writer.busy)
+        ctx.set(writer.group.layer, layer | {"out_base": OUT_BASE})
+        ctx.set(writer.group.group, {"p0": p0, "oy0": oy0, "ox0": ox0})
+        for module, results in enumerate(writer.results):
+            ctx.set(results.payload, [result_value(module, lane) for lane in range(LANES)])
+            ctx.set(results.valid, 1)
+        assert not ctx.get(writer.output.write_enable)
         await ctx.tick()
-        ctx.set(writer.results.valid, 0)
+        for results in writer.results:
+            ctx.set(results.valid, 0)
+        output, packed = writer.output, writer.packed
         for cycle in range(1, 40):
-            enable = ctx.get(writer.write_enable)
+            enable = ctx.get(output.write_enable)
+            assert not ctx.get(packed.valid) or enable, f"a packed beat without a write on cycle {cycle}"
             if enable:
-                assert ctx.get(writer.busy), f"a write outside busy on cycle {cycle}"
-                elements = {element: ctx.get(writer.write_data[element]) for element in range(CONFIG.row_elements)
-                            if enable >> element & 1}
-                writes.append((cycle, ctx.get(writer.write_address), elements, ctx.get(writer.packed_index),
-                               ctx.get(writer.lane_enable)))
-            if ctx.get(writer.done):
+                elements = {element: ctx.get(output.write_data.word_select(element, 32))
+                            for element in range(CONFIG.row_elements) if enable >> element & 1}
+                beat = None
+                if ctx.get(packed.valid):
+                    beat = (ctx.get(packed.payload.base_index), ctx.get(packed.payload.mask))
+                    # its values are elements 0 .. lanes-1 of the word written
+                    assert ctx.get(packed.payload.values) == [ctx.get(output.write_data.word_select(lane, 32))
+                                                              for lane in range(LANES)]
+                writes.append((cycle, ctx.get(output.address), elements, beat))
+            if ctx.get(writer.group.written):
                 done.append(cycle)
             await ctx.tick()
 
@@ -60,7 +70,7 @@ def run_group(layer, p0):
 
 def ram_contents(writes):
     ram = {}
-    for _, address, elements, _, _ in writes:
+    for _, address, elements, _ in writes:
         for element, value in elements.items():
             assert (address, element) not in ram, f"word {address} element {element} written twice"
             ram[address, element] = value
@@ -70,7 +80,8 @@ def ram_contents(writes):
 def image_layer(out_height, out_width, out_channels, column_blocks_log2, positions=None):
     return {"out_height": out_height, "out_width": out_width, "out_channels": out_channels,
             "positions": out_height * out_width if positions is None else positions,
-            "column_blocks_log2": column_blocks_log2, "packed_output": 0, "position_major": 0, "first_position": 0}
+            "column_blocks_log2": column_blocks_log2, "packed_output": 0, "position_major": 0, "first_position": 0,
+            "last": 1}
 
 
 @pytest.mark.parametrize(("layer", "p0"), [
@@ -94,18 +105,21 @@ def test_image_layout(layer, p0):
     assert ram_contents(writes) == expected
     rows = len({position // layer["out_width"] for position in positions})
     assert [cycle for cycle, *_ in writes] == list(range(1, 1 + layer["out_channels"] * rows))
+    assert all(beat is None for *_, beat in writes)         # image writes never feed the argmax
     assert done == len(writes) + 1
 
 
-def test_packed_layout():
+@pytest.mark.parametrize("last", [1, 0])
+def test_packed_layout(last):
     """A single-position layer: column block b's lanes to word out_base + b, elements 0 .. lanes-1, outputs past
-    out_channels not written; packed_index and lane_enable name the outputs of each write."""
+    out_channels not written; in the last layer each write is a packed beat naming its outputs (base index, lanes)."""
     layer = {"out_height": 1, "out_width": 1, "positions": 1, "out_channels": 3, "column_blocks_log2": 1,
-             "packed_output": 1, "position_major": 0, "first_position": 0}
+             "packed_output": 1, "position_major": 0, "first_position": 0, "last": last}
     writes, done = run_group(layer, 0)
     assert ram_contents(writes) == {(OUT_BASE, 0): result_value(0, 0), (OUT_BASE, 1): result_value(0, 1),
                                     (OUT_BASE + 1, 0): result_value(1, 0)}
-    assert [(cycle, index, lanes) for cycle, _, _, index, lanes in writes] == [(1, 0, 0b11), (2, 2, 0b01)]
+    beats = [(0, 0b11), (2, 0b01)] if last else [None, None]
+    assert [(cycle, beat) for cycle, _, _, beat in writes] == list(zip([1, 2], beats))
     assert done == 3
 
 
@@ -113,7 +127,7 @@ def test_position_major_layout():
     """Partial sums of positions 4 and 5 (first_position 4): position q's column block b to word
     out_base + q, elements b*lanes .. b*lanes + lanes-1, from module (q << log2 C) | b."""
     layer = {"out_height": 1, "out_width": 8, "positions": 6, "out_channels": 4, "column_blocks_log2": 1,
-             "packed_output": 1, "position_major": 1, "first_position": 4}
+             "packed_output": 1, "position_major": 1, "first_position": 4, "last": 0}
     writes, done = run_group(layer, 4)
     expected = {(OUT_BASE + q, block * LANES + lane): result_value((q << 1) | block, lane)
                 for q in range(2) for block in range(2) for lane in range(LANES)}
@@ -123,9 +137,8 @@ def test_position_major_layout():
 
 def test_ports():
     writer = ResultWriter(config=CONFIG)
-    results = data.ArrayLayout(data.ArrayLayout(32, LANES), MODULES)
-    members = dict(writer.signature.members)
-    assert members["results"] == In(stream.Signature(results, always_ready=True))
-    assert (members["group"], members["layer"]) == (In(group_layout(CONFIG)), In(descriptor_layout(CONFIG)))
-    assert members["write_data"] == Out(data.ArrayLayout(32, CONFIG.row_elements))
-    assert (members["write_enable"], members["lane_enable"]) == (Out(CONFIG.row_elements), Out(LANES))
+    results = stream.Signature(data.ArrayLayout(32, LANES), always_ready=True)
+    assert dict(writer.signature.members) == {
+        "results": In(results).array(MODULES), "group": In(ResultGroupSignature(CONFIG)),
+        "output": Out(BufferPortSignature(width=32 * CONFIG.row_elements, depth=64, granularity=32)),
+        "packed": Out(stream.Signature(candidate_layout(CONFIG.fmt, LANES, 12), always_ready=True))}

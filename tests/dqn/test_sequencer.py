@@ -5,14 +5,14 @@ addresses, load / shift / bias, taps, groups) against what the descriptor fields
 stalls and drain against the timing its docstring states."""
 
 import pytest
-from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from nnaccel.hw.dqn.config import DqnConfig
-from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
-from nnaccel.hw.dqn.sequencer import PRODUCT_LAYOUT, LayerSequencer
-from nnaccel.hw.shared.run_control import COUNTER_EVENTS
+from nnaccel.hw.dqn.descriptor import descriptor_layout
+from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
+from nnaccel.hw.dqn.sequencer import LayerSequencer
+from nnaccel.hw.shared.run_control import RunSignature
 
 CONFIG = DqnConfig(modules=4, lanes=2, row_elements=12, activation_depth=128, weight_depth=256, max_layers=4)
 
@@ -45,7 +45,7 @@ LAYERS = [
 
 
 def simulate(layers, written_after):
-    """Run ``layers``; the stand-in writer pulses ``group_written`` ``written_after`` cycles after each group's
+    """Run ``layers``; the stand-in writer pulses ``group.written`` ``written_after`` cycles after each group's
     bias product. Returns one dict of observations per cycle from START on."""
     sequencer = LayerSequencer(config=CONFIG)
     trace = []
@@ -53,25 +53,31 @@ def simulate(layers, written_after):
     simulator.add_clock(1e-6)
 
     async def testbench(ctx):
-        ctx.set(sequencer.descriptor, layers[0])
-        ctx.set(sequencer.layer_count, len(layers))
-        ctx.set(sequencer.start, 1)
+        run, feeder = sequencer.run, sequencer.feeder
+        ctx.set(run.descriptor, layers[0])
+        ctx.set(run.layer_count, len(layers))
+        ctx.set(run.start, 1)
         await ctx.tick()
-        ctx.set(sequencer.start, 0)
+        ctx.set(run.start, 0)
         written_at = set()
         for cycle in range(2000):
-            layer = ctx.get(sequencer.layer_index)
-            ctx.set(sequencer.descriptor, layers[layer])
-            ctx.set(sequencer.group_written, cycle in written_at)
-            events = {name: ctx.get(getattr(sequencer.events, name)) for name in ("issue", "stall", "draining")}
-            observed = {"layer": layer, "busy": ctx.get(sequencer.busy), "done": ctx.get(sequencer.done), **events}
+            layer = ctx.get(run.layer_index)
+            ctx.set(run.descriptor, layers[layer])
+            ctx.set(sequencer.group.written, cycle in written_at)
+            events = {name: ctx.get(getattr(run.events, name)) for name in ("issue", "stall", "draining")}
+            observed = {"layer": layer, "busy": ctx.get(run.busy), "done": ctx.get(run.done), **events}
             for name in ("load", "shift", "bias", "weight_read", "weight_address", "row_read", "row_address0",
                          "row_address1", "tap_slot"):
-                observed[name] = ctx.get(getattr(sequencer, name))
-            observed["tap_column"] = [ctx.get(sequencer.tap_column[m]) for m in range(CONFIG.modules)]
-            observed["product"] = ctx.get(sequencer.products.valid)
-            observed["from_activations"] = ctx.get(sequencer.products.payload.vector_from_activations)
-            observed["group"] = {field: ctx.get(getattr(sequencer.group, field)) for field in ("p0", "oy0", "ox0")}
+                observed[name] = ctx.get(getattr(feeder, name))
+            observed["tap_column"] = [ctx.get(feeder.tap_column[m]) for m in range(CONFIG.modules)]
+            observed["product"] = ctx.get(feeder.issue)
+            observed["from_activations"] = ctx.get(feeder.product.vector_from_activations)
+            observed["count"], observed["relu"] = ctx.get(feeder.product.count), ctx.get(feeder.product.relu)
+            observed["select"] = {name: ctx.get(getattr(sequencer.select, name))
+                                  for name in ("busy", "in_ram", "out_ram")}
+            observed["group"] = {field: ctx.get(getattr(sequencer.group.group, field))
+                                 for field in ("p0", "oy0", "ox0")}
+            observed["group_layer"] = ctx.get(sequencer.group.layer.out_base)
             trace.append(observed)
             if events["issue"] and observed["bias"] and observed["weight_read"]:
                 written_at.add(cycle + written_after)
@@ -121,14 +127,22 @@ def test_products_weights_load_shift_bias(trace, layer):
     issued = [(entry["weight_address"] if entry["weight_read"] else None, entry["load"], entry["shift"], entry["bias"])
               for entry in cycles if entry["issue"]]
     assert issued == expected_products(d)
-    # The product beat follows each issue by one cycle; a reduction takes its vectors from the input words.
-    index = trace.index(cycles[0])
-    for offset, entry in enumerate(cycles):
+    # The feeder is told of each product on its issue cycle: a reduction takes its vectors from the input words;
+    # every product counts the layer's products + 1 (the bias) and carries its ReLU flag.
+    for entry in cycles:
+        assert entry["product"] == entry["issue"]
         if entry["issue"]:
-            beat = trace[index + offset + 1]
-            assert beat["product"] == 1
-            assert beat["from_activations"] == int(bool(d["reduce"]) and not (entry["weight_read"] and entry["bias"]))
+            assert entry["from_activations"] == int(bool(d["reduce"]) and not (entry["weight_read"] and entry["bias"]))
+            assert (entry["count"], entry["relu"]) == (d["products"] + 1, d["relu"])
     assert sum(entry["product"] for entry in trace) == sum(len(expected_products(d)) for d in LAYERS)
+
+
+def test_layer_to_the_rams_and_the_writer(trace):
+    """While a layer runs the RAM selection is its in_ram / out_ram, and the writer sees its descriptor."""
+    for layer, d in enumerate(LAYERS):
+        for entry in layer_cycles(trace, layer):
+            assert entry["select"] == {"busy": entry["busy"], "in_ram": d["in_ram"], "out_ram": d["out_ram"]}
+            assert entry["group_layer"] == d["out_base"]
 
 
 @pytest.mark.parametrize("layer", [0, 1])
@@ -193,12 +207,10 @@ def test_layer_timing(written_after):
 
 def test_ports():
     sequencer = LayerSequencer(config=CONFIG)
-    members = dict(sequencer.signature.members)
-    assert (members["layer_count"], members["layer_index"]) == (In(range(5)), Out(range(4)))
-    assert members["descriptor"] == In(descriptor_layout(CONFIG))
-    assert members["products"] == Out(stream.Signature(PRODUCT_LAYOUT, always_ready=True))
-    assert (members["group"], members["events"]) == (Out(group_layout(CONFIG)), Out(COUNTER_EVENTS))
-    assert members["tap_column"] == Out(data.ArrayLayout(range(12), 4))
+    assert dict(sequencer.signature.members) == {
+        "run": In(RunSignature(max_layers=4, descriptor_layout=descriptor_layout(CONFIG))),
+        "feeder": Out(FeederControlSignature(CONFIG)), "select": Out(ActivationSelectSignature()),
+        "group": Out(ResultGroupSignature(CONFIG))}
 
 
 def test_rejects_bad_config():

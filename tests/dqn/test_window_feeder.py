@@ -1,19 +1,28 @@
 # amaranth: UnusedElaboratable=no
 """hw.dqn.window_feeder.WindowFeeder on Amaranth's simulator: after a load and k shifts, module m sees element
-``tap_column[m] + k`` of the row of its slot (zero past the row's end), 1.0 on the cycle after ``bias``."""
+``tap_column[m] + k`` of the row of its slot (zero past the row's end), 1.0 on the cycle after ``bias``; its vector is
+slot m of the weight word or, in a reduction step, its lanes of the input word; the product's valid, count and ReLU
+flag one cycle after its issue; the reads it asks the RAMs for are the sequencer's."""
 
 import numpy as np
 import pytest
-from amaranth.lib import data
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.interfaces import FeederControlSignature
+from nnaccel.hw.dqn.matrix_module import COUNT_BITS, operand_layout
 from nnaccel.hw.dqn.window_feeder import WindowFeeder
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 
 CONFIG = DqnConfig(modules=4, lanes=2, row_elements=9, activation_depth=16, weight_depth=16, max_layers=2)
 ONE = int(np.float32(1.0).view(np.uint32))
 SEED = 777
+
+
+def pack(elements, bits=32):
+    return sum(int(value) << (bits * index) for index, value in enumerate(elements))
 
 
 def run_steps(feeder, steps):
@@ -23,16 +32,17 @@ def run_steps(feeder, steps):
     simulator.add_clock(1e-6)
 
     async def testbench(ctx):
+        control = feeder.control
         for row0, row1, load, shift, bias, slots, columns in steps:
-            ctx.set(feeder.row0, row0)
-            ctx.set(feeder.row1, row1)
-            ctx.set(feeder.load, load)
-            ctx.set(feeder.shift, shift)
-            ctx.set(feeder.bias, bias)
-            ctx.set(feeder.tap_slot, sum(slot << module for module, slot in enumerate(slots)))
-            ctx.set(feeder.tap_column, columns)
+            ctx.set(feeder.rows0.read_data, pack(row0))
+            ctx.set(feeder.rows1.read_data, pack(row1))
+            ctx.set(control.load, load)
+            ctx.set(control.shift, shift)
+            ctx.set(control.bias, bias)
+            ctx.set(control.tap_slot, sum(slot << module for module, slot in enumerate(slots)))
+            ctx.set(control.tap_column, columns)
             await ctx.tick()
-            seen.append([ctx.get(feeder.scalars[module]) for module in range(CONFIG.modules)])
+            seen.append([ctx.get(feeder.operands[module].payload.scalar) for module in range(CONFIG.modules)])
 
     simulator.add_testbench(testbench)
     simulator.run()
@@ -69,12 +79,54 @@ def test_row_inputs_are_ignored_without_load():
     assert run_steps(WindowFeeder(config=CONFIG), steps) == [window, window]
 
 
+@pytest.mark.parametrize("from_activations", [0, 1])
+def test_vectors_valid_count_and_relu(from_activations):
+    """A product issued on one cycle is a valid beat on the next: module m's vector is slot m of the weight word, or
+    in a reduction step elements m*lanes .. of the input word on port 1 (modules 0 to 3 of 4: 8 of 9 elements);
+    the count and ReLU flag are the issue's.  The feeder reads where the sequencer says."""
+    rng = np.random.default_rng(SEED + 2)
+    lanes, modules = CONFIG.lanes, CONFIG.modules
+    weights = [int(v) for v in rng.integers(0, 1 << 32, lanes * modules)]
+    row1 = [int(v) for v in rng.integers(0, 1 << 32, CONFIG.row_elements)]
+    feeder = WindowFeeder(config=CONFIG)
+    seen = {}
+    simulator = Simulator(feeder)
+    simulator.add_clock(1e-6)
+
+    async def testbench(ctx):
+        control = feeder.control
+        for name, value in (("issue", 1), ("row_address0", 5), ("row_address1", 6), ("row_read", 1),
+                            ("weight_address", 9), ("weight_read", 1)):
+            ctx.set(getattr(control, name), value)
+        ctx.set(control.product, {"vector_from_activations": from_activations, "count": 300, "relu": 1})
+        seen["reads"] = [ctx.get(port.address) for port in (feeder.rows0, feeder.rows1, feeder.weights)] + \
+            [ctx.get(port.read_enable) for port in (feeder.rows0, feeder.rows1, feeder.weights)]
+        seen["before"] = ctx.get(feeder.operands[0].valid)
+        await ctx.tick()
+        ctx.set(control.issue, 0)
+        ctx.set(feeder.weights.read_data, pack(weights))
+        ctx.set(feeder.rows1.read_data, pack(row1))
+        seen["beat"] = [(ctx.get(operands.valid), ctx.get(operands.payload.vector),
+                         ctx.get(operands.payload.count), ctx.get(operands.payload.relu))
+                        for operands in feeder.operands]
+        await ctx.tick()
+        seen["after"] = ctx.get(feeder.operands[0].valid)
+
+    simulator.add_testbench(testbench)
+    simulator.run()
+    assert seen["reads"] == [5, 6, 9, 1, 1, 1]
+    assert (seen["before"], seen["after"]) == (0, 0)
+    source = row1 if from_activations else weights
+    assert seen["beat"] == [(1, source[module * lanes:(module + 1) * lanes], 300, 1) for module in range(modules)]
+
+
 def test_ports():
     feeder = WindowFeeder(config=CONFIG)
-    row = data.ArrayLayout(32, CONFIG.row_elements)
+    rows = BufferPortSignature(width=32 * CONFIG.row_elements, depth=16, granularity=32)
+    operands = stream.Signature(operand_layout(CONFIG.lanes, CONFIG.fmt, COUNT_BITS), always_ready=True)
     assert dict(feeder.signature.members) == {
-        "row0": In(row), "row1": In(row), "load": In(1), "shift": In(1), "bias": In(1), "tap_slot": In(4),
-        "tap_column": In(data.ArrayLayout(range(9), 4)), "scalars": Out(data.ArrayLayout(32, 4))}
+        "control": In(FeederControlSignature(CONFIG)), "rows0": Out(rows), "rows1": Out(rows),
+        "weights": Out(BufferPortSignature(width=32 * 8, depth=16)), "operands": Out(operands).array(4)}
     assert feeder.config is CONFIG
 
 

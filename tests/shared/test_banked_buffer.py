@@ -38,9 +38,8 @@ class BankedBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        ram = instantiate_banked_buffer(m, self, width=WIDTH, depth=self._depth, bank_depth=BANK_DEPTH,
-                                        granularity=self._granularity, module_name=f"{self.module_name}_bank",
-                                        instance_name="ram")
+        ram = instantiate_banked_buffer(m, width=WIDTH, depth=self._depth, bank_depth=BANK_DEPTH,
+                                        granularity=self._granularity, instance_name="ram")
         for name in ("a", "b"):
             wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(ram, name))
         return m
@@ -76,6 +75,6 @@ def test_bank_count():
     ({"bank_depth": -8}, "bank_depth must be a positive integer, not -8"),
 ])
 def test_rejects_bad_parameters(arguments, message):
-    parameters = {"width": 8, "depth": 16, "bank_depth": 8, "module_name": "bank", "instance_name": "ram"} | arguments
+    parameters = {"width": 8, "depth": 16, "bank_depth": 8, "instance_name": "ram"} | arguments
     with pytest.raises(ValueError, match=f"^{message}$"):
-        instantiate_banked_buffer(Module(), BankedBuffer(depth=4), **parameters)
+        instantiate_banked_buffer(Module(), **parameters)

@@ -5,17 +5,17 @@ the choice of hierarchical blocks, and that the harness keys its build cache by 
 import numpy as np
 import pytest
 from amaranth import Module
+from amaranth.hdl import Fragment
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import REDUCED_CONFIG
 from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
-from nnaccel.hw.shared.separate_module import instantiate_separately
 from nnaccel.sim.harness import simulate
+from nnaccel.sim.separate_modules import SeparateModules
 from nnaccel.sim.verilator_options import DEFAULT, PREVIOUS_DEFAULT, THREADS_VARIABLE, VerilatorOptions, thread_budget
-from nnaccel.sim.verilog import (HIERARCHICAL_BLOCK_MARK, SEPARATE_MODULE_MARK, generate_verilog, module_ports,
-                         select_hierarchical_blocks)
+from nnaccel.sim.verilog import generate_design
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -32,17 +32,21 @@ def test_rejects_bad_options(arguments, message):
 
 
 def test_arguments_and_make_variables(tmp_path):
-    arguments = DEFAULT.verilator_arguments(top="top", ports=["clk", "a"], has_hierarchical_blocks=True,
+    arguments = DEFAULT.verilator_arguments(top="top", ports=["clk", "a"], hierarchical_blocks=["block"],
                                             build_dir=tmp_path)
-    assert arguments == ["--no-public-flat-rw", str(tmp_path / "public_ports.vlt"), "--hierarchical"]
+    assert arguments == ["--no-public-flat-rw", str(tmp_path / "public_ports.vlt"),
+                         str(tmp_path / "hierarchical_blocks.vlt"), "--hierarchical"]
     assert (tmp_path / "public_ports.vlt").read_text().splitlines()[2:] == [
         'public_flat_rw -module "top" -var "clk"', 'public_flat_rw -module "top" -var "a"']
+    assert (tmp_path / "hierarchical_blocks.vlt").read_text().splitlines()[2:] == ['hier_block -module "block"']
     assert DEFAULT.make_variables() == ["OPT_FAST=-O2", "OPT_GLOBAL=-O2"]
-    today = PREVIOUS_DEFAULT.verilator_arguments(top="top", ports=[], has_hierarchical_blocks=True, build_dir=tmp_path)
-    assert today[:2] == ["--public-flat-rw", "--hierarchical"] and today[2] == "--build"
+    today = PREVIOUS_DEFAULT.verilator_arguments(top="top", ports=[], hierarchical_blocks=["block"],
+                                                 build_dir=tmp_path)
+    assert today[:3] == ["--public-flat-rw", str(tmp_path / "hierarchical_blocks.vlt"), "--hierarchical"]
+    assert today[3] == "--build"
     assert PREVIOUS_DEFAULT.make_variables() == []
     tuned = VerilatorOptions(verilator_optimization="-O3", threads=2, profile_guided=True)
-    assert tuned.verilator_arguments(top="t", ports=[], has_hierarchical_blocks=False, build_dir=tmp_path)[2:] == [
+    assert tuned.verilator_arguments(top="t", ports=[], hierarchical_blocks=(), build_dir=tmp_path)[2:] == [
         "-O3", "--threads", "2"]
     assert tuned.make_variables("generate") == ["OPT_FAST=-O2 -fprofile-generate", "OPT_GLOBAL=-O2",
                                                 "USER_LDFLAGS=-fprofile-generate"]
@@ -67,33 +71,33 @@ def test_thread_budget(monkeypatch):
         thread_budget()
 
 
-def test_dqn_marks_the_matrix_module_only():
+def test_dqn_asks_for_the_matrix_module_as_its_only_block():
+    """The reduced DQN accelerator generates its distinct modules once each (the matrix module, its float
+    multiplier and adder, the weight slice, the activation RAM), the matrix module as a hierarchical block; the
+    build picks from them."""
     accelerator = DqnAccelerator(config=REDUCED_CONFIG)
-    name = accelerator.module_name
-    text = generate_verilog(accelerator, name)
-    prefix = REDUCED_CONFIG.name
-    marked = {module: text.split(f"module {module}(", 1)[1].split(");", 1)[1].lstrip().split("\n", 1)[0]
-              for module in (f"{prefix}_matrix_module", f"{prefix}_weight_slice", f"{prefix}_activation_ram")}
-    assert marked == {f"{prefix}_matrix_module": HIERARCHICAL_BLOCK_MARK, f"{prefix}_weight_slice": SEPARATE_MODULE_MARK,
-                      f"{prefix}_activation_ram": SEPARATE_MODULE_MARK}
-    assert select_hierarchical_blocks(text, "marked") == text
-    assert select_hierarchical_blocks(text, "separate").count(HIERARCHICAL_BLOCK_MARK) == 3
-    flat = select_hierarchical_blocks(text, "none")
-    assert HIERARCHICAL_BLOCK_MARK not in flat and flat.count(SEPARATE_MODULE_MARK) == 3
-    ports = module_ports(text, name)
-    assert {"clk", "rst", "host__write", "host__read_data__payload", "host__done"} <= set(ports)
-    assert len(ports) == len(set(ports)) and all(port.isidentifier() for port in ports)
-    with pytest.raises(ValueError, match="module 'nowhere' is not in the Verilog text"):
-        module_ports(text, "nowhere")
+    design = generate_design(accelerator, accelerator.module_name)
+    matrix_module = "matrix_module_w4_binary32_m2_a2_c16"
+    assert set(design.separate_modules) == {matrix_module, "float_multiplier_binary32_l2", "float_adder_binary32_l2",
+                                            "dual_port_buffer_w128_d256_g0", "dual_port_buffer_w384_d128_g32"}
+    assert design.hierarchical_blocks == (matrix_module,)
+    assert (design.blocks_for("marked"), design.blocks_for("none")) == ((matrix_module,), ())
+    assert set(design.blocks_for("separate")) == set(design.separate_modules)
+    for module in design.separate_modules:
+        assert design.text.count(f"module {module}(") == 1
+    assert {"clk", "rst", "host__write", "host__read_data__payload", "host__done"} <= set(design.ports)
+    assert len(design.ports) == len(set(design.ports)) and all(port.isidentifier() for port in design.ports)
+    with pytest.raises(ValueError, match="hierarchy must be one of marked, separate, none, not 'flat'"):
+        design.blocks_for("flat")
 
 
-def test_one_module_is_one_kind_of_block():
-    """A module generated once is either a hierarchical block in every instance or in none."""
-    m, parent = Module(), wiring.Component({"data": In(8)})
-    make = lambda: DualPortBuffer(width=8, depth=4)
-    instantiate_separately(m, parent, make, module_name="buffer", instance_name="buffer0", hierarchical_block=False)
-    with pytest.raises(ValueError, match="module 'buffer' was instantiated with hierarchical_block=False, now with True"):
-        instantiate_separately(m, parent, make, module_name="buffer", instance_name="buffer1")
+def test_one_module_name_is_one_design():
+    """Two components that ask to be the same module must be the same design and the same kind of block."""
+    platform = SeparateModules()
+    Fragment.get(platform.get_separate_module(DualPortBuffer(width=8, depth=4), hierarchical_block=False), None)
+    with pytest.raises(ValueError, match="two different components ask to be module 'dual_port_buffer_w8_d4_g0'"):
+        platform.get_separate_module(DualPortBuffer(width=8, depth=4), hierarchical_block=True)
+    assert platform.names == ("dual_port_buffer_w8_d4_g0",) and platform.hierarchical_blocks == ()
 
 
 class Counter(wiring.Component):

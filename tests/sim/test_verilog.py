@@ -1,4 +1,5 @@
-"""Verilog generation: module names and de-duplication of identical submodules."""
+"""Verilog generation: module names, modules generated once through the build's platform (and in one piece
+without it), the generated design simulated and linted."""
 
 import numpy as np
 import pytest
@@ -6,9 +7,12 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from amaranth.back import verilog
+
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
 from nnaccel.sim.harness import simulate
 from nnaccel.sim.lint import lint_verilog
-from nnaccel.sim.verilog import check_module_name, generate_verilog
+from nnaccel.sim.verilog import check_module_name, generate_design
 from tests.sim.test_harness import DelayLine
 
 
@@ -32,13 +36,31 @@ class DelayChain(wiring.Component):
         return m
 
 
-def test_identical_submodules_are_emitted_once():
-    text = generate_verilog(DelayChain(), "chain")
-    assert text.count("\nmodule ") == 3   # the top, one 1-cycle and one 2-cycle delay line
-    assert text.count("\\chain.stage0 ") == 4   # its definition and three instantiations
+class ThreeBuffers(wiring.Component):
+    """Three identical RAMs, each written and read through its own port pair."""
+
+    def __init__(self):
+        port = BufferPortSignature(width=8, depth=4)
+        super().__init__({f"ram{index}": Out(wiring.Signature({"a": In(port), "b": In(port)})) for index in range(3)})
+
+    def elaborate(self, platform):
+        m = Module()
+        for index in range(3):
+            m.submodules[f"ram{index}"] = ram = DualPortBuffer(width=8, depth=4)
+            wiring.connect(m, wiring.flipped(getattr(self, f"ram{index}")), ram)
+        return m
 
 
-def test_deduplicated_design_behaves_the_same():
+def test_a_separate_module_is_generated_once():
+    design = generate_design(ThreeBuffers(), "three")
+    assert design.separate_modules == ("dual_port_buffer_w8_d4_g0",) and design.hierarchical_blocks == ()
+    assert design.text.count("module dual_port_buffer_w8_d4_g0(") == 1
+    assert [design.text.count(f"dual_port_buffer_w8_d4_g0 ram{index} (") for index in range(3)] == [1, 1, 1]
+    # Without the build's platform, Amaranth's converter gives the whole design in one piece.
+    assert "dual_port_buffer_w8_d4_g0" not in verilog.convert(ThreeBuffers(), name="three", emit_src=False)
+
+
+def test_generated_design_behaves_as_written():
     values = np.arange(50, dtype=np.uint64) * 977 % 65536
     config = {"inputs": {"data_in": {"lanes": 1, "bits": 16}}, "in_valid": "in_valid",
               "outputs": {"data_out": {"lanes": 1, "bits": 16}}, "out_valid": "out_valid", "expect": 50}
@@ -48,8 +70,9 @@ def test_deduplicated_design_behaves_the_same():
     assert np.all(result.outputs["cycle"] - result.outputs["in_cycle"] == 5)
 
 
-def test_deduplicated_design_is_lint_clean():
+def test_generated_designs_are_lint_clean():
     assert lint_verilog(DelayChain(), "chain") == []
+    assert lint_verilog(ThreeBuffers(), "three") == []
 
 
 @pytest.mark.parametrize("name", ["1st", "has space", "", None])

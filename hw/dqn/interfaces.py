@@ -1,0 +1,97 @@
+"""Named interfaces between the DQN accelerator's blocks (only its own blocks speak them; the ones several systems
+speak live in ``hw/shared``: ``run_control``, ``dual_port_buffer.BufferPortSignature``).
+
+Each is a ``wiring.Signature`` seen from the block that drives it (the sequencer for all three); the other side
+has it flipped (``In(...)``) and the top joins the two with ``wiring.connect``.
+"""
+
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from nnaccel.hw.dqn.config import check_config
+from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
+from nnaccel.hw.dqn.matrix_module import COUNT_BITS
+
+__all__ = ["FeederControlSignature", "ResultGroupSignature", "ActivationSelectSignature", "product_layout"]
+
+
+def product_layout():
+    """What the matrix modules need to know of a product besides its operands: ``vector_from_activations`` (take
+    the vector from the activation RAM's word, a reduction step, rather than from the weight RAM), and the
+    accumulation's ``count`` (products, sampled with its first product) and ``relu``."""
+    return data.StructLayout({"vector_from_activations": 1, "count": COUNT_BITS, "relu": 1})
+
+
+class _ConfigSignature(wiring.Signature):
+    """A signature whose members follow from a :class:`DqnConfig`: equal when the configurations are."""
+
+    def __init__(self, config, members):
+        self._config = check_config(config)
+        super().__init__(members)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._config == self._config
+
+    def __hash__(self):
+        return hash((type(self), self._config))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._config!r})"
+
+
+class FeederControlSignature(_ConfigSignature):
+    """The sequencer's control of the window feeder for one product, all on the cycle the product issues.
+
+    Members (``Out`` from the sequencer): ``issue`` (1: a product issues; the matrix modules take it on the next
+    cycle) with ``product`` (:func:`product_layout`); the row registers' ``load`` (both rows from the RAM words
+    read now), ``shift`` (one element down) and ``bias`` (the next scalars are 1.0); each module's tap,
+    ``tap_slot`` (``modules`` bits: row 0 or 1) and ``tap_column`` (``modules`` x column: the window's first
+    column); the reads the feeder does for the sequencer: ``row_address0`` / ``row_address1`` with
+    ``row_read`` (the input RAM's ports 0 and 1) and ``weight_address`` with ``weight_read`` (the weight RAM).
+    """
+
+    def __init__(self, config):
+        activation_address = (check_config(config).activation_depth - 1).bit_length()
+        super().__init__(config, {
+            "issue": Out(1), "product": Out(product_layout()),
+            "load": Out(1), "shift": Out(1), "bias": Out(1),
+            "tap_slot": Out(config.modules),
+            "tap_column": Out(data.ArrayLayout(range(config.row_elements), config.modules)),
+            "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
+            "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
+        })
+
+
+
+class ResultGroupSignature(_ConfigSignature):
+    """A group of output positions handed from the sequencer to the result writer, and the writer's answer.
+
+    Members: ``group`` Out(:func:`~hw.dqn.descriptor.group_layout`: ``p0``, ``oy0``, ``ox0``) and ``layer``
+    Out(the descriptor of the layer it belongs to), both stable from the group's last product until ``written``;
+    ``written`` In(1), a pulse when the writer has written the group's results.
+    """
+
+    def __init__(self, config):
+        check_config(config)
+        super().__init__(config, {"group": Out(group_layout(config)), "layer": Out(descriptor_layout(config)),
+                          "written": In(1)})
+
+
+
+class ActivationSelectSignature(wiring.Signature):
+    """Which activation RAM the running layer reads and which it writes: ``busy`` Out(1) (a run owns the RAMs;
+    otherwise the host does), ``in_ram`` Out(1), ``out_ram`` Out(1) (RAM 0 or 1; the same one in a reduction
+    layer, which reads on port 1 only)."""
+
+    def __init__(self):
+        super().__init__({"busy": Out(1), "in_ram": Out(1), "out_ram": Out(1)})
+
+    def __eq__(self, other):
+        return type(other) is ActivationSelectSignature
+
+    def __hash__(self):
+        return hash(ActivationSelectSignature)
+
+    def __repr__(self):
+        return "ActivationSelectSignature()"
+
