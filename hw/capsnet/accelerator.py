@@ -13,7 +13,7 @@ from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
 from nnaccel.hw.shared.banked_buffer import instantiate_banked_buffer
 from nnaccel.hw.shared.buffer_port_demux import BufferPortDemux
 from nnaccel.hw.shared.buffer_port_mux import BufferPortMux
-from nnaccel.hw.shared.host_buffer_port import HostBufferPort
+from nnaccel.hw.shared.host_memory_bridge import HostMemoryBridge
 from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
 from nnaccel.hw.shared.host_port import HostPortAccelerator
 
@@ -47,7 +47,7 @@ class CapsNetAccelerator(HostPortAccelerator):
     Blocks: :class:`~hw.capsnet.layer_sequencer.CapsNetLayerSequencer` takes HostControl's ``run`` and runs each
     engine through an :class:`~hw.capsnet.engine_control.EngineControlSignature`; every RAM port is a
     :class:`~hw.shared.dual_port_buffer.BufferPortSignature`: the engines' weight, bias and prediction ports on
-    port a of their RAMs and the host (:class:`~hw.shared.host_buffer_port.HostBufferPort`) on port b; each engine's
+    port a of their RAMs and the host (:class:`~hw.shared.host_memory_bridge.HostMemoryBridge`) on port b; each engine's
     activation port reaches either activation RAM through a :class:`~hw.shared.buffer_port_demux.BufferPortDemux`
     (the descriptor's ``in_ram`` / ``out_ram``), and port a of each activation RAM is shared by the two engines'
     reads and the host through a :class:`~hw.shared.buffer_port_mux.BufferPortMux` (the sequencer's
@@ -104,7 +104,7 @@ class CapsNetAccelerator(HostPortAccelerator):
 
         def host_port(target, ram_port):
             """The host's port into ``ram_port`` (a RAM's port, or a multiplexer's initiator)."""
-            bridge = m.submodules[f"host_{target.name.lower()}"] = HostBufferPort(port=ram_port.signature.flip())
+            bridge = m.submodules[f"host_{target.name.lower()}"] = HostMemoryBridge(buffer=ram_port.signature.flip())
             wiring.connect(m, getattr(control.memory, target.name.lower()), bridge.host)
             wiring.connect(m, bridge.buffer, ram_port)
 

@@ -17,7 +17,7 @@ from nnaccel.hw.capsnet.stream_descriptor import (PORT_BEATS_BITS, StreamStep, b
 from nnaccel.hw.capsnet.stream_sequencer import CapsNetStreamSequencer, PortOwner
 from nnaccel.hw.shared.buffer_port_demux import BufferPortDemux
 from nnaccel.hw.shared.dual_port_buffer import DualPortBuffer
-from nnaccel.hw.shared.host_buffer_port import HostBufferPort
+from nnaccel.hw.shared.host_memory_bridge import HostMemoryBridge
 from nnaccel.hw.shared.host_control import HostControl, MemoryTarget
 from nnaccel.hw.shared.host_port import HostPortAccelerator
 from nnaccel.hw.shared.tile_port import TilePort
@@ -65,7 +65,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     meet at a :class:`~hw.capsnet.tile_handshake.TileHandshakeSignature`; every RAM port is a
     :class:`~hw.shared.dual_port_buffer.BufferPortSignature` (the engines on port b / a, the tile port's loads and
     stores through one :class:`~hw.shared.buffer_port_demux.BufferPortDemux` each, the host through a
-    :class:`~hw.shared.host_buffer_port.HostBufferPort`); all joined by ``wiring.connect``.  Three single control
+    :class:`~hw.shared.host_memory_bridge.HostMemoryBridge`); all joined by ``wiring.connect``.  Three single control
     inputs are assigned: the routing shift and the two demultiplexers' selects.
 
     Ports
@@ -153,7 +153,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         m.submodules.predictions = predictions = DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions,
                                                                 granularity=8)
         m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, config.classes))
-        m.submodules.results_host = results_host = HostBufferPort(port=results.b.signature.flip())
+        m.submodules.results_host = results_host = HostMemoryBridge(buffer=results.b.signature.flip())
 
         # ---- The tile port's RAM side: loads into the tile RAMs' port a, stores from staging or predictions ------
         loads = {"conv_biases": conv_biases.a, "conv_inputs": conv_inputs.a, "conv_slabs": conv_slabs.a,

@@ -6,6 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.hw.shared.host_port import ADDRESS_BITS
 from nnaccel.hw.shared.run_control import HostMemorySignature
 
 __all__ = ["HostMemoryBridge"]
@@ -14,8 +15,9 @@ __all__ = ["HostMemoryBridge"]
 class HostMemoryBridge(wiring.Component):
     """Turns the host control block's memory port into a RAM port.
 
-    Parameters: ``host`` (a :class:`HostMemorySignature`) and ``buffer`` (a :class:`BufferPortSignature` of the
-    same width; its depth at most what the host's address reaches).
+    Parameters: ``buffer`` (a :class:`BufferPortSignature`) and ``host`` (a :class:`HostMemorySignature` of the same
+    width, whose address reaches the buffer's depth; by default the host control block's: the buffer's width and
+    :data:`~hw.shared.host_port.ADDRESS_BITS`).
 
     Ports: ``host`` In(host): ``address``, ``write_data``, ``write``, ``read`` in, ``read_data`` out;
     ``buffer`` Out(buffer): ``address`` (the host's), ``write_data``, ``read_enable`` = ``read``, every
@@ -26,7 +28,9 @@ class HostMemoryBridge(wiring.Component):
     FPGA: one comparator of the address against the depth, in ALMs.
     """
 
-    def __init__(self, *, host, buffer):
+    def __init__(self, *, buffer, host=None):
+        if host is None and isinstance(buffer, BufferPortSignature):
+            host = HostMemorySignature(width=buffer.width, address_bits=ADDRESS_BITS)
         if not isinstance(host, HostMemorySignature):
             raise TypeError(f"host must be a HostMemorySignature, not {host!r}")
         if not isinstance(buffer, BufferPortSignature):

@@ -54,3 +54,10 @@ def test_writes_and_reads_through_the_bridge():
 def test_rejects_bad_parameters(arguments, error, message):
     with pytest.raises(error, match=f"^{message}"):
         HostMemoryBridge(**({"host": HOST, "buffer": BUFFER} | arguments))
+
+
+def test_the_default_host_side_is_the_host_control_blocks():
+    """Without ``host``, the bridge takes the host control block's memory port for the buffer's width."""
+    from nnaccel.hw.shared.host_port import ADDRESS_BITS
+    bridge = HostMemoryBridge(buffer=BUFFER)
+    assert bridge.signature.members["host"].signature == HostMemorySignature(width=16, address_bits=ADDRESS_BITS).flip()
