@@ -9,7 +9,7 @@ from nnaccel.hw.capsnet.descriptor import descriptor_layout
 from nnaccel.hw.capsnet.engine_control import EngineControlSignature
 from nnaccel.hw.capsnet.int_matrix_module import IntMatrixModule, requantize
 from nnaccel.hw.capsnet.tile_handshake import TileHandshakeSignature
-from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, reads_only, writes_only
 
 __all__ = ["CapsNetConvEngine"]
 
@@ -119,6 +119,9 @@ class CapsNetConvEngine(wiring.Component):
         tiled = config.conv_tiled
         run, layer, events = self.control.run, self.control.layer, self.control.events
         inputs, weights, biases, outputs = self.inputs, self.weights, self.biases, self.outputs
+        for port in (inputs, weights, biases):
+            reads_only(m, port)
+        writes_only(m, outputs)
         address_bits = len(inputs.address)
 
         # ---- Walk state: pass (block, group, column block), step (channel), product (kh, kw, r) ------------

@@ -8,7 +8,7 @@ from nnaccel.hw.capsnet.config import OPERAND_BITS, CapsNetConfig
 from nnaccel.hw.capsnet.descriptor import descriptor_layout
 from nnaccel.hw.capsnet.engine_control import EngineControlSignature
 from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY, IntMatrixModule
-from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, reads_only, writes_only
 
 __all__ = ["CapsNetMatvecEngine"]
 
@@ -84,6 +84,9 @@ class CapsNetMatvecEngine(wiring.Component):
         m = Module()
         run, layer, events = self.control.run, self.control.layer, self.control.events
         inputs, weights, predictions = self.inputs, self.weights, self.predictions
+        reads_only(m, inputs)
+        reads_only(m, weights)
+        writes_only(m, predictions)
         address_bits = len(inputs.address)
 
         # ---- Walk: capsule (t, y, x), output capsule j, dimension k ------------------------------------------

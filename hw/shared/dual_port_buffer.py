@@ -10,7 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.stand_in import platform_stand_in
 
-__all__ = ["BufferPortSignature", "DualPortBuffer", "block_ram_count", "check_positive_integer", "pack_words"]
+__all__ = ["BufferPortSignature", "DualPortBuffer", "block_ram_count", "check_positive_integer", "pack_words",
+           "reads_only", "writes_only"]
 
 
 def check_positive_integer(name, value):
@@ -65,6 +66,18 @@ class BufferPortSignature(wiring.Signature):
 
     def __repr__(self):
         return f"BufferPortSignature(width={self._width}, depth={self._depth}, granularity={self._granularity})"
+
+
+def reads_only(m, port):
+    """Drive the write members of ``port`` (a :class:`BufferPortSignature` interface a block only reads through)
+    to 0: every ``Out`` member of a component is driven, so its generated module keeps them as outputs."""
+    m.d.comb += [port.write_enable.eq(0), port.write_data.eq(0)]
+
+
+def writes_only(m, port):
+    """Drive ``read_enable`` of ``port`` (a :class:`BufferPortSignature` interface a block only writes through) to
+    0; its ``read_data`` stays unread (a waived lint finding, ``sim/verilator_waivers.vlt``)."""
+    m.d.comb += port.read_enable.eq(0)
 
 
 def block_ram_count(width, depth, *, block_depth, block_width=20):

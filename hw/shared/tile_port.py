@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.avalon_master import AvalonBurstMaster, AvalonMMSignature, check_burst_master_parameters
 from nnaccel.hw.shared.parameters import check_int
-from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, reads_only, writes_only
 
 __all__ = ["TilePort", "TileCommandSignature", "tile_command_layout"]
 
@@ -117,6 +117,8 @@ class TilePort(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.master = master = AvalonBurstMaster(**self._master_parameters)
+        writes_only(m, self.ram_write)     # loads write the RAM, stores read it
+        reads_only(m, self.ram_read)
         wiring.connect(m, wiring.flipped(self.avalon), master.avalon)
         command = self.client.command.payload
         lane_bytes = self._data_bits // 8
