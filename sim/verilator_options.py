@@ -30,6 +30,8 @@ import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from nnaccel.hw.shared.parameters import check_positive
+
 from .separate_modules import hierarchical_blocks_control
 from .verilog import HIERARCHY_CHOICES
 
@@ -87,8 +89,7 @@ class VerilatorOptions:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, str) and _OPTIMIZATION.match(value)):
                 raise ValueError(f"{name} must be None or a flag such as '-O2', not {value!r}")
-        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 1:
-            raise ValueError(f"threads must be a positive integer, not {self.threads!r}")
+        check_positive("threads", self.threads)
 
     def with_thread_budget(self):
         """These options with ``threads`` capped by :func:`thread_budget`."""

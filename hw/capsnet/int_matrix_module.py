@@ -13,7 +13,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.capsnet.config import ACCUMULATOR_BITS, MULTIPLIER_STYLES, OPERAND_BITS, SHIFT_BITS
-from nnaccel.hw.shared.parameters import check_int
+from nnaccel.hw.shared.parameters import check_int, check_positive
 
 __all__ = ["IntMatrixModule", "INT_MATRIX_MODULE_LATENCY", "multiply_int8", "operand_layout", "requantize"]
 
@@ -115,12 +115,10 @@ class IntMatrixModule(wiring.Component):
     """
 
     def __init__(self, *, lanes=16, multipliers="dsp", count_bits=16, requantized=True, rows=1):
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        check_positive("lanes", lanes)
         if multipliers not in MULTIPLIER_STYLES:
             raise ValueError(f"multipliers must be one of {MULTIPLIER_STYLES}, not {multipliers!r}")
-        if not isinstance(count_bits, int) or isinstance(count_bits, bool) or count_bits < 1:
-            raise ValueError(f"count_bits must be a positive integer, not {count_bits!r}")
+        check_positive("count_bits", count_bits)
         if not isinstance(requantized, bool):
             raise TypeError(f"requantized must be a bool, not {requantized!r}")
         check_int("rows", rows, 1, 64)

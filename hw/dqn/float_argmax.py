@@ -5,6 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.parameters import check_positive
 
 __all__ = ["FloatArgmax", "candidate_layout", "order_key"]
 
@@ -45,9 +46,8 @@ class FloatArgmax(wiring.Component):
     def __init__(self, *, fmt=BINARY32, lanes=16, index_bits=16):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        for name, value in (("lanes", lanes), ("index_bits", index_bits)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        check_positive("lanes", lanes)
+        check_positive("index_bits", index_bits)
         if lanes > 1 << index_bits:
             raise ValueError(f"index_bits must number the {lanes} lanes, not {index_bits!r}")
         self._fmt = fmt

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from nnaccel.hw.shared.float_adder import FloatAdder
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 from nnaccel.hw.shared.float_multiplier import FloatMultiplier
+from nnaccel.hw.shared.parameters import check_non_negative, check_positive
 from nnaccel.hw.shared.pipeline import Pipeline
 from nnaccel.hw.shared.stand_in import platform_stand_in
 
@@ -133,15 +134,12 @@ class MatrixModule(wiring.Component):
     """
 
     def __init__(self, *, lanes=16, fmt=BINARY32, multiplier_latency=2, adder_latency=2, count_bits=COUNT_BITS):
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        check_positive("lanes", lanes)
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        for parameter, value in (("multiplier_latency", multiplier_latency), ("adder_latency", adder_latency)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{parameter} must be a non-negative integer, not {value!r}")
-        if not isinstance(count_bits, int) or isinstance(count_bits, bool) or count_bits < 1:
-            raise ValueError(f"count_bits must be a positive integer, not {count_bits!r}")
+        check_non_negative("multiplier_latency", multiplier_latency)
+        check_non_negative("adder_latency", adder_latency)
+        check_positive("count_bits", count_bits)
         self._lanes = lanes
         self._fmt = fmt
         self._multiplier_latency = multiplier_latency

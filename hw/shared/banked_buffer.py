@@ -12,7 +12,8 @@ from amaranth.hdl import Array, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer, check_positive_integer
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
+from nnaccel.hw.shared.parameters import check_positive
 
 __all__ = ["instantiate_banked_buffer", "bank_count"]
 
@@ -30,8 +31,8 @@ def instantiate_banked_buffer(m, *, width, depth, bank_depth=4096, granularity=N
     that port.  Bank ``k`` holds words ``k*bank_depth ..``; each port keeps the bank of its last read to select
     the read data.  ``bank_depth`` must be a power of two; bank ``k`` is the submodule ``{instance_name}_bank{k}``.
     """
-    check_positive_integer("depth", depth)
-    check_positive_integer("bank_depth", bank_depth)
+    check_positive("depth", depth)
+    check_positive("bank_depth", bank_depth)
     if bank_depth & (bank_depth - 1):
         raise ValueError(f"bank_depth must be a power of two, not {bank_depth!r}")
     banks = bank_count(depth, bank_depth)

@@ -4,7 +4,8 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, check_positive_integer
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.hw.shared.parameters import check_positive
 
 __all__ = ["BufferPortMux"]
 
@@ -35,7 +36,7 @@ class BufferPortMux(wiring.Component):
     def __init__(self, *, port, count):
         if not isinstance(port, BufferPortSignature):
             raise TypeError(f"port must be a BufferPortSignature, not {port!r}")
-        check_positive_integer("count", count)
+        check_positive("count", count)
         self._port, self._count = port, count
         super().__init__({"select": In(range(count)), "initiators": In(port).array(count), "target": Out(port)})
 

@@ -8,15 +8,11 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.parameters import check_positive
 from nnaccel.hw.shared.stand_in import platform_stand_in
 
-__all__ = ["BufferPortSignature", "DualPortBuffer", "block_ram_count", "check_positive_integer", "pack_words",
+__all__ = ["BufferPortSignature", "DualPortBuffer", "block_ram_count", "pack_words",
            "reads_only", "writes_only"]
-
-
-def check_positive_integer(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, not {value!r}")
 
 
 class BufferPortSignature(wiring.Signature):
@@ -28,10 +24,10 @@ class BufferPortSignature(wiring.Signature):
     """
 
     def __init__(self, *, width, depth, granularity=None):
-        check_positive_integer("width", width)
-        check_positive_integer("depth", depth)
+        check_positive("width", width)
+        check_positive("depth", depth)
         if granularity is not None:
-            check_positive_integer("granularity", granularity)
+            check_positive("granularity", granularity)
             if width % granularity:
                 raise ValueError(f"granularity must divide the width {width}, not {granularity!r}")
         self._width = width

@@ -4,6 +4,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.parameters import check_non_negative
 from nnaccel.hw.shared.stand_in import platform_stand_in
 
 __all__ = ["FloatOperator", "operand_layout"]
@@ -34,8 +35,7 @@ class FloatOperator(wiring.Component):
     def __init__(self, *, fmt=BINARY32, latency=2, flush_to_zero=False):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        if not isinstance(latency, int) or isinstance(latency, bool) or latency < 0:
-            raise ValueError(f"latency must be a non-negative integer, not {latency!r}")
+        check_non_negative("latency", latency)
         if not isinstance(flush_to_zero, bool):
             raise TypeError(f"flush_to_zero must be a bool, not {flush_to_zero!r}")
         self._fmt = fmt

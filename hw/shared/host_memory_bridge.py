@@ -1,7 +1,7 @@
 """The host's access to a memory (:class:`~hw.shared.run_control.HostMemorySignature`) as a port of a
 :class:`~hw.shared.dual_port_buffer.DualPortBuffer` (:class:`~hw.shared.dual_port_buffer.BufferPortSignature`)."""
 
-from amaranth.hdl import Module, Mux, Shape
+from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -37,9 +37,9 @@ class HostMemoryBridge(wiring.Component):
             raise TypeError(f"buffer must be a BufferPortSignature, not {buffer!r}")
         if buffer.width != host.width:
             raise ValueError(f"the buffer's {buffer.width}-bit word is not the host's {host.width} bits")
-        address_bits = Shape.cast(host.members["address"].shape).width
-        if buffer.depth > 1 << address_bits:
-            raise ValueError(f"the host's {address_bits}-bit address does not reach the buffer's {buffer.depth} words")
+        if buffer.depth > 1 << host.address_bits:
+            raise ValueError(f"the host's {host.address_bits}-bit address does not reach the buffer's "
+                             f"{buffer.depth} words")
         self._depth = buffer.depth
         super().__init__({"host": In(host), "buffer": Out(buffer)})
 

@@ -10,6 +10,8 @@ accelerator's side; ``testbench.shared.host_driver.HostDriver`` drives it for bo
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.parameters import check_positive
+
 __all__ = ["HostPortSignature", "ReadDataSignature", "HostPortAccelerator", "ADDRESS_BITS", "TARGET_BITS"]
 
 TARGET_BITS = 3         # up to 8 targets: CONTROL, DESCRIPTORS and the system's memories
@@ -26,8 +28,7 @@ class ReadDataSignature(wiring.Signature):
     """
 
     def __init__(self, data_bits):
-        if not isinstance(data_bits, int) or isinstance(data_bits, bool) or data_bits < 1:
-            raise ValueError(f"data_bits must be a positive integer, not {data_bits!r}")
+        check_positive("data_bits", data_bits)
         self._data_bits = data_bits
         super().__init__({"valid": Out(1), "payload": Out(data_bits)})
 
@@ -63,8 +64,7 @@ class HostPortSignature(wiring.Signature):
     """
 
     def __init__(self, *, data_bits):
-        if not isinstance(data_bits, int) or isinstance(data_bits, bool) or data_bits < 1:
-            raise ValueError(f"data_bits must be a positive integer, not {data_bits!r}")
+        check_positive("data_bits", data_bits)
         self._data_bits = data_bits
         super().__init__({
             "write": Out(1), "read": Out(1), "target": Out(TARGET_BITS), "address": Out(ADDRESS_BITS),

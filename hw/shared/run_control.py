@@ -9,6 +9,8 @@ The block being driven has the flipped signature (``In(...)``); the top joins th
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.parameters import check_positive
+
 __all__ = ["COUNTER_EVENTS", "RunSignature", "StartSignature", "HostMemorySignature"]
 
 # The per-cycle events the performance counters count (besides a layer's cycles).
@@ -42,8 +44,7 @@ class RunSignature(wiring.Signature):
     """
 
     def __init__(self, *, max_layers, descriptor_layout):
-        if not isinstance(max_layers, int) or isinstance(max_layers, bool) or max_layers < 1:
-            raise ValueError(f"max_layers must be a positive integer, not {max_layers!r}")
+        check_positive("max_layers", max_layers)
         if not isinstance(descriptor_layout, data.Layout):
             raise TypeError(f"descriptor_layout must be a data.Layout, not {descriptor_layout!r}")
         self._max_layers, self._descriptor_layout = max_layers, descriptor_layout
@@ -80,9 +81,8 @@ class HostMemorySignature(wiring.Signature):
     """
 
     def __init__(self, *, width, address_bits):
-        for name, value in (("width", width), ("address_bits", address_bits)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        check_positive("width", width)
+        check_positive("address_bits", address_bits)
         self._width, self._address_bits = width, address_bits
         super().__init__({"address": Out(address_bits), "write_data": Out(width), "write": Out(1), "read": Out(1),
                           "read_data": In(width)})
@@ -90,6 +90,10 @@ class HostMemorySignature(wiring.Signature):
     @property
     def width(self):
         return self._width
+
+    @property
+    def address_bits(self):
+        return self._address_bits
 
     def __eq__(self, other):
         return (isinstance(other, HostMemorySignature) and other._width == self._width

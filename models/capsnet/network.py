@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nnaccel.hw.shared.parameters import check_positive
+
 __all__ = ["CapsNetShape", "VARIANTS", "variant_shape", "squash", "softmax", "conv2d_float",
            "capsules_from_channels", "primary_capsules_float", "predictions_float", "route_float", "forward_float"]
 
@@ -53,9 +55,7 @@ class CapsNetShape:
 
     def __post_init__(self):
         for name in ("conv_channels", "primary_types"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+            check_positive(name, getattr(self, name))
 
     @property
     def conv_size(self):

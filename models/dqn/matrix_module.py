@@ -3,6 +3,7 @@
 import numpy as np
 
 from nnaccel.hw.dqn.matrix_module import partial_sum_count
+from nnaccel.hw.shared.parameters import check_non_negative
 from nnaccel.models.shared.float_arith import bits_dtype, float_add, float_mul
 
 __all__ = ["matrix_accumulate", "accumulate_products"]
@@ -37,8 +38,7 @@ def accumulate_products(fmt, products, *, adder_latency, relu=False):
     products = np.asarray(products)
     if products.ndim < 1 or products.shape[0] < 1:
         raise ValueError(f"products must have shape (K, ...) with K >= 1, not {products.shape!r}")
-    if not isinstance(adder_latency, int) or isinstance(adder_latency, bool) or adder_latency < 0:
-        raise ValueError(f"adder_latency must be a non-negative integer, not {adder_latency!r}")
+    check_non_negative("adder_latency", adder_latency)
 
     negative_zero = np.full(products.shape[1:], 1 << (fmt.width - 1), dtype=bits_dtype(fmt))
     partials = [negative_zero] * partial_sum_count(adder_latency)

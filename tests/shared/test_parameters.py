@@ -1,6 +1,6 @@
 import pytest
 
-from nnaccel.hw.shared.parameters import check_int, check_power_of_two
+from nnaccel.hw.shared.parameters import check_int, check_non_negative, check_positive, check_power_of_two
 
 
 @pytest.mark.parametrize("value, low, high, message", [
@@ -31,3 +31,20 @@ def test_check_power_of_two_rejects(value):
 
 def test_check_power_of_two_returns_the_value():
     assert [check_power_of_two("depth", value, 16, 16384) for value in (16, 1024, 16384)] == [16, 1024, 16384]
+
+
+@pytest.mark.parametrize("check, value, message", [
+    (check_positive, 0, "depth must be a positive integer, not 0"),
+    (check_positive, True, "depth must be a positive integer, not True"),
+    (check_positive, 2.0, "depth must be a positive integer, not 2.0"),
+    (check_non_negative, -1, "depth must be a non-negative integer, not -1"),
+    (check_non_negative, False, "depth must be a non-negative integer, not False"),
+])
+def test_positive_and_non_negative_reject(check, value, message):
+    with pytest.raises(ValueError) as raised:
+        check("depth", value)
+    assert str(raised.value) == message
+
+
+def test_positive_and_non_negative_return_the_value():
+    assert (check_positive("depth", 1), check_non_negative("depth", 0), check_non_negative("depth", 7)) == (1, 0, 7)
