@@ -398,11 +398,11 @@ class _GraphReader:
         self.names.add(name)
         return name
 
-    def emit(self, node, kind, inputs, **fields):
-        """Appends a ``kind`` operation for ``node`` (a graph ValueError becomes the node's one-line error)."""
+    def emit(self, node, operation, inputs, **fields):
+        """Appends an ``operation`` for ``node`` (a graph ValueError becomes the node's one-line error)."""
         name = self.op_name(node)
         try:
-            op = kind(name, tuple(inputs), node.output[0], **fields)
+            op = operation(name, tuple(inputs), node.output[0], **fields)
             info = TensorInfo(op.output, op.output_shape([self.shape(source) for source in op.inputs]))
         except ValueError as error:
             message = str(error)
@@ -607,6 +607,9 @@ class _GraphReader:
     def read(self, node):
         if node.op_type == "Constant":
             _constant_node(self.path, node, self.constants)
+            return
+        if node.op_type == "Identity" and node.input[0] in self.constants:     # PyTorch's copies of weights
+            self.constants[node.output[0]] = self.constants[node.input[0]]
             return
         handlers = {"Conv": self.conv, "Gemm": self.gemm, "MatMul": self.matmul, "Add": self.add, "Relu": self.relu,
                     "BatchNormalization": self.batch_normalization, "MaxPool": self.pool, "AveragePool": self.pool,

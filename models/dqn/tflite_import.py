@@ -39,6 +39,7 @@ a custom op, ...), a quantised model (int8 / uint8 activations), a batch other t
 import os
 import struct
 import sys
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -381,11 +382,11 @@ def read_tflite(path):
     data = _read_file(path)
     try:
         return _Reader(path, data).graph()
-    except (struct.error, IndexError, UnicodeDecodeError, TypeError, ValueError) as error:
-        if isinstance(error, ModelError):
-            raise
-        raise ModelError(f"{path}: truncated or corrupt TFLite FlatBuffer ({type(error).__name__}: "
-                         f"{' '.join(str(error).split())}) ({_EXPECTED})") from None
+    except ModelError:
+        raise
+    except (struct.error, IndexError, UnicodeDecodeError, TypeError, ValueError) as error:     # a read past the end
+        raise ModelError(f"{path}: truncated or corrupt TFLite FlatBuffer of {len(data)} bytes "
+                         f"({' '.join(str(error).split())}) ({_EXPECTED})") from None
 
 
 @contextmanager
@@ -404,8 +405,9 @@ def _quiet_stderr():
 
 def litert_outputs(path, inputs, *, before_softmax=False):
     """LiteRT running the model at ``path`` on ``inputs`` (``(N, *input shape)`` in NCHW, float32, one at a time on
-    one thread with its default kernels and XNNPACK delegate, as a user's LiteRT would): ``(N, outputs)`` of the
-    graph's first output, and with ``before_softmax`` the tensor a final SOFTMAX reads instead (the logits).
+    one thread with its default kernels and XNNPACK delegate, as a user's LiteRT would): ``(N, size)`` of the
+    graph's first output (an image output flattened in NCHW order, as the graph's), and with ``before_softmax`` the tensor a final SOFTMAX reads instead (the logits; the
+    interpreter then keeps every intermediate tensor, and its warning that this is for debugging is silenced).
 
     The interpreter's "Created TensorFlow Lite XNNPACK delegate" line, printed by C++ on file descriptor 2, is
     kept off the user's terminal by pointing descriptor 2 at /dev/null while the interpreter is built and run.
@@ -413,26 +415,36 @@ def litert_outputs(path, inputs, *, before_softmax=False):
     from ai_edge_litert.interpreter import Interpreter
 
     inputs = np.asarray(inputs, np.float32)
-    with _quiet_stderr():
+    with _quiet_stderr(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Warning: Enabling `experimental_preserve_all_tensors`")
         interpreter = Interpreter(model_path=str(path), num_threads=1,
                                   experimental_preserve_all_tensors=before_softmax)
         interpreter.allocate_tensors()
         detail = interpreter.get_input_details()[0]
         target = interpreter.get_output_details()[0]["index"]
         if before_softmax:
-            target = _softmax_input(interpreter, target)
+            target = _softmax_input(Path(path), target)
         results = []
         for sample in inputs:
             nhwc = sample.transpose(1, 2, 0) if sample.ndim == 3 else sample
             interpreter.set_tensor(detail["index"], nhwc[None].astype(np.float32))
             interpreter.invoke()
-            results.append(interpreter.get_tensor(target).reshape(-1).copy())
+            result = interpreter.get_tensor(target)[0]
+            results.append((result.transpose(2, 0, 1) if result.ndim == 3 else result).reshape(-1).copy())
     return np.stack(results)
 
 
-def _softmax_input(interpreter, output_index):
-    """The tensor the SOFTMAX producing ``output_index`` reads (``output_index`` itself if none does)."""
-    for operation in interpreter._get_ops_details():
-        if operation["op_name"] == "SOFTMAX" and output_index in list(operation["outputs"]):
-            return int(operation["inputs"][0])
+def _softmax_input(path, output_index):
+    """The tensor the SOFTMAX writing tensor ``output_index`` reads (``output_index`` itself if none does): the
+    file's tensor indices are the interpreter's."""
+    import tflite
+
+    model = tflite.Model.GetRootAs(path.read_bytes(), 0)
+    subgraph = model.Subgraphs(0)
+    for number in range(subgraph.OperatorsLength()):
+        operator = subgraph.Operators(number)
+        code = model.OperatorCodes(operator.OpcodeIndex())
+        if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == tflite.BuiltinOperator.SOFTMAX \
+                and operator.Outputs(0) == output_index:
+            return operator.Inputs(0)
     return output_index

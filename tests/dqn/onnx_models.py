@@ -1,4 +1,7 @@
-"""Small ONNX models built with ``onnx.helper`` for the import tests: seeded float32 weights, one chain of nodes."""
+"""ONNX models for the import tests: small chains built with ``onnx.helper`` (seeded float32 weights), and everyday
+networks written in PyTorch and exported by its own exporter (:data:`EVERYDAY_MODELS`)."""
+
+import warnings
 
 import numpy as np
 import onnx
@@ -94,3 +97,139 @@ def mlp(path):
     graph.node("Relu")
     graph.gemm(6, 3)
     return graph.save(path, [1, 3])
+
+
+# ---- everyday networks as people write them in PyTorch, exported by torch.onnx ------------------------------------
+
+def torch_export(path, module, input_shape, *, seed, keep_batch_norm=False):
+    """``module`` (built under ``torch.manual_seed(seed)``, in eval mode) exported by the TorchScript exporter (no
+    onnxscript needed); batch norms get seeded running statistics.  ``keep_batch_norm`` turns the exporter's
+    constant folding off, so a BatchNormalization after a Conv stays in the file (the importer folds it)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    for layer in module.modules():
+        if isinstance(layer, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+            size = layer.num_features
+            layer.running_mean.copy_(torch.randn(size, generator=generator) * 0.2)
+            layer.running_var.copy_(torch.rand(size, generator=generator) + 0.5)
+            layer.weight.data.copy_(torch.rand(size, generator=generator) + 0.5)
+            layer.bias.data.copy_(torch.randn(size, generator=generator) * 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # the TorchScript exporter is deprecated in favour of the dynamo one
+        torch.onnx.export(module.eval(), torch.zeros(1, *input_shape), str(path), dynamo=False,
+                          input_names=["input"], output_names=["output"], do_constant_folding=not keep_batch_norm)
+    return path
+
+
+def _torch():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn
+
+
+def padded_conv_chain(path):
+    """(1, 2, 10, 10): three 3x3 convolutions, each with a zero border of 1 (the last stride 2), ReLUs, a dense
+    layer."""
+    nn = _torch()
+    module = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(),
+                           nn.Conv2d(6, 4, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(100, 5))
+    return torch_export(path, module, (2, 10, 10), seed=1)
+
+
+def lenet5(path):
+    """(1, 1, 28, 28) -> 10, LeNet-5 as the textbooks write it: conv 5x5 (padded to keep 28 x 28), ReLU, 2x2 max
+    pooling, conv 5x5, ReLU, max pooling, ``view`` to a vector, three dense layers."""
+    nn = _torch()
+    functional = nn.functional
+
+    class LeNet5(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 6, 5, padding=2), nn.Conv2d(6, 16, 5)
+            self.fc1, self.fc2, self.fc3 = nn.Linear(16 * 5 * 5, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+        def forward(self, x):
+            x = functional.max_pool2d(functional.relu(self.conv1(x)), 2)
+            x = functional.max_pool2d(functional.relu(self.conv2(x)), 2)
+            x = x.view(x.size(0), -1)
+            return self.fc3(functional.relu(self.fc2(functional.relu(self.fc1(x)))))
+
+    return torch_export(path, LeNet5(), (1, 28, 28), seed=2)
+
+
+def _conv_bn_relu_net():
+    nn = _torch()
+    return nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.Conv2d(8, 8, 3, stride=2), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(8 * 6 * 6, 10), nn.BatchNorm1d(10))
+
+
+def conv_bn_relu(path):
+    """(1, 3, 15, 15): conv-BN-ReLU twice (the first output map 13 wide), a dense layer and a batch norm after it;
+    exported as usual (the exporter folds the convolutions' batch norms; the dense one stays for the importer)."""
+    return torch_export(path, _conv_bn_relu_net(), (3, 15, 15), seed=3)
+
+
+def conv_bn_relu_unfolded(path):
+    """:func:`conv_bn_relu` exported without constant folding: every BatchNormalization is the importer's to fold."""
+    return torch_export(path, _conv_bn_relu_net(), (3, 15, 15), seed=3, keep_batch_norm=True)
+
+
+def global_average_pooling(path):
+    """(1, 3, 12, 12): two padded convolutions, global average pooling (AdaptiveAvgPool2d(1)), a dense layer."""
+    nn = _torch()
+    module = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 3, stride=2, padding=1),
+                           nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+    return torch_export(path, module, (3, 12, 12), seed=4)
+
+
+def residual_block(path):
+    """(1, 4, 8, 8): a stem conv, then a ResNet basic block (two padded 3x3 convs, the block's input added, ReLU),
+    a dense layer."""
+    nn = _torch()
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU())
+            self.body = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1))
+            self.head = nn.Sequential(nn.Flatten(), nn.Linear(8 * 8 * 8, 6))
+
+        def forward(self, x):
+            x = self.stem(x)
+            return self.head(nn.functional.relu(self.body(x) + x))
+
+    return torch_export(path, Residual(), (4, 8, 8), seed=5)
+
+
+def depthwise_separable(path):
+    """(1, 3, 16, 16): a stride-2 conv, a depthwise 3x3 (groups = 8) and a pointwise 1x1 conv (MobileNet's block),
+    3x3 average pooling with padding (count_include_pad off), global average pooling, a dense layer."""
+    nn = _torch()
+    module = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                           nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(), nn.Conv2d(8, 16, 1), nn.ReLU(),
+                           nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 4))
+    return torch_export(path, module, (3, 16, 16), seed=6)
+
+
+def rectangular_kws(path):
+    """(1, 1, 49, 10), DS-CNN's input: a 10x4 kernel, stride 2, padding (5, 1) -> 8 x 25 x 5, ReLU, a dense layer."""
+    nn = _torch()
+    module = nn.Sequential(nn.Conv2d(1, 8, (10, 4), stride=2, padding=(5, 1)), nn.ReLU(), nn.Flatten(),
+                           nn.Linear(8 * 25 * 5, 12))
+    return torch_export(path, module, (1, 49, 10), seed=7)
+
+
+def one_conv_stride2(path):
+    """(1, 2, 12, 12): one 3x3 stride-2 convolution (-> 4 x 5 x 5) and its ReLU; the output is the image."""
+    nn = _torch()
+    return torch_export(path, nn.Sequential(nn.Conv2d(2, 4, 3, stride=2), nn.ReLU()), (2, 12, 12), seed=8)
+
+
+EVERYDAY_MODELS = {"padded_conv_chain": padded_conv_chain, "lenet5": lenet5, "conv_bn_relu": conv_bn_relu,
+                   "conv_bn_relu_unfolded": conv_bn_relu_unfolded, "global_average_pooling": global_average_pooling,
+                   "residual_block": residual_block, "depthwise_separable": depthwise_separable,
+                   "rectangular_kws": rectangular_kws, "one_conv_stride2": one_conv_stride2}
