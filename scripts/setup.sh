@@ -26,5 +26,5 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
     echo "nnaccel setup: Python 3.11 or newer is required, found $(python3 --version)" >&2; exit 1; }
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test,atari,ebp,dse,onnx]"
+.venv/bin/python -m pip install --quiet -e ".[test,atari,ebp,dse,import]"
 echo "nnaccel setup: ready ($(.venv/bin/python -c 'import amaranth, cocotb; print(f"amaranth {amaranth.__version__}, cocotb {cocotb.__version__}")'))"
