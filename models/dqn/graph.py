@@ -133,6 +133,16 @@ def _float32(array, shape, what, op):
     return array
 
 
+def _weight_and_bias(op, layout):
+    """``op``'s weight (of ``layout``'s rank) and bias (zeros if None, one per output) as read-only float32."""
+    weight = np.asarray(op.weight)
+    if weight.ndim != layout.count(",") + 1:
+        raise ValueError(f"{op.name}: weight of shape {weight.shape}: expected {layout}")
+    object.__setattr__(op, "weight", _float32(weight, weight.shape, "weight", op.name))
+    bias = np.zeros(weight.shape[0], np.float32) if op.bias is None else op.bias
+    object.__setattr__(op, "bias", _float32(bias, (weight.shape[0],), "bias", op.name))
+
+
 @dataclass(frozen=True, eq=False)
 class Conv(_Op):
     """A 2-d convolution (cross-correlation, as every framework computes it), optionally grouped, with bias."""
@@ -146,14 +156,10 @@ class Conv(_Op):
 
     def __post_init__(self):
         super().__post_init__()
-        weight = np.asarray(self.weight)
-        if weight.ndim != 4:
-            raise ValueError(f"{self.name}: weight of shape {weight.shape}: expected (Cout, Cin / groups, kh, kw)")
-        if self.groups < 1 or weight.shape[0] % self.groups:
-            raise ValueError(f"{self.name}: groups = {self.groups} does not divide {weight.shape[0]} output channels")
-        object.__setattr__(self, "weight", _float32(weight, weight.shape, "weight", self.name))
-        bias = np.zeros(weight.shape[0], np.float32) if self.bias is None else self.bias
-        object.__setattr__(self, "bias", _float32(bias, (weight.shape[0],), "bias", self.name))
+        _weight_and_bias(self, "(Cout, Cin / groups, kh, kw)")
+        if self.groups < 1 or self.weight.shape[0] % self.groups:
+            raise ValueError(f"{self.name}: groups = {self.groups} does not divide {self.weight.shape[0]} output "
+                             f"channels")
         object.__setattr__(self, "stride", _pairs(self.stride, "stride", self.name))
         object.__setattr__(self, "pads", _borders(self.pads, self.name))
 
@@ -201,12 +207,7 @@ class Dense(_Op):
 
     def __post_init__(self):
         super().__post_init__()
-        weight = np.asarray(self.weight)
-        if weight.ndim != 2:
-            raise ValueError(f"{self.name}: weight of shape {weight.shape}: expected (out, in)")
-        object.__setattr__(self, "weight", _float32(weight, weight.shape, "weight", self.name))
-        bias = np.zeros(weight.shape[0], np.float32) if self.bias is None else self.bias
-        object.__setattr__(self, "bias", _float32(bias, (weight.shape[0],), "bias", self.name))
+        _weight_and_bias(self, "(out, in)")
 
     def output_shape(self, shapes):
         if _vector(shapes, self) != (self.weight.shape[1],):

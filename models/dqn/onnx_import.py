@@ -46,7 +46,7 @@ from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePo
                                       Softmax, TensorInfo)
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
-from nnaccel.models.shared.input_files import InputError
+from nnaccel.models.shared.input_files import InputError, require_file
 
 __all__ = ["read_onnx", "GRAPH_OPS", "OnnxNetwork", "import_onnx", "compile_onnx", "onnx_runtime_outputs",
            "SUPPORTED_OPS"]
@@ -107,10 +107,7 @@ def _load(path):
     import onnx
     from google.protobuf.message import DecodeError
 
-    if not path.exists():
-        raise InputError(f"{path}: no such file ({_EXPECTED})")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, not a file ({_EXPECTED})")
+    require_file(path, expected=_EXPECTED, error=ModelError)
     try:
         model = onnx.load(path)
     except (DecodeError, ValueError, OSError, RuntimeError) as error:
@@ -176,6 +173,21 @@ def _constant_node(path, node, constants):
     if attribute is None:
         raise _node_error(path, node, "only Constant nodes with a tensor 'value' are supported")
     constants[node.output[0]] = numpy_helper.to_array(attribute.t)
+
+
+def _gemm_weight(path, constants, node):
+    """A ``Gemm``'s weight as ``(in, out)`` and its bias constant (None without one), after checking its
+    attributes."""
+    attributes = _attributes(node)
+    for name in ("alpha", "beta"):
+        if attributes.get(name, 1.0) != 1.0:
+            raise _node_error(path, node, f"{name} = {attributes[name]}: only alpha = beta = 1 is supported")
+    if attributes.get("transA", 0):
+        raise _node_error(path, node, "transA = 1: the input cannot be transposed")
+    weight = _constant(path, constants, node, 1, "weight")
+    if weight is None or weight.ndim != 2:
+        raise _node_error(path, node, "needs a 2-d weight initializer B")
+    return weight.T if attributes.get("transB", 0) else weight, _constant(path, constants, node, 2, "bias")
 
 
 class _Mapper:
@@ -275,17 +287,7 @@ class _Mapper:
         self.shape = (out_channels, layer.out_size, layer.out_size)
 
     def gemm(self, node):
-        attributes = _attributes(node)
-        for name in ("alpha", "beta"):
-            if attributes.get(name, 1.0) != 1.0:
-                raise _node_error(self.path, node, f"{name} = {attributes[name]}: only alpha = beta = 1 is supported")
-        if attributes.get("transA", 0):
-            raise _node_error(self.path, node, "transA = 1: the input cannot be transposed")
-        weight = self.constant(node, 1, "weight")
-        if weight is None or weight.ndim != 2:
-            raise _node_error(self.path, node, "needs a 2-d weight initializer B")
-        weight = weight.T if attributes.get("transB", 0) else weight
-        self.dense(node, weight, self.constant(node, 2, "bias"))
+        self.dense(node, *_gemm_weight(self.path, self.constants, node))
 
     def matmul(self, node):
         weight = self.constant(node, 1, "weight")
@@ -475,21 +477,11 @@ class _GraphReader:
         return (begin_h, end_h, begin_w, end_w)
 
     def gemm(self, node):
-        attributes = _attributes(node)
-        for name in ("alpha", "beta"):
-            if attributes.get(name, 1.0) != 1.0:
-                raise _node_error(self.path, node, f"{name} = {attributes[name]}: only alpha = beta = 1 is supported")
-        if attributes.get("transA", 0):
-            raise _node_error(self.path, node, "transA = 1: the input cannot be transposed")
-        weight = self.constant(node, 1, "weight")
-        if weight is None or weight.ndim != 2:
-            raise _node_error(self.path, node, "needs a 2-d weight initializer B")
-        bias = self.constant(node, 2, "bias")
-        if bias is not None and (bias.size != weight.shape[0 if attributes.get("transB", 0) else 1]
-                                 or bias.ndim > 2):
-            raise _node_error(self.path, node, f"bias of shape {list(bias.shape)} for {bias.size} outputs")
-        self.dense(node, weight if attributes.get("transB", 0) else weight.T,
-                   None if bias is None else bias.reshape(-1))
+        weight, bias = _gemm_weight(self.path, self.constants, node)
+        if bias is not None and (bias.size != weight.shape[1] or bias.ndim > 2):
+            raise _node_error(self.path, node, f"bias of shape {list(bias.shape)}: expected ({weight.shape[1]},) or "
+                                               f"(1, {weight.shape[1]})")
+        self.dense(node, weight.T, None if bias is None else bias.reshape(-1))
 
     def matmul(self, node):
         weight = self.constant(node, 1, "weight")

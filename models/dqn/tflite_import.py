@@ -47,6 +47,7 @@ import numpy as np
 
 from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePool, Graph, ModelError, Pool,
                                       Softmax, TensorInfo)
+from nnaccel.models.shared.input_files import require_file
 
 __all__ = ["read_tflite", "litert_outputs", "SUPPORTED_OPS"]
 
@@ -65,10 +66,7 @@ def _names(enumeration):
 
 
 def _read_file(path):
-    if not path.exists():
-        raise ModelError(f"{path}: no such file ({_EXPECTED})")
-    if path.is_dir():
-        raise ModelError(f"{path}: is a directory, not a file ({_EXPECTED})")
+    require_file(path, expected=_EXPECTED, error=ModelError)
     try:
         return path.read_bytes()
     except OSError as error:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["InputError", "load_arrays", "load_single_array", "check_batch", "require_keys"]
+__all__ = ["InputError", "require_file", "load_arrays", "load_single_array", "check_batch", "require_keys"]
 
 _NPY_MAGIC = b"\x93NUMPY"
 
@@ -24,17 +24,24 @@ class InputError(ValueError):
     """Bad user input: the message is one line naming the file or option, the fault and what was expected."""
 
 
+def require_file(path, *, expected, error=InputError):
+    """``path`` as a ``Path`` if it names an existing file, else ``error`` (an :class:`InputError`) saying it is
+    missing or a directory, ending with ``expected``."""
+    path = Path(path)
+    if not path.exists():
+        raise error(f"{path}: no such file ({expected})")
+    if path.is_dir():
+        raise error(f"{path}: is a directory, not a file ({expected})")
+    return path
+
+
 def load_arrays(path, *, expected):
     """The arrays of the ``.npz`` archive (``{name: array}``) or ``.npy`` file (``{"": array}``) at ``path``.
 
     ``expected`` says what the file should hold; every message ends with it, e.g. ``"expected a .npz
     with keys a, b"``.  Raises :class:`InputError`.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file ({expected})")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, not a file ({expected})")
+    path = require_file(path, expected=expected)
     try:
         with open(path, "rb") as handle:
             start = handle.read(len(_NPY_MAGIC))
