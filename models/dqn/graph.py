@@ -96,6 +96,11 @@ def _vector(shapes, op):
     return shapes[0]
 
 
+def _window_summary(kernel, stride, pads):
+    border = f", pads {'/'.join(map(str, pads))}" if any(pads) else ""
+    return f"{kernel[0]}x{kernel[1]}, stride {stride[0]}x{stride[1]}{border}"
+
+
 def _sliding(x, kernel, stride, pads, fill):
     """``(N, C, H, W)`` -> ``(N, C, Ho, Wo, kh, kw)``: every window, the border filled with ``fill``."""
     top, bottom, left, right = pads
@@ -192,8 +197,7 @@ class Conv(_Op):
 
     def summary(self):
         kind = "depthwise" if self.depthwise else f"groups {self.groups}" if self.groups > 1 else ""
-        return ", ".join(filter(None, [f"{self.kernel[0]}x{self.kernel[1]}", f"stride {self.stride[0]}x{self.stride[1]}",
-                                       f"pads {'/'.join(map(str, self.pads))}" if any(self.pads) else "", kind,
+        return ", ".join(filter(None, [_window_summary(self.kernel, self.stride, self.pads), kind,
                                        "ReLU" if self.relu else ""]))
 
 
@@ -257,9 +261,7 @@ class Pool(_Op):
         return sums / counts
 
     def summary(self):
-        return ", ".join(filter(None, [self.kind, f"{self.kernel[0]}x{self.kernel[1]}",
-                                       f"stride {self.stride[0]}x{self.stride[1]}",
-                                       f"pads {'/'.join(map(str, self.pads))}" if any(self.pads) else ""]))
+        return f"{self.kind}, {_window_summary(self.kernel, self.stride, self.pads)}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -377,8 +379,9 @@ class Graph:
 
         rows = [("operation", "kind", "shape", "details", "MACs")]
         for op in self.ops:
-            rows.append((op.name, type(op).__name__, f"{' + '.join(shape(name) for name in op.inputs)} -> {shape(op.output)}",
-                         op.summary(), f"{self.macs(op):,}" if self.macs(op) else ""))
+            shapes = f"{' + '.join(shape(name) for name in op.inputs)} -> {shape(op.output)}"
+            macs = f"{self.macs(op):,}" if self.macs(op) else ""
+            rows.append((op.name, type(op).__name__, shapes, op.summary(), macs))
         widths = [max(len(row[column]) for row in rows) for column in range(4)]
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + f"  {row[4]:>10}"
                  for row in rows]

@@ -404,8 +404,9 @@ def _quiet_stderr():
 def litert_outputs(path, inputs, *, before_softmax=False):
     """LiteRT running the model at ``path`` on ``inputs`` (``(N, *input shape)`` in NCHW, float32, one at a time on
     one thread with its default kernels and XNNPACK delegate, as a user's LiteRT would): ``(N, size)`` of the
-    graph's first output (an image output flattened in NCHW order, as the graph's), and with ``before_softmax`` the tensor a final SOFTMAX reads instead (the logits; the
-    interpreter then keeps every intermediate tensor, and its warning that this is for debugging is silenced).
+    graph's first output (an image output flattened in NCHW order, as the graph's), and with ``before_softmax``
+    the tensor a final SOFTMAX reads instead (the logits; the interpreter then keeps every intermediate tensor,
+    and its warning that this is for debugging is silenced).
 
     The interpreter's "Created TensorFlow Lite XNNPACK delegate" line, printed by C++ on file descriptor 2, is
     kept off the user's terminal by pointing descriptor 2 at /dev/null while the interpreter is built and run.
