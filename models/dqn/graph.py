@@ -36,8 +36,13 @@ import numpy as np
 
 from nnaccel.models.shared.input_files import InputError
 
-__all__ = ["ModelError", "TensorInfo", "Conv", "Dense", "Pool", "GlobalAveragePool", "Add", "Flatten", "Softmax",
+__all__ = ["GraphError", "ModelError", "TensorInfo", "Conv", "Dense", "Pool", "GlobalAveragePool", "Add", "Flatten", "Softmax",
            "Graph", "reference", "reference_tensors"]
+
+
+class GraphError(ValueError):
+    """An operation or graph that is not consistent (shapes, names, order): the message starts with the operation's
+    name."""
 
 
 class ModelError(InputError):
@@ -55,21 +60,21 @@ class TensorInfo:
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(int(size) for size in self.shape))
         if len(self.shape) not in (1, 3) or min(self.shape) < 1:
-            raise ValueError(f"tensor {self.name!r}: shape {self.shape} is neither (C, H, W) nor (N,) with positive "
+            raise GraphError(f"tensor {self.name!r}: shape {self.shape} is neither (C, H, W) nor (N,) with positive "
                              f"sizes")
 
 
 def _pairs(value, what, op):
     pair = tuple(int(item) for item in value)
     if len(pair) != 2 or min(pair) < 1:
-        raise ValueError(f"{op}: {what} {value} must be two positive integers")
+        raise GraphError(f"{op}: {what} {value} must be two positive integers")
     return pair
 
 
 def _borders(value, op):
     pads = tuple(int(item) for item in value)
     if len(pads) != 4 or min(pads) < 0:
-        raise ValueError(f"{op}: pads {value} must be four non-negative integers (top, bottom, left, right)")
+        raise GraphError(f"{op}: pads {value} must be four non-negative integers (top, bottom, left, right)")
     return pads
 
 
@@ -79,20 +84,20 @@ def _windows(shape, kernel, stride, pads, op):
     top, bottom, left, right = pads
     padded = (height + top + bottom, width + left + right)
     if kernel[0] > padded[0] or kernel[1] > padded[1]:
-        raise ValueError(f"{op}: kernel {kernel[0]}x{kernel[1]} is larger than its padded input "
+        raise GraphError(f"{op}: kernel {kernel[0]}x{kernel[1]} is larger than its padded input "
                          f"{padded[0]}x{padded[1]}")
     return (padded[0] - kernel[0]) // stride[0] + 1, (padded[1] - kernel[1]) // stride[1] + 1
 
 
 def _image(shapes, op, index=0):
     if len(shapes[index]) != 3:
-        raise ValueError(f"{op.name}: reads {op.inputs[index]!r} of shape {shapes[index]}; needs an image (C, H, W)")
+        raise GraphError(f"{op.name}: reads {op.inputs[index]!r} of shape {shapes[index]}; needs an image (C, H, W)")
     return shapes[index]
 
 
 def _vector(shapes, op):
     if len(shapes[0]) != 1:
-        raise ValueError(f"{op.name}: reads {op.inputs[0]!r} of shape {shapes[0]}; needs a vector (flatten it first)")
+        raise GraphError(f"{op.name}: reads {op.inputs[0]!r} of shape {shapes[0]}; needs a vector (flatten it first)")
     return shapes[0]
 
 
@@ -120,7 +125,7 @@ class _Op:
     def __post_init__(self):
         object.__setattr__(self, "inputs", tuple(self.inputs))
         if len(self.inputs) != self.arity:
-            raise ValueError(f"{self.name}: {type(self).__name__} reads {self.arity} tensor(s), not "
+            raise GraphError(f"{self.name}: {type(self).__name__} reads {self.arity} tensor(s), not "
                              f"{len(self.inputs)} ({', '.join(self.inputs)})")
 
     def summary(self):
@@ -131,9 +136,9 @@ class _Op:
 def _float32(array, shape, what, op):
     array = np.ascontiguousarray(array, np.float32)
     if array.shape != shape:
-        raise ValueError(f"{op}: {what} has shape {array.shape}, expected {shape}")
+        raise GraphError(f"{op}: {what} has shape {array.shape}, expected {shape}")
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"{op}: {what} holds NaN or infinite values")
+        raise GraphError(f"{op}: {what} holds NaN or infinite values")
     array.flags.writeable = False
     return array
 
@@ -142,7 +147,7 @@ def _weight_and_bias(op, layout):
     """``op``'s weight (of ``layout``'s rank) and bias (zeros if None, one per output) as read-only float32."""
     weight = np.asarray(op.weight)
     if weight.ndim != layout.count(",") + 1:
-        raise ValueError(f"{op.name}: weight of shape {weight.shape}: expected {layout}")
+        raise GraphError(f"{op.name}: weight of shape {weight.shape}: expected {layout}")
     object.__setattr__(op, "weight", _float32(weight, weight.shape, "weight", op.name))
     bias = np.zeros(weight.shape[0], np.float32) if op.bias is None else op.bias
     object.__setattr__(op, "bias", _float32(bias, (weight.shape[0],), "bias", op.name))
@@ -163,7 +168,7 @@ class Conv(_Op):
         super().__post_init__()
         _weight_and_bias(self, "(Cout, Cin / groups, kh, kw)")
         if self.groups < 1 or self.weight.shape[0] % self.groups:
-            raise ValueError(f"{self.name}: groups = {self.groups} does not divide {self.weight.shape[0]} output "
+            raise GraphError(f"{self.name}: groups = {self.groups} does not divide {self.weight.shape[0]} output "
                              f"channels")
         object.__setattr__(self, "stride", _pairs(self.stride, "stride", self.name))
         object.__setattr__(self, "pads", _borders(self.pads, self.name))
@@ -179,7 +184,7 @@ class Conv(_Op):
     def output_shape(self, shapes):
         channels = _image(shapes, self)[0]
         if channels != self.weight.shape[1] * self.groups:
-            raise ValueError(f"{self.name}: weight {self.weight.shape} with {self.groups} group(s) reads "
+            raise GraphError(f"{self.name}: weight {self.weight.shape} with {self.groups} group(s) reads "
                              f"{self.weight.shape[1] * self.groups} channels, its input has {channels}")
         return (self.weight.shape[0], *_windows(shapes[0], self.kernel, self.stride, self.pads, self.name))
 
@@ -215,7 +220,7 @@ class Dense(_Op):
 
     def output_shape(self, shapes):
         if _vector(shapes, self) != (self.weight.shape[1],):
-            raise ValueError(f"{self.name}: weight {self.weight.shape} reads {self.weight.shape[1]} inputs, its "
+            raise GraphError(f"{self.name}: weight {self.weight.shape} reads {self.weight.shape[1]} inputs, its "
                              f"input has {shapes[0][0]}")
         return (self.weight.shape[0],)
 
@@ -239,13 +244,13 @@ class Pool(_Op):
     def __post_init__(self):
         super().__post_init__()
         if self.kind not in ("max", "avg"):
-            raise ValueError(f"{self.name}: pooling kind {self.kind!r} is neither 'max' nor 'avg'")
+            raise GraphError(f"{self.name}: pooling kind {self.kind!r} is neither 'max' nor 'avg'")
         object.__setattr__(self, "kernel", _pairs(self.kernel, "kernel", self.name))
         object.__setattr__(self, "stride", _pairs(self.stride, "stride", self.name))
         object.__setattr__(self, "pads", _borders(self.pads, self.name))
         if self.pads[0] >= self.kernel[0] or self.pads[1] >= self.kernel[0] or self.pads[2] >= self.kernel[1] \
                 or self.pads[3] >= self.kernel[1]:
-            raise ValueError(f"{self.name}: pads {self.pads} as wide as the kernel {self.kernel}: a window of padding "
+            raise GraphError(f"{self.name}: pads {self.pads} as wide as the kernel {self.kernel}: a window of padding "
                              f"only")
 
     def output_shape(self, shapes):
@@ -284,7 +289,7 @@ class Add(_Op):
 
     def output_shape(self, shapes):
         if shapes[0] != shapes[1]:
-            raise ValueError(f"{self.name}: adds {self.inputs[0]!r} of shape {shapes[0]} and {self.inputs[1]!r} of "
+            raise GraphError(f"{self.name}: adds {self.inputs[0]!r} of shape {shapes[0]} and {self.inputs[1]!r} of "
                              f"shape {shapes[1]}; the shapes must be equal")
         return shapes[0]
 
@@ -324,7 +329,7 @@ class Graph:
     """A network: its input tensors, output tensor names, every tensor's shape, the operations in topological order
     and where it came from (``source``: the model file).  Construction checks it: every operation reads tensors
     already produced (or graph inputs), writes a new one, and its output shape follows from its inputs' shapes;
-    a fault raises ``ValueError`` naming the operation."""
+    a fault raises :class:`GraphError` (a ``ValueError``) naming the operation."""
 
     inputs: tuple
     outputs: tuple
@@ -338,31 +343,31 @@ class Graph:
         object.__setattr__(self, "outputs", tuple(self.outputs))
         object.__setattr__(self, "ops", tuple(self.ops))
         if not self.inputs or not self.outputs:
-            raise ValueError("a graph needs at least one input and one output")
+            raise GraphError("a graph needs at least one input and one output")
         known = {info.name for info in self.inputs}
         for info in self.inputs:
             if self.tensors.get(info.name) != info:
-                raise ValueError(f"input {info.name!r}: not in the graph's tensors as {info}")
+                raise GraphError(f"input {info.name!r}: not in the graph's tensors as {info}")
         names = set()
         for op in self.ops:
             if op.name in names:
-                raise ValueError(f"{op.name}: two operations have this name")
+                raise GraphError(f"{op.name}: two operations have this name")
             names.add(op.name)
             missing = [name for name in op.inputs if name not in known]
             if missing:
-                raise ValueError(f"{op.name}: reads {', '.join(map(repr, missing))} before any operation produces it")
+                raise GraphError(f"{op.name}: reads {', '.join(map(repr, missing))} before any operation produces it")
             if op.output in known:
-                raise ValueError(f"{op.name}: writes {op.output!r}, which is already produced")
+                raise GraphError(f"{op.name}: writes {op.output!r}, which is already produced")
             if op.output not in self.tensors:
-                raise ValueError(f"{op.name}: writes {op.output!r}, which is not in the graph's tensors")
+                raise GraphError(f"{op.name}: writes {op.output!r}, which is not in the graph's tensors")
             shape = op.output_shape([self.tensors[name].shape for name in op.inputs])
             if shape != self.tensors[op.output].shape:
-                raise ValueError(f"{op.name}: computes {op.output!r} of shape {shape}, the graph says "
+                raise GraphError(f"{op.name}: computes {op.output!r} of shape {shape}, the graph says "
                                  f"{self.tensors[op.output].shape}")
             known.add(op.output)
         unknown = [name for name in self.outputs if name not in known]
         if unknown:
-            raise ValueError(f"output {unknown[0]!r} is produced by no operation")
+            raise GraphError(f"output {unknown[0]!r} is produced by no operation")
         object.__setattr__(self, "parameters", sum(op.weight.size + op.bias.size for op in self.ops
                                                    if isinstance(op, (Conv, Dense))))
 
@@ -398,7 +403,7 @@ def reference_tensors(graph, x):
     """
     given = x if isinstance(x, dict) else {graph.inputs[0].name: x}
     if len(given) != len(graph.inputs) or set(given) != {info.name for info in graph.inputs}:
-        raise ValueError(f"the graph's inputs are {', '.join(info.name for info in graph.inputs)}")
+        raise GraphError(f"the graph's inputs are {', '.join(info.name for info in graph.inputs)}")
     first = graph.inputs[0]
     batched = np.ndim(given[first.name]) == len(first.shape) + 1
     values = {}
@@ -406,7 +411,7 @@ def reference_tensors(graph, x):
         array = np.asarray(given[info.name], np.float32)
         array = array if batched else array[None]
         if array.shape[1:] != info.shape:
-            raise ValueError(f"input {info.name!r}: shape {array.shape[1:]}, expected {info.shape}")
+            raise GraphError(f"input {info.name!r}: shape {array.shape[1:]}, expected {info.shape}")
         values[info.name] = array
     for op in graph.ops:
         values[op.output] = np.asarray(op.evaluate(*(values[name] for name in op.inputs)), np.float32)

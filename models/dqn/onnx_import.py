@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePool, Graph, ModelError, Pool,
-                                      Softmax, TensorInfo)
+from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePool, Graph, GraphError, ModelError,
+                                      Pool, Softmax, TensorInfo)
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.shared.input_files import InputError, require_file
@@ -406,7 +406,7 @@ class _GraphReader:
         try:
             op = operation(name, tuple(inputs), node.output[0], **fields)
             info = TensorInfo(op.output, op.output_shape([self.shape(source) for source in op.inputs]))
-        except ValueError as error:
+        except GraphError as error:
             message = str(error)
             raise _node_error(self.path, node, message.removeprefix(f"{name}: ")) from None
         self.producer[op.output] = len(self.ops)
@@ -429,7 +429,7 @@ class _GraphReader:
         del self.producer[op.output]
         try:
             self.ops[index] = replace(op, output=node.output[0], **changes)
-        except ValueError as error:
+        except GraphError as error:
             raise _node_error(self.path, node, str(error)) from None
         self.producer[node.output[0]] = index
         self.tensors[node.output[0]] = TensorInfo(node.output[0], shape)
@@ -622,7 +622,7 @@ class _GraphReader:
         try:
             return Graph(inputs=(self.input,), outputs=outputs, tensors=self.tensors, ops=tuple(self.ops),
                          source=str(self.path))
-        except ValueError as error:
+        except GraphError as error:
             raise ModelError(f"{self.path}: {error}") from None
 
 

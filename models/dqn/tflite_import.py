@@ -45,8 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePool, Graph, ModelError, Pool,
-                                      Softmax, TensorInfo)
+from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePool, Graph, GraphError, ModelError,
+                                      Pool, Softmax, TensorInfo)
 from nnaccel.models.shared.input_files import require_file
 
 __all__ = ["read_tflite", "litert_outputs", "SUPPORTED_OPS"]
@@ -234,8 +234,10 @@ class _Reader:
                 raise ModelError(f"{self.path}: {where}{_QUANTISED}")
         source = self.tensor_name(inputs[0])
         name = f"{kind.lower()}_{number}"
-        handler = getattr(self, kind.lower())
-        handler(name, where, operator, inputs, source, outputs[0])
+        try:
+            getattr(self, kind.lower())(name, where, operator, inputs, source, outputs[0])
+        except GraphError as error:
+            raise ModelError(f"{self.path}: {where}{str(error).removeprefix(f'{name}: ')}") from None
 
     def emit(self, op, output_index, where):
         self.add_tensor(output_index, where)
@@ -369,7 +371,7 @@ class _Reader:
         try:
             return Graph(inputs=tuple(infos), outputs=tuple(names), tensors=self.tensors, ops=tuple(self.ops),
                          source=str(self.path))
-        except ValueError as error:
+        except GraphError as error:
             raise ModelError(f"{self.path}: {error}") from None
 
 
