@@ -110,7 +110,7 @@ def test_rectangular_padded_layer_shapes_and_macs():
     real = np.pad(np.ones((49, 10)), ((4, 5), (1, 1)))
     expected = sum(real[2 * y:2 * y + 10, 2 * x:2 * x + 4].sum() for y in range(25) for x in range(5)) * 8
     assert layer.macs == expected
-    assert ConvLayer("same", 3, 32, 4, 3, (2, 2), padding=(0, 1)).out_size == 16
+    assert ConvLayer("same", 3, 32, 4, 3, (2, 2), padding=(0, 1, 0, 1)).out_size == 16
     assert ConvLayer("square", 3, [7, 7], 4, [3, 3], 1).kernel == (3, 3)
     with pytest.raises(ValueError, match="not square"):
         _ = layer.out_size
