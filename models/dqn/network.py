@@ -65,7 +65,8 @@ class ConvLayer:
     ``in_size``, ``kernel`` and ``stride`` are an int (square) or an ``(h, w)`` pair; ``padding`` (zeros around
     the input) an int, ``(pad_h, pad_w)`` or ``(top, bottom, left, right)`` (TFLite's SAME with stride 2 pads
     unevenly).  Weights ``weight_shape = (in_channels, kh, kw, out_channels)``; ``macs`` counts the products with
-    real input elements (none with padding).  A list given for a pair is kept as a tuple.
+    real input elements (none with padding).  A list given for a pair is kept as a tuple.  The compiler
+    (``models.dqn.plan``) checks the geometry: :meth:`check_geometry`.
     """
 
     name: str
@@ -82,13 +83,17 @@ class ConvLayer:
             value = getattr(self, field_name)
             if isinstance(value, list):
                 object.__setattr__(self, field_name, tuple(value))
-        check_int("in_channels", self.in_channels, 1)
-        check_int("out_channels", self.out_channels, 1)
+
+    def check_geometry(self):
+        """Raise a ValueError naming the layer if its sizes are not positive integers, its padding negative or its
+        kernel larger than the padded input."""
+        for name, value in (("in_channels", self.in_channels), ("out_channels", self.out_channels)):
+            check_int(f"{self.name}: {name}", value, 1)
         for name, pair in (("in_size", self._in), ("kernel", self._kernel), ("stride", self._stride)):
             for item in pair:
-                check_int(name, item, 1)
+                check_int(f"{self.name}: {name}", item, 1)
         for item in self.border:
-            check_int("padding", item, 0)
+            check_int(f"{self.name}: padding", item, 0)
         if self.out_height < 1 or self.out_width < 1:
             raise ValueError(f"{self.name}: a {self.kernel_height}x{self.kernel_width} kernel does not fit the "
                              f"padded input {self.in_height + self.pad_top + self.pad_bottom}x"

@@ -115,9 +115,9 @@ def test_rectangular_padded_layer_shapes_and_macs():
     with pytest.raises(ValueError, match="not square"):
         _ = layer.out_size
     with pytest.raises(ValueError, match="padding must be"):
-        ConvLayer("bad", 1, 8, 1, 3, 1, padding=(1, 2, 3))
-    with pytest.raises(ValueError, match="does not fit the padded input"):
-        ConvLayer("big", 1, 4, 1, 7, 1, padding=1)
+        ConvLayer("bad", 1, 8, 1, 3, 1, padding=(1, 2, 3)).check_geometry()
+    with pytest.raises(ValueError, match="big: a 7x7 kernel does not fit the padded input 6x6"):
+        ConvLayer("big", 1, 4, 1, 7, 1, padding=1).check_geometry()
 
 
 def test_padded_convolution_matches_a_direct_loop():
