@@ -40,18 +40,21 @@ RTL_SPACE = RtlSpace()
 
 
 def config_to_json(config):
-    return {"fmt": config.fmt.name, **{name: getattr(config, name) for name in _CONFIG_FIELDS}}
+    return {"fmt": config.fmt.name, "pad_columns": config.pad_columns,
+            **{name: getattr(config, name) for name in _CONFIG_FIELDS}}
 
 
 def config_from_json(data):
-    return DqnConfig(fmt=float_format(data["fmt"]), **{name: int(data[name]) for name in _CONFIG_FIELDS})
+    """The :class:`DqnConfig` of ``data`` (one written before ``pad_columns`` existed has the default)."""
+    return DqnConfig(fmt=float_format(data["fmt"]), pad_columns=int(data.get("pad_columns", DqnConfig.pad_columns)),
+                     **{name: int(data[name]) for name in _CONFIG_FIELDS})
 
 
 def network_to_json(layers):
     def one(layer):
         if isinstance(layer, ConvLayer):
             return {"conv": [layer.name, layer.in_channels, layer.in_size, layer.out_channels, layer.kernel,
-                             layer.stride, layer.relu]}
+                             layer.stride, layer.relu, layer.padding]}
         return {"dense": [layer.name, layer.inputs, layer.outputs, layer.relu]}
     return [one(layer) for layer in layers]
 

@@ -98,7 +98,7 @@ def _random_inputs(plan, layers, seed, states):
     """Inputs spread over several binades (``standard normal x 2**U(-4, 4)``), float32."""
     rng = np.random.default_rng(seed)
     first = layers[0]
-    shape = (first.inputs,) if isinstance(first, DenseLayer) else (first.in_channels, first.in_size, first.in_size)
+    shape = (first.inputs,) if isinstance(first, DenseLayer) else (first.in_channels, first.in_height, first.in_width)
     return [(rng.standard_normal(shape) * np.exp2(rng.integers(-4, 5, shape))).astype(np.float32)
             for _ in range(states)]
 

@@ -57,7 +57,8 @@ from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "compile_network",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
-           "default_mapping", "network_weights", "pack_image", "unpack_image"]
+           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
+           "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
 COUNTERS = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
