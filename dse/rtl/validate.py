@@ -172,10 +172,11 @@ def describe_network(case):
     if case["kind"] == "thesis":
         return "DQN (thesis, full size)"
     parts = []
-    for entry in case["network"]:
+    for layer, entry in zip(network_from_json(case["network"]), case["network"]):
         if "conv" in entry:
-            _, channels, size, out_channels, kernel, stride, _ = entry["conv"]
-            parts.append(f"conv{kernel}s{stride} {channels}x{size}^2>{out_channels}")
+            padding = f"p{'/'.join(map(str, layer.border))}" if layer.padded else ""
+            parts.append(f"conv{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding} "
+                         f"{layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}")
         else:
             _, inputs, outputs, _ = entry["dense"]
             parts.append(f"fc {inputs}>{outputs}")
