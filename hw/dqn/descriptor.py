@@ -58,7 +58,8 @@ def _field_widths(config):
         "out_base": activation_address,
         "packed_output": 1,                            # 1: output n -> word out_base + n // lanes, element n % lanes
         "position_major": 1,                           # with packed_output: position p -> word out_base + p, element n
-        "reduce": 1,                                   # sum in_channels vectors read from words in_base + k
+        "reduce": 1,                                   # vectors from words in_base + p - first_position + k*step
+        "step_distance": activation_address,           # words between a reduction's steps (wraps: any distance)
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
     }

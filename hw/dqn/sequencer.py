@@ -18,9 +18,11 @@ class LayerSequencer(DqnBlock):
     For each layer (``run.descriptor``, selected by ``run.layer_index``) the output positions
     ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
     every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
-    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` reads input
-    word ``in_base + k`` on ``row_address1``; the product's ``vector_from_activations`` tells the feeder
-    to take the modules' vectors from that word.  On the first cycle of each step the rows of the *next*
+    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` of the group at
+    position ``p0`` reads input word ``in_base + (p0 - first_position) + k*step_distance`` on
+    ``row_address1`` (a K-split's sum: one position, distance 1; a residual add: one row word per group,
+    the two addends ``step_distance`` words apart); the product's ``vector_from_activations`` tells the
+    feeder to take the modules' vectors from that word.  On the first cycle of each step the rows of the *next*
     step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the feeder reload
     without a bubble; within a step the feeder shifts one element per product.
 
@@ -122,6 +124,7 @@ class LayerSequencer(DqnBlock):
         kernel_column = Signal.like(layer.kernel_width)
         channel_base = Signal.like(feeder.row_address0)            # channel * in_height
         product = Signal.like(layer.products)                    # k within the group
+        reduce_address = Signal.like(feeder.row_address1)        # a reduction's next word
         bias_step = Signal()
         in_flight = Signal()                                     # a group's results not yet written
         current_group = Signal.like(self.group.group)            # the group taking products
@@ -205,7 +208,10 @@ class LayerSequencer(DqnBlock):
                     last_kernel_row = kernel_row + 1 == layer.kernel_height
                     last_channel = channel + 1 == layer.in_channels
                     with m.If(layer.reduce):
-                        m.d.comb += [feeder.row_address1.eq(layer.in_base + product), feeder.row_read.eq(1)]
+                        # Step k of position p reads word in_base + (p - first_position) + k*step_distance.
+                        address = Mux(product == 0, layer.in_base + next_p0 - layer.first_position, reduce_address)
+                        m.d.comb += [feeder.row_address1.eq(address), feeder.row_read.eq(1)]
+                        m.d.sync += reduce_address.eq(feeder.row_address1 + layer.step_distance)
                     with m.Elif(kernel_column == 0):
                         # Read the rows of the step after this one.
                         with m.If(~last_kernel_row):

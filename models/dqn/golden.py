@@ -6,7 +6,8 @@ A pass is what the matrix modules compute (docs/dqn_accelerator.md, "Mapping a l
 of output position ``p`` (``q = (p - first) mod P``) and column block ``b`` run on module ``m = q*C + b``, whose
 vector on step ``k`` is slot ``m`` of weight row ``k``; its scalars are the window of ``p`` in the order
 ``c, kh, kw``, then ``1.0`` times the bias row.  A reduction pass takes, on step ``k``, scalar ``1.0`` and
-vector = elements ``m*lanes ..`` of input word ``in_base + k``.  The products are summed by
+vector = elements ``m*lanes ..`` of input word ``in_base + (p - first) + k*step_distance`` (a K-split's sum: one
+position, distance 1; a residual add: one row word per position, the addends ``step_distance`` words apart).  The products are summed by
 :func:`models.dqn.matrix_module.accumulate_products` (interleaved partial sums starting at ``-0``, pairwise tree,
 ReLU), vectorised over all positions of the pass; channels past the output count are computed and dropped,
 as the result writer drops them.  Results are stored as the writer stores them (image, packed or
@@ -80,8 +81,15 @@ def golden_pass(config, layer, rams):
     d = layer.descriptor
     one = fmt.bias << fmt.mantissa_bits                                              # 1.0 in the format
     if layer.reduce:
-        words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
-        reduced = np.stack([words[:, module * lanes:(module + 1) * lanes] for module in modules.reshape(-1)], 1)
+        # Step k of position p: word in_base + (p - first_position) + k*step_distance (addresses wrap); modules
+        # whose lanes lie past the word take their (zero) weight slot: +0, as the zero-padded word gives.
+        addresses = d["in_base"] + (positions - d["first_position"])[:, None] + \
+            np.arange(d["products"])[None, :] * d["step_distance"]
+        words = np.zeros((len(positions), d["products"], config.modules * lanes), np.uint32)
+        used = min(config.row_elements, config.modules * lanes)
+        words[:, :, :used] = rams[d["in_ram"], addresses % config.activation_depth, :used]
+        reduced = np.stack([words[index, :, module * lanes:(module + 1) * lanes]
+                            for index in range(len(positions)) for module in modules[index]], 1)
         products = float_mul(fmt, np.full(reduced.shape, one), reduced).reshape(d["products"], len(positions), -1)
     else:
         image = unpack_image(layer.input, rams[layer.input.ram, layer.input.base:])

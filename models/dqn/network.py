@@ -173,6 +173,19 @@ class DenseLayer:
         return (self.inputs, self.outputs)
 
 
+@dataclass(frozen=True)
+class AddLayer:
+    """A residual add: the previous layer's output image plus the output of layer ``skip`` (``""``: the network
+    input), element by element, ReLU optional.  No weights (its ``(weight, bias)`` pair is ignored: pass
+    ``(None, None)``); the compiler needs both addends in one activation RAM (``models.dqn.plan``)."""
+
+    name: str
+    skip: str
+    relu: bool = True
+    macs = 0
+    weight_shape = None
+
+
 def dqn_layers(actions=18):
     """The four layers of the thesis' network for ``actions`` outputs (1..32)."""
     check_int("actions", actions, 1, MAX_ACTIONS)

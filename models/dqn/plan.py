@@ -51,7 +51,7 @@ from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from nnaccel.models.dqn.network import WEIGHT_KEYS, ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
 from nnaccel.models.shared.float_arith import from_binary32
 
@@ -258,6 +258,8 @@ class LayerShape:
     relu: bool
     min_column_blocks: int
     tile_size: int
+    add: bool = False         # a residual add (AddLayer): out_height = C*H row words, out_channels = W elements
+    skip: str = ""            # its second addend: the output of this layer ("" = the network input)
 
     @property
     def positions(self):
@@ -275,7 +277,7 @@ class LayerShape:
 
     @property
     def products(self):
-        return self.in_shape[0] * self.kernel_height * self.kernel_width
+        return 2 if self.add else self.in_shape[0] * self.kernel_height * self.kernel_width
 
     @property
     def out_elements(self):
@@ -293,7 +295,10 @@ def min_column_blocks(config, out_channels):
 
 def _check_follows(layer, in_shape, in_packed, in_elements):
     """``layer`` must read the previous layer's output tensor as it is."""
-    if isinstance(layer, ConvLayer):
+    if isinstance(layer, AddLayer):
+        if in_packed:
+            raise ValueError(f"{layer.name}: an add cannot read the packed output of a dense layer")
+    elif isinstance(layer, ConvLayer):
         expected = (layer.in_channels, layer.in_height, layer.in_width)
         if in_packed:
             raise ValueError(f"{layer.name}: a convolution cannot read the packed output of a dense layer")
@@ -304,8 +309,25 @@ def _check_follows(layer, in_shape, in_packed, in_elements):
         raise ValueError(f"{layer.name}: expects {layer.inputs} inputs, the previous layer makes {in_elements}")
 
 
+def _add_shape(config, layer, in_shape, in_elements):
+    """An add as the hardware runs it: one position per row word (``C*H`` of them, one per group: all modules
+    take their vectors from the word read), the word's ``W`` elements as its output channels."""
+    channels, height, width = in_shape
+    if -(-width // config.lanes) * config.lanes > min(config.row_elements, config.modules * config.lanes):
+        raise ValueError(f"{layer.name}: an add of {width}-element rows needs {-(-width // config.lanes)} modules "
+                         f"of {config.lanes} lanes inside a word of {config.row_elements} elements; the "
+                         f"configuration has {config.modules} modules")
+    return LayerShape(name=layer.name, dense=False, in_shape=in_shape, in_packed=False, in_elements=in_elements,
+                      kernel_height=1, kernel_width=1, stride=(1, 1), padding=(0, 0, 0, 0), out_height=channels * height,
+                      out_width=1, out_channels=width, out_shape=in_shape, relu=layer.relu,
+                      min_column_blocks=config.modules, tile_size=config.modules * config.lanes, add=True,
+                      skip=layer.skip)
+
+
 def _layer_shape(config, layer, in_shape, in_packed, in_elements):
     name = layer.name
+    if isinstance(layer, AddLayer):
+        return _add_shape(config, layer, in_shape, in_elements)
     if isinstance(layer, ConvLayer):
         layer.check_geometry()
         out_channels, kernel_height, kernel_width = layer.out_channels, layer.kernel_height, layer.kernel_width
@@ -351,25 +373,34 @@ def check_config(config):
 
 
 def layer_shapes(config, layers):
-    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer``) on ``config``."""
+    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) on
+    ``config``."""
     check_config(config)
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")
     for layer in layers:
-        if not isinstance(layer, (ConvLayer, DenseLayer)):
-            raise TypeError(f"layers must be ConvLayer or DenseLayer, not {layer!r}")
+        if not isinstance(layer, (ConvLayer, DenseLayer, AddLayer)):
+            raise TypeError(f"layers must be ConvLayer, DenseLayer or AddLayer, not {layer!r}")
     first = layers[0]
+    if isinstance(first, AddLayer):
+        raise ValueError(f"{first.name}: an add needs a layer before it")
     if isinstance(first, ConvLayer):
         source = ((first.in_channels, first.in_height, first.in_width), False,
                   first.in_channels * first.in_height * first.in_width)
     else:
         source = ((-(-first.inputs // config.lanes), 1, config.lanes), True, first.inputs)
-    shapes = []
+    shapes, outputs = [], {"": source[:2]}
     for layer in layers:
         _check_follows(layer, *source)
+        if isinstance(layer, AddLayer) and outputs.get(layer.skip) != source[:2]:
+            known = outputs.get(layer.skip)
+            raise ValueError(f"{layer.name}: the addend {layer.skip or 'network input'!r} is "
+                             f"{'no earlier layer' if known is None else known[0]}, the previous layer makes "
+                             f"{source[0]}")
         shapes.append(_layer_shape(config, layer, *source))
         source = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
+        outputs[layer.name] = source[:2]
     return tuple(shapes)
 
 
@@ -409,7 +440,8 @@ class PassShape(NamedTuple):
 
     @property
     def reduce(self):
-        return self.kind == "sum"
+        """The pass takes its vectors from activation words (a reduction or an add)."""
+        return self.kind in ("sum", "add")
 
     @property
     def first_position(self):
@@ -432,6 +464,13 @@ def pass_shapes(config, shape, layer_mapping):
     grid = (shape.out_height, shape.out_width)
     top, bottom, left, right = shape.padding
     stride_y, stride_x = shape.stride
+    if shape.add:
+        return [PassShape(name=shape.name if len(layer_mapping.segments) == 1 else
+                          f"{shape.name} {segment.first}..{segment.last}", layer=shape.name, kind="add",
+                          segment=segment, in_channels=2, kernel=(1, 1), stride=(1, 1), padding=(0, 0), grid=grid,
+                          first=(segment.first, 0), count=segment.count, column_blocks=segment.column_blocks,
+                          first_channel=0, out_channels=shape.out_channels, layout="position_major", relu=shape.relu)
+                for segment in layer_mapping.segments]
     passes, named = [], set()
     for segment in layer_mapping.segments:
         first = divmod(segment.first, shape.out_width)
@@ -533,6 +572,9 @@ def check_segment(config, shape, segment):
         raise ValueError(f"{where}: {blocks} column blocks of {config.lanes} lanes hold {blocks * config.lanes} "
                          f"of the {tile_channels} output channels")
     positions_per_group = config.modules // blocks
+    if shape.add and (blocks != config.modules or segment.split != 1):
+        raise ValueError(f"{where}: an add reads one word per step for all modules: it runs with {config.modules} "
+                         f"column blocks (one row word per group) and no K-split")
     if segment.split == 1:
         _check_groups(shape.name, segment.first, segment.first + segment.count, positions_per_group,
                       shape.out_width)
@@ -581,7 +623,7 @@ def _split_candidate(config, shape, blocks):
     in as many equal chunks as fit the idle position slots; a convolution's last position alone in its group, one
     chunk per kernel column."""
     slots = config.modules // blocks
-    if blocks * config.lanes > config.row_elements or shape.tiles > 1:
+    if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add:
         return None
     width, positions = shape.kernel_width, shape.positions
     if shape.dense:
@@ -696,6 +738,8 @@ def _chunk_slots(config, blocks, chunks, out_channels):
 def _pass_weights(config, work, kernel, bias):
     """``(products + 1, modules, lanes)`` weight rows of a pass, bias row last (its channel tile's slice)."""
     blocks, out_channels = work.column_blocks, work.out_channels
+    if work.kind == "add":                                                 # vectors from RAM, no bias
+        return np.zeros((work.products + 1, config.modules, config.lanes), np.uint32)
     tile = slice(work.first_channel, work.first_channel + out_channels)
     kernel, bias = kernel[..., tile], bias[tile]
     if work.kind == "positions":
@@ -708,8 +752,11 @@ def _pass_weights(config, work, kernel, bias):
     return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
 
 
-def _descriptor(work, source, output, weight_base, last):
+def _descriptor(config, work, source, output, weight_base, last, addend):
+    """The descriptor of a pass; ``addend``: an add's second addend (the first is ``source``)."""
     first_position = work.first_position
+    step_distance = {"add": (addend.base - source.base) % config.activation_depth if addend else 0, "sum": 1}.get(
+        work.kind, 0)
     # A channel tile writes its slice of the layer's output: channel n of the tile is channel first_channel + n.
     if output.packed and not work.layout == "position_major":
         out_base = output.base + work.first_channel // output.shape[2]
@@ -724,8 +771,8 @@ def _descriptor(work, source, output, weight_base, last):
         first_column=work.first[1] * work.stride[1], column_blocks_log2=work.column_blocks.bit_length() - 1,
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
         out_base=out_base, packed_output=int(work.layout != "image"),
-        position_major=int(work.layout == "position_major"), reduce=int(work.reduce), relu=int(work.relu),
-        last=int(last))
+        position_major=int(work.layout == "position_major"), reduce=int(work.reduce), step_distance=step_distance,
+        relu=int(work.relu), last=int(last))
 
 
 def _real_macs(work, in_shape):
@@ -769,16 +816,25 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
         raise ValueError(f"the network needs {count} passes "
                          f"({', '.join(work.name for layer_passes in passes for work in layer_passes)}); "
                          f"the descriptor table holds {config.max_layers}")
-    kernels = [_kernel_bits(config, shape, layer, *pair) for shape, layer, pair in zip(shapes, layers, pairs)]
+    kernels = [(None, None) if shape.add else _kernel_bits(config, shape, layer, *pair)
+               for shape, layer, pair in zip(shapes, layers, pairs)]
 
     allocator = _Allocator(config)
     first = shapes[0]
     source = allocator.place(f"{first.name} input", input_ram, first.in_shape, packed=first.in_packed,
                              elements=first.in_elements)
     placed = []                 # (PassShape, input Tensor, output Tensor, kernel, bias)
+    outputs, addends = {"": source}, {}
     for shape, layer_passes, (kernel, bias) in zip(shapes, passes, kernels):
+        if shape.add:
+            addends[shape.name] = outputs[shape.skip]
+            if addends[shape.name].ram != source.ram:
+                raise ValueError(f"{shape.name}: its addends lie in activation RAM {source.ram} ({source.describe()}) "
+                                 f"and RAM {addends[shape.name].ram} ({addends[shape.name].describe()}); an add "
+                                 f"reads both from one RAM")
         output = allocator.place(f"{shape.name} output", 1 - source.ram, shape.out_shape, packed=shape.dense,
                                  elements=shape.out_elements)
+        outputs[shape.name] = output
         for work in layer_passes:
             if work.kind == "partials":
                 partials = allocator.place(f"{work.name} partial sums", output.ram,
@@ -786,7 +842,7 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
                                            elements=work.count * work.column_blocks * config.lanes)
                 placed.append((work, source, partials, kernel, bias))
             else:
-                placed.append((work, partials if work.reduce else source, output, kernel, bias))
+                placed.append((work, partials if work.kind == "sum" else source, output, kernel, bias))
         source = output
     timing = pass_timing(config, [work for work, *_ in placed])
     shapes_by_name = {shape.name: shape for shape in shapes}
@@ -804,7 +860,7 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             weight_base += work.products + 1
             if key is not None:
                 shared[key] = base
-        descriptor = _descriptor(work, source, output, base, last=index == len(placed) - 1)
+        descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addends.get(work.layer))
         try:
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:

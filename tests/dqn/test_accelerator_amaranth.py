@@ -16,7 +16,7 @@ from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from nnaccel.models.dqn.golden import golden_forward
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
@@ -93,7 +93,9 @@ def test_reduced_inference_on_amaranths_simulator():
 
 
 def random_pairs(layers, rng):
-    return [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+    """Uniform float32 weights and biases; ``(None, None)`` for a layer without weights (an add)."""
+    return [(None, None) if layer.weight_shape is None else
+            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
 
 
@@ -147,3 +149,15 @@ def test_output_channels_in_tiles():
     plan = check_on_the_rtl(dataclasses.replace(REDUCED_CONFIG, weight_depth=512), layers, seed=SEED + 4)
     assert [(layer.name, layer.first_channel, layer.out_channels) for layer in plan.layers] == [
         ("conv [0:8]", 0, 8), ("conv [8:12]", 8, 4), ("dense [0:8]", 0, 8), ("dense [8:10]", 8, 2)]
+
+
+def test_a_residual_block_adds_on_the_rtl():
+    """conv -> conv -> add(the block's input) -> dense: the add runs one row word per group, reading the two
+    addends (the second convolution's output and the network input, both in RAM 0) step_distance words apart."""
+    layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
+              AddLayer("add", skip=""), DenseLayer("d", 4 * 6 * 6, 3, relu=False))
+    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 5)
+    add = plan.layers[2]
+    assert (add.input.ram, add.input.base, add.descriptor["step_distance"]) == (0, 24, 128 - 24)
+    assert (add.groups, add.positions_per_group, add.descriptor["reduce"]) == (24, 1, 1)
+    assert add.predicted["stall_cycles"] > 0

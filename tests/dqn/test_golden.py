@@ -9,7 +9,7 @@ from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.float_format import BINARY32
 from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward, golden_pass, hardware_argmax, order_key
-from nnaccel.models.dqn.network import (ConvLayer, DenseLayer, _conv_float64, dqn_layers, reduced_layers,
+from nnaccel.models.dqn.network import (AddLayer, ConvLayer, DenseLayer, _conv_float64, dqn_layers, reduced_layers,
                                        reference_q_values, seeded_weights)
 from nnaccel.models.dqn.plan import compile_network, unpack_image
 from nnaccel.models.dqn.matrix_module import matrix_accumulate
@@ -161,3 +161,24 @@ def test_padded_rectangular_network_is_close_to_float64(split):
     expected = activation.reshape(-1) @ pairs[2][0].astype(np.float64) + pairs[2][1]
     observed = golden_forward(plan, state).q_values.view(np.float32)
     np.testing.assert_allclose(observed, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_residual_add_is_the_float32_sum_of_its_addends():
+    """The add pass's output is the element-wise float32 sum of the second convolution's output and the block's
+    input (ReLU after), read back from where the plan put them."""
+    rng = np.random.default_rng(SEED)
+    layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
+              AddLayer("add", skip=""))
+    pairs = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers[:2]] + [(None, None)]
+    plan = compile_network(REDUCED_CONFIG, layers, pairs)
+    state = rng.standard_normal((4, 6, 6)).astype(np.float32)
+    run = golden_forward(plan, state)
+    conv2 = unpack_image(plan.layers[1].output, run.activations[1]).view(np.float32)
+    added = unpack_image(plan.layers[2].output, run.activations[2]).view(np.float32)
+    np.testing.assert_array_equal(added, np.maximum(conv2 + state, np.float32(0)))
+    with pytest.raises(ValueError, match="add: its addends lie in activation RAM 1 .* and RAM 0 .*; an add reads "
+                                         "both from one RAM"):
+        compile_network(REDUCED_CONFIG, layers[:1] + layers[2:], pairs[:1] + pairs[2:])
+    with pytest.raises(ValueError, match="add: the addend 'c9' is no earlier layer"):
+        compile_network(REDUCED_CONFIG, layers[:2] + (AddLayer("add", "c9"),), pairs)

@@ -70,7 +70,8 @@ def descriptor_widths(*, activation_address, row_element, tap_column, pad_left, 
             ("positions", 20), ("first_position", 20), ("first_oy", 12), ("first_ox", 12), ("first_row", 16),
             ("first_column", tap_column), ("column_blocks_log2", column_blocks_log2), ("out_channels", 12),
             ("products", 24), ("weight_base", weight_address), ("out_ram", 1), ("out_base", activation_address),
-            ("packed_output", 1), ("position_major", 1), ("reduce", 1), ("relu", 1), ("last", 1)]
+            ("packed_output", 1), ("position_major", 1), ("reduce", 1), ("step_distance", activation_address),
+            ("relu", 1), ("last", 1)]
 
 
 # The default configuration: activation addresses 10 bits for 1,024 words, 7 bits for 84 elements per row and for
@@ -329,7 +330,7 @@ def test_bad_arguments():
         compile_network(3, layers, random_pairs(layers))
     with pytest.raises(ValueError, match="input_ram must be 0 or 1, not 2"):
         compile_network(SMALL, layers, random_pairs(layers), input_ram=2)
-    with pytest.raises(TypeError, match="layers must be ConvLayer or DenseLayer, not 'x'"):
+    with pytest.raises(TypeError, match="layers must be ConvLayer, DenseLayer or AddLayer, not 'x'"):
         compile_network(SMALL, ["x"], [(None, None)])
 
 
@@ -455,8 +456,8 @@ def test_mapping_objects_check_their_fields_and_round_trip_through_json():
 
 
 def test_a_configuration_whose_host_port_cannot_carry_a_descriptor_is_refused():
-    narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 230-bit descriptor
-    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_p2_a128_w256_d8_ml2_al2: a descriptor of 230 bits does "
+    narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 237-bit descriptor
+    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_p2_a128_w256_d8_ml2_al2: a descriptor of 237 bits does "
                                          r"not fit the host data port of 192 bits"):
         layer_shapes(narrow, tiny_layers())
     layer_shapes(dataclasses.replace(narrow, row_elements=16), tiny_layers())

@@ -29,7 +29,8 @@ def conv_descriptor(*, in_base, in_channels, in_height, kernel, stride, out_shap
             "first_row": first_oy * stride_y, "first_column": first_ox * stride_x,
             "column_blocks_log2": column_blocks_log2, "out_channels": 4,
             "products": in_channels * kernel_height * kernel_width, "weight_base": weight_base,
-            "out_ram": 1, "out_base": 0, "packed_output": 0, "position_major": 0, "reduce": 0, "relu": 1, "last": 0}
+            "out_ram": 1, "out_base": 0, "packed_output": 0, "position_major": 0, "reduce": 0, "step_distance": 1,
+            "relu": 1, "last": 0}
 
 
 LAYERS = [
