@@ -10,7 +10,7 @@ import numpy as np
 
 from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks
 
 __all__ = ["block_choices", "sample_config", "sample_network", "sample_layer_mapping", "sample_mapping",
@@ -33,7 +33,8 @@ def sample_config(rng, *, space=RTL_SPACE, **fixed):
 def random_weights(layers, seed):
     """float32 weights and biases, uniform in +-1 (a seeded generator per network)."""
     rng = np.random.default_rng(seed)
-    return [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+    return [(None, None) if layer.weight_shape is None else
+            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
 
 
@@ -55,11 +56,22 @@ def _draw_conv(rng, config, name, channels, height, width):
     return ConvLayer(name, channels, (height, width), out_channels, kernel, stride, padding=padding)
 
 
+def _residual_block(rng, channels, height, width):
+    """Two shape-keeping convolutions (kernels 1..3 per axis, stride 1, padded SAME) and the add of
+    the block's input: the input and the second convolution's output share an activation RAM."""
+    kernel = (int(rng.integers(1, min(3, height) + 1)), int(rng.integers(1, min(3, width) + 1)))
+    padding = ((kernel[0] - 1) // 2, kernel[0] // 2, (kernel[1] - 1) // 2, kernel[1] // 2)
+    return [ConvLayer(f"r{index + 1}", channels, (height, width), channels, kernel, 1, relu=index == 0,
+                      padding=padding) for index in range(2)]
+
+
 def _draw_network(rng, config, max_size):
     channels, height, width = int(rng.integers(1, 4)), _draw_side(rng, max_size), _draw_side(rng, max_size)
     outputs_limit = min(2 * config.modules * config.lanes, 12)
     layers = []
-    for index in range(int(rng.integers(0, 3))):
+    if rng.random() < 0.25:
+        layers += _residual_block(rng, channels, height, width) + [AddLayer("add", skip="")]
+    for index in range(int(rng.integers(0, 3 - len(layers) // 3))):
         layer = _draw_conv(rng, config, f"c{index + 1}", channels, height, width)
         layers.append(layer)
         channels, height, width = layer.out_channels, layer.out_height, layer.out_width
@@ -74,10 +86,11 @@ def _draw_network(rng, config, max_size):
 
 
 def sample_network(rng, config, *, max_size=10, tries=200):
-    """A small random network the compiler accepts on ``config`` with its default mapping: 0..2 convolutions
-    (1..3 input channels, rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side)
-    then 1..2 dense layers, the last without ReLU; layers may have more output channels than ``modules x lanes``
-    (channel tiles)."""
+    """A small random network the compiler accepts on ``config`` with its default mapping: a quarter of the time
+    a residual block first (two convolutions and the add of the network input), then 0..2 convolutions (1..3
+    input channels, rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side) and 1..2
+    dense layers, the last without ReLU; layers may have more output channels than ``modules x lanes`` (channel
+    tiles)."""
     for _ in range(tries):
         layers = _draw_network(rng, config, min(max_size, config.row_elements))
         try:

@@ -177,6 +177,8 @@ def describe_network(case):
             padding = f"p{'/'.join(map(str, layer.border))}" if layer.padded else ""
             parts.append(f"conv{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding} "
                          f"{layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}")
+        elif "add" in entry:
+            parts.append(f"add {layer.skip or 'input'}")
         else:
             _, inputs, outputs, _ = entry["dense"]
             parts.append(f"fc {inputs}>{outputs}")

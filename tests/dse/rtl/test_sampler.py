@@ -9,7 +9,7 @@ from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json, config_to_json
 from nnaccel.dse.rtl.sampler import (random_weights, sample_config, sample_layer_mapping, sample_mapping,
                                      sample_network)
 from nnaccel.hw.dqn.config import REDUCED_CONFIG
-from nnaccel.models.dqn.network import ConvLayer, dqn_layers
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, dqn_layers
 from nnaccel.models.dqn.plan import compile_network, layer_shapes
 
 SEED = 1212
@@ -47,8 +47,9 @@ def test_random_networks_and_mappings_compile_and_cover_every_kind_of_pass():
             ("rectangular kernel", layer.kernel_height != layer.kernel_width),
             ("rectangular stride", layer.stride_y != layer.stride_x)) if present}
         features |= {"tiles"} if any(layer.first_channel for layer in plan.layers) else set()
+        features |= {"add"} if any(isinstance(layer, AddLayer) for layer in layers) else set()
     assert kinds == {"whole", "segment", "partials", "sum"}
-    assert features == {"padding", "rectangular", "rectangular kernel", "rectangular stride", "tiles"}
+    assert features == {"padding", "rectangular", "rectangular kernel", "rectangular stride", "tiles", "add"}
     assert stalls > 20 and orders > 10
 
 
