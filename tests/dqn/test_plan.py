@@ -461,3 +461,34 @@ def test_a_configuration_whose_host_port_cannot_carry_a_descriptor_is_refused():
                                          r"not fit the host data port of 192 bits"):
         layer_shapes(narrow, tiny_layers())
     layer_shapes(dataclasses.replace(narrow, row_elements=16), tiny_layers())
+
+
+@pytest.mark.parametrize("layer, per_group, note", [
+    (ConvLayer("issue", 2, 12, 8, 3, 2), 4,
+     "issue: 4 positions per group, 12 of 16 modules idle: a group must lie in two output rows of 5"),
+    (ConvLayer("tall", 1, (9, 3), 2, 3, 1), 2,
+     "tall: 2 positions per group, 14 of 16 modules idle: a group must lie in two output rows of 1"),
+    (ConvLayer("fits", 1, 8, 4, 3, 1, padding=1), 16, None),
+])
+def test_groups_that_would_span_three_rows_take_fewer_positions(layer, per_group, note):
+    """Never refused: where the fewest column blocks would make a group span three output rows, the default mapping
+    takes more (fewer positions per group) and the plan says why."""
+    plan = compile_network(DqnConfig(), (layer,), random_pairs((layer,)))
+    assert plan.layers[0].positions_per_group == per_group
+    assert plan.notes == ([note] if note else [])
+
+
+def test_channel_tiles_slice_weights_and_outputs():
+    """12 and 10 output channels on 2 modules x 4 lanes: tiles of 8 and the rest, each pass writing its channels'
+    rows (image) or words (packed) of the layer's one output tensor, with its slice of the weights."""
+    layers = (ConvLayer("conv", 1, 4, 12, 3, 1), DenseLayer("dense", 12 * 2 * 2, 10, relu=False))
+    pairs = random_pairs(layers)
+    plan = compile_network(dataclasses.replace(SMALL, max_layers=8), layers, pairs)
+    rows = [(layer.name, layer.first_channel, layer.out_channels, layer.output.base, layer.descriptor["out_base"],
+             layer.column_blocks) for layer in plan.layers]
+    assert rows == [("conv [0:8]", 0, 8, 0, 0, 2), ("conv [8:12]", 8, 4, 0, 8 * 2, 1),
+                    ("dense [0:8]", 0, 8, 4, 4, 2), ("dense [8:10]", 8, 2, 4, 4 + 2, 1)]
+    second = plan.layers[1].weight_words.reshape(-1, 2, 4)
+    np.testing.assert_array_equal(second[:9, 0], pairs[0][0].reshape(9, 12)[:, 8:].view(np.uint32))
+    np.testing.assert_array_equal(second[9, 0], pairs[0][1][8:].view(np.uint32))
+    assert plan.output.elements == 10 and plan.notes == []
