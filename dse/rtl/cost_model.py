@@ -103,7 +103,7 @@ def pack(cases, *, area=True):
             entry = expanded[key] = (shape, layer_mapping, [
                 (config.modules // work.column_blocks, work.count, work.in_channels * work.kernel[0] * work.kernel[1],
                  work.out_channels, LAYOUTS[work.layout], work.first[1], work.grid[1], work.in_channels,
-                 work.kernel[0], work.kind == "sum") for work in pass_shapes(config, shape, layer_mapping)])
+                 work.kernel[0], work.reduce) for work in pass_shapes(config, shape, layer_mapping)])
         rows.extend((index, *row) for row in entry[2])
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
     per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
@@ -138,7 +138,7 @@ def evaluate_batch(batch):
     mac = lane_operations * (p["multiply_pj"] + p["add_pj"]) + tree_adds * p["add_pj"]
     reduce = p["reduce"].astype(bool)
     weight_reads = np.where(reduce, groups, product_cycles)
-    activation_reads = np.where(reduce, p["products"] + 1, 2 * (1 + groups * p["in_channels"] * p["kernel_height"]))
+    activation_reads = np.where(reduce, groups * p["products"] + 1, 2 * (1 + groups * p["in_channels"] * p["kernel_height"]))
     registers = (product_cycles * modules * p["feeder_pj"] + 2 * lane_operations * p["partial_sum_pj"]
                  + 2 * groups * modules * lanes * p["staging_pj"])
     parts = {"mac_pj": mac, "weight_ram_pj": weight_reads * p["weight_read_pj"],
@@ -162,7 +162,7 @@ def evaluate(config, layer_mapping, shape):
 
 
 def evaluate_network(config, layers, mapping=None, *, split="auto", area=True):
-    """Per-layer costs of a network (``ConvLayer`` / ``DenseLayer``) under ``mapping`` (default: the compiler's,
+    """Per-layer costs of a network (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) under ``mapping`` (default: the compiler's,
     with ``split``) and the totals: latency and energy add up, the area is the hardware's.  Returns ``(mapping,
     [per-layer dicts with "name"], totals)``."""
     shapes = layer_shapes(config, layers)

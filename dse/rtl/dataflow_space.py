@@ -173,11 +173,11 @@ def _segment_block(config, shape, segment):
 
 def weight_rows(config, shape, layer_mapping):
     """Weight-RAM words the compiler gives the layer's passes: products + 1 each, the position passes of one
-    column-block count sharing theirs (``models.dqn.plan.compile_network``)."""
+    column-block count and channel tile sharing theirs (``models.dqn.plan.compile_network``)."""
     shared, rows = {}, 0
     for segment in layer_mapping.segments:
         if segment.split == 1:
-            shared[segment.column_blocks] = _segment_rows(config, shape, segment)
+            shared[segment.column_blocks, segment.tile] = _segment_rows(config, shape, segment)
         else:
             rows += _segment_rows(config, shape, segment)
     return rows + sum(shared.values())

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 
 __all__ = ["FORMATS", "RtlSpace", "RTL_SPACE", "config_to_json", "config_from_json", "network_to_json",
            "network_from_json"]
@@ -40,21 +40,27 @@ RTL_SPACE = RtlSpace()
 
 
 def config_to_json(config):
-    return {"fmt": config.fmt.name, **{name: getattr(config, name) for name in _CONFIG_FIELDS}}
+    return {"fmt": config.fmt.name, "pad_columns": config.pad_columns,
+            **{name: getattr(config, name) for name in _CONFIG_FIELDS}}
 
 
 def config_from_json(data):
-    return DqnConfig(fmt=float_format(data["fmt"]), **{name: int(data[name]) for name in _CONFIG_FIELDS})
+    """The :class:`DqnConfig` of ``data`` (one written before ``pad_columns`` existed has the default)."""
+    return DqnConfig(fmt=float_format(data["fmt"]), pad_columns=int(data.get("pad_columns", DqnConfig.pad_columns)),
+                     **{name: int(data[name]) for name in _CONFIG_FIELDS})
 
 
 def network_to_json(layers):
     def one(layer):
         if isinstance(layer, ConvLayer):
             return {"conv": [layer.name, layer.in_channels, layer.in_size, layer.out_channels, layer.kernel,
-                             layer.stride, layer.relu]}
+                             layer.stride, layer.relu, layer.padding]}
+        if isinstance(layer, AddLayer):
+            return {"add": [layer.name, layer.skip, layer.relu]}
         return {"dense": [layer.name, layer.inputs, layer.outputs, layer.relu]}
     return [one(layer) for layer in layers]
 
 
 def network_from_json(data):
-    return tuple(ConvLayer(*entry["conv"]) if "conv" in entry else DenseLayer(*entry["dense"]) for entry in data)
+    kinds = {"conv": ConvLayer, "dense": DenseLayer, "add": AddLayer}
+    return tuple(next(kind(*entry[key]) for key, kind in kinds.items() if key in entry) for entry in data)

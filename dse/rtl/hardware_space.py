@@ -121,10 +121,11 @@ def context_from_dict(items):
 
 
 def _weight_words(passes):
-    """Weight-RAM words of a layer's passes: positions passes of the same layer and column blocks share theirs."""
+    """Weight-RAM words of a layer's passes: positions passes of the same layer, column blocks and channel tile
+    share theirs."""
     shared, words = set(), 0
     for work in passes:
-        key = (work.layer, work.column_blocks) if work.kind == "positions" else None
+        key = (work.layer, work.column_blocks, work.first_channel) if work.kind == "positions" else None
         if key is None or key not in shared:
             words += work.products + 1
         if key is not None:

@@ -10,8 +10,8 @@ import numpy as np
 
 from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks
 
 __all__ = ["block_choices", "sample_config", "sample_network", "sample_layer_mapping", "sample_mapping",
            "random_weights"]
@@ -33,25 +33,51 @@ def sample_config(rng, *, space=RTL_SPACE, **fixed):
 def random_weights(layers, seed):
     """float32 weights and biases, uniform in +-1 (a seeded generator per network)."""
     rng = np.random.default_rng(seed)
-    return [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+    return [(None, None) if layer.weight_shape is None else
+            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
 
 
+def _draw_side(rng, limit):
+    return int(rng.integers(3, limit + 1))
+
+
+def _draw_conv(rng, config, name, channels, height, width):
+    """A convolution over ``channels x height x width``: kernels 1..4 and strides 1..2 per axis, zero padding on
+    each side (at most the kernel's size less one, the left one at most ``pad_columns``) 60 % of the time, up to
+    twice as many output channels as the modules' lanes hold (channel tiles)."""
+    kernel = (int(rng.integers(1, min(4, height) + 1)), int(rng.integers(1, min(4, width) + 1)))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = 0
+    if rng.random() < 0.6:
+        padding = (int(rng.integers(0, kernel[0])), int(rng.integers(0, kernel[0])),
+                   int(rng.integers(0, min(kernel[1] - 1, config.pad_columns) + 1)), int(rng.integers(0, kernel[1])))
+    out_channels = int(rng.integers(1, min(2 * config.modules * config.lanes, 12) + 1))
+    return ConvLayer(name, channels, (height, width), out_channels, kernel, stride, padding=padding)
+
+
+def _residual_block(rng, channels, height, width):
+    """Two shape-keeping convolutions (kernels 1..3 per axis, stride 1, padded SAME) and the add of
+    the block's input: the input and the second convolution's output share an activation RAM."""
+    kernel = (int(rng.integers(1, min(3, height) + 1)), int(rng.integers(1, min(3, width) + 1)))
+    padding = ((kernel[0] - 1) // 2, kernel[0] // 2, (kernel[1] - 1) // 2, kernel[1] // 2)
+    return [ConvLayer(f"r{index + 1}", channels, (height, width), channels, kernel, 1, relu=index == 0,
+                      padding=padding) for index in range(2)]
+
+
 def _draw_network(rng, config, max_size):
-    size = int(rng.integers(3, max_size + 1))
-    channels = int(rng.integers(1, 4))
-    outputs_limit = config.modules * config.lanes
+    channels, height, width = int(rng.integers(1, 4)), _draw_side(rng, max_size), _draw_side(rng, max_size)
+    outputs_limit = min(2 * config.modules * config.lanes, 12)
     layers = []
-    for index in range(int(rng.integers(0, 3))):
-        kernel = int(rng.integers(1, min(4, size) + 1))
-        stride = int(rng.integers(1, 3))
-        out_channels = int(rng.integers(1, min(outputs_limit, 8) + 1))
-        layer = ConvLayer(f"c{index + 1}", channels, size, out_channels, kernel, stride)
+    if rng.random() < 0.25:
+        layers += _residual_block(rng, channels, height, width) + [AddLayer("add", skip="")]
+    for index in range(int(rng.integers(0, 3 - len(layers) // 3))):
+        layer = _draw_conv(rng, config, f"c{index + 1}", channels, height, width)
         layers.append(layer)
-        channels, size = out_channels, layer.out_size
-    inputs = channels * size * size
+        channels, height, width = layer.out_channels, layer.out_height, layer.out_width
+    inputs = channels * height * width
     for index in range(int(rng.integers(1, 3))):
-        outputs = int(rng.integers(1, min(outputs_limit, 12) + 1))
+        outputs = int(rng.integers(1, outputs_limit + 1))
         layers.append(DenseLayer(f"d{index + 1}", inputs, outputs))
         inputs = outputs
     last = layers[-1]
@@ -60,8 +86,11 @@ def _draw_network(rng, config, max_size):
 
 
 def sample_network(rng, config, *, max_size=10, tries=200):
-    """A small random network the compiler accepts on ``config`` with its default mapping: 0..2 convolutions
-    (1..3 input channels, kernels 1..4, strides 1..2) then 1..2 dense layers, the last without ReLU."""
+    """A small random network the compiler accepts on ``config`` with its default mapping: a quarter of the time
+    a residual block first (two convolutions and the add of the network input), then 0..2 convolutions (1..3
+    input channels, rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side) and 1..2
+    dense layers, the last without ReLU; layers may have more output channels than ``modules x lanes`` (channel
+    tiles)."""
     for _ in range(tries):
         layers = _draw_network(rng, config, min(max_size, config.row_elements))
         try:
@@ -82,32 +111,31 @@ def _runs(config, shape, segment):
     return True
 
 
-def block_choices(config, shape):
-    """The column blocks a segment of ``shape`` may use on ``config``: powers of two from the fewest that hold its
-    output channels up to the modules."""
-    blocks, choices = shape.min_column_blocks, []
+def block_choices(config, shape, tile=0):
+    """The column blocks a segment of channel tile ``tile`` of ``shape`` may use on ``config``: powers of two from
+    the fewest that hold the tile's output channels up to the modules."""
+    blocks, choices = min_column_blocks(config, shape.tile_channels(tile)[1]), []
     while blocks <= config.modules:
         choices.append(blocks)
         blocks *= 2
     return choices
 
 
-def _sample_segment(rng, config, shape, first, count, *, split=True):
-    """Positions ``first .. first + count - 1`` with random legal column blocks (``C = modules``, one position
-    per group, always runs), a single position K-split 80 % of the time where a split fits."""
-    options = [Segment(first, count, blocks) for blocks in block_choices(config, shape)]
+def _sample_segment(rng, config, shape, first, count, tile, *, split=True):
+    """Positions ``first .. first + count - 1`` of channel tile ``tile`` with random legal column blocks (``C =
+    modules``, one position per group, always runs), a single position K-split 80 % of the time where a split
+    fits."""
+    choices = block_choices(config, shape, tile)
+    options = [Segment(first, count, blocks, tile=tile) for blocks in choices]
     if split and count == 1 and rng.random() < 0.8:
-        splits = [Segment(first, 1, blocks, chunks) for blocks in block_choices(config, shape)
+        splits = [Segment(first, 1, blocks, chunks, tile) for blocks in choices
                   for chunks in range(2, shape.kernel_width + 1)]
         options = [segment for segment in splits if _runs(config, shape, segment)] or options
     options = [segment for segment in options if _runs(config, shape, segment)]
     return options[int(rng.integers(len(options)))]
 
 
-def sample_layer_mapping(rng, config, shape, *, max_passes):
-    """A random legal mapping of one layer with at most ``max_passes`` passes: 1..3 segments (cut at random
-    positions, the last position cut off alone half the time), random legal column blocks, a random K-split of
-    single-position segments where one fits, the segments in random order."""
+def _sample_tile_segments(rng, config, shape, tile, max_passes):
     positions = shape.positions
     cuts = set()
     if positions > 1:
@@ -117,13 +145,25 @@ def sample_layer_mapping(rng, config, shape, *, max_passes):
         while len(cuts) < wanted:
             cuts.add(int(rng.integers(1, positions)))
     bounds = [0, *sorted(cuts), positions]
-    chosen = [_sample_segment(rng, config, shape, first, end - first) for first, end in zip(bounds, bounds[1:])]
-    # Over the pass budget: undo K-splits first (each saves a pass), then run the layer as one segment.
+    chosen = [_sample_segment(rng, config, shape, first, end - first, tile) for first, end in zip(bounds, bounds[1:])]
+    # Over the pass budget: undo K-splits first (each saves a pass), then run the tile as one segment.
     for index, segment in enumerate(chosen):
         if sum(item.passes for item in chosen) > max_passes and segment.split > 1:
-            chosen[index] = Segment(segment.first, 1, segment.column_blocks)
+            chosen[index] = Segment(segment.first, 1, segment.column_blocks, tile=tile)
     if len(chosen) > max_passes:
-        chosen = [_sample_segment(rng, config, shape, 0, positions, split=False)]
+        chosen = [_sample_segment(rng, config, shape, 0, positions, tile, split=False)]
+    return chosen
+
+
+def sample_layer_mapping(rng, config, shape, *, max_passes):
+    """A random legal mapping of one layer with at most ``max_passes`` passes (if its channel tiles leave room):
+    per channel tile 1..3 segments (cut at random positions, the last position cut off alone half the time),
+    random legal column blocks, a random K-split of single-position segments where one fits; the segments of all
+    tiles in random order."""
+    chosen = []
+    for tile in range(shape.tiles):
+        budget = max(1, max_passes - sum(segment.passes for segment in chosen) - (shape.tiles - 1 - tile))
+        chosen.extend(_sample_tile_segments(rng, config, shape, tile, budget))
     order = rng.permutation(len(chosen))
     return LayerMapping(tuple(chosen[index] for index in order))
 
@@ -135,11 +175,11 @@ def sample_mapping(rng, config, layers, *, tries=100):
     shapes = layer_shapes(config, layers)
     weights = random_weights(layers, 0)
     for _ in range(tries):
-        spare = config.max_layers - len(shapes)
+        spare = config.max_layers - sum(shape.tiles for shape in shapes)
         chosen = []
         for shape in shapes:
-            chosen.append(sample_layer_mapping(rng, config, shape, max_passes=1 + max(spare, 0)))
-            spare -= chosen[-1].passes - 1
+            chosen.append(sample_layer_mapping(rng, config, shape, max_passes=shape.tiles + max(spare, 0)))
+            spare -= chosen[-1].passes - shape.tiles
         mapping = DqnMapping(tuple(chosen))
         try:
             compile_network(config, layers, weights, mapping=mapping)

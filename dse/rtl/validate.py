@@ -98,7 +98,7 @@ def _random_inputs(plan, layers, seed, states):
     """Inputs spread over several binades (``standard normal x 2**U(-4, 4)``), float32."""
     rng = np.random.default_rng(seed)
     first = layers[0]
-    shape = (first.inputs,) if isinstance(first, DenseLayer) else (first.in_channels, first.in_size, first.in_size)
+    shape = (first.inputs,) if isinstance(first, DenseLayer) else (first.in_channels, first.in_height, first.in_width)
     return [(rng.standard_normal(shape) * np.exp2(rng.integers(-4, 5, shape))).astype(np.float32)
             for _ in range(states)]
 
@@ -172,10 +172,13 @@ def describe_network(case):
     if case["kind"] == "thesis":
         return "DQN (thesis, full size)"
     parts = []
-    for entry in case["network"]:
+    for layer, entry in zip(network_from_json(case["network"]), case["network"]):
         if "conv" in entry:
-            _, channels, size, out_channels, kernel, stride, _ = entry["conv"]
-            parts.append(f"conv{kernel}s{stride} {channels}x{size}^2>{out_channels}")
+            padding = f"p{'/'.join(map(str, layer.border))}" if layer.padded else ""
+            parts.append(f"conv{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding} "
+                         f"{layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}")
+        elif "add" in entry:
+            parts.append(f"add {layer.skip or 'input'}")
         else:
             _, inputs, outputs, _ = entry["dense"]
             parts.append(f"fc {inputs}>{outputs}")

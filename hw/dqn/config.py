@@ -11,7 +11,7 @@ from amaranth.lib import wiring
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 from nnaccel.hw.shared.parameters import check_int
 
-__all__ = ["DqnConfig", "REDUCED_CONFIG", "DqnBlock", "check_config"]
+__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DqnBlock", "check_config"]
 
 
 @dataclass(frozen=True)
@@ -25,13 +25,17 @@ class DqnConfig:
         Number format and pipeline depths of the float units inside each matrix module.
     row_elements
         Elements in one activation word: the widest image row a layer may read or write (84).
+    pad_columns
+        Zero elements in front of each row register of the window feeder: the widest left padding of a
+        convolution (zeros at and past a row's width and rows outside the image are zeroed as they load, so the
+        right, top and bottom padding have no limit).
     activation_depth
         Words in each of the two activation RAMs (ping-pong between layers).
     weight_depth
         Words in the weight RAM; a weight word holds ``modules * lanes`` elements, slot ``m`` feeding
         module ``m``.
     max_layers
-        Entries of the layer descriptor table.
+        Entries of the layer descriptor table (passes of one run).
     """
 
     modules: int = 16
@@ -40,6 +44,7 @@ class DqnConfig:
     multiplier_latency: int = 2
     adder_latency: int = 2
     row_elements: int = 84
+    pad_columns: int = 4
     activation_depth: int = 1024
     weight_depth: int = 4096
     max_layers: int = 8
@@ -54,6 +59,7 @@ class DqnConfig:
         check_int("multiplier_latency", self.multiplier_latency, 0, 8)
         check_int("adder_latency", self.adder_latency, 0, 8)
         check_int("row_elements", self.row_elements, 1, 1024)
+        check_int("pad_columns", self.pad_columns, 0, 16)
         check_int("activation_depth", self.activation_depth, 2, 1 << 16)
         check_int("weight_depth", self.weight_depth, 2, 1 << 20)
         check_int("max_layers", self.max_layers, 1, 64)
@@ -86,13 +92,18 @@ class DqnConfig:
     @property
     def module_name(self):
         """Verilog module name of an accelerator built from this config: every size that changes the hardware."""
-        return (f"{self.name}_r{self.row_elements}_a{self.activation_depth}_w{self.weight_depth}_"
+        return (f"{self.name}_r{self.row_elements}_p{self.pad_columns}_a{self.activation_depth}_w{self.weight_depth}_"
                 f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}")
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
 # benchmarks use (with models.dqn.network.reduced_layers).
-REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, activation_depth=128, weight_depth=256, max_layers=8)
+REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, activation_depth=128, weight_depth=256,
+                           max_layers=8)
+
+# The 16 x 16 binary32 machine sized for the MLPerf Tiny reference models: 96-element rows (the visual wake words
+# image), deep activation and weight RAMs and a descriptor table for MobileNetV1's passes.
+MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8192, max_layers=64)
 
 
 def check_config(config):

@@ -11,7 +11,7 @@ from amaranth.lib import data
 from nnaccel.hw.dqn.config import DqnConfig
 
 __all__ = ["descriptor_layout", "descriptor_bits", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
-           "POSITION_BITS", "STRIDE_BITS"]
+           "POSITION_BITS", "STRIDE_BITS", "tap_columns"]
 
 GEOMETRY_BITS = 12      # an output height, width, row or column; a channel count
 POSITION_BITS = 20      # an output position (oy * out_width + ox)
@@ -23,6 +23,11 @@ def _bits_for(limit):
     return max(1, int(limit).bit_length())
 
 
+def tap_columns(config):
+    """Elements of a feeder row register: ``pad_columns`` zeros, then the row; a tap column indexes them."""
+    return config.pad_columns + config.row_elements
+
+
 def _field_widths(config):
     activation_address = _bits_for(config.activation_depth - 1)
     return {
@@ -30,17 +35,21 @@ def _field_widths(config):
         "in_base": activation_address,                 # word of input channel 0, row 0
         "in_channels": 12,
         "in_height": 10,                               # rows per input channel (word stride of a channel)
+        "in_width": _bits_for(config.row_elements),    # elements per input row (later ones load as zeros)
         "kernel_height": 8,
-        "kernel_width": _bits_for(config.row_elements),
-        "stride": STRIDE_BITS,
+        "kernel_width": _bits_for(tap_columns(config)),
+        "stride_y": STRIDE_BITS,
+        "stride_x": STRIDE_BITS,
+        "pad_top": 8,                                  # zero rows above the input (rows < 0 and >= in_height)
+        "pad_left": _bits_for(config.pad_columns),     # zero columns left of the input (<= pad_columns)
         "out_height": GEOMETRY_BITS,
         "out_width": GEOMETRY_BITS,
         "positions": POSITION_BITS,                    # end of the layer's positions (exclusive)
         "first_position": POSITION_BITS,               # first output position the layer computes
         "first_oy": GEOMETRY_BITS,                     # its output row and column
         "first_ox": GEOMETRY_BITS,
-        "first_row": GEOMETRY_BITS + STRIDE_BITS,      # first_oy * stride
-        "first_column": _bits_for(config.row_elements), # first_ox * stride
+        "first_row": GEOMETRY_BITS + STRIDE_BITS,      # first_oy * stride_y
+        "first_column": _bits_for(tap_columns(config)),  # first_ox * stride_x
         "column_blocks_log2": _bits_for(config.modules.bit_length() - 1),
         "out_channels": 12,
         "products": 24,                                # in_channels * kernel_height * kernel_width
@@ -49,7 +58,8 @@ def _field_widths(config):
         "out_base": activation_address,
         "packed_output": 1,                            # 1: output n -> word out_base + n // lanes, element n % lanes
         "position_major": 1,                           # with packed_output: position p -> word out_base + p, element n
-        "reduce": 1,                                   # sum in_channels vectors read from words in_base + k
+        "reduce": 1,                                   # vectors from words in_base + p - first_position + k*step
+        "step_distance": activation_address,           # words between a reduction's steps (wraps: any distance)
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
     }

@@ -9,7 +9,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import check_config
-from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout
+from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout, tap_columns
 from nnaccel.hw.dqn.matrix_module import COUNT_BITS
 
 __all__ = ["FeederControlSignature", "ResultGroupSignature", "ActivationSelectSignature", "product_layout"]
@@ -45,9 +45,12 @@ class FeederControlSignature(_ConfigSignature):
     Members (``Out`` from the sequencer): ``issue`` (1: a product issues; the matrix modules take it on the next
     cycle) with ``product`` (:func:`product_layout`); the row registers' ``load`` (both rows from the RAM words
     read now), ``shift`` (one element down) and ``bias`` (the next scalars are 1.0); each module's tap,
-    ``tap_slot`` (``modules`` bits: row 0 or 1) and ``tap_column`` (``modules`` x column: the window's first
-    column); the reads the feeder does for the sequencer: ``row_address0`` / ``row_address1`` with
-    ``row_read`` (the input RAM's ports 0 and 1) and ``weight_address`` with ``weight_read`` (the weight RAM).
+    ``tap_slot`` (``modules`` bits: row 0 or 1) and ``tap_column`` (``modules`` x column of the row register,
+    whose first ``pad_columns`` elements are zeros: the window's first column); the reads the feeder does for the
+    sequencer: ``row_address0`` / ``row_address1`` with ``row_read`` (the input RAM's ports 0 and 1) and
+    ``row_zero0`` / ``row_zero1`` (the row read lies outside the image: it loads as zeros), ``row_width`` (the
+    layer's input width: elements at and past it load as zeros; stable through a layer), and ``weight_address``
+    with ``weight_read`` (the weight RAM).
     """
 
     def __init__(self, config):
@@ -56,8 +59,9 @@ class FeederControlSignature(_ConfigSignature):
             "issue": Out(1), "product": Out(product_layout()),
             "load": Out(1), "shift": Out(1), "bias": Out(1),
             "tap_slot": Out(config.modules),
-            "tap_column": Out(data.ArrayLayout(range(config.row_elements), config.modules)),
+            "tap_column": Out(data.ArrayLayout(range(tap_columns(config)), config.modules)),
             "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
+            "row_zero0": Out(1), "row_zero1": Out(1), "row_width": Out(range(config.row_elements + 1)),
             "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
         })
 

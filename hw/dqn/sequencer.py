@@ -5,7 +5,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
-from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout
+from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, tap_columns
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
 from nnaccel.hw.shared.run_control import RunSignature
 
@@ -18,15 +18,23 @@ class LayerSequencer(DqnBlock):
     For each layer (``run.descriptor``, selected by ``run.layer_index``) the output positions
     ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
     every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
-    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` reads input
-    word ``in_base + k`` on ``row_address1``; the product's ``vector_from_activations`` tells the feeder
-    to take the modules' vectors from that word.  On the first cycle of each step the rows of the *next*
+    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` of the group at
+    position ``p0`` reads input word ``in_base + (p0 - first_position) + k*step_distance`` on
+    ``row_address1`` (a K-split's sum: one position, distance 1; a residual add: one row word per group,
+    the two addends ``step_distance`` words apart); the product's ``vector_from_activations`` tells the
+    feeder to take the modules' vectors from that word.  On the first cycle of each step the rows of the *next*
     step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the feeder reload
     without a bubble; within a step the feeder shifts one element per product.
 
     Group taps: a position walker computes, one position per cycle in the background, each
-    module's tap (row slot and first window column) for the next group; the taps switch on the
-    group's first product.
+    module's tap (row slot and first window column ``ox*stride_x + pad_columns - pad_left`` of the feeder's row
+    registers) for the next group; the taps switch on the group's first product.
+
+    Zero padding: step ``(c, kh)`` of a group whose first output row is ``oy0`` reads input rows ``oy0*stride_y +
+    kh - pad_top`` (slot 0) and that ``+ stride_y`` (slot 1); a row outside ``0 .. in_height - 1`` is read with
+    its ``row_zero`` flag, and the feeder loads it as zeros.  The left padding is the taps' offset, the right
+    padding the feeder's zeroing of elements at and past ``in_width`` (``row_width``).  Padding costs no cycle:
+    a group is ``in_channels * kernel_height * kernel_width + 1`` products with or without it.
 
     Ports
     -----
@@ -70,23 +78,26 @@ class LayerSequencer(DqnBlock):
         modules = config.modules
         group_size = Signal(range(modules + 1))                  # P
         m.d.comb += group_size.eq(modules >> layer.column_blocks_log2)
+        column_origin = Signal(range(config.pad_columns + 1))    # tap column of output column 0
+        m.d.comb += column_origin.eq(config.pad_columns - layer.pad_left)
 
         # ---- Position walker: taps of the next group ---------------------------------------------
         walk_position = Signal.like(layer.positions)
         walk_oy, walk_ox = Signal.like(layer.first_oy), Signal.like(layer.first_ox)
-        walk_column = Signal(GEOMETRY_BITS)                      # walk_ox * stride
-        walk_row = Signal.like(layer.first_row)                  # walk_oy * stride
+        walk_column = Signal(GEOMETRY_BITS)                      # walk_ox * stride_x + column_origin: its tap
+        walk_row = Signal.like(layer.first_row)                  # walk_oy * stride_y
         walk_active, walk_step = Signal(), Signal(range(modules + 1))
         next_p0, next_oy0, next_ox0 = Signal.like(walk_position), Signal.like(walk_oy), Signal.like(walk_ox)
         next_row = Signal.like(walk_row)
         next_slot = Signal(modules)
-        next_column = Signal(data.ArrayLayout(range(config.row_elements), modules))
+        next_column = Signal(data.ArrayLayout(range(tap_columns(config)), modules))
         start_walk = Signal()
         reset_walk = Signal()
 
         with m.If(reset_walk):
             m.d.sync += [walk_position.eq(layer.first_position), walk_oy.eq(layer.first_oy),
-                         walk_ox.eq(layer.first_ox), walk_column.eq(layer.first_column), walk_row.eq(layer.first_row)]
+                         walk_ox.eq(layer.first_ox), walk_column.eq(layer.first_column + column_origin),
+                         walk_row.eq(layer.first_row)]
         with m.Elif(start_walk):
             m.d.sync += [next_p0.eq(walk_position), next_oy0.eq(walk_oy), next_ox0.eq(walk_ox), next_row.eq(walk_row),
                          walk_active.eq(1), walk_step.eq(0)]
@@ -97,10 +108,10 @@ class LayerSequencer(DqnBlock):
                                  next_column[module].eq(walk_column)]
             m.d.sync += [walk_position.eq(walk_position + 1), walk_step.eq(walk_step + 1)]
             with m.If(walk_ox + 1 == layer.out_width):
-                m.d.sync += [walk_ox.eq(0), walk_column.eq(0), walk_oy.eq(walk_oy + 1),
-                             walk_row.eq(walk_row + layer.stride)]
+                m.d.sync += [walk_ox.eq(0), walk_column.eq(column_origin), walk_oy.eq(walk_oy + 1),
+                             walk_row.eq(walk_row + layer.stride_y)]
             with m.Else():
-                m.d.sync += [walk_ox.eq(walk_ox + 1), walk_column.eq(walk_column + layer.stride)]
+                m.d.sync += [walk_ox.eq(walk_ox + 1), walk_column.eq(walk_column + layer.stride_x)]
             with m.If((walk_step + 1 == group_size) | (walk_position + 1 == layer.positions)):
                 m.d.sync += walk_active.eq(0)
         taps_ready = ~walk_active
@@ -108,11 +119,12 @@ class LayerSequencer(DqnBlock):
         # ---- Current group and step --------------------------------------------------------------
         # Counters as wide as the descriptor fields they run up to; the channel's word offset as wide as an
         # address (it is only ever added into addresses, which wrap at that width).
-        group_row = Signal.like(walk_row)                        # oy0 * stride of the current group
+        group_row = Signal.like(walk_row)                        # oy0 * stride_y of the current group
         channel, kernel_row = Signal.like(layer.in_channels), Signal.like(layer.kernel_height)
         kernel_column = Signal.like(layer.kernel_width)
         channel_base = Signal.like(feeder.row_address0)            # channel * in_height
         product = Signal.like(layer.products)                    # k within the group
+        reduce_address = Signal.like(feeder.row_address1)        # a reduction's next word
         bias_step = Signal()
         in_flight = Signal()                                     # a group's results not yet written
         current_group = Signal.like(self.group.group)            # the group taking products
@@ -121,8 +133,14 @@ class LayerSequencer(DqnBlock):
         issue, stall = run.events.issue, run.events.stall
 
         def read_rows(row_base, channel_rows, kernel_row_value):
-            address = layer.in_base + channel_rows + row_base + kernel_row_value
-            m.d.comb += [feeder.row_address0.eq(address), feeder.row_address1.eq(address + layer.stride),
+            # Input rows of the step (slot 0) and of the next output row (slot 1), in the unpadded image: a row
+            # outside 0 .. in_height - 1 is padding, read as zeros (its address, wrapped, reads anything).
+            row = row_base + kernel_row_value - layer.pad_top
+            second_row = row + layer.stride_y
+            address = layer.in_base + channel_rows + row
+            m.d.comb += [feeder.row_address0.eq(address), feeder.row_address1.eq(address + layer.stride_y),
+                         feeder.row_zero0.eq((row < 0) | (row >= layer.in_height)),
+                         feeder.row_zero1.eq((second_row < 0) | (second_row >= layer.in_height)),
                          feeder.row_read.eq(1)]
 
         with m.If(self.group.written):
@@ -132,6 +150,7 @@ class LayerSequencer(DqnBlock):
         m.d.comb += [feeder.issue.eq(issue),
                      feeder.product.vector_from_activations.eq(issue & layer.reduce & ~bias_step),
                      feeder.product.count.eq(layer.products + 1), feeder.product.relu.eq(layer.relu),
+                     feeder.row_width.eq(layer.in_width),
                      self.select.busy.eq(run.busy), self.select.in_ram.eq(layer.in_ram),
                      self.select.out_ram.eq(layer.out_ram),
                      self.group.layer.eq(layer)]
@@ -189,7 +208,10 @@ class LayerSequencer(DqnBlock):
                     last_kernel_row = kernel_row + 1 == layer.kernel_height
                     last_channel = channel + 1 == layer.in_channels
                     with m.If(layer.reduce):
-                        m.d.comb += [feeder.row_address1.eq(layer.in_base + product), feeder.row_read.eq(1)]
+                        # Step k of position p reads word in_base + (p - first_position) + k*step_distance.
+                        address = Mux(product == 0, layer.in_base + next_p0 - layer.first_position, reduce_address)
+                        m.d.comb += [feeder.row_address1.eq(address), feeder.row_read.eq(1)]
+                        m.d.sync += reduce_address.eq(feeder.row_address1 + layer.step_distance)
                     with m.Elif(kernel_column == 0):
                         # Read the rows of the step after this one.
                         with m.If(~last_kernel_row):

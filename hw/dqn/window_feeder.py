@@ -1,11 +1,12 @@
 """Window feeder of the DQN accelerator: fetches a product's rows and weights and gives each matrix module its
 operands (the scalar from row shift registers, the vector from the weight RAM or the input word)."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
+from nnaccel.hw.dqn.descriptor import tap_columns
 from nnaccel.hw.dqn.interfaces import FeederControlSignature, product_layout
 from nnaccel.hw.dqn.matrix_module import COUNT_BITS, operand_layout
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
@@ -14,12 +15,17 @@ __all__ = ["WindowFeeder"]
 
 
 class WindowFeeder(DqnBlock):
-    """Two row registers of ``row_elements`` elements, shifting one element per product, tapped per module.
+    """Two row registers of ``pad_columns + row_elements`` elements, shifting one element per product, tapped per
+    module.
 
     A convolution step ``(c, kh)`` needs, for each output position of the group, the input row
-    ``oy*stride + kh`` of channel ``c``; a group's positions lie on at most two output rows, so two
+    ``oy*stride_y + kh - pad_top`` of channel ``c``; a group's positions lie on at most two output rows, so two
     rows (slots 0 and 1) serve all modules.  Module ``m`` reads element ``tap_column[m]`` of slot
-    ``tap_slot[m]``: the window's first column.  Loading a row puts the step's ``kw = 0`` elements
+    ``tap_slot[m]``: the window's first column, ``ox*stride_x + pad_columns - pad_left``.  Zero padding: a row
+    register holds ``pad_columns`` zero elements in front of the row; the row's elements at and past
+    ``row_width`` load as zeros (so whatever the RAM word holds past the row never matters, and the right border
+    is zeros), as does a whole row whose read came with ``row_zero0/1`` (a row above or below the image); the
+    shifts bring zeros in from the top.  Loading a row puts the step's ``kw = 0`` elements
     under the taps; each shift moves the next column under them, so the taps stay fixed for a whole
     group and the registers shift by one element per cycle (the thesis' shift-register feeder,
     with the window start chosen by the tap instead of by further shifts).  Module ``m``'s vector is slot ``m``
@@ -30,7 +36,8 @@ class WindowFeeder(DqnBlock):
     -----
     control : In(:class:`~hw.dqn.interfaces.FeederControlSignature`), from the sequencer: ``issue`` with
         ``product``; ``load`` (copy both rows read into the registers), ``shift`` (shift both registers down one
-        element), ``bias`` (the next scalars are all 1.0); ``tap_slot``, ``tap_column``; the reads below.
+        element), ``bias`` (the next scalars are all 1.0); ``tap_slot``, ``tap_column``; ``row_width`` and, with
+        each read, ``row_zero0/1``; the reads below.
     rows0, rows1 : Out(BufferPortSignature) of the activation RAMs (``row_elements`` x width words): reads of
         ``row_address0`` / ``row_address1`` on ``row_read`` (the layer's input RAM, ports 0 and 1).
     weights : Out(BufferPortSignature) of the weight RAM (``modules * lanes`` x width words): reads of
@@ -42,8 +49,9 @@ class WindowFeeder(DqnBlock):
     of ``load``/``shift``/``bias`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
     one-cycle reads).  Throughput: one product per cycle, no stall.
 
-    FPGA: 2 x ``row_elements`` x width flip-flops (2 x 84 x 32 = 5,376 for the thesis) with a 3:1 input
-    mux each, per module a 2 x ``row_elements``:1 mux of width bits and a 2:1 vector mux (ALMs).
+    FPGA: 2 x (``pad_columns + row_elements``) x width flip-flops (2 x 88 x 32 = 5,632 for the default
+    configuration) with a 3:1 input mux each and a zeroing AND per loaded element, per module a 2 x
+    (``pad_columns + row_elements``):1 mux of width bits and a 2:1 vector mux (ALMs).
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -67,10 +75,19 @@ class WindowFeeder(DqnBlock):
                      self.weights.address.eq(control.weight_address),
                      self.weights.read_enable.eq(control.weight_read)]
 
-        registers = [Signal(elements * width, name=f"row_register{slot}") for slot in range(2)]
-        for register, rows in zip(registers, (self.rows0, self.rows1)):
+        # Each register: pad_columns zeros, then the row as loaded (zeros at and past row_width, all zeros for a
+        # row outside the image: the flags are taken with the read, the data arrives on the next cycle).
+        register_elements = tap_columns(config)
+        registers = [Signal(register_elements * width, name=f"row_register{slot}") for slot in range(2)]
+        zero_flags = [Signal(name=f"row_zero{slot}") for slot in range(2)]
+        for register, rows, zero, read_zero in zip(registers, (self.rows0, self.rows1), zero_flags,
+                                                    (control.row_zero0, control.row_zero1)):
+            with m.If(control.row_read):
+                m.d.sync += zero.eq(read_zero)
+            loaded = Cat(Mux(~zero & (element < control.row_width), rows.read_data.word_select(element, width), 0)
+                         for element in range(elements))
             with m.If(control.load):
-                m.d.sync += register.eq(rows.read_data)
+                m.d.sync += register.eq(Cat(Const(0, config.pad_columns * width), loaded))
             with m.Elif(control.shift):
                 m.d.sync += register.eq(register >> width)
         bias, valid = Signal(), Signal()
@@ -78,7 +95,8 @@ class WindowFeeder(DqnBlock):
         m.d.sync += [bias.eq(control.bias), valid.eq(control.issue), product.eq(control.product)]
 
         one = Const(config.fmt.bias << config.fmt.mantissa_bits, width)
-        slot_elements = [Array(register[e * width:(e + 1) * width] for e in range(elements)) for register in registers]
+        slot_elements = [Array(register.word_select(e, width) for e in range(register_elements))
+                         for register in registers]
         vector_bits = config.lanes * width
         for module, operands in enumerate(self.operands):
             column = control.tap_column[module]

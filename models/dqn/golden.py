@@ -6,13 +6,15 @@ A pass is what the matrix modules compute (docs/dqn_accelerator.md, "Mapping a l
 of output position ``p`` (``q = (p - first) mod P``) and column block ``b`` run on module ``m = q*C + b``, whose
 vector on step ``k`` is slot ``m`` of weight row ``k``; its scalars are the window of ``p`` in the order
 ``c, kh, kw``, then ``1.0`` times the bias row.  A reduction pass takes, on step ``k``, scalar ``1.0`` and
-vector = elements ``m*lanes ..`` of input word ``in_base + k``.  The products are summed by
+vector = elements ``m*lanes ..`` of input word ``in_base + (p - first) + k*step_distance`` (a K-split's sum: one
+position, distance 1; a residual add: one row word per position, the addends ``step_distance`` words apart).  The products are summed by
 :func:`models.dqn.matrix_module.accumulate_products` (interleaved partial sums starting at ``-0``, pairwise tree,
 ReLU), vectorised over all positions of the pass; channels past the output count are computed and dropped,
 as the result writer drops them.  Results are stored as the writer stores them (image, packed or
 position-major layout) into RAMs that start as all ``+0``: elements never written read as ``+0``.
-The action is the argmax over the last pass's outputs by the hardware's total order on the encodings
-(``-0 < +0``; ties -> lowest index).
+The action is the argmax over the last pass's outputs (for a layer in channel tiles: over the last tile's, indexed
+within it) by the hardware's total order on the encodings (``-0 < +0``; ties -> lowest index).  A convolution
+reads its padding (rows above and below the image, columns left of it and past its width) as ``+0``.
 """
 
 from dataclasses import dataclass
@@ -54,10 +56,15 @@ def _positions(layer):
 
 
 def _windows(layer, image, positions):
-    """``(positions, products)`` input scalars: row ``i`` lists the window of ``positions[i]`` in step order."""
+    """``(positions, products)`` input scalars: row ``i`` lists the window of ``positions[i]`` in step order, the
+    padding's elements ``+0``."""
     d = layer.descriptor
-    kernel, stride = (d["kernel_height"], d["kernel_width"]), d["stride"]
-    view = np.lib.stride_tricks.sliding_window_view(image, kernel, axis=(1, 2))[:, ::stride, ::stride]
+    kernel, stride_y, stride_x = (d["kernel_height"], d["kernel_width"]), d["stride_y"], d["stride_x"]
+    top, left = d["pad_top"], d["pad_left"]
+    rows = max(0, (d["out_height"] - 1) * stride_y + kernel[0] - top - image.shape[1])
+    columns = max(0, (d["out_width"] - 1) * stride_x + kernel[1] - left - image.shape[2])
+    padded = np.pad(image, ((0, 0), (top, rows), (left, columns)))
+    view = np.lib.stride_tricks.sliding_window_view(padded, kernel, axis=(1, 2))[:, ::stride_y, ::stride_x]
     view = view[:, :d["out_height"], :d["out_width"]]                    # (C, oy, ox, kh, kw)
     flat = view.transpose(1, 2, 0, 3, 4).reshape(-1, d["products"])
     return flat[positions]
@@ -74,8 +81,15 @@ def golden_pass(config, layer, rams):
     d = layer.descriptor
     one = fmt.bias << fmt.mantissa_bits                                              # 1.0 in the format
     if layer.reduce:
-        words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
-        reduced = np.stack([words[:, module * lanes:(module + 1) * lanes] for module in modules.reshape(-1)], 1)
+        # Step k of position p: word in_base + (p - first_position) + k*step_distance (addresses wrap); modules
+        # whose lanes lie past the word take their (zero) weight slot: +0, as the zero-padded word gives.
+        addresses = d["in_base"] + (positions - d["first_position"])[:, None] + \
+            np.arange(d["products"])[None, :] * d["step_distance"]
+        words = np.zeros((len(positions), d["products"], config.modules * lanes), np.uint32)
+        used = min(config.row_elements, config.modules * lanes)
+        words[:, :, :used] = rams[d["in_ram"], addresses % config.activation_depth, :used]
+        reduced = np.stack([words[index, :, module * lanes:(module + 1) * lanes]
+                            for index in range(len(positions)) for module in modules[index]], 1)
         products = float_mul(fmt, np.full(reduced.shape, one), reduced).reshape(d["products"], len(positions), -1)
     else:
         image = unpack_image(layer.input, rams[layer.input.ram, layer.input.base:])
@@ -117,6 +131,9 @@ def golden_forward(plan, state):
     activations = [rams[layer.output.ram, layer.output.base:layer.output.base + layer.output.words].copy()
                    for layer in plan.layers]
     q_values = plan.output_values(activations[-1])
-    action = hardware_argmax(config.fmt, q_values)
-    return GoldenRun(activations=activations, q_values=q_values, action=action, action_value=int(q_values[action]),
+    # The argmax takes the last pass's outputs: a channel-tiled last layer's last tile, indexed within it.
+    last = plan.layers[-1]
+    action = hardware_argmax(config.fmt, q_values[last.first_channel:last.first_channel + last.out_channels])
+    return GoldenRun(activations=activations, q_values=q_values, action=action,
+                     action_value=int(q_values[last.first_channel + action]),
                      rams=rams)

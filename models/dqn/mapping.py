@@ -14,7 +14,10 @@ and a mapping decides, per network layer:
   S`` columns, computed as ``S`` partial sums on ``S`` position slots of one group (a pass of its own), then
   summed with the bias by a reduction pass;
 * the order of the segments' passes (any order: the passes write disjoint outputs; a split segment's partial
-  sums come right before their reduction).
+  sums come right before their reduction);
+* for a layer with more output channels than ``modules * lanes``, the *channel tiles*: segment ``tile`` ``t``
+  computes output channels ``t * modules * lanes ..`` (at most ``modules * lanes`` of them); every tile's
+  positions are covered by its own segments.
 
 :class:`DqnMapping` holds one :class:`LayerMapping` per network layer.  ``models.dqn.plan.default_mapping``
 gives the compiler's own choice (the thesis' mapping plus the K-splits that pay) and
@@ -40,18 +43,20 @@ def _items(items, kind, what):
 class Segment:
     """Output positions ``first .. first + count - 1`` of a layer, run with ``column_blocks`` channel blocks;
     ``split > 1`` (a single position only) computes the position as ``split`` kernel-column partial sums and
-    their reduction."""
+    their reduction; ``tile``: the channel tile (output channels ``tile * modules * lanes ..``)."""
 
     first: int
     count: int
     column_blocks: int
     split: int = 1
+    tile: int = 0
 
     def __post_init__(self):
         check_int("segment first", self.first, 0)
         check_int("segment count", self.count, 1)
         check_int("segment column_blocks", self.column_blocks, 1)
         check_int("segment split", self.split, 1)
+        check_int("segment tile", self.tile, 0)
 
     @property
     def last(self):
@@ -64,10 +69,12 @@ class Segment:
 
     def describe(self):
         positions = f"{self.first}" if self.count == 1 else f"{self.first}..{self.last}"
-        return f"{positions} C{self.column_blocks}" + (f" S{self.split}" if self.split > 1 else "")
+        return (f"{positions} C{self.column_blocks}" + (f" S{self.split}" if self.split > 1 else "")
+                + (f" T{self.tile}" if self.tile else ""))
 
     def to_list(self):
-        return [self.first, self.count, self.column_blocks, self.split]
+        """``[first, count, column_blocks, split]``, and ``tile`` after them when it is not 0."""
+        return [self.first, self.count, self.column_blocks, self.split] + ([self.tile] if self.tile else [])
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,10 @@ class LayerMapping:
     def whole(cls, positions, column_blocks, split=1):
         """One segment over all ``positions`` of the layer."""
         return cls((Segment(0, positions, column_blocks, split),))
+
+    def tile_segments(self, tile):
+        """The segments of channel tile ``tile``, in position order."""
+        return tuple(segment for segment in self.in_position_order() if segment.tile == tile)
 
     @property
     def passes(self):
@@ -113,7 +124,7 @@ class DqnMapping:
         return " | ".join(layer.describe() for layer in self.layers)
 
     def to_json(self):
-        """JSON data: per layer a list of segments ``[first, count, column_blocks, split]``."""
+        """JSON data: per layer a list of segments ``[first, count, column_blocks, split(, tile)]``."""
         return [[segment.to_list() for segment in layer.segments] for layer in self.layers]
 
     @classmethod
@@ -122,4 +133,4 @@ class DqnMapping:
             return cls(tuple(LayerMapping(tuple(Segment(*map(int, segment)) for segment in layer)) for layer in data))
         except TypeError:
             raise ValueError(f"a DQN mapping is a list of layers, each a list of [first, count, column_blocks, "
-                             f"split] segments, not {data!r}") from None
+                             f"split(, tile)] segments, not {data!r}") from None

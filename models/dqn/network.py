@@ -31,27 +31,130 @@ TRAINED_WEIGHTS = Path(__file__).with_name("data") / "dqn_breakout.npz"
 WEIGHT_KEYS = ("conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b")
 
 
+def _pair(name, value):
+    """``value`` (an int or an ``(h, w)`` pair) as an ``(h, w)`` tuple of ints."""
+    pair = (value, value) if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(item, int) and not isinstance(item, bool) for item in pair):
+        raise ValueError(f"{name} must be an integer or an (h, w) pair of integers, not {value!r}")
+    return pair
+
+
+def _border(value):
+    """``padding`` (an int, ``(pad_h, pad_w)`` or ``(top, bottom, left, right)``) as ``(top, bottom, left,
+    right)``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * 4
+    border = tuple(value)
+    if len(border) == 2:
+        border = (border[0], border[0], border[1], border[1])
+    if len(border) != 4 or not all(isinstance(item, int) and not isinstance(item, bool) for item in border):
+        raise ValueError(f"padding must be an integer, (pad_h, pad_w) or (top, bottom, left, right), not {value!r}")
+    return border
+
+
+def _real_taps(out_count, stride, pad, kernel, size):
+    """Per kernel offset along one axis, the output positions whose tap reads a real input element (not padding)."""
+    positions = np.arange(out_count) * stride - pad
+    return [int(np.count_nonzero((positions + offset >= 0) & (positions + offset < size))) for offset in range(kernel)]
+
+
 @dataclass(frozen=True)
 class ConvLayer:
+    """A convolution ``in_channels x in_height x in_width -> out_channels x out_height x out_width``.
+
+    ``in_size``, ``kernel`` and ``stride`` are an int (square) or an ``(h, w)`` pair; ``padding`` (zeros around
+    the input) an int, ``(pad_h, pad_w)`` or ``(top, bottom, left, right)`` (TFLite's SAME with stride 2 pads
+    unevenly).  Weights ``weight_shape = (in_channels, kh, kw, out_channels)``; ``macs`` counts the products with
+    real input elements (none with padding).  A list given for a pair is kept as a tuple.  The compiler
+    (``models.dqn.plan``) checks the geometry: :meth:`check_geometry`.
+    """
+
     name: str
     in_channels: int
-    in_size: int
+    in_size: object
     out_channels: int
-    kernel: int
-    stride: int
+    kernel: object
+    stride: object
     relu: bool = True
+    padding: object = 0
+
+    def __post_init__(self):
+        for field_name in ("in_size", "kernel", "stride", "padding"):
+            value = getattr(self, field_name)
+            if isinstance(value, list):
+                object.__setattr__(self, field_name, tuple(value))
+
+    def check_geometry(self):
+        """Raise a ValueError naming the layer if its sizes are not positive integers, its padding negative or its
+        kernel larger than the padded input."""
+        for name, value in (("in_channels", self.in_channels), ("out_channels", self.out_channels)):
+            check_int(f"{self.name}: {name}", value, 1)
+        for name, pair in (("in_size", self._in), ("kernel", self._kernel), ("stride", self._stride)):
+            for item in pair:
+                check_int(f"{self.name}: {name}", item, 1)
+        for item in self.border:
+            check_int(f"{self.name}: padding", item, 0)
+        if self.out_height < 1 or self.out_width < 1:
+            raise ValueError(f"{self.name}: a {self.kernel_height}x{self.kernel_width} kernel does not fit the "
+                             f"padded input {self.in_height + self.pad_top + self.pad_bottom}x"
+                             f"{self.in_width + self.pad_left + self.pad_right}")
+
+    @property
+    def _in(self):
+        return _pair("in_size", self.in_size)
+
+    @property
+    def _kernel(self):
+        return _pair("kernel", self.kernel)
+
+    @property
+    def _stride(self):
+        return _pair("stride", self.stride)
+
+    @property
+    def border(self):
+        """``(top, bottom, left, right)`` zero padding."""
+        return _border(self.padding)
+
+    in_height = property(lambda self: self._in[0])
+    in_width = property(lambda self: self._in[1])
+    kernel_height = property(lambda self: self._kernel[0])
+    kernel_width = property(lambda self: self._kernel[1])
+    stride_y = property(lambda self: self._stride[0])
+    stride_x = property(lambda self: self._stride[1])
+    pad_top = property(lambda self: self.border[0])
+    pad_bottom = property(lambda self: self.border[1])
+    pad_left = property(lambda self: self.border[2])
+    pad_right = property(lambda self: self.border[3])
+
+    @property
+    def out_height(self):
+        return (self.in_height + self.pad_top + self.pad_bottom - self.kernel_height) // self.stride_y + 1
+
+    @property
+    def out_width(self):
+        return (self.in_width + self.pad_left + self.pad_right - self.kernel_width) // self.stride_x + 1
 
     @property
     def out_size(self):
-        return (self.in_size - self.kernel) // self.stride + 1
+        """The output's side (square outputs only)."""
+        if self.out_height != self.out_width:
+            raise ValueError(f"{self.name}: the output is {self.out_height}x{self.out_width}, not square")
+        return self.out_height
+
+    @property
+    def padded(self):
+        return any(self.border)
 
     @property
     def macs(self):
-        return self.out_channels * self.out_size ** 2 * self.in_channels * self.kernel ** 2
+        rows = _real_taps(self.out_height, self.stride_y, self.pad_top, self.kernel_height, self.in_height)
+        columns = _real_taps(self.out_width, self.stride_x, self.pad_left, self.kernel_width, self.in_width)
+        return self.out_channels * self.in_channels * sum(rows) * sum(columns)
 
     @property
     def weight_shape(self):
-        return (self.in_channels, self.kernel, self.kernel, self.out_channels)
+        return (self.in_channels, self.kernel_height, self.kernel_width, self.out_channels)
 
 
 @dataclass(frozen=True)
@@ -68,6 +171,19 @@ class DenseLayer:
     @property
     def weight_shape(self):
         return (self.inputs, self.outputs)
+
+
+@dataclass(frozen=True)
+class AddLayer:
+    """A residual add: the previous layer's output image plus the output of layer ``skip`` (``""``: the network
+    input), element by element, ReLU optional.  No weights (its ``(weight, bias)`` pair is ignored: pass
+    ``(None, None)``); the compiler needs both addends in one activation RAM (``models.dqn.plan``)."""
+
+    name: str
+    skip: str
+    relu: bool = True
+    macs = 0
+    weight_shape = None
 
 
 def dqn_layers(actions=18):
@@ -173,7 +289,9 @@ def reference_q_values(weights, state):
 
 
 def _conv_float64(image, weight, bias, layer):
-    k, s, n = layer.kernel, layer.stride, layer.out_size
-    windows = np.lib.stride_tricks.sliding_window_view(image, (k, k), axis=(1, 2))[:, ::s, ::s][:, :n, :n]
+    top, bottom, left, right = layer.border
+    image = np.pad(image, ((0, 0), (top, bottom), (left, right)))
+    windows = np.lib.stride_tricks.sliding_window_view(image, (layer.kernel_height, layer.kernel_width), axis=(1, 2))
+    windows = windows[:, ::layer.stride_y, ::layer.stride_x][:, :layer.out_height, :layer.out_width]
     out = np.einsum("cyxij,cijo->oyx", windows, weight.astype(np.float64)) + bias[:, None, None]
     return np.maximum(out, 0.0) if layer.relu else out

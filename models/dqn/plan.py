@@ -51,13 +51,14 @@ from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
-from nnaccel.models.dqn.network import WEIGHT_KEYS, ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
 from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "compile_network",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
-           "default_mapping", "network_weights", "pack_image", "unpack_image"]
+           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
+           "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
 COUNTERS = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
@@ -106,6 +107,8 @@ class LayerPlan:
     ideal_macs: int           # multiply-accumulates of the network layer done here (no padding, no bias)
     predicted: dict           # the pass's counters as the hardware will count them (models.dqn.timing)
     weight_words: np.ndarray  # (products + 1, modules * lanes) raw bits: the pass's weight RAM rows, bias last
+    first_channel: int = 0    # the pass's channel tile: output channels first_channel .. + out_channels - 1
+    note: str = ""            # why the pass leaves modules idle, for the report (pass_note); "" if it does not
 
     @property
     def reduce(self):
@@ -160,6 +163,11 @@ class Plan:
     @property
     def estimated_cycles(self):
         return sum(layer.estimated_cycles for layer in self.layers)
+
+    @property
+    def notes(self):
+        """The passes' notes (modules left idle, and why), in pass order."""
+        return [layer.note for layer in self.layers if layer.note]
 
     def input_words(self, state):
         """The activation words (``(words, row_elements)`` raw bits of the format) of one network input (float32)."""
@@ -229,8 +237,10 @@ class LayerShape:
     """A network layer as a convolution over the tensor it reads (a dense layer: kernel = the whole input).
 
     ``in_shape`` / ``out_shape`` are the tensors as they lie in the activation RAMs (a dense layer's output is
-    packed: ``[ceil(N / lanes), 1, lanes]``); ``min_column_blocks`` is the smallest power of two ``C`` with
-    ``C * lanes >= out_channels``."""
+    packed: ``[ceil(N / lanes), 1, lanes]``); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top, bottom,
+    left, right)``.  A layer with more output channels than ``modules * lanes`` runs in channel *tiles* of at
+    most that many (:meth:`tile_channels`); ``min_column_blocks`` is the smallest power of two ``C`` with ``C *
+    lanes >=`` the first tile's channels."""
 
     name: str
     dense: bool
@@ -239,42 +249,57 @@ class LayerShape:
     in_elements: int
     kernel_height: int
     kernel_width: int
-    stride: int
+    stride: tuple
+    padding: tuple
     out_height: int
     out_width: int
     out_channels: int
     out_shape: tuple
     relu: bool
     min_column_blocks: int
+    tile_size: int
+    add: bool = False         # a residual add (AddLayer): out_height = C*H row words, out_channels = W elements
+    skip: str = ""            # its second addend: the output of this layer ("" = the network input)
 
     @property
     def positions(self):
         return self.out_height * self.out_width
 
     @property
+    def tiles(self):
+        """Channel tiles: passes over slices of ``tile_size`` output channels (one for most layers)."""
+        return -(-self.out_channels // self.tile_size)
+
+    def tile_channels(self, tile):
+        """``(first output channel, channels)`` of channel tile ``tile``."""
+        first = tile * self.tile_size
+        return first, min(self.tile_size, self.out_channels - first)
+
+    @property
     def products(self):
-        return self.in_shape[0] * self.kernel_height * self.kernel_width
+        return 2 if self.add else self.in_shape[0] * self.kernel_height * self.kernel_width
 
     @property
     def out_elements(self):
         return self.out_channels * (1 if self.dense else self.positions)
 
 
-def _min_column_blocks(config, name, out_channels):
-    """Smallest power of two ``C`` with ``C * lanes >= out_channels``; at most ``modules``."""
+def min_column_blocks(config, out_channels):
+    """Smallest power of two ``C`` with ``C * lanes >= out_channels`` (at most ``modules``: more channels run in
+    tiles)."""
     blocks = 1
-    while blocks * config.lanes < out_channels:
+    while blocks * config.lanes < out_channels and blocks < config.modules:
         blocks *= 2
-    if blocks > config.modules:
-        raise ValueError(f"{name}: {out_channels} output channels do not fit {config.modules} modules x "
-                         f"{config.lanes} lanes (at most {config.modules * config.lanes})")
     return blocks
 
 
 def _check_follows(layer, in_shape, in_packed, in_elements):
     """``layer`` must read the previous layer's output tensor as it is."""
-    if isinstance(layer, ConvLayer):
-        expected = (layer.in_channels, layer.in_size, layer.in_size)
+    if isinstance(layer, AddLayer):
+        if in_packed:
+            raise ValueError(f"{layer.name}: an add cannot read the packed output of a dense layer")
+    elif isinstance(layer, ConvLayer):
+        expected = (layer.in_channels, layer.in_height, layer.in_width)
         if in_packed:
             raise ValueError(f"{layer.name}: a convolution cannot read the packed output of a dense layer")
         if in_shape != expected:
@@ -284,18 +309,40 @@ def _check_follows(layer, in_shape, in_packed, in_elements):
         raise ValueError(f"{layer.name}: expects {layer.inputs} inputs, the previous layer makes {in_elements}")
 
 
+def _add_shape(config, layer, in_shape, in_elements):
+    """An add as the hardware runs it: one position per row word (``C*H`` of them, one per group: all modules
+    take their vectors from the word read), the word's ``W`` elements as its output channels."""
+    channels, height, width = in_shape
+    if -(-width // config.lanes) * config.lanes > min(config.row_elements, config.modules * config.lanes):
+        raise ValueError(f"{layer.name}: an add of {width}-element rows needs {-(-width // config.lanes)} modules "
+                         f"of {config.lanes} lanes inside a word of {config.row_elements} elements; the "
+                         f"configuration has {config.modules} modules")
+    return LayerShape(name=layer.name, dense=False, in_shape=in_shape, in_packed=False, in_elements=in_elements,
+                      kernel_height=1, kernel_width=1, stride=(1, 1), padding=(0, 0, 0, 0), out_height=channels * height,
+                      out_width=1, out_channels=width, out_shape=in_shape, relu=layer.relu,
+                      min_column_blocks=config.modules, tile_size=config.modules * config.lanes, add=True,
+                      skip=layer.skip)
+
+
 def _layer_shape(config, layer, in_shape, in_packed, in_elements):
     name = layer.name
+    if isinstance(layer, AddLayer):
+        return _add_shape(config, layer, in_shape, in_elements)
     if isinstance(layer, ConvLayer):
-        if layer.kernel > layer.in_size or layer.stride < 1:
-            raise ValueError(f"{name}: kernel {layer.kernel} stride {layer.stride} do not fit an input of "
-                             f"{layer.in_size}")
-        out_channels, kernel_height, kernel_width = layer.out_channels, layer.kernel, layer.kernel
-        stride, out_height, out_width = layer.stride, layer.out_size, layer.out_size
+        layer.check_geometry()
+        out_channels, kernel_height, kernel_width = layer.out_channels, layer.kernel_height, layer.kernel_width
+        stride, padding = (layer.stride_y, layer.stride_x), layer.border
+        out_height, out_width = layer.out_height, layer.out_width
         out_shape = (out_channels, out_height, out_width)
+        if layer.pad_left > config.pad_columns:
+            raise ValueError(f"{name}: a left padding of {layer.pad_left} columns exceeds the feeder's "
+                             f"{config.pad_columns} (pad_columns)")
+        if (out_width - 1) * layer.stride_x - layer.pad_left >= config.row_elements:
+            raise ValueError(f"{name}: the last window starts at column {(out_width - 1) * layer.stride_x - layer.pad_left}"
+                             f", past a word of {config.row_elements} elements (row_elements)")
     else:
         out_channels, kernel_height, kernel_width = layer.outputs, in_shape[1], in_shape[2]
-        stride, out_height, out_width = 1, 1, 1
+        stride, padding, out_height, out_width = (1, 1), (0, 0, 0, 0), 1, 1
         out_shape = (-(-out_channels // config.lanes), 1, config.lanes)
     if in_shape[2] > config.row_elements:
         raise ValueError(f"{name}: input rows of {in_shape[2]} elements are wider than a word "
@@ -306,10 +353,12 @@ def _layer_shape(config, layer, in_shape, in_packed, in_elements):
     if isinstance(layer, DenseLayer) and config.lanes > config.row_elements:
         raise ValueError(f"{name}: packed outputs need lanes ({config.lanes}) <= row_elements "
                          f"({config.row_elements})")
+    tile_size = config.modules * config.lanes
     return LayerShape(name=name, dense=isinstance(layer, DenseLayer), in_shape=in_shape, in_packed=in_packed,
                       in_elements=in_elements, kernel_height=kernel_height, kernel_width=kernel_width, stride=stride,
-                      out_height=out_height, out_width=out_width, out_channels=out_channels, out_shape=out_shape,
-                      relu=layer.relu, min_column_blocks=_min_column_blocks(config, name, out_channels))
+                      padding=padding, out_height=out_height, out_width=out_width, out_channels=out_channels,
+                      out_shape=out_shape, relu=layer.relu,
+                      min_column_blocks=min_column_blocks(config, min(out_channels, tile_size)), tile_size=tile_size)
 
 
 def check_config(config):
@@ -324,25 +373,34 @@ def check_config(config):
 
 
 def layer_shapes(config, layers):
-    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer``) on ``config``."""
+    """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) on
+    ``config``."""
     check_config(config)
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")
     for layer in layers:
-        if not isinstance(layer, (ConvLayer, DenseLayer)):
-            raise TypeError(f"layers must be ConvLayer or DenseLayer, not {layer!r}")
+        if not isinstance(layer, (ConvLayer, DenseLayer, AddLayer)):
+            raise TypeError(f"layers must be ConvLayer, DenseLayer or AddLayer, not {layer!r}")
     first = layers[0]
+    if isinstance(first, AddLayer):
+        raise ValueError(f"{first.name}: an add needs a layer before it")
     if isinstance(first, ConvLayer):
-        source = ((first.in_channels, first.in_size, first.in_size), False,
-                  first.in_channels * first.in_size * first.in_size)
+        source = ((first.in_channels, first.in_height, first.in_width), False,
+                  first.in_channels * first.in_height * first.in_width)
     else:
         source = ((-(-first.inputs // config.lanes), 1, config.lanes), True, first.inputs)
-    shapes = []
+    shapes, outputs = [], {"": source[:2]}
     for layer in layers:
         _check_follows(layer, *source)
+        if isinstance(layer, AddLayer) and outputs.get(layer.skip) != source[:2]:
+            known = outputs.get(layer.skip)
+            raise ValueError(f"{layer.name}: the addend {layer.skip or 'network input'!r} is "
+                             f"{'no earlier layer' if known is None else known[0]}, the previous layer makes "
+                             f"{source[0]}")
         shapes.append(_layer_shape(config, layer, *source))
         source = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
+        outputs[layer.name] = source[:2]
     return tuple(shapes)
 
 
@@ -355,7 +413,9 @@ class PassShape(NamedTuple):
     ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
     group position) or "sum" (their reduction with the bias).  ``grid`` and ``first`` are the output grid the
     pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the channels read (a reduction: the
-    partial sums)."""
+    partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top, left)`` (the bottom and right
+    borders follow from the input's size); ``first_channel`` is the first output channel of the pass's channel
+    tile (``out_channels`` from there on)."""
 
     name: str
     layer: str
@@ -363,11 +423,13 @@ class PassShape(NamedTuple):
     segment: Segment
     in_channels: int
     kernel: tuple
-    stride: int
+    stride: tuple
+    padding: tuple
     grid: tuple
     first: tuple
     count: int
     column_blocks: int
+    first_channel: int
     out_channels: int
     layout: str
     relu: bool
@@ -378,20 +440,21 @@ class PassShape(NamedTuple):
 
     @property
     def reduce(self):
-        return self.kind == "sum"
+        """The pass takes its vectors from activation words (a reduction or an add)."""
+        return self.kind in ("sum", "add")
 
     @property
     def first_position(self):
         return self.first[0] * self.grid[1] + self.first[1]
 
 
-def _split_names(shape, segment):
+def _split_names(shape, segment, tile_suffix):
     """Names of a split segment's two passes (the thesis network's: "FC_2 partials", "CONV_2 tail", "... sum")."""
     if shape.positions == 1:
-        return f"{shape.name} partials", f"{shape.name} sum"
+        return f"{shape.name}{tile_suffix} partials", f"{shape.name}{tile_suffix} sum"
     if segment.first == shape.positions - 1:
-        return f"{shape.name} tail", f"{shape.name} sum"
-    return f"{shape.name} @{segment.first} partials", f"{shape.name} @{segment.first} sum"
+        return f"{shape.name}{tile_suffix} tail", f"{shape.name}{tile_suffix} sum"
+    return f"{shape.name}{tile_suffix} @{segment.first} partials", f"{shape.name}{tile_suffix} @{segment.first} sum"
 
 
 def pass_shapes(config, shape, layer_mapping):
@@ -399,32 +462,41 @@ def pass_shapes(config, shape, layer_mapping):
     (assumed legal: see :func:`check_mapping`)."""
     layout = "packed" if shape.dense else "image"
     grid = (shape.out_height, shape.out_width)
-    passes, named = [], False
+    top, bottom, left, right = shape.padding
+    stride_y, stride_x = shape.stride
+    if shape.add:
+        return [PassShape(name=shape.name if len(layer_mapping.segments) == 1 else
+                          f"{shape.name} {segment.first}..{segment.last}", layer=shape.name, kind="add",
+                          segment=segment, in_channels=2, kernel=(1, 1), stride=(1, 1), padding=(0, 0), grid=grid,
+                          first=(segment.first, 0), count=segment.count, column_blocks=segment.column_blocks,
+                          first_channel=0, out_channels=shape.out_channels, layout="position_major", relu=shape.relu)
+                for segment in layer_mapping.segments]
+    passes, named = [], set()
     for segment in layer_mapping.segments:
         first = divmod(segment.first, shape.out_width)
+        first_channel, out_channels = shape.tile_channels(segment.tile)
+        tile_suffix = f" [{first_channel}:{first_channel + out_channels}]" if shape.tiles > 1 else ""
+        common = dict(layer=shape.name, segment=segment, in_channels=shape.in_shape[0], padding=(top, left),
+                      column_blocks=segment.column_blocks, first_channel=first_channel, out_channels=out_channels)
         if segment.split == 1:
-            name = shape.name if not named else f"{shape.name} {segment.first}..{segment.last}"
-            named = True
-            passes.append(PassShape(name=name, layer=shape.name, kind="positions", segment=segment,
-                                    in_channels=shape.in_shape[0], kernel=(shape.kernel_height, shape.kernel_width),
-                                    stride=shape.stride, grid=grid, first=first, count=segment.count,
-                                    column_blocks=segment.column_blocks, out_channels=shape.out_channels,
-                                    layout=layout, relu=shape.relu))
+            name = f"{shape.name}{tile_suffix}"
+            name = name if name not in named else f"{name} {segment.first}..{segment.last}"
+            named.add(name)
+            passes.append(PassShape(name=name, kind="positions", kernel=(shape.kernel_height, shape.kernel_width),
+                                    stride=shape.stride, grid=grid, first=first, count=segment.count, layout=layout,
+                                    relu=shape.relu, **common))
             continue
         chunk = shape.kernel_width // segment.split
         _, in_height, in_width = shape.in_shape
-        partials_name, sum_name = _split_names(shape, segment)
+        partials_name, sum_name = _split_names(shape, segment, tile_suffix)
         passes.append(PassShape(
-            name=partials_name, layer=shape.name, kind="partials", segment=segment, in_channels=shape.in_shape[0],
-            kernel=(shape.kernel_height, chunk), stride=chunk,
-            grid=((in_height - shape.kernel_height) // chunk + 1, (in_width - chunk) // chunk + 1),
-            first=(first[0] * shape.stride // chunk, first[1] * shape.stride // chunk), count=segment.split,
-            column_blocks=segment.column_blocks, out_channels=shape.out_channels, layout="position_major",
-            relu=False))
-        passes.append(PassShape(name=sum_name, layer=shape.name, kind="sum", segment=segment,
-                                in_channels=segment.split, kernel=(1, 1), stride=1, grid=grid, first=first, count=1,
-                                column_blocks=segment.column_blocks, out_channels=shape.out_channels, layout=layout,
-                                relu=shape.relu))
+            name=partials_name, kind="partials", kernel=(shape.kernel_height, chunk), stride=(stride_y, chunk),
+            grid=(shape.out_height, (in_width + left + right - chunk) // chunk + 1),
+            first=(first[0], first[1] * stride_x // chunk), count=segment.split, layout="position_major",
+            relu=False, **common))
+        passes.append(PassShape(name=sum_name, kind="sum", kernel=(1, 1), stride=(1, 1), grid=grid, first=first,
+                                count=1, layout=layout, relu=shape.relu,
+                                **(common | dict(in_channels=segment.split, padding=(0, 0)))))
     return passes
 
 
@@ -443,30 +515,46 @@ def pass_timing(config, passes):
 
 # ---- Mappings: the hardware's constraints and the default ------------------------------------------------------
 
-def _check_groups(name, start, end, positions_per_group, out_width):
-    """Every group's output positions must lie in at most two output rows (the feeder holds two rows)."""
+def group_rows(start, end, positions_per_group, out_width):
+    """The most output rows a group of positions ``start .. end - 1`` (in groups of ``positions_per_group``)
+    touches, and the first group that touches that many: ``(rows, first position, last position)``."""
+    worst = (0, start, start)
     for first in range(start, end, positions_per_group):
         last = min(first + positions_per_group, end) - 1
-        if last // out_width - first // out_width > 1:
-            raise ValueError(f"{name}: a group of {positions_per_group} output positions spans "
-                             f"{last // out_width - first // out_width + 1} rows of {out_width} "
-                             f"(positions {first}..{last}); the feeder holds two rows")
+        rows = last // out_width - first // out_width + 1
+        if rows > worst[0]:
+            worst = (rows, first, last)
+    return worst
+
+
+def _check_groups(name, start, end, positions_per_group, out_width):
+    """Every group's output positions must lie in at most two output rows (the feeder holds two rows)."""
+    rows, first, last = group_rows(start, end, positions_per_group, out_width)
+    if rows > 2:
+        raise ValueError(f"{name}: a group of {positions_per_group} output positions spans {rows} rows of "
+                         f"{out_width} (positions {first}..{last}); the feeder holds two rows")
 
 
 def _check_coverage(shape, layer_mapping):
-    expected = 0
-    for segment in layer_mapping.in_position_order():
-        if segment.first > expected:
-            raise ValueError(f"{shape.name}: positions {expected}..{segment.first - 1} are in no segment")
-        if segment.first < expected:
-            raise ValueError(f"{shape.name}: positions {segment.first}..{min(segment.last, expected - 1)} are in "
-                             f"two segments")
-        expected = segment.last + 1
-    if expected != shape.positions:
-        if expected < shape.positions:
-            raise ValueError(f"{shape.name}: positions {expected}..{shape.positions - 1} are in no segment")
-        raise ValueError(f"{shape.name}: the segments end at position {expected - 1}, the layer has "
-                         f"{shape.positions} (0..{shape.positions - 1})")
+    for tile in range(shape.tiles):
+        where = shape.name if shape.tiles == 1 else f"{shape.name} tile {tile}"
+        expected = 0
+        for segment in layer_mapping.tile_segments(tile):
+            if segment.first > expected:
+                raise ValueError(f"{where}: positions {expected}..{segment.first - 1} are in no segment")
+            if segment.first < expected:
+                raise ValueError(f"{where}: positions {segment.first}..{min(segment.last, expected - 1)} are in "
+                                 f"two segments")
+            expected = segment.last + 1
+        if expected != shape.positions:
+            if expected < shape.positions:
+                raise ValueError(f"{where}: positions {expected}..{shape.positions - 1} are in no segment")
+            raise ValueError(f"{where}: the segments end at position {expected - 1}, the layer has "
+                             f"{shape.positions} (0..{shape.positions - 1})")
+    extra = [segment.describe() for segment in layer_mapping.segments if segment.tile >= shape.tiles]
+    if extra:
+        raise ValueError(f"{shape.name}: segments {', '.join(extra)} name channel tiles past the layer's "
+                         f"{shape.tiles} ({shape.out_channels} output channels in tiles of {shape.tile_size})")
 
 
 def check_segment(config, shape, segment):
@@ -479,10 +567,14 @@ def check_segment(config, shape, segment):
                          f"modules by shifts)")
     if blocks > config.modules:
         raise ValueError(f"{where}: {blocks} column blocks exceed the {config.modules} matrix modules")
-    if blocks * config.lanes < shape.out_channels:
+    _, tile_channels = shape.tile_channels(min(segment.tile, shape.tiles - 1))
+    if blocks * config.lanes < tile_channels:
         raise ValueError(f"{where}: {blocks} column blocks of {config.lanes} lanes hold {blocks * config.lanes} "
-                         f"of the {shape.out_channels} output channels")
+                         f"of the {tile_channels} output channels")
     positions_per_group = config.modules // blocks
+    if shape.add and (blocks != config.modules or segment.split != 1):
+        raise ValueError(f"{where}: an add reads one word per step for all modules: it runs with {config.modules} "
+                         f"column blocks (one row word per group) and no K-split")
     if segment.split == 1:
         _check_groups(shape.name, segment.first, segment.first + segment.count, positions_per_group,
                       shape.out_width)
@@ -499,11 +591,10 @@ def check_segment(config, shape, segment):
         raise ValueError(f"{where}: a partial sum of {blocks} column blocks x {config.lanes} lanes does not fit a "
                          f"word of {config.row_elements} elements (row_elements)")
     chunk = shape.kernel_width // segment.split
-    oy, ox = divmod(segment.first, shape.out_width)
-    if (oy * shape.stride) % chunk or (ox * shape.stride) % chunk:
+    column = segment.first % shape.out_width * shape.stride[1]
+    if column % chunk:
         raise ValueError(f"{where}: chunks of {chunk} kernel columns run at stride {chunk}, so the window must "
-                         f"start on a multiple of {chunk}; it starts at input row {oy * shape.stride}, column "
-                         f"{ox * shape.stride}")
+                         f"start on a multiple of {chunk}; it starts at (padded) input column {column}")
 
 
 def check_mapping(config, shapes, mapping):
@@ -519,12 +610,20 @@ def check_mapping(config, shapes, mapping):
             check_segment(config, shape, segment)
 
 
-def _split_candidate(config, shape):
-    """The compiler's K-split of a layer, or None: a dense layer's kernel columns in as many equal chunks as fit
-    the idle position slots; a convolution's last position alone in its group, one chunk per kernel column."""
-    blocks = shape.min_column_blocks
+def group_column_blocks(config, shape, blocks):
+    """The fewest column blocks, ``blocks`` or more, whose groups of ``modules / C`` positions each lie in two
+    output rows of ``shape`` (``C = modules``, one position per group, always does)."""
+    while blocks < config.modules and group_rows(0, shape.positions, config.modules // blocks, shape.out_width)[0] > 2:
+        blocks *= 2
+    return blocks
+
+
+def _split_candidate(config, shape, blocks):
+    """The compiler's K-split of a layer run with ``blocks`` column blocks, or None: a dense layer's kernel columns
+    in as many equal chunks as fit the idle position slots; a convolution's last position alone in its group, one
+    chunk per kernel column."""
     slots = config.modules // blocks
-    if blocks * config.lanes > config.row_elements:
+    if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add:
         return None
     width, positions = shape.kernel_width, shape.positions
     if shape.dense:
@@ -536,8 +635,12 @@ def _split_candidate(config, shape):
 
 
 def _default_layer_mapping(config, shape, split):
-    whole = LayerMapping.whole(shape.positions, shape.min_column_blocks)
-    candidate = None if split == "never" else _split_candidate(config, shape)
+    segments = []
+    for tile in range(shape.tiles):
+        blocks = min_column_blocks(config, shape.tile_channels(tile)[1])
+        segments.append(Segment(0, shape.positions, group_column_blocks(config, shape, blocks), tile=tile))
+    whole = LayerMapping(tuple(segments))
+    candidate = None if split == "never" else _split_candidate(config, shape, segments[0].column_blocks)
     if candidate is None:
         return whole
     if split == "auto":
@@ -548,13 +651,30 @@ def _default_layer_mapping(config, shape, split):
 
 
 def default_mapping(config, layers, *, split="auto"):
-    """The compiler's mapping of ``layers``: per layer the fewest column blocks that hold its output channels
-    (docs/dqn_accelerator.md, "Mapping a layer") and, with ``split`` "auto", the K-split of idle modules where the
-    predicted cycles say it pays ("always": wherever possible, "never": none)."""
+    """The compiler's mapping of ``layers``: per layer and channel tile the fewest column blocks that hold its
+    output channels and keep every group in two output rows (docs/dqn_accelerator.md, "Mapping a layer") and, with
+    ``split`` "auto", the K-split of idle modules where the predicted cycles say it pays ("always": wherever
+    possible, "never": none)."""
     if split not in SPLIT_MODES:
         raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
     shapes = layers if all(isinstance(layer, LayerShape) for layer in layers) else layer_shapes(config, layers)
     return DqnMapping(tuple(_default_layer_mapping(config, shape, split) for shape in shapes))
+
+
+def pass_note(config, shape, work):
+    """A line for the report when a pass of output positions leaves modules idle beyond its last group: fewer
+    positions per group than its channels allow, and why; "" otherwise."""
+    if work.kind != "positions":
+        return ""
+    needed = min_column_blocks(config, work.out_channels)
+    if work.column_blocks == needed:
+        return ""
+    positions_per_group = config.modules // work.column_blocks
+    idle = config.modules - positions_per_group * -(-work.out_channels // config.lanes)
+    wide = group_rows(0, shape.positions, config.modules // needed, shape.out_width)[0] > 2
+    reason = (f"a group must lie in two output rows of {shape.out_width}" if wide
+              else f"the mapping gives it {work.column_blocks} column blocks")
+    return f"{work.name}: {positions_per_group} positions per group, {idle} of {config.modules} modules idle: {reason}"
 
 
 # ---- The compiler ------------------------------------------------------------------------------------------------
@@ -616,8 +736,12 @@ def _chunk_slots(config, blocks, chunks, out_channels):
 
 
 def _pass_weights(config, work, kernel, bias):
-    """``(products + 1, modules, lanes)`` weight rows of a pass, bias row last."""
+    """``(products + 1, modules, lanes)`` weight rows of a pass, bias row last (its channel tile's slice)."""
     blocks, out_channels = work.column_blocks, work.out_channels
+    if work.kind == "add":                                                 # vectors from RAM, no bias
+        return np.zeros((work.products + 1, config.modules, config.lanes), np.uint32)
+    tile = slice(work.first_channel, work.first_channel + out_channels)
+    kernel, bias = kernel[..., tile], bias[tile]
     if work.kind == "positions":
         return _slots(config, blocks, np.concatenate([kernel.reshape(-1, out_channels), bias[None, :]]), out_channels)
     if work.kind == "partials":
@@ -628,18 +752,41 @@ def _pass_weights(config, work, kernel, bias):
     return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
 
 
-def _descriptor(work, source, output, weight_base, last):
+def _descriptor(config, work, source, output, weight_base, last, addend):
+    """The descriptor of a pass; ``addend``: an add's second addend (the first is ``source``)."""
     first_position = work.first_position
+    step_distance = {"add": (addend.base - source.base) % config.activation_depth if addend else 0, "sum": 1}.get(
+        work.kind, 0)
+    # A channel tile writes its slice of the layer's output: channel n of the tile is channel first_channel + n.
+    if output.packed and not work.layout == "position_major":
+        out_base = output.base + work.first_channel // output.shape[2]
+    else:
+        out_base = output.base + (0 if work.layout == "position_major" else work.first_channel * output.shape[1])
     return dict(
         in_ram=source.ram, in_base=source.base, in_channels=work.in_channels, in_height=source.shape[1],
-        kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride=work.stride, out_height=work.grid[0],
+        in_width=source.shape[2], kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride_y=work.stride[0],
+        stride_x=work.stride[1], pad_top=work.padding[0], pad_left=work.padding[1], out_height=work.grid[0],
         out_width=work.grid[1], positions=first_position + work.count, first_position=first_position,
-        first_oy=work.first[0], first_ox=work.first[1], first_row=work.first[0] * work.stride,
-        first_column=work.first[1] * work.stride, column_blocks_log2=work.column_blocks.bit_length() - 1,
+        first_oy=work.first[0], first_ox=work.first[1], first_row=work.first[0] * work.stride[0],
+        first_column=work.first[1] * work.stride[1], column_blocks_log2=work.column_blocks.bit_length() - 1,
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
-        out_base=output.base, packed_output=int(work.layout != "image"),
-        position_major=int(work.layout == "position_major"), reduce=int(work.reduce), relu=int(work.relu),
-        last=int(last))
+        out_base=out_base, packed_output=int(work.layout != "image"),
+        position_major=int(work.layout == "position_major"), reduce=int(work.reduce), step_distance=step_distance,
+        relu=int(work.relu), last=int(last))
+
+
+def _real_macs(work, in_shape):
+    """Multiply-accumulates of a pass with real input elements (a reduction has none; padding is not counted; a
+    packed input's padding elements are: they are the dense layer's zero-weight columns)."""
+    if work.reduce:
+        return 0
+    _, in_height, in_width = in_shape
+    oy, ox = np.divmod(np.arange(work.first_position, work.first_position + work.count), work.grid[1])
+    rows = oy[:, None] * work.stride[0] - work.padding[0] + np.arange(work.kernel[0])
+    columns = ox[:, None] * work.stride[1] - work.padding[1] + np.arange(work.kernel[1])
+    real_rows = ((rows >= 0) & (rows < in_height)).sum(1)
+    real_columns = ((columns >= 0) & (columns < in_width)).sum(1)
+    return int((real_rows * real_columns).sum()) * work.in_channels * work.out_channels
 
 
 def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None):
@@ -669,16 +816,25 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
         raise ValueError(f"the network needs {count} passes "
                          f"({', '.join(work.name for layer_passes in passes for work in layer_passes)}); "
                          f"the descriptor table holds {config.max_layers}")
-    kernels = [_kernel_bits(config, shape, layer, *pair) for shape, layer, pair in zip(shapes, layers, pairs)]
+    kernels = [(None, None) if shape.add else _kernel_bits(config, shape, layer, *pair)
+               for shape, layer, pair in zip(shapes, layers, pairs)]
 
     allocator = _Allocator(config)
     first = shapes[0]
     source = allocator.place(f"{first.name} input", input_ram, first.in_shape, packed=first.in_packed,
                              elements=first.in_elements)
     placed = []                 # (PassShape, input Tensor, output Tensor, kernel, bias)
+    outputs, addends = {"": source}, {}
     for shape, layer_passes, (kernel, bias) in zip(shapes, passes, kernels):
+        if shape.add:
+            addends[shape.name] = outputs[shape.skip]
+            if addends[shape.name].ram != source.ram:
+                raise ValueError(f"{shape.name}: its addends lie in activation RAM {source.ram} ({source.describe()}) "
+                                 f"and RAM {addends[shape.name].ram} ({addends[shape.name].describe()}); an add "
+                                 f"reads both from one RAM")
         output = allocator.place(f"{shape.name} output", 1 - source.ram, shape.out_shape, packed=shape.dense,
                                  elements=shape.out_elements)
+        outputs[shape.name] = output
         for work in layer_passes:
             if work.kind == "partials":
                 partials = allocator.place(f"{work.name} partial sums", output.ram,
@@ -686,14 +842,15 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
                                            elements=work.count * work.column_blocks * config.lanes)
                 placed.append((work, source, partials, kernel, bias))
             else:
-                placed.append((work, partials if work.reduce else source, output, kernel, bias))
+                placed.append((work, partials if work.kind == "sum" else source, output, kernel, bias))
         source = output
     timing = pass_timing(config, [work for work, *_ in placed])
+    shapes_by_name = {shape.name: shape for shape in shapes}
 
     planned, rows, weight_base, shared = [], [], 0, {}
     for index, (work, source, output, kernel, bias) in enumerate(placed):
         weight_words = _pass_weights(config, work, kernel, bias).reshape(work.products + 1, -1)
-        key = (work.layer, work.column_blocks) if work.kind == "positions" else None
+        key = (work.layer, work.column_blocks, work.first_channel) if work.kind == "positions" else None
         base = shared.get(key, weight_base)
         if base == weight_base:
             if weight_base + work.products + 1 > config.weight_depth:
@@ -703,16 +860,17 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             weight_base += work.products + 1
             if key is not None:
                 shared[key] = base
-        descriptor = _descriptor(work, source, output, base, last=index == len(placed) - 1)
+        descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addends.get(work.layer))
         try:
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:
             raise ValueError(f"{work.name}: {error}") from None
         positions_per_group = config.modules // work.column_blocks
-        macs = 0 if work.reduce else work.count * work.products * work.out_channels   # partials: chunks x chunk
         planned.append(LayerPlan(
             name=work.name, network_layer=work.layer, descriptor=descriptor, encoded=encoded, input=source,
             output=output, column_blocks=work.column_blocks, positions_per_group=positions_per_group,
-            groups=-(-work.count // positions_per_group), out_channels=work.out_channels, ideal_macs=macs,
-            predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words))
+            groups=-(-work.count // positions_per_group), out_channels=work.out_channels,
+            ideal_macs=_real_macs(work, source.shape), predicted={name: int(timing[name][index]) for name in COUNTERS},
+            weight_words=weight_words, first_channel=work.first_channel,
+            note=pass_note(config, shapes_by_name[work.layer], work)))
     return Plan(config=config, mapping=mapping, layers=tuple(planned), weight_image=np.concatenate(rows))

@@ -1,17 +1,23 @@
 """The reduced DQN accelerator on Amaranth's own simulator, without Verilog: ``hw/`` stands alone.
 
 The whole design (host control, sequencer, feeder, matrix modules, writer, argmax, RAMs) elaborates in one piece
-and runs one inference through its host port: the weight image, the descriptors and a state written, START,
+and runs inferences through its host port (the reduced network with every kind of pass; padded, rectangular,
+13-wide and channel-tiled networks): the weight image, the descriptors and a state written, START,
 ``done`` awaited, the output words, ACTION and the counters read back.  The Q-values are bit-exact with the golden
 model, TOTAL_CYCLES and every layer's cycle counter equal the compiler's prediction.
 """
+
+import dataclasses
 
 import numpy as np
 from amaranth.sim import Simulator
 
 from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import compile_network
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
 
@@ -54,11 +60,12 @@ def run_inference(plan, state):
         await write_block(ctx, DqnMemory.ACTIVATIONS0 + plan.input.ram, plan.input.base,
                           words_to_ints(plan.input_words(state), config.element_bits))
         await write_block(ctx, HostTarget.CONTROL, ControlRegister.START, [len(plan.layers)])
-        for _ in range(5000):
+        limit = 2 * plan.estimated_cycles + 1000
+        for _ in range(limit):
             if ctx.get(host.done):
                 break
             await ctx.tick()
-        assert ctx.get(host.done), "the run did not finish in 5,000 cycles"
+        assert ctx.get(host.done), f"the run did not finish in {limit} cycles"
         output = plan.output
         words = await read_block(ctx, DqnMemory.ACTIVATIONS0 + output.ram,
                                  range(output.base, output.base + output.words))
@@ -83,3 +90,74 @@ def test_reduced_inference_on_amaranths_simulator():
     assert observed["action"] == golden.action
     assert observed["layer_cycles"] == [layer.estimated_cycles for layer in plan.layers]
     assert observed["total"] == plan.estimated_cycles
+
+
+def random_pairs(layers, rng):
+    """Uniform float32 weights and biases; ``(None, None)`` for a layer without weights (an add)."""
+    return [(None, None) if layer.weight_shape is None else
+            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+             rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+
+
+def check_on_the_rtl(config, layers, *, seed, mapping=None):
+    """Compile ``layers`` for ``config``, run one random input on the RTL: the outputs bit-exact with the golden
+    model, TOTAL_CYCLES and every pass's cycle counter equal to the compiler's prediction.  Returns the plan."""
+    rng = np.random.default_rng(seed)
+    plan = compile_network(config, layers, random_pairs(layers, rng), mapping=mapping)
+    state = rng.standard_normal(plan.input.shape).astype(np.float32)
+    observed = run_inference(plan, state)
+    golden = golden_forward(plan, state)
+    np.testing.assert_array_equal(plan.output_values(observed["outputs"]), golden.q_values)
+    assert observed["layer_cycles"] == [layer.estimated_cycles for layer in plan.layers]
+    assert observed["total"] == plan.estimated_cycles
+    return plan
+
+
+def test_uneven_same_padding_at_stride_2():
+    """TFLite's SAME at stride 2 pads unevenly: 11 x 12 input, 4 x 3 kernel -> 6 x 6 (rows 1 above, 2 below;
+    columns 0 left, 1 right), then a 3 x 3 convolution padded 1 all round and a dense layer."""
+    layers = (ConvLayer("same", 2, (11, 12), 4, (4, 3), 2, padding=(1, 2, 0, 1)),
+              ConvLayer("pad1", 4, 6, 4, 3, 1, padding=1), DenseLayer("d", 4 * 6 * 6, 3, relu=False))
+    plan = check_on_the_rtl(dataclasses.replace(REDUCED_CONFIG, weight_depth=512), layers, seed=SEED + 1)
+    assert [layer.output.shape for layer in plan.layers[:2]] == [(4, 6, 6), (4, 6, 6)]
+
+
+def test_rectangular_input_kernel_and_strides():
+    """The keyword-spotting shape scaled to 12-element rows: 1 x 17 x 10, a 5 x 4 kernel at strides 2 x 1 padded
+    SAME (2 / 2 rows, 1 / 2 columns) -> 9 x 10, then a 3 x 2 kernel at strides 1 x 2 -> 7 x 5."""
+    layers = (ConvLayer("kws", 1, (17, 10), 4, (5, 4), (2, 1), padding=(2, 2, 1, 2)),
+              ConvLayer("rect", 4, (9, 10), 4, (3, 2), (1, 2)), DenseLayer("d", 4 * 7 * 5, 3, relu=False))
+    plan = check_on_the_rtl(dataclasses.replace(REDUCED_CONFIG, weight_depth=512), layers, seed=SEED + 2)
+    assert [layer.output.shape for layer in plan.layers[:2]] == [(4, 9, 10), (4, 7, 5)]
+
+
+def test_a_13_wide_map_takes_fewer_positions_per_group():
+    """16 modules: a group of 16 positions of a 7 x 13 map would span three rows (positions 64..79), so the
+    compiler runs 8 positions per group (2 column blocks) and says so; the RTL agrees."""
+    config = DqnConfig(modules=16, lanes=1, row_elements=16, activation_depth=64, weight_depth=64, max_layers=4)
+    layers = (ConvLayer("wide", 1, (9, 15), 1, 3, 1), DenseLayer("d", 91, 1, relu=False))
+    plan = check_on_the_rtl(config, layers, seed=SEED + 3)
+    assert plan.layers[0].positions_per_group == 8
+    assert plan.notes == ["wide: 8 positions per group, 8 of 16 modules idle: a group must lie in two output rows "
+                          "of 13"]
+
+
+def test_output_channels_in_tiles():
+    """More output channels than modules x lanes (8): a convolution of 12 channels and a dense layer of 10 run as
+    two passes each over channel slices (8 + 4, 8 + 2), each writing its slice of the layer's output."""
+    layers = (ConvLayer("conv", 2, 6, 12, 3, 2, padding=(0, 1, 0, 1)), DenseLayer("dense", 12 * 3 * 3, 10, relu=False))
+    plan = check_on_the_rtl(dataclasses.replace(REDUCED_CONFIG, weight_depth=512), layers, seed=SEED + 4)
+    assert [(layer.name, layer.first_channel, layer.out_channels) for layer in plan.layers] == [
+        ("conv [0:8]", 0, 8), ("conv [8:12]", 8, 4), ("dense [0:8]", 0, 8), ("dense [8:10]", 8, 2)]
+
+
+def test_a_residual_block_adds_on_the_rtl():
+    """conv -> conv -> add(the block's input) -> dense: the add runs one row word per group, reading the two
+    addends (the second convolution's output and the network input, both in RAM 0) step_distance words apart."""
+    layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
+              AddLayer("add", skip=""), DenseLayer("d", 4 * 6 * 6, 3, relu=False))
+    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 5)
+    add = plan.layers[2]
+    assert (add.input.ram, add.input.base, add.descriptor["step_distance"]) == (0, 24, 128 - 24)
+    assert (add.groups, add.positions_per_group, add.descriptor["reduce"]) == (24, 1, 1)
+    assert add.predicted["stall_cycles"] > 0

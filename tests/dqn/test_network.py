@@ -97,3 +97,40 @@ def test_the_trained_weights_ship_and_tell_the_recorded_states_apart():
     assert len(actions) > 1 and actions <= {0, 1, 3, 4}         # Breakout's minimal set: NOOP FIRE RIGHT LEFT
     provenance = json.loads(TRAINED_WEIGHTS.with_suffix(".json").read_text())
     assert provenance["game"] == "breakout" and provenance["selected"]["phase"] in ("pretrain", "dagger", "finetune")
+
+
+def test_rectangular_padded_layer_shapes_and_macs():
+    """TFLite's SAME on the keyword-spotting input: 49x10, a 10x4 kernel at stride 2 -> 25x5 (rows padded 4 top,
+    5 bottom; columns 1 and 1); MACs count real input elements only."""
+    layer = ConvLayer("kws", 1, (49, 10), 8, (10, 4), 2, padding=(4, 5, 1, 1))
+    assert (layer.in_height, layer.in_width, layer.kernel_height, layer.kernel_width) == (49, 10, 10, 4)
+    assert (layer.stride_y, layer.stride_x, layer.out_height, layer.out_width) == (2, 2, 25, 5)
+    assert (layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right) == (4, 5, 1, 1)
+    assert layer.weight_shape == (1, 10, 4, 8)
+    real = np.pad(np.ones((49, 10)), ((4, 5), (1, 1)))
+    expected = sum(real[2 * y:2 * y + 10, 2 * x:2 * x + 4].sum() for y in range(25) for x in range(5)) * 8
+    assert layer.macs == expected
+    assert ConvLayer("same", 3, 32, 4, 3, (2, 2), padding=(0, 1, 0, 1)).out_size == 16
+    assert ConvLayer("square", 3, [7, 7], 4, [3, 3], 1).kernel == (3, 3)
+    with pytest.raises(ValueError, match="not square"):
+        _ = layer.out_size
+    with pytest.raises(ValueError, match="padding must be"):
+        ConvLayer("bad", 1, 8, 1, 3, 1, padding=(1, 2, 3)).check_geometry()
+    with pytest.raises(ValueError, match="big: a 7x7 kernel does not fit the padded input 6x6"):
+        ConvLayer("big", 1, 4, 1, 7, 1, padding=1).check_geometry()
+
+
+def test_padded_convolution_matches_a_direct_loop():
+    rng = np.random.default_rng(2)
+    layer = ConvLayer("test", 2, (7, 5), 3, (3, 2), (2, 1), padding=(1, 2, 0, 1))
+    image = rng.standard_normal((2, 7, 5))
+    weight = rng.standard_normal(layer.weight_shape).astype(np.float32)
+    bias = rng.standard_normal(3).astype(np.float32)
+    padded = np.pad(image, ((0, 0), (1, 2), (0, 1)))
+    expected = np.zeros((3, layer.out_height, layer.out_width))
+    for o in range(3):
+        for y in range(layer.out_height):
+            for x in range(layer.out_width):
+                window = padded[:, 2 * y:2 * y + 3, x:x + 2]
+                expected[o, y, x] = max(0.0, np.sum(window * weight[..., o]) + bias[o])
+    assert np.allclose(_conv_float64(image, weight, bias, layer), expected, rtol=1e-12, atol=1e-12)

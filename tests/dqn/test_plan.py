@@ -42,7 +42,7 @@ def split_plan():
 
 def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
     rows = [(layer.name, layer.input.describe(), layer.descriptor["kernel_height"], layer.descriptor["kernel_width"],
-             layer.descriptor["stride"], layer.column_blocks, layer.positions_per_group, layer.groups,
+             layer.descriptor["stride_y"], layer.column_blocks, layer.positions_per_group, layer.groups,
              layer.cycles_per_group, layer.output.describe()) for layer in thesis_plan.layers]
     assert rows == [
         ("CONV_1", "RAM0 @0 image [4,84,84]", 8, 8, 4, 1, 16, 25, 257, "RAM1 @0 image [16,20,20]"),
@@ -60,22 +60,29 @@ def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
     assert thesis_plan.actions == 18
 
 
-def descriptor_widths(*, activation_address, row_element, column_blocks_log2, weight_address):
+def descriptor_widths(*, activation_address, row_element, tap_column, pad_left, column_blocks_log2,
+                      weight_address):
     """The descriptor word's fields, LSB first (docs/dqn_accelerator.md), written out by hand; the widths that depend
     on the configuration are given."""
     return [("in_ram", 1), ("in_base", activation_address), ("in_channels", 12), ("in_height", 10),
-            ("kernel_height", 8), ("kernel_width", row_element), ("stride", 4), ("out_height", 12), ("out_width", 12),
+            ("in_width", row_element), ("kernel_height", 8), ("kernel_width", tap_column), ("stride_y", 4),
+            ("stride_x", 4), ("pad_top", 8), ("pad_left", pad_left), ("out_height", 12), ("out_width", 12),
             ("positions", 20), ("first_position", 20), ("first_oy", 12), ("first_ox", 12), ("first_row", 16),
-            ("first_column", row_element), ("column_blocks_log2", column_blocks_log2), ("out_channels", 12),
+            ("first_column", tap_column), ("column_blocks_log2", column_blocks_log2), ("out_channels", 12),
             ("products", 24), ("weight_base", weight_address), ("out_ram", 1), ("out_base", activation_address),
-            ("packed_output", 1), ("position_major", 1), ("reduce", 1), ("relu", 1), ("last", 1)]
+            ("packed_output", 1), ("position_major", 1), ("reduce", 1), ("step_distance", activation_address),
+            ("relu", 1), ("last", 1)]
 
 
-# The default configuration: activation addresses 10 bits for 1,024 words, 7 bits for 84 elements per row,
-# column_blocks_log2 3 bits for up to 16 blocks, weight addresses 12 bits for 4,096 words.
-DESCRIPTOR_WIDTHS = descriptor_widths(activation_address=10, row_element=7, column_blocks_log2=3, weight_address=12)
-# SMALL: 128 activation words, 12 elements per row, 2 modules (column_blocks_log2 0 or 1), 256 weight words.
-SMALL_WIDTHS = descriptor_widths(activation_address=7, row_element=4, column_blocks_log2=1, weight_address=8)
+# The default configuration: activation addresses 10 bits for 1,024 words, 7 bits for 84 elements per row and for
+# 4 + 84 tap columns, 3 for a left padding up to 4, column_blocks_log2 3 bits for up to 16 blocks, weight addresses
+# 12 bits for 4,096 words.
+DESCRIPTOR_WIDTHS = descriptor_widths(activation_address=10, row_element=7, tap_column=7, pad_left=3,
+                                      column_blocks_log2=3, weight_address=12)
+# SMALL: 128 activation words, 12 elements per row (4 bits), 4 + 12 tap columns (5 bits), 2 modules
+# (column_blocks_log2 0 or 1), 256 weight words.
+SMALL_WIDTHS = descriptor_widths(activation_address=7, row_element=4, tap_column=5, pad_left=3, column_blocks_log2=1,
+                                 weight_address=8)
 
 
 def decode(word, widths=DESCRIPTOR_WIDTHS):
@@ -101,13 +108,13 @@ def test_descriptor_words_decode_to_the_thesis_layers(thesis_plan):
     conv1, fc2 = decode(thesis_plan.layers[0].encoded), decode(thesis_plan.layers[-1].encoded)
     # CONV_1: 4 x 84 x 84 from RAM 0, 8 x 8 kernel, stride 4 -> 16 x 20 x 20 in RAM 1; 16 positions per group.
     assert conv1 == dict.fromkeys(conv1, 0) | {
-        "in_channels": 4, "in_height": 84, "kernel_height": 8, "kernel_width": 8, "stride": 4, "out_height": 20,
+        "in_channels": 4, "in_height": 84, "in_width": 84, "kernel_height": 8, "kernel_width": 8, "stride_y": 4, "stride_x": 4, "out_height": 20,
         "out_width": 20, "positions": 400, "out_channels": 16, "products": 4 * 8 * 8, "out_ram": 1, "relu": 1}
     # FC_2: FC_1's 256 outputs as 16 packed words of 16 (RAM 1 from word 320) -> 18 Q-values, 2 column blocks,
     # weights after CONV_1, CONV_2 (257 words each) and FC_1 (2,593), no ReLU, the last layer.
     assert fc2 == dict.fromkeys(fc2, 0) | {
-        "in_ram": 1, "in_base": 320, "in_channels": 16, "in_height": 1, "kernel_height": 1, "kernel_width": 16,
-        "stride": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 18,
+        "in_ram": 1, "in_base": 320, "in_channels": 16, "in_height": 1, "in_width": 16, "kernel_height": 1, "kernel_width": 16,
+        "stride_y": 1, "stride_x": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 18,
         "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 624, "packed_output": 1, "last": 1}
 
 
@@ -121,23 +128,23 @@ def test_the_tiny_networks_descriptors_worked_by_hand():
     expected = [
         # c1: 2 x 10 x 10 in RAM 0 words 0..19, 3 x 3 kernel at stride 2 -> 4 x 4 x 4 in RAM 1 words 0..15; 2 x 9
         # products; weight rows 0..18.
-        zero | {"in_channels": 2, "in_height": 10, "kernel_height": 3, "kernel_width": 3, "stride": 2,
+        zero | {"in_channels": 2, "in_height": 10, "in_width": 10, "kernel_height": 3, "kernel_width": 3, "stride_y": 2, "stride_x": 2,
                 "out_height": 4, "out_width": 4, "positions": 16, "out_channels": 4, "products": 18, "out_ram": 1,
                 "relu": 1},
         # c2: 4 x 4 x 4 -> 6 x 3 x 3 in RAM 0 after the input (words 20..37); 6 outputs on 4 lanes: 2 column blocks;
         # weight rows 19..35 (16 products and the bias).
-        zero | {"in_ram": 1, "in_channels": 4, "in_height": 4, "kernel_height": 2, "kernel_width": 2, "stride": 1,
+        zero | {"in_ram": 1, "in_channels": 4, "in_height": 4, "in_width": 4, "kernel_height": 2, "kernel_width": 2, "stride_y": 1, "stride_x": 1,
                 "out_height": 3, "out_width": 3, "positions": 9, "column_blocks_log2": 1, "out_channels": 6,
                 "products": 16, "weight_base": 19, "out_base": 20, "relu": 1},
         # d1: a 3 x 3 kernel over the whole 6 x 3 x 3 input -> 7 outputs packed 4 per word in RAM 1 after c1's output
         # (words 16, 17); weight rows 36..90 (54 products and the bias).
-        zero | {"in_base": 20, "in_channels": 6, "in_height": 3, "kernel_height": 3, "kernel_width": 3, "stride": 1,
+        zero | {"in_base": 20, "in_channels": 6, "in_height": 3, "in_width": 3, "kernel_height": 3, "kernel_width": 3, "stride_y": 1, "stride_x": 1,
                 "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 7,
                 "products": 54, "weight_base": 36, "out_ram": 1, "out_base": 16, "packed_output": 1, "relu": 1},
         # d2: the 2 packed words of 4 (7 inputs and a padding element) -> 5 outputs packed in RAM 0 after c2's output
         # (word 38); 8 products; weight rows 91..99; no ReLU; the last layer.
-        zero | {"in_ram": 1, "in_base": 16, "in_channels": 2, "in_height": 1, "kernel_height": 1, "kernel_width": 4,
-                "stride": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1,
+        zero | {"in_ram": 1, "in_base": 16, "in_channels": 2, "in_height": 1, "in_width": 4, "kernel_height": 1, "kernel_width": 4,
+                "stride_y": 1, "stride_x": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1,
                 "out_channels": 5, "products": 8, "weight_base": 91, "out_base": 38, "packed_output": 1, "last": 1},
     ]
     assert [decode(word, SMALL_WIDTHS) for word in plan.descriptors] == expected
@@ -154,7 +161,7 @@ def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
     assert rows == [
         ("CONV_1", "CONV_1", 0, 400, 25, 6425, False, 0, "RAM1 @0 image [16,20,20]"),
         ("CONV_2", "CONV_2", 0, 80, 10, 2570, False, 0, "RAM0 @336 image [32,9,9]"),
-        ("CONV_2 tail", "CONV_2", 16 * 20 + 16, 16 * 20 + 20, 1, 65, False, 1, "RAM0 @624 packed [4,1,32]"),
+        ("CONV_2 tail", "CONV_2", 8 * 20 + 16, 8 * 20 + 20, 1, 65, False, 1, "RAM0 @624 packed [4,1,32]"),
         ("CONV_2 sum", "CONV_2", 80, 81, 1, 5, True, 0, "RAM0 @336 image [32,9,9]"),
         ("FC_1", "FC_1", 0, 1, 1, 2593, False, 0, "RAM1 @320 packed [16,1,16]"),
         ("FC_2 partials", "FC_2", 0, 8, 1, 33, False, 1, "RAM0 @630 packed [8,1,32]"),
@@ -169,14 +176,14 @@ def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
     tail, tail_sum, fc2_partials, fc2_sum = (split_plan.layers[i] for i in (2, 3, 5, 6))
     # The tail: kernel column q of every (c, kh) step on group position q (modules 2q, 2q + 1); no bias.
     slots = tail.weight_words.reshape(-1, 16, lanes)
-    assert (tail.descriptor["kernel_height"], tail.descriptor["kernel_width"], tail.descriptor["stride"]) == (4, 1, 1)
+    assert [tail.descriptor[field] for field in ("kernel_height", "kernel_width", "stride_y", "stride_x")] == [4, 1, 2, 1]
     assert np.array_equal(slots[5, 2 * 3 + 1], weights["conv2_w"][1, 1, 3, 16:].view(np.uint32))
     assert not slots[-1].any() and not slots[:, 8:].any()
     # The reductions: the bias row last, in_channels = number of partial sums, reading the partials' RAM.
     assert (tail_sum.descriptor["in_channels"], tail_sum.descriptor["in_base"], tail_sum.descriptor["in_ram"]) == \
         (4, 624, 0)
     assert np.array_equal(tail_sum.weight_words[-1, :32], weights["conv2_b"].view(np.uint32))
-    assert (fc2_sum.descriptor["in_channels"], fc2_sum.descriptor["last"], fc2_partials.descriptor["stride"]) == (8, 1, 2)
+    assert (fc2_sum.descriptor["in_channels"], fc2_sum.descriptor["last"], fc2_partials.descriptor["stride_x"]) == (8, 1, 2)
     fc2_slots = fc2_partials.weight_words.reshape(-1, 16, lanes)     # step (c, kw): input c*16 + q*2 + kw
     assert np.array_equal(fc2_slots[5 * 2 + 1, 2 * 6, :], weights["fc2_w"][5 * 16 + 6 * 2 + 1, :16].view(np.uint32))
 
@@ -278,9 +285,8 @@ def test_weights_dict_and_pairs_agree():
     (SMALL, (), "the network has no layers"),
     (SMALL, (ConvLayer("wide", 1, 13, 4, 3, 1),),
      r"wide: input rows of 13 elements are wider than a word \(row_elements = 12\)"),
-    (SMALL, (DenseLayer("big", 4, 9),), r"big: 9 output channels do not fit 2 modules x 4 lanes \(at most 8\)"),
-    (DqnConfig(modules=8, lanes=4), (ConvLayer("rows", 1, 5, 4, 3, 1),),
-     r"rows: a group of 8 output positions spans 3 rows of 3 \(positions 0..7\); the feeder holds two rows"),
+    (SMALL, (ConvLayer("left", 1, 8, 4, 3, 1, padding=(0, 0, 5, 0)),),
+     r"left: a left padding of 5 columns exceeds the feeder's 4 \(pad_columns\)"),
     (SMALL, (ConvLayer("c", 4, 12, 8, 1, 1), ConvLayer("deep", 8, 12, 8, 1, 1)),
      r"deep output: activation RAM 0 is too small: the tensor needs words 48..143, the RAM has 128 words"),
     (SMALL, (ConvLayer("c", 1, 12, 8, 3, 1), DenseLayer("d", 800, 8)),
@@ -291,7 +297,7 @@ def test_weights_dict_and_pairs_agree():
      "d: expects 63 inputs, the previous layer makes 64"),
     (SMALL, (DenseLayer("d", 4, 4), ConvLayer("c", 1, 2, 1, 1, 1)),
      "c: a convolution cannot read the packed output of a dense layer"),
-    (SMALL, (ConvLayer("k", 1, 3, 4, 4, 1),), "k: kernel 4 stride 1 do not fit an input of 3"),
+    (SMALL, (ConvLayer("k", 1, 3, 4, 4, 1),), "k: a 4x4 kernel does not fit the padded input 3x3"),
 ])
 def test_constraints_are_checked(config, layers, message):
     with pytest.raises(ValueError, match=message):
@@ -324,7 +330,7 @@ def test_bad_arguments():
         compile_network(3, layers, random_pairs(layers))
     with pytest.raises(ValueError, match="input_ram must be 0 or 1, not 2"):
         compile_network(SMALL, layers, random_pairs(layers), input_ram=2)
-    with pytest.raises(TypeError, match="layers must be ConvLayer or DenseLayer, not 'x'"):
+    with pytest.raises(TypeError, match="layers must be ConvLayer, DenseLayer or AddLayer, not 'x'"):
         compile_network(SMALL, ["x"], [(None, None)])
 
 
@@ -357,13 +363,13 @@ def test_a_mapping_runs_segments_in_its_order_with_their_own_column_blocks():
     plan = compile_network(REDUCED_CONFIG, layers, random_pairs(layers), mapping=MIXED_MAPPING)
     rows = [(layer.name, layer.column_blocks, layer.positions_per_group, layer.descriptor["first_position"],
              layer.descriptor["positions"], layer.descriptor["weight_base"]) for layer in plan.layers]
-    assert rows == [("c1", 2, 1, 11, 25, 0), ("c1 0..9", 1, 2, 0, 10, 9), ("c1 @10 partials", 1, 2, 40, 42, 18),
+    assert rows == [("c1", 2, 1, 11, 25, 0), ("c1 0..9", 1, 2, 0, 10, 9), ("c1 @10 partials", 1, 2, 20, 22, 18),
                     ("c1 @10 sum", 1, 2, 10, 11, 23), ("c2", 1, 2, 0, 24, 26), ("c2 24..24", 2, 1, 24, 25, 31),
                     ("d1", 1, 2, 0, 1, 36)]
     partials = plan.layers[2].descriptor
-    # Position 10 = (2, 0) at stride 2: input rows 4.., column 0; chunk q = kernel column q at stride 1.
-    assert (partials["kernel_height"], partials["kernel_width"], partials["stride"], partials["first_row"],
-            partials["first_column"], partials["out_width"]) == (2, 1, 1, 4, 0, 10)
+    # Position 10 = (2, 0) at stride 2: input rows 4.., column 0; chunk q = kernel column q at column stride 1.
+    assert (partials["kernel_height"], partials["kernel_width"], partials["stride_y"], partials["stride_x"],
+            partials["first_row"], partials["first_column"], partials["out_width"]) == (2, 1, 2, 1, 4, 0, 10)
     # The 1x1 convolution's groups (5 cycles) wait for the writer (4 or 8 writes after a latency of 6).
     assert plan.layers[4].predicted["stall_cycles"] > 0
     assert sum(layer.ideal_macs for layer in plan.layers) == sum(layer.macs for layer in layers)
@@ -408,7 +414,7 @@ def test_mapping_errors_of_the_hardware_limits():
         check_mapping(narrow, shapes, DqnMapping((LayerMapping((Segment(0, 24, 2), Segment(24, 1, 2, 2))),)))
     strided = layer_shapes(DqnConfig(modules=4, lanes=4), (ConvLayer("s", 1, 9, 4, 4, 3),))
     with pytest.raises(ValueError, match=r"s: segment 1 C1 S2: chunks of 2 kernel columns run at stride 2, so the "
-                                         r"window must start on a multiple of 2; it starts at input row 0, column 3"):
+                                         r"window must start on a multiple of 2; it starts at \(padded\) input column 3"):
         check_mapping(DqnConfig(modules=4, lanes=4), strided,
                       DqnMapping((LayerMapping((Segment(0, 1, 1), Segment(1, 1, 1, 2), Segment(2, 2, 1))),)))
     with pytest.raises(ValueError, match="the mapping has 2 layer mappings, the network 1 layers"):
@@ -450,8 +456,39 @@ def test_mapping_objects_check_their_fields_and_round_trip_through_json():
 
 
 def test_a_configuration_whose_host_port_cannot_carry_a_descriptor_is_refused():
-    narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 212-bit descriptor
-    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_a128_w256_d8_ml2_al2: a descriptor of 212 bits does "
+    narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 237-bit descriptor
+    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_p2_a128_w256_d8_ml2_al2: a descriptor of 237 bits does "
                                          r"not fit the host data port of 192 bits"):
         layer_shapes(narrow, tiny_layers())
     layer_shapes(dataclasses.replace(narrow, row_elements=16), tiny_layers())
+
+
+@pytest.mark.parametrize("layer, per_group, note", [
+    (ConvLayer("issue", 2, 12, 8, 3, 2), 4,
+     "issue: 4 positions per group, 12 of 16 modules idle: a group must lie in two output rows of 5"),
+    (ConvLayer("tall", 1, (9, 3), 2, 3, 1), 2,
+     "tall: 2 positions per group, 14 of 16 modules idle: a group must lie in two output rows of 1"),
+    (ConvLayer("fits", 1, 8, 4, 3, 1, padding=1), 16, None),
+])
+def test_groups_that_would_span_three_rows_take_fewer_positions(layer, per_group, note):
+    """Never refused: where the fewest column blocks would make a group span three output rows, the default mapping
+    takes more (fewer positions per group) and the plan says why."""
+    plan = compile_network(DqnConfig(), (layer,), random_pairs((layer,)))
+    assert plan.layers[0].positions_per_group == per_group
+    assert plan.notes == ([note] if note else [])
+
+
+def test_channel_tiles_slice_weights_and_outputs():
+    """12 and 10 output channels on 2 modules x 4 lanes: tiles of 8 and the rest, each pass writing its channels'
+    rows (image) or words (packed) of the layer's one output tensor, with its slice of the weights."""
+    layers = (ConvLayer("conv", 1, 4, 12, 3, 1), DenseLayer("dense", 12 * 2 * 2, 10, relu=False))
+    pairs = random_pairs(layers)
+    plan = compile_network(dataclasses.replace(SMALL, max_layers=8), layers, pairs)
+    rows = [(layer.name, layer.first_channel, layer.out_channels, layer.output.base, layer.descriptor["out_base"],
+             layer.column_blocks) for layer in plan.layers]
+    assert rows == [("conv [0:8]", 0, 8, 0, 0, 2), ("conv [8:12]", 8, 4, 0, 8 * 2, 1),
+                    ("dense [0:8]", 0, 8, 4, 4, 2), ("dense [8:10]", 8, 2, 4, 4 + 2, 1)]
+    second = plan.layers[1].weight_words.reshape(-1, 2, 4)
+    np.testing.assert_array_equal(second[:9, 0], pairs[0][0].reshape(9, 12)[:, 8:].view(np.uint32))
+    np.testing.assert_array_equal(second[9, 0], pairs[0][1][8:].view(np.uint32))
+    assert plan.output.elements == 10 and plan.notes == []

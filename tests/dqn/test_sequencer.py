@@ -18,28 +18,31 @@ CONFIG = DqnConfig(modules=4, lanes=2, row_elements=12, activation_depth=128, we
 
 
 def conv_descriptor(*, in_base, in_channels, in_height, kernel, stride, out_shape, column_blocks_log2, weight_base,
-                    first_position=0):
-    (kernel_height, kernel_width), (out_height, out_width) = kernel, out_shape
+                    first_position=0, padding=(0, 0), in_width=8):
+    (kernel_height, kernel_width), (out_height, out_width), (stride_y, stride_x) = kernel, out_shape, stride
     first_oy, first_ox = divmod(first_position, out_width)
     return {"in_ram": 0, "in_base": in_base, "in_channels": in_channels, "in_height": in_height,
-            "kernel_height": kernel_height, "kernel_width": kernel_width, "stride": stride,
+            "in_width": in_width, "kernel_height": kernel_height, "kernel_width": kernel_width,
+            "stride_y": stride_y, "stride_x": stride_x, "pad_top": padding[0], "pad_left": padding[1],
             "out_height": out_height, "out_width": out_width, "positions": out_height * out_width,
             "first_position": first_position, "first_oy": first_oy, "first_ox": first_ox,
-            "first_row": first_oy * stride, "first_column": first_ox * stride,
+            "first_row": first_oy * stride_y, "first_column": first_ox * stride_x,
             "column_blocks_log2": column_blocks_log2, "out_channels": 4,
             "products": in_channels * kernel_height * kernel_width, "weight_base": weight_base,
-            "out_ram": 1, "out_base": 0, "packed_output": 0, "position_major": 0, "reduce": 0, "relu": 1, "last": 0}
+            "out_ram": 1, "out_base": 0, "packed_output": 0, "position_major": 0, "reduce": 0, "step_distance": 1,
+            "relu": 1, "last": 0}
 
 
 LAYERS = [
-    # 2 positions per group (C = 2), 12 positions: 6 groups of 12 products; groups span two output rows
-    conv_descriptor(in_base=5, in_channels=2, in_height=7, kernel=(3, 2), stride=2, out_shape=(3, 4),
-                    column_blocks_log2=1, weight_base=20),
+    # 2 positions per group (C = 2), 12 positions: 6 groups of 12 products; groups span two output rows; padded
+    # (one row above the image, rows past its 5 below; two columns left), strides 2 x 1
+    conv_descriptor(in_base=5, in_channels=2, in_height=5, kernel=(3, 2), stride=(2, 1), out_shape=(3, 4),
+                    column_blocks_log2=1, weight_base=20, padding=(1, 2)),
     # 4 positions per group (C = 1), a pass from position 2: groups of 4, 4 and 2 positions
-    conv_descriptor(in_base=40, in_channels=1, in_height=5, kernel=(2, 3), stride=1, out_shape=(4, 3),
+    conv_descriptor(in_base=40, in_channels=1, in_height=5, kernel=(2, 3), stride=(1, 1), out_shape=(4, 3),
                     column_blocks_log2=0, weight_base=60, first_position=2),
     # a reduction: the sum of 3 partial sums read from words 70, 71, 72, then the bias
-    conv_descriptor(in_base=70, in_channels=3, in_height=1, kernel=(1, 1), stride=1, out_shape=(1, 1),
+    conv_descriptor(in_base=70, in_channels=3, in_height=1, kernel=(1, 1), stride=(1, 1), out_shape=(1, 1),
                     column_blocks_log2=1, weight_base=100) | {"reduce": 1, "packed_output": 1},
 ]
 
@@ -67,7 +70,7 @@ def simulate(layers, written_after):
             events = {name: ctx.get(getattr(run.events, name)) for name in ("issue", "stall", "draining")}
             observed = {"layer": layer, "busy": ctx.get(run.busy), "done": ctx.get(run.done), **events}
             for name in ("load", "shift", "bias", "weight_read", "weight_address", "row_read", "row_address0",
-                         "row_address1", "tap_slot"):
+                         "row_address1", "row_zero0", "row_zero1", "row_width", "tap_slot"):
                 observed[name] = ctx.get(getattr(feeder, name))
             observed["tap_column"] = [ctx.get(feeder.tap_column[m]) for m in range(CONFIG.modules)]
             observed["product"] = ctx.get(feeder.issue)
@@ -147,19 +150,27 @@ def test_layer_to_the_rams_and_the_writer(trace):
 
 @pytest.mark.parametrize("layer", [0, 1])
 def test_rows_read_per_step(trace, layer):
-    """Every step (c, kh) of every group reads rows in_base + c*in_height + oy0*stride + kh (slot 0) and the row a
-    stride below (slot 1), before the step; the last step reads ahead for a group that does not exist."""
+    """Every step (c, kh) of every group reads input row y = oy0*stride_y + kh - pad_top of channel c (word
+    in_base + c*in_height + y, slot 0) and the row stride_y below (slot 1), before the step, each flagged as
+    padding where it lies outside 0 .. in_height - 1 (its address then wraps and does not matter); the last step
+    reads ahead for a group that does not exist.  The feeder's row width is the layer's in_width throughout."""
     d = LAYERS[layer]
-    reads = [(entry["row_address0"], entry["row_address1"])
+    depth = CONFIG.activation_depth
+    reads = [(entry["row_zero0"], entry["row_zero1"], entry["row_address0"], entry["row_address1"])
              for entry in layer_cycles(trace, layer) if entry["row_read"]]
     expected = []
     for positions in groups_of(d):
         oy0 = positions[0] // d["out_width"]
         for channel in range(d["in_channels"]):
             for kernel_row in range(d["kernel_height"]):
-                row = d["in_base"] + channel * d["in_height"] + oy0 * d["stride"] + kernel_row
-                expected.append((row, row + d["stride"]))
+                row = oy0 * d["stride_y"] + kernel_row - d["pad_top"]
+                rows = (row, row + d["stride_y"])
+                outside = [int(not 0 <= y < d["in_height"]) for y in rows]
+                addresses = [(d["in_base"] + channel * d["in_height"] + y) % depth for y in rows]
+                expected.append((*outside, *addresses))
     assert reads[:len(expected)] == expected and len(reads) == len(expected) + 1
+    assert any(read[0] for read in expected) == (d["pad_top"] > 0)
+    assert all(entry["row_width"] == d["in_width"] for entry in layer_cycles(trace, layer))
 
 
 def test_reduction_reads_one_word_per_product(trace):
@@ -170,8 +181,8 @@ def test_reduction_reads_one_word_per_product(trace):
 
 @pytest.mark.parametrize("layer", [0, 1])
 def test_taps_and_groups(trace, layer):
-    """From a group's first product on, module m taps slot (oy != oy0) and column ox * stride of its position
-    p0 + (m >> log2 C); the group's position reaches the writer after its bias product."""
+    """From a group's first product on, module m taps slot (oy != oy0) and column ox * stride_x + pad_columns -
+    pad_left of its position p0 + (m >> log2 C); the group's position reaches the writer after its bias product."""
     d = LAYERS[layer]
     cycles = layer_cycles(trace, layer)
     index = trace.index(cycles[0])
@@ -184,7 +195,8 @@ def test_taps_and_groups(trace, layer):
             q = module >> d["column_blocks_log2"]
             if q < len(positions):
                 oy, ox = divmod(positions[q], d["out_width"])
-                assert (taps["tap_slot"] >> module & 1, taps["tap_column"][module]) == (oy - oy0, ox * d["stride"])
+                column = ox * d["stride_x"] + CONFIG.pad_columns - d["pad_left"]
+                assert (taps["tap_slot"] >> module & 1, taps["tap_column"][module]) == (oy - oy0, column)
         assert trace[index + bias + 1]["group"] == {"p0": positions[0], "oy0": oy0, "ox0": ox0}
 
 

@@ -1,6 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """hw.dqn.window_feeder.WindowFeeder on Amaranth's simulator: after a load and k shifts, module m sees element
-``tap_column[m] + k`` of the row of its slot (zero past the row's end), 1.0 on the cycle after ``bias``; its vector is
+``tap_column[m] + k`` of its slot's register (``pad_columns`` zeros, then the row; zero past the row's width, a
+padding row all zeros), 1.0 on the cycle after ``bias``; its vector is
 slot m of the weight word or, in a reduction step, its lanes of the input word; the product's valid, count and ReLU
 flag one cycle after its issue; the reads it asks the RAMs for are the sequencer's."""
 
@@ -26,14 +27,15 @@ def pack(elements, bits=32):
 
 
 def run_steps(feeder, steps):
-    """``steps``: per cycle ``(row0, row1, load, shift, bias, slots, columns)``; the scalars seen on the next cycle."""
+    """``steps``: per cycle ``(row0, row1, load, shift, bias, slots, columns, width, zeros)``, ``zeros`` the
+    padding flags of a row read on that cycle (for the next load); the scalars seen on the next cycle."""
     seen = []
     simulator = Simulator(feeder)
     simulator.add_clock(1e-6)
 
     async def testbench(ctx):
         control = feeder.control
-        for row0, row1, load, shift, bias, slots, columns in steps:
+        for row0, row1, load, shift, bias, slots, columns, width, zeros in steps:
             ctx.set(feeder.rows0.read_data, pack(row0))
             ctx.set(feeder.rows1.read_data, pack(row1))
             ctx.set(control.load, load)
@@ -41,6 +43,10 @@ def run_steps(feeder, steps):
             ctx.set(control.bias, bias)
             ctx.set(control.tap_slot, sum(slot << module for module, slot in enumerate(slots)))
             ctx.set(control.tap_column, columns)
+            ctx.set(control.row_width, width)
+            ctx.set(control.row_read, 1)
+            ctx.set(control.row_zero0, zeros[0])
+            ctx.set(control.row_zero1, zeros[1])
             await ctx.tick()
             seen.append([ctx.get(feeder.operands[module].payload.scalar) for module in range(CONFIG.modules)])
 
@@ -49,33 +55,48 @@ def run_steps(feeder, steps):
     return seen
 
 
+def register(row, width, zero):
+    """A row register after a load: ``pad_columns`` zeros, the row's first ``width`` elements, zeros after; all
+    zeros for a row read as padding."""
+    return [0] * CONFIG.pad_columns + [0 if zero or index >= width else value for index, value in enumerate(row)]
+
+
 def test_windows_after_load_and_shifts():
+    """Module m sees element ``tap_column[m] + k`` of its slot's register k shifts after a load (zero past the
+    register's end); the zeros in front of the row, past ``row_width`` and of a row flagged as padding (the flag
+    given with the read, on the cycle before the load) read as +0."""
     rng = np.random.default_rng(SEED)
-    elements = CONFIG.row_elements
-    steps, expected = [], []
-    for _ in range(3):                                     # three steps, each: load, then 4 shifts with a bias
-        rows = [[int(v) for v in rng.integers(1, 1 << 32, elements)] for _ in range(2)]
+    elements, taps = CONFIG.row_elements, CONFIG.pad_columns + CONFIG.row_elements
+    loads = [([[int(v) for v in rng.integers(1, 1 << 32, elements)] for _ in range(2)], int(rng.integers(1, elements + 1)),
+              [int(z) for z in rng.integers(0, 2, 2)]) for _ in range(4)]
+    loads[0][2][:] = [0, 0]
+    loads[1][2][:] = [1, 0]
+    idle = ([0] * CONFIG.modules, [0] * CONFIG.modules)
+    steps = [([0] * elements, [0] * elements, 0, 0, 0, *idle, elements, loads[0][2])]
+    expected = []
+    for step, (rows, width, zeros) in enumerate(loads[:3]):
+        registers = [register(rows[slot], width, zeros[slot]) for slot in range(2)]
         slots = [int(s) for s in rng.integers(0, 2, CONFIG.modules)]
-        columns = [int(c) for c in rng.integers(0, elements, CONFIG.modules)]
-        for cycle in range(6):
+        columns = [int(c) for c in rng.integers(0, taps, CONFIG.modules)]
+        for cycle in range(6):                             # a load, then 5 shifts with a bias among them
             bias = cycle == 3
-            steps.append((rows[0], rows[1], cycle == 0, cycle > 0, bias, slots, columns))
-            shifts = cycle                                 # shifts since the load, including this cycle's
+            steps.append((rows[0], rows[1], cycle == 0, cycle > 0, bias, slots, columns, width, loads[step + 1][2]))
             if bias:
                 expected.append([ONE] * CONFIG.modules)
             else:
-                expected.append([rows[slot][column + shifts] if column + shifts < elements else 0
+                expected.append([registers[slot][column + cycle] if column + cycle < taps else 0
                                  for slot, column in zip(slots, columns)])
-    assert run_steps(WindowFeeder(config=CONFIG), steps) == expected
+    assert run_steps(WindowFeeder(config=CONFIG), steps)[1:] == expected
 
 
 def test_row_inputs_are_ignored_without_load():
     rng = np.random.default_rng(SEED + 1)
     rows = [[int(v) for v in rng.integers(1, 1 << 32, CONFIG.row_elements)] for _ in range(2)]
     other = [[0] * CONFIG.row_elements] * 2
-    taps = ([1, 0, 1, 0], [0, 3, 8, 5])
-    steps = [(rows[0], rows[1], 1, 0, 0, *taps), (other[0], other[1], 0, 0, 0, *taps)]
-    window = [rows[slot][column] for slot, column in zip(*taps)]
+    taps = ([1, 0, 1, 0], [0, 3, 8, 12])
+    steps = [(rows[0], rows[1], 1, 0, 0, *taps, CONFIG.row_elements, (0, 0)),
+             (other[0], other[1], 0, 0, 0, *taps, CONFIG.row_elements, (1, 1))]
+    window = [register(rows[slot], CONFIG.row_elements, 0)[column] for slot, column in zip(*taps)]
     assert run_steps(WindowFeeder(config=CONFIG), steps) == [window, window]
 
 

@@ -9,7 +9,7 @@ from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json, config_to_json
 from nnaccel.dse.rtl.sampler import (random_weights, sample_config, sample_layer_mapping, sample_mapping,
                                      sample_network)
 from nnaccel.hw.dqn.config import REDUCED_CONFIG
-from nnaccel.models.dqn.network import dqn_layers
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, dqn_layers
 from nnaccel.models.dqn.plan import compile_network, layer_shapes
 
 SEED = 1212
@@ -28,7 +28,7 @@ def test_configs_are_seeded_and_round_trip_through_json():
 
 def test_random_networks_and_mappings_compile_and_cover_every_kind_of_pass():
     rng = np.random.default_rng(SEED)
-    kinds, stalls, orders = set(), 0, 0
+    kinds, stalls, orders, features = set(), 0, 0, set()
     for index in range(120):
         config = dataclasses.replace(REDUCED_CONFIG, modules=int(rng.choice([1, 2, 4, 8])),
                                      lanes=int(rng.integers(1, 5)))
@@ -41,7 +41,15 @@ def test_random_networks_and_mappings_compile_and_cover_every_kind_of_pass():
                    "sum" if layer.reduce else "segment" if " " in layer.name else "whole") for layer in plan.layers}
         stalls += sum(layer.predicted["stall_cycles"] > 0 for layer in plan.layers)
         orders += any(layer.segments != layer.in_position_order() for layer in mapping.layers)
+        convolutions = [layer for layer in layers if isinstance(layer, ConvLayer)]
+        features |= {name for layer in convolutions for name, present in (
+            ("padding", layer.padded), ("rectangular", layer.in_height != layer.in_width),
+            ("rectangular kernel", layer.kernel_height != layer.kernel_width),
+            ("rectangular stride", layer.stride_y != layer.stride_x)) if present}
+        features |= {"tiles"} if any(layer.first_channel for layer in plan.layers) else set()
+        features |= {"add"} if any(isinstance(layer, AddLayer) for layer in layers) else set()
     assert kinds == {"whole", "segment", "partials", "sum"}
+    assert features == {"padding", "rectangular", "rectangular kernel", "rectangular stride", "tiles", "add"}
     assert stalls > 20 and orders > 10
 
 
