@@ -414,7 +414,8 @@ class PassShape(NamedTuple):
     design-space cost model expands thousands of cases per second through :func:`pass_shapes`).
 
     ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
-    group position) or "sum" (their reduction with the bias).  ``grid`` and ``first`` are the output grid the
+    group position), "sum" (their reduction with the bias) or "add" (a residual add: one row word per position,
+    ``in_channels`` = the 2 addends).  ``grid`` and ``first`` are the output grid the
     pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the channels read (a reduction: the
     partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top, left)`` (the bottom and right
     borders follow from the input's size); ``first_channel`` is the first output channel of the pass's channel
