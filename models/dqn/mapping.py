@@ -9,7 +9,8 @@ and a mapping decides, per network layer:
 * the *segments*: the layer's output positions cut into contiguous ranges, one pass each, so that each range
   may use its own column blocks;
 * per segment the column blocks ``C`` (a power of two, ``C * lanes >= out_channels``, ``C <= modules``): the
-  positions per group ``P = modules / C``; more blocks than needed leave modules idle;
+  positions per group ``P = modules / C``; more blocks than needed leave modules idle (a residual add always
+  runs with ``C = modules``: one row word per group);
 * per single-position segment a *K-split* ``S``: the position's kernel columns cut into ``S`` chunks of ``Kw /
   S`` columns, computed as ``S`` partial sums on ``S`` position slots of one group (a pass of its own), then
   summed with the bias by a reduction pass;

@@ -7,6 +7,10 @@ Layers (thesis Table 3.x / SPEC section 1)::
     FC_1   2592 -> 256, ReLU      (input flattened channel-major: index = (c * 9 + y) * 9 + x)
     FC_2    256 -> actions        (no activation; at most 32 actions)
 
+Besides the thesis' layers, :class:`ConvLayer` takes rectangular images, kernels and strides and zero padding per
+side, and :class:`AddLayer` adds an earlier layer's output (a residual shortcut); ``models.dqn.plan`` compiles
+them for the accelerator.
+
 Weights are stored as the thesis stores them, ``[in_channel, filter_h, filter_w, out_channel]``
 for convolutions and ``[in, out]`` for fully connected layers, float32, with a float32 bias per
 output.  A weights file is an ``.npz`` with the keys ``conv1_w conv1_b conv2_w conv2_b fc1_w fc1_b

@@ -334,6 +334,9 @@ def _layer_shape(config, layer, in_shape, in_packed, in_elements):
         stride, padding = (layer.stride_y, layer.stride_x), layer.border
         out_height, out_width = layer.out_height, layer.out_width
         out_shape = (out_channels, out_height, out_width)
+        if in_shape[2] > config.row_elements:
+            raise ValueError(f"{name}: input rows of {in_shape[2]} elements are wider than a word "
+                             f"(row_elements = {config.row_elements})")
         if layer.pad_left > config.pad_columns:
             raise ValueError(f"{name}: a left padding of {layer.pad_left} columns exceeds the feeder's "
                              f"{config.pad_columns} (pad_columns)")
@@ -411,7 +414,8 @@ class PassShape(NamedTuple):
     design-space cost model expands thousands of cases per second through :func:`pass_shapes`).
 
     ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
-    group position) or "sum" (their reduction with the bias).  ``grid`` and ``first`` are the output grid the
+    group position), "sum" (their reduction with the bias) or "add" (a residual add: one row word per position,
+    ``in_channels`` = the 2 addends).  ``grid`` and ``first`` are the output grid the
     pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the channels read (a reduction: the
     partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top, left)`` (the bottom and right
     borders follow from the input's size); ``first_channel`` is the first output channel of the pass's channel
@@ -813,9 +817,10 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
     passes = [pass_shapes(config, shape, layer_mapping) for shape, layer_mapping in zip(shapes, mapping.layers)]
     count = sum(len(layer_passes) for layer_passes in passes)
     if count > config.max_layers:
-        raise ValueError(f"the network needs {count} passes "
-                         f"({', '.join(work.name for layer_passes in passes for work in layer_passes)}); "
-                         f"the descriptor table holds {config.max_layers}")
+        per_layer = [layer_passes[0].name if len(layer_passes) == 1 else f"{shape.name}: {len(layer_passes)}"
+                     for shape, layer_passes in zip(shapes, passes)]
+        raise ValueError(f"the network needs {count} passes ({', '.join(per_layer)}); the descriptor table holds "
+                         f"{config.max_layers}")
     kernels = [(None, None) if shape.add else _kernel_bits(config, shape, layer, *pair)
                for shape, layer, pair in zip(shapes, layers, pairs)]
 

@@ -130,7 +130,8 @@ CASES = {
                     "nnaccel: error: --modules 3 --lanes 16: modules must be a power of two, not 3"),
     "dqn too small": ("run dqn --modules 2 --lanes 4",
                       "nnaccel: error: --modules 2 --lanes 4: the network does not map onto this accelerator: "
-                      "CONV_1: 16 output channels do not fit 2 modules x 4 lanes (at most 8)"),
+                      "the network needs 41 passes (CONV_1: 2, CONV_2: 4, FC_1: 32, FC_2: 3); the descriptor "
+                      "table holds 8"),
     "dqn json directory": ("run dqn --json {d}/nowhere/report.json",
                            "nnaccel run dqn: error: argument --json: cannot write {d}/nowhere/report.json: the "
                            "directory {d}/nowhere does not exist"),

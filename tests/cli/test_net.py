@@ -118,16 +118,12 @@ ERRORS = {
                             "supported"),
     "branching graph": (residual, "node 'skip' (Add): reads conv_out, input; nnaccel maps a chain of nodes, each "
                                   "reading the previous node's output (conv_out)"),
-    "too many outputs": (lambda: gemm(300),
-                         "node 'gemm' (Gemm): does not fit 16 modules x 16 lanes: 300 output channels do not fit 16 "
-                         "modules x 16 lanes (at most 256)"),
+    "too many passes": (lambda: gemm(2100),
+                        "does not fit 16 modules x 16 lanes: the network needs 9 passes (gemm: "
+                        "9); the descriptor table holds 8"),
     "rows wider than a word": (lambda: conv_graph((1, 1, 100, 100), strides=[4, 4], kernel=4),
                                "node 'conv' (Conv): does not fit 16 modules x 16 lanes: input rows of 100 elements "
                                "are wider than a word (row_elements = 84)"),
-    "groups past the feeder's two rows": (
-        lambda: conv_graph((1, 2, 10, 10), strides=[2, 2]),
-        "node 'conv' (Conv): does not fit 16 modules x 16 lanes: a group of 16 output positions spans 4 rows of 4 "
-        "(positions 0..15); the feeder holds two rows"),
     "activation RAM": (lambda: conv_graph((1, 16, 80, 80), strides=[4, 4], kernel=8),
                        "node 'conv' (Conv): does not fit 16 modules x 16 lanes: input: activation RAM 0 is too "
                        "small: the tensor needs words 0..1279, the RAM has 1024 words"),
