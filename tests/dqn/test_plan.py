@@ -508,3 +508,19 @@ def test_mlperf_shapes_compile_on_the_mlperf_configuration():
     plan = compile_network(MLPERF_CONFIG, autoencoder, random_pairs(autoencoder))
     assert [layer.name for layer in plan.layers[-3:]] == ["fc9 [0:256]", "fc9 [256:512]", "fc9 [512:640]"]
     assert len(plan.layers) <= MLPERF_CONFIG.max_layers and plan.output.elements == 640
+
+
+def test_fastest_tiling_narrows_the_tiles_of_writer_bound_layers():
+    """A MobileNet-like 1 x 1 convolution (32 -> 64 channels on 24 x 24): one tile of 64 channels runs 4 positions
+    per group and waits for 64 to 128 row writes per group; four tiles of 16 run 16 positions per group, in half
+    the cycles.  The thesis network keeps its tiles (none narrower is faster)."""
+    layers = (ConvLayer("pw", 32, 24, 64, 1, 1),)
+    widest = compile_network(MLPERF_CONFIG, layers, random_pairs(layers))
+    fastest = compile_network(MLPERF_CONFIG, layers, random_pairs(layers), tiling="fastest")
+    assert [layer.name for layer in fastest.layers] == ["pw [0:16]", "pw [16:32]", "pw [32:48]", "pw [48:64]"]
+    assert (widest.estimated_cycles, fastest.estimated_cycles) == (10_552, 5_312)
+    assert sum(layer.ideal_macs for layer in fastest.layers) == layers[0].macs
+    thesis = compile_network(DqnConfig(), dqn_layers(18), seeded_weights(), tiling="fastest")
+    assert thesis.descriptors == compile_network(DqnConfig(), dqn_layers(18), seeded_weights()).descriptors
+    with pytest.raises(ValueError, match="tiling must be one of widest, fastest, not 'narrow'"):
+        compile_network(MLPERF_CONFIG, layers, random_pairs(layers), tiling="narrow")
