@@ -41,7 +41,7 @@ output count are zero.  Passes of one layer over positions with the same ``C`` s
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -55,12 +55,13 @@ from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLa
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
 from nnaccel.models.shared.float_arith import from_binary32
 
-__all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "compile_network",
+__all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "compile_network",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
            "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
            "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
+TILING_MODES = ("widest", "fastest")
 COUNTERS = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
 
 
@@ -375,10 +376,30 @@ def check_config(config):
                          f"port of {config.host_data_bits} bits (the widest RAM word): more row elements or lanes")
 
 
-def layer_shapes(config, layers):
+def _fastest_tiles(config, shape):
+    """``shape`` with the channel tile size of fewest predicted cycles (ties: the widest tile).  A tile of ``C *
+    lanes`` channels runs ``modules / C`` positions per group: narrower tiles read the input again but write
+    fewer rows per group, which pays where the result writer, not the matrix modules, bounds a group."""
+    best, best_cycles = shape, None
+    blocks = shape.min_column_blocks
+    while blocks >= 1:
+        candidate = replace(shape, tile_size=blocks * config.lanes,
+                            min_column_blocks=min_column_blocks(config, min(shape.out_channels, blocks * config.lanes)))
+        cycles = pass_timing(config, pass_shapes(config, candidate, _default_layer_mapping(config, candidate,
+                                                                                           "never")))["cycles"].sum()
+        if best_cycles is None or cycles < best_cycles:
+            best, best_cycles = candidate, cycles
+        blocks //= 2
+    return best
+
+
+def layer_shapes(config, layers, *, tiling="widest"):
     """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) on
-    ``config``."""
+    ``config``.  ``tiling``: the output-channel tile of a convolution: "widest" (``modules * lanes`` channels,
+    tiles only where there are more), or "fastest" (the tile size of fewest predicted cycles: :func:`_fastest_tiles`)."""
     check_config(config)
+    if tiling not in TILING_MODES:
+        raise ValueError(f"tiling must be one of {', '.join(TILING_MODES)}, not {tiling!r}")
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")
@@ -401,7 +422,8 @@ def layer_shapes(config, layers):
             raise ValueError(f"{layer.name}: the addend {layer.skip or 'network input'!r} is "
                              f"{'no earlier layer' if known is None else known[0]}, the previous layer makes "
                              f"{source[0]}")
-        shapes.append(_layer_shape(config, layer, *source))
+        shape = _layer_shape(config, layer, *source)
+        shapes.append(_fastest_tiles(config, shape) if tiling == "fastest" and isinstance(layer, ConvLayer) else shape)
         source = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
         outputs[layer.name] = source[:2]
     return tuple(shapes)
@@ -793,18 +815,19 @@ def _real_macs(work, in_shape):
     return int((real_rows * real_columns).sum()) * work.in_channels * work.out_channels
 
 
-def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None):
+def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None, tiling="widest"):
     """Compile ``layers`` (``ConvLayer`` / ``DenseLayer``) with their ``weights`` for ``config`` into a :class:`Plan`.
 
     ``weights``: one ``(weight, bias)`` pair per layer (float32, shapes ``layer.weight_shape`` and
     ``(out_channels,)``), or a dict in the layout of :mod:`models.dqn.network` for the thesis network; rounded to
     ``config.fmt``.  ``mapping``: a :class:`DqnMapping` (checked by :func:`check_mapping`); by default
     :func:`default_mapping` with ``split`` ("auto": K-splits where the predicted cycles say they pay, "always",
-    "never").
+    "never").  ``tiling``: the convolutions' output-channel tiles (:func:`layer_shapes`; a given mapping must use
+    the same tiles).
     """
     if split not in SPLIT_MODES:
         raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
-    shapes = layer_shapes(config, layers)
+    shapes = layer_shapes(config, layers, tiling=tiling)
     if input_ram not in (0, 1):
         raise ValueError(f"input_ram must be 0 or 1, not {input_ram!r}")
     layers = tuple(layers)

@@ -99,11 +99,11 @@ def random_pairs(layers, rng):
              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
 
 
-def check_on_the_rtl(config, layers, *, seed, mapping=None):
+def check_on_the_rtl(config, layers, *, seed, mapping=None, tiling="widest"):
     """Compile ``layers`` for ``config``, run one random input on the RTL: the outputs bit-exact with the golden
     model, TOTAL_CYCLES and every pass's cycle counter equal to the compiler's prediction.  Returns the plan."""
     rng = np.random.default_rng(seed)
-    plan = compile_network(config, layers, random_pairs(layers, rng), mapping=mapping)
+    plan = compile_network(config, layers, random_pairs(layers, rng), mapping=mapping, tiling=tiling)
     state = rng.standard_normal(plan.input.shape).astype(np.float32)
     observed = run_inference(plan, state)
     golden = golden_forward(plan, state)
@@ -161,3 +161,15 @@ def test_a_residual_block_adds_on_the_rtl():
     assert (add.input.ram, add.input.base, add.descriptor["step_distance"]) == (0, 24, 128 - 24)
     assert (add.groups, add.positions_per_group, add.descriptor["reduce"]) == (24, 1, 1)
     assert add.predicted["stall_cycles"] > 0
+
+
+def test_narrower_channel_tiles_where_the_writer_bounds_a_group():
+    """A 1 x 1 convolution of 4 -> 8 channels: one tile of 8 (one position per group, 8 row writes for 5 product
+    cycles) waits for the writer; tiling="fastest" runs two tiles of 4 channels at two positions per group, faster
+    as predicted, bit-exact."""
+    layers = (ConvLayer("pw", 4, 6, 8, 1, 1), DenseLayer("d", 8 * 6 * 6, 3, relu=False))
+    config = dataclasses.replace(REDUCED_CONFIG, weight_depth=512)
+    widest = compile_network(config, layers, random_pairs(layers, np.random.default_rng(0)))
+    plan = check_on_the_rtl(config, layers, seed=SEED + 6, tiling="fastest")
+    assert [layer.name for layer in plan.layers[:2]] == ["pw [0:4]", "pw [4:8]"]
+    assert plan.layers[0].predicted["cycles"] + plan.layers[1].predicted["cycles"] < widest.layers[0].predicted["cycles"]

@@ -5,7 +5,7 @@ import pytest
 
 import dataclasses
 
-from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.dqn.config import MLPERF_CONFIG, REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer, dqn_layers, seeded_weights
@@ -492,3 +492,35 @@ def test_channel_tiles_slice_weights_and_outputs():
     np.testing.assert_array_equal(second[:9, 0], pairs[0][0].reshape(9, 12)[:, 8:].view(np.uint32))
     np.testing.assert_array_equal(second[9, 0], pairs[0][1][8:].view(np.uint32))
     assert plan.output.elements == 10 and plan.notes == []
+
+
+def test_mlperf_shapes_compile_on_the_mlperf_configuration():
+    """The keyword-spotting model's first layers (49 x 10 MFCCs, a 10 x 4 kernel at stride 2 padded SAME: 4 / 5
+    rows, 1 / 1 columns -> 25 x 5; a 1 x 1 convolution) and the anomaly-detection autoencoder (dense 640 -> 128 ...
+    -> 640: its last layer in three channel tiles) compile on MLPERF_CONFIG, within its 64 descriptors."""
+    kws = (ConvLayer("conv1", 1, (49, 10), 64, (10, 4), 2, padding=(4, 5, 1, 1)), ConvLayer("pw", 64, (25, 5), 64, 1, 1))
+    plan = compile_network(MLPERF_CONFIG, kws, random_pairs(kws))
+    assert [layer.output.shape for layer in plan.layers] == [(64, 25, 5), (64, 25, 5)]
+    assert plan.layers[0].ideal_macs == kws[0].macs and plan.layers[0].positions_per_group == 4
+    sizes = (640, 128, 128, 128, 128, 8, 128, 128, 128, 128, 640)
+    autoencoder = tuple(DenseLayer(f"fc{index}", inputs, outputs, relu=index < 9)
+                        for index, (inputs, outputs) in enumerate(zip(sizes, sizes[1:])))
+    plan = compile_network(MLPERF_CONFIG, autoencoder, random_pairs(autoencoder))
+    assert [layer.name for layer in plan.layers[-3:]] == ["fc9 [0:256]", "fc9 [256:512]", "fc9 [512:640]"]
+    assert len(plan.layers) <= MLPERF_CONFIG.max_layers and plan.output.elements == 640
+
+
+def test_fastest_tiling_narrows_the_tiles_of_writer_bound_layers():
+    """A MobileNet-like 1 x 1 convolution (32 -> 64 channels on 24 x 24): one tile of 64 channels runs 4 positions
+    per group and waits for 64 to 128 row writes per group; four tiles of 16 run 16 positions per group, in half
+    the cycles.  The thesis network keeps its tiles (none narrower is faster)."""
+    layers = (ConvLayer("pw", 32, 24, 64, 1, 1),)
+    widest = compile_network(MLPERF_CONFIG, layers, random_pairs(layers))
+    fastest = compile_network(MLPERF_CONFIG, layers, random_pairs(layers), tiling="fastest")
+    assert [layer.name for layer in fastest.layers] == ["pw [0:16]", "pw [16:32]", "pw [32:48]", "pw [48:64]"]
+    assert (widest.estimated_cycles, fastest.estimated_cycles) == (10_552, 5_312)
+    assert sum(layer.ideal_macs for layer in fastest.layers) == layers[0].macs
+    thesis = compile_network(DqnConfig(), dqn_layers(18), seeded_weights(), tiling="fastest")
+    assert thesis.descriptors == compile_network(DqnConfig(), dqn_layers(18), seeded_weights()).descriptors
+    with pytest.raises(ValueError, match="tiling must be one of widest, fastest, not 'narrow'"):
+        compile_network(MLPERF_CONFIG, layers, random_pairs(layers), tiling="narrow")
