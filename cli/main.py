@@ -1,7 +1,8 @@
 """The ``nnaccel`` command line.
 
     nnaccel run dqn [--states N | --states-file F] [--weights F] ...    Atari states through the DQN accelerator
-    nnaccel run net MODEL.onnx [--inputs X.npy] [--modules M --lanes L]  your ONNX model on the DQN accelerator
+    nnaccel run net MODEL.tflite|.onnx [--inputs X] [--modules M ...]  your TFLite / ONNX model on the DQN accelerator
+    nnaccel run mlperf-tiny [--model ic kws vww ad] [--inputs N] ...    the MLPerf Tiny reference models on it
     nnaccel play [--episodes N] [--rtl-steps K] [--gif F] ...          scored Atari episodes, the accelerator at the controls
     nnaccel run float [--simulator S] [--suite NAME ...] [--json FILE]   TestFloat conformance of the float units
     nnaccel run ebp [--epochs N] [--data F] [--rtl] [--only PART]      EBP training on the PE ring
@@ -39,6 +40,7 @@ from nnaccel.cli import fpga as fpga_job
 from nnaccel.cli import pe_ring as ebp_job
 from nnaccel.cli import train as train_job
 from nnaccel.cli.dqn import atari as dqn_job
+from nnaccel.cli.dqn import mlperf_tiny as mlperf_tiny_job
 from nnaccel.cli.dqn import net as net_job
 from nnaccel.cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, EXIT_MISMATCH, EXIT_TOOL_FAILED, ToolError,
                         human_output_to_stderr)
@@ -57,7 +59,8 @@ TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatErr
 EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
 # Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
 OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",),
-                     "onnx": ("onnx", "onnxruntime"), "dse": ("torch", "optuna", "matplotlib")}
+                     "import": ("onnx", "onnxruntime", "tflite", "ai_edge_litert"),
+                     "dse": ("torch", "optuna", "matplotlib")}
 
 EXIT_STATUSES = """exit status: 0 done and checked; 1 the check failed (a mismatch); 2 bad usage or bad input \
 (one line: the file, the fault, what was expected); 3 a tool or the simulator failed (the message names its log); \
@@ -93,11 +96,19 @@ _JOBS = (
      "Compile the thesis' Atari DQN for the accelerator, simulate it on recorded Breakout states (or yours), check "
      "every Q-value bit for bit against the golden model and print cycles per layer next to the thesis' Table 5.1.",
      dqn_job.add_arguments, dqn_job.run),
-    ("net", "your ONNX model on the simulated DQN accelerator, checked bit for bit",
-     "Map an ONNX model (Conv, Gemm, MatMul + Add, Relu, Flatten / Reshape) onto the DQN accelerator, compile it "
-     "for the chosen size, simulate its inputs, check every output bit for bit against the golden model, print "
-     "cycles per layer and the difference from ONNX Runtime's float32 outputs.",
+    ("net", "your TFLite or ONNX model on the simulated DQN accelerator, checked bit for bit",
+     "Read a TFLite or ONNX model (convolutions with any padding and strides, depthwise convolutions, dense layers, "
+     "average pooling, residual adds, ReLU, a final softmax on the host), lower it onto the DQN accelerator, compile "
+     "it for the chosen size on the smallest RAMs that hold it, simulate its inputs, check every output bit for bit "
+     "against the golden model and every counter against the compiler's prediction, print cycles per layer and the "
+     "difference from the model's own runtime (LiteRT, ONNX Runtime).",
      net_job.add_arguments, net_job.run),
+    ("mlperf-tiny", "the MLPerf Tiny reference models on the simulated DQN accelerator, beside hls4ml and FINN",
+     "Run the MLPerf Tiny reference models (ResNet-8, DS-CNN, MobileNetV1-0.25, the anomaly-detection autoencoder) "
+     "on the simulated DQN accelerator with the benchmark's inputs: bit-exact against the golden model, counters "
+     "as predicted, outputs against LiteRT; the golden model in every number format (KWS accuracy on the samples, "
+     "AD anomaly scores); cycles, MAC use and latency beside the published hls4ml / FINN figures.",
+     mlperf_tiny_job.add_arguments, mlperf_tiny_job.run),
     ("float", "Berkeley TestFloat vectors through the RTL float units",
      "Stream Berkeley TestFloat vectors through the RTL float multiplier and adder and compare every result bit "
      "for bit with TestFloat's.",

@@ -9,7 +9,7 @@ from nnaccel.models.shared.float_arith import to_binary32
 
 from nnaccel.cli.report import json_float, progress
 
-__all__ = ["DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches", "q_value_fields", "gflops", "layer_rows",
+__all__ = ["DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields", "gflops", "layer_rows",
            "layer_table", "timing_notes"]
 
 
@@ -51,6 +51,22 @@ def golden_mismatches(plan, states, run):
                               f"golden {golden.action} ({golden.action_value:0{digits}X})")
         exact.append(len(mismatches) == found)
     return mismatches, goldens, exact
+
+
+def counter_mismatches(plan, run):
+    """Every input's TOTAL_CYCLES and per-pass counters against the compiler's prediction: mismatch lines."""
+    from nnaccel.models.dqn.plan import COUNTERS
+
+    predicted = np.array([[layer.predicted[name] for name in COUNTERS] for layer in plan.layers])
+    lines = []
+    for index, (total, counters) in enumerate(zip(run.total_cycles, run.layer_counters)):
+        if int(total) != plan.estimated_cycles:
+            lines.append(f"input {index}: TOTAL_CYCLES {int(total)}, predicted {plan.estimated_cycles}")
+        for layer, measured, expected in zip(plan.layers, counters, predicted):
+            for name, value, prediction in zip(COUNTERS, measured, expected):
+                if int(value) != int(prediction):
+                    lines.append(f"input {index}: {layer.name} {name} {int(value)}, predicted {int(prediction)}")
+    return lines
 
 
 def q_value_fields(prefix, bits, fmt=BINARY32):

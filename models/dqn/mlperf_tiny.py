@@ -39,7 +39,7 @@ from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["TASKS", "TinyModel", "MODELS", "KWS_INT8_MODEL", "KWS_LABELS", "KWS_INPUT_SCALE", "KWS_INPUT_ZERO_POINT",
            "Samples", "mlperf_tiny_dir", "model_path", "kws_samples", "ad_windows", "anomaly_scores",
-           "sample_images", "published_figures"]
+           "sample_images", "published_figures", "benchmark_inputs"]
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("ic", "kws", "vww", "ad")
@@ -47,6 +47,7 @@ KWS_LABELS = ("down", "go", "left", "no", "off", "on", "right", "stop", "up", "y
 KWS_INPUT_SCALE, KWS_INPUT_ZERO_POINT = np.float32(0.5847029), 83     # the int8 model's input quantisation
 KWS_INT8_MODEL = "kws_dscnn_int8.tflite"
 AD_WINDOW = 640
+KWS_SAMPLE_BYTES = 490
 
 
 @dataclass(frozen=True)
@@ -122,22 +123,45 @@ def kws_samples(folder=None, count=None):
         raise InputError(f"{labels_file}: cannot read the labels (file,classes,label per line): {error}") from None
     inputs = np.empty((len(files), *MODELS["kws"].input_shape), np.float32)
     for index, path in enumerate(files):
-        raw = np.fromfile(path, np.int8)
-        if raw.size != 490:
-            raise InputError(f"{path}: {raw.size} bytes; a KWS sample is 490 int8 values (49 frames x 10 MFCCs)")
         if path.name not in labels:
             raise InputError(f"{labels_file}: no label for {path.name}")
-        inputs[index] = ((raw.astype(np.float32) - KWS_INPUT_ZERO_POINT) * KWS_INPUT_SCALE).reshape(1, 49, 10)
+        inputs[index] = _kws_sample(path)
     return Samples(inputs, np.array([labels[path.name] for path in files], np.int64), [path.name for path in files])
+
+
+def _kws_sample(path):
+    raw = np.fromfile(path, np.int8)
+    if raw.size != KWS_SAMPLE_BYTES:
+        raise InputError(f"{path}: {raw.size} bytes; a KWS sample is 490 int8 values (49 frames x 10 MFCCs)")
+    return ((raw.astype(np.float32) - KWS_INPUT_ZERO_POINT) * KWS_INPUT_SCALE).reshape(1, 49, 10)
+
+
+def _ad_file(path):
+    values = np.fromfile(path, "<f4")
+    if values.size == 0 or values.size % AD_WINDOW or not np.all(np.isfinite(values)):
+        raise InputError(f"{path}: {values.size} float32 values; expected finite 640-value windows")
+    return values.reshape(-1, AD_WINDOW).astype(np.float32)
+
+
+def benchmark_inputs(path, input_shape):
+    """The inputs in one of the benchmark's own sample files, for a model whose input is ``input_shape``: a KWS
+    sample (490 int8 MFCCs, dequantised) for ``(1, 49, 10)``, an AD file (float32 640-value windows) for
+    ``(640,)``: ``(N, *input_shape)`` float32.  Raises InputError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file (expected a benchmark sample .bin)")
+    if tuple(input_shape) == MODELS["kws"].input_shape:
+        return _kws_sample(path)[None]
+    if tuple(input_shape) == (AD_WINDOW,):
+        return _ad_file(path)
+    raise InputError(f"{path}: a benchmark sample file holds KWS (1 x 49 x 10) or AD (640) inputs; the model's input "
+                     f"is {' x '.join(map(str, input_shape))}")
 
 
 def ad_windows(folder=None):
     """The anomaly-detection sample's 640-value windows ``(N, 640)`` float32 (the first ``.bin`` of ``ad01``)."""
     _, files = _sample_files(folder, "ad01", "*.bin")
-    values = np.fromfile(files[0], "<f4")
-    if values.size == 0 or values.size % AD_WINDOW or not np.all(np.isfinite(values)):
-        raise InputError(f"{files[0]}: {values.size} float32 values; expected finite 640-value windows")
-    return values.reshape(-1, AD_WINDOW).astype(np.float32)
+    return _ad_file(files[0])
 
 
 def anomaly_scores(windows, reconstructions):
@@ -182,11 +206,17 @@ def _photos():
     return photos
 
 
-def _area_resize(photo, size):
-    """Centre-cropped to a square and averaged over ``size`` x ``size`` boxes: ``(3, size, size)`` float32."""
+# Square crops of each photo, as (fraction of the shorter side, vertical, horizontal position in 0..1): the whole
+# centre square first, then nine smaller views, so that N inputs are N different images, not N copies.
+_CROPS = ((1.0, 0.5, 0.5),) + tuple((0.6, top, left) for top in (0.0, 0.5, 1.0) for left in (0.0, 0.5, 1.0))
+
+
+def _area_resize(photo, size, crop=_CROPS[0]):
+    """A square ``crop`` of ``photo`` averaged over ``size`` x ``size`` boxes: ``(3, size, size)`` float64."""
+    fraction, vertical, horizontal = crop
     height, width = photo.shape[:2]
-    side = min(height, width)
-    top, left = (height - side) // 2, (width - side) // 2
+    side = int(min(height, width) * fraction)
+    top, left = round((height - side) * vertical), round((width - side) * horizontal)
     square = photo[top:top + side, left:left + side].astype(np.float64)
     edges = np.arange(size) * side // size
     counts = np.diff(np.append(edges, side))
@@ -196,15 +226,20 @@ def _area_resize(photo, size):
 
 def sample_images(task, count=None):
     """Real photos as ``task``'s inputs (``ic``: ``(N, 3, 32, 32)``, ``vww``: ``(N, 3, 96, 96)``, pixels / 255,
-    float32) and their names; ``count`` repeats or cuts the list."""
+    float32) and their names: the photos' centre squares, then crops of them (:data:`_CROPS`), ``count`` in all
+    (default: one per photo; at most ten per photo)."""
     if task not in ("ic", "vww"):
         raise InputError(f"task {task!r}: photos are the inputs of ic and vww")
     photos = _photos()
     count = len(photos) if count is None else count
-    chosen = [photos[index % len(photos)] for index in range(count)]
+    if count > len(photos) * len(_CROPS):
+        raise InputError(f"{count} {task} inputs asked for; the {len(photos)} photos give {len(photos) * len(_CROPS)} "
+                         f"different crops")
     size = MODELS[task].input_shape[1]
-    inputs = np.stack([_area_resize(photo, size) / 255.0 for _, photo in chosen]).astype(np.float32)
-    return Samples(inputs, None, [name for name, _ in chosen])
+    chosen = [(photos[index % len(photos)], _CROPS[index // len(photos)]) for index in range(count)]
+    inputs = np.stack([_area_resize(photo, size, crop) / 255.0 for (_, photo), crop in chosen]).astype(np.float32)
+    names = [name if crop == _CROPS[0] else f"{name} crop {_CROPS.index(crop)}" for (name, _), crop in chosen]
+    return Samples(inputs, None, names)
 
 
 def published_figures():
