@@ -816,7 +816,8 @@ def _real_macs(work, in_shape):
 
 
 def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None, tiling="widest"):
-    """Compile ``layers`` (``ConvLayer`` / ``DenseLayer``) with their ``weights`` for ``config`` into a :class:`Plan`.
+    """Compile ``layers`` (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) with their ``weights`` for ``config`` into a
+    :class:`Plan`.
 
     ``weights``: one ``(weight, bias)`` pair per layer (float32, shapes ``layer.weight_shape`` and
     ``(out_channels,)``), or a dict in the layout of :mod:`models.dqn.network` for the thesis network; rounded to
