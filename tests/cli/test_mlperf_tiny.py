@@ -30,35 +30,52 @@ def folder(tmp_path):
     return small
 
 
-def test_kws_and_ad_without_the_rtl(folder, tmp_path, capsys, monkeypatch):
-    """The compiler's prediction, the golden model per format against LiteRT, the KWS accuracy on every sample of
-    the folder and the AD scores, hls4ml / FINN beside; JSON ``nnaccel.mlperf_tiny/1``."""
+@pytest.fixture
+def no_simulation(monkeypatch):
     def refuse(*arguments, **keywords):
         raise AssertionError("--no-rtl builds and simulates nothing")
 
     monkeypatch.setattr(stand_in_simulator.dqn_host, "run_on_accelerator", refuse)
+
+
+def test_kws_without_the_rtl(folder, tmp_path, capsys, no_simulation):
+    """The compiler's prediction, the golden model per format against LiteRT and the accuracy on every KWS sample of
+    the folder, FINN beside; JSON ``nnaccel.mlperf_tiny/1``."""
     report_path = tmp_path / "report.json"
-    assert main(["run", "mlperf-tiny", "--model", "kws", "ad", "--no-rtl", "--dir", str(folder), "--formats",
-                 "binary32", "bfloat16", "--json", str(report_path)]) == 0
+    assert main(["run", "mlperf-tiny", "--model", "kws", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
+                 "--json", str(report_path)]) == 0
     printed = capsys.readouterr().out
     assert "=== kws: keyword spotting, DS-CNN (kws_dscnn_float32.tflite) ===" in printed
-    assert "nnaccel 16 x 16 binary32 (predicted)" in printed and "hls4ml AD08, Pynq-Z2" in printed
-    assert printed.count("depthwise convolution as a block-diagonal one") == 1
+    assert "nnaccel 16 x 16 binary32 (predicted)" in printed and "FINN KWS-W3A3, Pynq-Z2" in printed
+    assert printed.count("depthwise convolution as a block-diagonal one") == 1 and "(host)" in printed
     report = json.loads(report_path.read_text())
     assert report["schema"] == "nnaccel.mlperf_tiny/1" and report["rtl"] is False
-    kws, ad = report["models"]
-    assert (kws["task"], ad["task"]) == ("kws", "ad")
-    assert kws["cycles"] == kws["predicted_cycles"] and "bit_exact" not in kws
+    kws, = report["models"]
+    assert kws["task"] == "kws" and kws["cycles"] == kws["predicted_cycles"] and "bit_exact" not in kws
     assert kws["mac_use"] == pytest.approx(kws["macs"] / (kws["cycles"] * 256))
     assert kws["latency_us_100mhz"] == pytest.approx(kws["cycles"] / 100)
-    assert {row["flow"] for row in kws["published"]} == {"FINN"} and ad["published"][0]["flow"] == "hls4ml"
-    binary32, bfloat16 = kws["formats"]
-    assert (binary32["format"], bfloat16["format"], binary32["inputs"]) == ("binary32", "bfloat16", KWS_SAMPLES)
-    assert binary32["classes_equal_litert"] == KWS_SAMPLES and binary32["correct"] == binary32["litert_correct"]
-    assert binary32["max_rel_vs_litert"] < 1e-5 < bfloat16["max_rel_vs_litert"]
-    assert f"{binary32['correct']} / {KWS_SAMPLES}" in printed
-    assert ad["formats"][0]["inputs"] == 40 and ad["formats"][0]["max_score_difference"] < 0.01
-    assert ad["ops"][0].startswith("fully_connected_0")
+    assert {row["flow"] for row in kws["published"]} == {"FINN"}
+    binary32, = kws["formats"]
+    assert (binary32["format"], binary32["inputs"]) == ("binary32", KWS_SAMPLES)
+    # LiteRT quantises the DS-CNN's activations to int8 on the fly (docs/models.md): 2 % of the largest logit.
+    assert binary32["classes_equal_litert"] == KWS_SAMPLES and binary32["max_rel_vs_litert"] < 0.05
+    assert binary32["correct"] == binary32["litert_correct"] and f"{binary32['correct']} / {KWS_SAMPLES}" in printed
+
+
+def test_ad_without_the_rtl(folder, tmp_path, capsys, no_simulation):
+    """Every window of the AD sample in the golden model in binary32 and bfloat16; the anomaly scores beside
+    LiteRT's; hls4ml beside."""
+    report_path = tmp_path / "report.json"
+    assert main(["run", "mlperf-tiny", "--model", "ad", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
+                 "bfloat16", "--json", str(report_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "hls4ml AD08, Pynq-Z2" in printed and "\nbfloat16 " in printed
+    ad, = json.loads(report_path.read_text())["models"]
+    assert ad["ops"][0].startswith("fully_connected_0") and ad["published"][0]["flow"] == "hls4ml"
+    binary32, bfloat16 = ad["formats"]
+    assert binary32["inputs"] == bfloat16["inputs"] == 40 and bfloat16["format"] == "bfloat16"
+    assert binary32["max_score_difference"] < 0.01 and binary32["max_rel_vs_litert"] < 1e-4
+    assert binary32["max_rel_vs_litert"] < bfloat16["max_rel_vs_litert"] < 0.5      # bfloat16's 8-bit significand
 
 
 @pytest.mark.parametrize("fault", [None, "wrong_counter"])
