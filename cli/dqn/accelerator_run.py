@@ -15,9 +15,9 @@ from nnaccel.models.shared.input_files import InputError
 
 from nnaccel.cli.report import json_float, progress
 
-__all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "describe_config", "grouped_notes", "runtime_difference",
-           "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields", "gflops", "layer_rows",
-           "layer_table", "timing_notes"]
+__all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "model_macs", "describe_config", "grouped_notes",
+           "runtime_difference", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields",
+           "gflops", "layer_rows", "layer_table", "timing_notes"]
 
 
 DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in the DQN accelerator's reports
@@ -42,6 +42,12 @@ def compile_model(path, base, *, split="auto"):
     except ValueError as error:
         raise InputError(f"{path}: does not fit {base.modules} modules x {base.lanes} lanes: {error}") from None
     return graph, lowered, plan
+
+
+def model_macs(graph):
+    """The multiply-accumulates the model's own ops do (a depthwise convolution's, not its block-diagonal
+    lowering's)."""
+    return sum(graph.macs(op) for op in graph.ops)
 
 
 def describe_config(config):
@@ -175,7 +181,8 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
     def side(*columns):
         return f"  |{columns[0]:>10}{columns[1]:>8}" if reference else ""
 
-    header = (f"{'layer':<{width}}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}{'MAC use':>9}"
+    header = (f"{'layer':<{width}}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}"
+              f"{'MAC use':>9}"
               + side(f"{reference['name']} ms" if reference else "", "GFLOPS"))
     lines = [header, "-" * len(header)]
     load = int(run.load_cycles[0])

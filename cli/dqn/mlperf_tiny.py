@@ -29,7 +29,7 @@ from nnaccel.models.shared.input_files import InputError
 
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
                                              describe_config, golden_mismatches, grouped_notes, layer_rows,
-                                             layer_table, runtime_difference, simulate_dqn_plan)
+                                             layer_table, model_macs, runtime_difference, simulate_dqn_plan)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, progress, write_json)
 
@@ -93,10 +93,6 @@ def _published(task):
     return [row for row in published_figures() if row["task"] == task]
 
 
-def _real_macs(graph):
-    return sum(graph.macs(op) for op in graph.ops)
-
-
 def _formats_check(task, path, graph, lowered, plan, folder, formats, count):
     """The golden model in each format against LiteRT: per format the max |difference| (logits), and for KWS the
     accuracy on every sample and the classes against LiteRT's, for AD the anomaly scores."""
@@ -148,12 +144,14 @@ def _formats_table(rows):
         header += ["mean anomaly score", "LiteRT", "largest score diff"]
     lines = []
     for row in rows:
-        cells = [row["format"], str(row["inputs"]), f"{row['max_abs_vs_litert']:.3g}", f"{row['max_rel_vs_litert']:.3g}"]
+        cells = [row["format"], str(row["inputs"]), f"{row['max_abs_vs_litert']:.3g}",
+                 f"{row['max_rel_vs_litert']:.3g}"]
         if "correct" in row:
             cells += [f"{row['correct']} / {row['inputs']} = {row['correct'] / row['inputs']:.1%}",
                       f"{row['litert_correct']} / {row['inputs']}", f"{row['classes_equal_litert']} / {row['inputs']}"]
         if "mean_score" in row:
-            cells += [f"{row['mean_score']:.6f}", f"{row['litert_mean_score']:.6f}", f"{row['max_score_difference']:.3g}"]
+            cells += [f"{row['mean_score']:.6f}", f"{row['litert_mean_score']:.6f}",
+                      f"{row['max_score_difference']:.3g}"]
         lines.append(cells)
     return text_table(header, lines)
 
@@ -172,10 +170,11 @@ def _run_model(arguments, task, folder, base):
     path = model_path(task, folder)
     graph, lowered, plan = compile_model(path, base)
     config = plan.config
-    macs = _real_macs(graph)
+    macs = model_macs(graph)
     notes = grouped_notes([*lowered.notes, *plan.notes])
     print(f"\n=== {task}: {MODELS[task].title} ({path.name}) ===")
-    print(f"{len(graph.ops)} ops -> {len(lowered.layers)} layers, {len(plan.layers)} passes on {describe_config(config)}")
+    print(f"{len(graph.ops)} ops -> {len(lowered.layers)} layers, {len(plan.layers)} passes on "
+          f"{describe_config(config)}")
     print("where each op runs (a layer on the accelerator, or the host):")
     for line in lowered.describe():
         print(f"    {line}")

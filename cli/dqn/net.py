@@ -30,8 +30,8 @@ from nnaccel.models.shared.input_files import InputError, check_batch, load_sing
 
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
                                              describe_config, golden_mismatches, grouped_notes, layer_rows,
-                                             layer_table, q_value_fields, runtime_difference, simulate_dqn_plan,
-                                             timing_notes)
+                                             layer_table, model_macs, q_value_fields, runtime_difference,
+                                             simulate_dqn_plan, timing_notes)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, write_json)
 
@@ -119,8 +119,13 @@ def run(arguments):
     for line in timing_notes(plan, accelerator_run):
         print(line)
     verdict = "bit-exact" if not mismatches else "MISMATCH"
-    print(f"\n{len(inputs)} inputs ({source}): {verdict} against the golden model "
-          f"({len(inputs) * plan.actions} outputs)")
+    total = int(accelerator_run.total_cycles[0])
+    macs = model_macs(graph)
+    print(f"the model's own MACs: {macs:,}, {macs / (total * config.macs):.1%} of {total:,} cycles x {config.macs} "
+          f"MACs (the table's MAC use counts every product a layer does, the zero weights of a block-diagonal "
+          f"depthwise layer too)")
+    print(f"\n{len(inputs)} input{'s' if len(inputs) != 1 else ''} ({source}): {verdict} against the golden model "
+          f"({accelerator_run.q_values.size:,} outputs)")
     for line in mismatches[:20]:
         print(f"    {line}")
     print(f"counters: {'every pass and TOTAL_CYCLES as the compiler predicted' if not counters else 'MISMATCH'} "
@@ -129,7 +134,9 @@ def run(arguments):
         print(f"    {line}")
     fmt = config.fmt
     largest, relative = runtime_difference(accelerator_run.q_values, fmt, reference, softmax_first=not logits)
-    why = ("the order of the float additions differs" if fmt.name == "binary32"
+    why = ("the order of the float additions differs; of a model stored with int8 weights, LiteRT also quantises "
+           "the activations" if fmt.name == "binary32" and runtime == "LiteRT" else
+           "the order of the float additions differs" if fmt.name == "binary32"
            else f"the accelerator rounds every input, weight, product and sum to {fmt.name}")
     compared = "logits" if logits else "softmax outputs (the host's softmax of the accelerator's logits)"
     print(f"accelerator ({fmt.name}) vs {runtime} (float32), {compared}: max |difference| = {largest:.3g} "
@@ -148,7 +155,7 @@ def run(arguments):
                        "weight_depth": config.weight_depth, "max_layers": config.max_layers},
             "split": arguments.split, "ops": lowered.describe(), "notes": [*lowered.notes, *plan.notes],
             "inputs": len(inputs), "inputs_source": source,
-            "total_cycles": int(accelerator_run.total_cycles[0]),
+            "total_cycles": total, "model_macs": macs, "model_mac_use": macs / (total * config.macs),
             "total_cycles_per_input": accelerator_run.total_cycles.tolist(),
             "predicted_cycles": plan.estimated_cycles,
             "ideal_cycles": sum(layer.product_cycles for layer in plan.layers),

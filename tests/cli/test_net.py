@@ -176,7 +176,8 @@ def test_a_benchmark_sample_file_is_the_models_input(tmp_path, monkeypatch, caps
     expected = mlperf_tiny.kws_samples(count=1).inputs if task == "kws" else mlperf_tiny.ad_windows()
     assert states.shape[0] == count and states.tobytes() == expected.tobytes()
     printed = capsys.readouterr().out
-    assert f"{count} inputs (from {sample()}): bit-exact against the golden model" in printed
+    assert f"(from {sample()}): bit-exact against the golden model ({count * (12 if task == 'kws' else 640):,} outputs)" \
+        in printed
     assert "counters: every pass and TOTAL_CYCLES as the compiler predicted" in printed
 
 
