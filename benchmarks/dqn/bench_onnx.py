@@ -125,8 +125,8 @@ def main():
             continue
         passes = sum(len(layer["passes"]) for layer in report["layers"])
         print(f"{name:<7}{len(report['layers']):>7}{passes:>7}{report['total_cycles']:>8}"
-              f"{'bit-exact' if report['bit_exact'] else 'MISMATCH':>11}{report['onnxruntime_max_abs']:>13.3g}"
-              f"{report['onnxruntime_max_rel']:>10.3g}")
+              f"{'bit-exact' if report['bit_exact'] else 'MISMATCH':>11}{report['reference_max_abs']:>13.3g}"
+              f"{report['reference_max_rel']:>10.3g}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,82 @@
-"""The DQN accelerator's runs as the jobs ``run dqn``, ``play`` and ``run net`` report them: the simulation with a
-progress display, the check of every output against the golden model, and the per-layer cycle table from the
-hardware counters."""
+"""The DQN accelerator's runs as the jobs ``run dqn``, ``play``, ``run net`` and ``run mlperf-tiny`` report them:
+a model file compiled on the configuration that holds it, the simulation with a progress display, the check of every
+output against the golden model and of every counter against the compiler's prediction, the per-layer cycle table
+from the hardware counters, and the distance from the model's own runtime."""
 
 import numpy as np
 
-from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import BINARY32, float_format
+from nnaccel.models.dqn.lowering import lower_graph, softmax
+from nnaccel.models.dqn.model_files import read_model
+from nnaccel.models.dqn.sizing import fitting_config
 from nnaccel.models.shared.float_arith import to_binary32
+from nnaccel.models.shared.input_files import InputError
 
 from nnaccel.cli.report import json_float, progress
 
-__all__ = ["DQN_CLOCK_HZ", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields", "gflops", "layer_rows",
-           "layer_table", "timing_notes"]
+__all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "model_macs", "describe_config", "grouped_notes",
+           "runtime_difference", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields",
+           "gflops", "layer_rows", "layer_table", "timing_notes"]
 
 
 DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in the DQN accelerator's reports
+
+
+def base_config(arguments):
+    """The configuration ``--modules``, ``--lanes``, ``--format`` ask for (RAMs grown later to hold the model);
+    raises InputError naming the options."""
+    try:
+        return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format))
+    except ValueError as error:
+        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: {error}") from None
+
+
+def compile_model(path, base, *, split="auto"):
+    """Read, lower and compile the model file at ``path`` on the smallest configuration like ``base`` that holds
+    it: ``(graph, lowered network, plan)``; raises InputError (one line naming the file) for what cannot run."""
+    graph = read_model(path)
+    lowered = lower_graph(graph)
+    try:
+        _, plan = fitting_config(base, lowered.layers, lowered.weights, split=split)
+    except ValueError as error:
+        raise InputError(f"{path}: does not fit {base.modules} modules x {base.lanes} lanes: {error}") from None
+    return graph, lowered, plan
+
+
+def model_macs(graph):
+    """The multiply-accumulates the model's own ops do (a depthwise convolution's, not its block-diagonal
+    lowering's)."""
+    return sum(graph.macs(op) for op in graph.ops)
+
+
+def describe_config(config):
+    """The configuration a model was compiled for, in words."""
+    return (f"{config.modules} x {config.lanes} {config.fmt.name} MACs, {config.row_elements}-element rows, "
+            f"activation RAMs of {config.activation_depth} words, weight RAM of {config.weight_depth} words, "
+            f"{config.max_layers} descriptors")
+
+
+def grouped_notes(notes):
+    """The lowering's and the compiler's notes (``"layer: what"``), each ``what`` once with the layers it is about:
+    ``"layer_1, layer_3: what"``."""
+    layers = {}
+    for note in notes:
+        name, _, what = note.partition(": ")
+        layers.setdefault(what or name, []).append(name if what else "")
+    return [f"{', '.join(filter(None, names))}: {what}" if any(names) else what for what, names in layers.items()]
+
+
+def runtime_difference(outputs, fmt, reference, *, softmax_first=False):
+    """Largest |accelerator - reference| (the outputs: bits of ``fmt``, softmaxed first if the reference is
+    probabilities) and that relative to the largest |reference|."""
+    values = to_binary32(fmt, outputs).astype(np.float64)
+    if softmax_first:
+        values = softmax(values)
+    distance = np.abs(values - reference.astype(np.float64))
+    largest = float(distance.max())
+    return largest, largest / max(float(np.abs(reference).max()), np.finfo(np.float64).tiny)
+
 
 def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states"):
     """Build the accelerator of ``plan.config`` (cached) and run ``plan`` on ``states`` (or the ``play`` host loop)
@@ -109,18 +172,21 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
     def number(value, digits):
         return f"{value:.{digits}f}" if value is not None else "-"
 
+    width = max([12, *(len(row["name"]) + 1 for row in rows)])
+
     def counts(name, row):
-        return (f"{name:<12}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
+        return (f"{name:<{width}}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
                 f"{row['drain_cycles']:>7}")
 
     def side(*columns):
         return f"  |{columns[0]:>10}{columns[1]:>8}" if reference else ""
 
-    header = (f"{'layer':<12}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}{'MAC use':>9}"
+    header = (f"{'layer':<{width}}{'cycles':>8}{'ideal':>8}{'stalls':>8}{'drain':>7}{'ms':>8}{'GFLOPS':>8}"
+              f"{'MAC use':>9}"
               + side(f"{reference['name']} ms" if reference else "", "GFLOPS"))
     lines = [header, "-" * len(header)]
     load = int(run.load_cycles[0])
-    lines.append(f"{'INPUT':<12}{load:>8}{'':>8}{'':>8}{'':>7}{load / clock_hz * 1e3:>8.4f}{'-':>8}{'-':>9}"
+    lines.append(f"{'INPUT':<{width}}{load:>8}{'':>8}{'':>8}{'':>7}{load / clock_hz * 1e3:>8.4f}{'-':>8}{'-':>9}"
                  + side(f"{reference['input'] / clock_hz * 1e3:.3f}" if reference else "", "-"))
     for row in rows:
         lines.append(f"{counts(row['name'], row)}{row['time_ms']:>8.4f}{row['gflops']:>8.1f}"
@@ -132,7 +198,7 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
     total = int(run.total_cycles[0])
     macs = sum(layer.ideal_macs for layer in plan.layers)
     lines.append("-" * len(header))
-    lines.append(f"{'total':<12}{total:>8}{sum(r['ideal_cycles'] for r in rows):>8}{'':>8}{'':>7}"
+    lines.append(f"{'total':<{width}}{total:>8}{sum(r['ideal_cycles'] for r in rows):>8}{'':>8}{'':>7}"
                  f"{total / clock_hz * 1e3:>8.4f}{gflops(macs, total, clock_hz):>8.1f}"
                  f"{macs / (total * plan.config.macs):>9.1%}"
                  + side(f"{reference['total'][0]:.3f}" if reference else "",

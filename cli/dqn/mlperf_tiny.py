@@ -27,9 +27,9 @@ from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError
 
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, counter_mismatches, golden_mismatches, layer_rows,
-                                             layer_table, simulate_dqn_plan)
-from nnaccel.cli.dqn.net import compile_model, describe_config, runtime_difference
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
+                                             describe_config, golden_mismatches, grouped_notes, layer_rows,
+                                             layer_table, model_macs, runtime_difference, simulate_dqn_plan)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, progress, write_json)
 
@@ -93,10 +93,6 @@ def _published(task):
     return [row for row in published_figures() if row["task"] == task]
 
 
-def _real_macs(graph):
-    return sum(graph.macs(op) for op in graph.ops)
-
-
 def _formats_check(task, path, graph, lowered, plan, folder, formats, count):
     """The golden model in each format against LiteRT: per format the max |difference| (logits), and for KWS the
     accuracy on every sample and the classes against LiteRT's, for AD the anomaly scores."""
@@ -130,32 +126,62 @@ def _formats_check(task, path, graph, lowered, plan, folder, formats, count):
     return rows
 
 
-def _print_formats(rows):
+def text_table(header, rows):
+    """Lines of a table whose columns are as wide as their widest cell: the first left-aligned, the others right."""
+    cells = [header, *rows]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) if column == 0 else cell.rjust(width)
+                       for column, (cell, width) in enumerate(zip(row, widths))) for row in cells]
+    return [lines[0], "-" * len(lines[0]), *lines[1:]]
+
+
+def _formats_table(rows):
+    """The golden model per number format against LiteRT, one line each."""
+    header = ["golden model", "inputs", "max |diff| vs LiteRT", "relative"]
+    if "correct" in rows[0]:
+        header += ["accuracy", "LiteRT", "classes = LiteRT's"]
+    if "mean_score" in rows[0]:
+        header += ["mean anomaly score", "LiteRT", "largest score diff"]
+    lines = []
     for row in rows:
-        line = (f"    golden model, {row['format']:<9}: max |difference| from LiteRT {row['max_abs_vs_litert']:.3g} "
-                f"(relative {row['max_rel_vs_litert']:.3g}) on {row['inputs']} inputs")
+        cells = [row["format"], str(row["inputs"]), f"{row['max_abs_vs_litert']:.3g}",
+                 f"{row['max_rel_vs_litert']:.3g}"]
         if "correct" in row:
-            line += (f"; accuracy {row['correct']} / {row['inputs']} = {row['correct'] / row['inputs']:.1%} "
-                     f"(LiteRT {row['litert_correct']} / {row['inputs']}), classes equal to LiteRT's on "
-                     f"{row['classes_equal_litert']} / {row['inputs']}")
+            cells += [f"{row['correct']} / {row['inputs']} = {row['correct'] / row['inputs']:.1%}",
+                      f"{row['litert_correct']} / {row['inputs']}", f"{row['classes_equal_litert']} / {row['inputs']}"]
         if "mean_score" in row:
-            line += (f"; mean anomaly score {row['mean_score']:.6f} (LiteRT {row['litert_mean_score']:.6f}, largest "
-                     f"difference {row['max_score_difference']:.3g})")
-        print(line)
+            cells += [f"{row['mean_score']:.6f}", f"{row['litert_mean_score']:.6f}",
+                      f"{row['max_score_difference']:.3g}"]
+        lines.append(cells)
+    return text_table(header, lines)
+
+
+def _comparison_table(task, config, cycles, use):
+    """nnaccel's cycles, MAC use and latency beside the published hls4ml / FINN MLPerf Tiny figures."""
+    rows = [[f"nnaccel {config.modules} x {config.lanes} {config.fmt.name} (simulated RTL)" if cycles[1] else
+             f"nnaccel {config.modules} x {config.lanes} {config.fmt.name} (predicted)", f"{cycles[0]:,}", f"{use:.1%}",
+             f"{cycles[0] / DQN_CLOCK_HZ * 1e6:,.1f}", "float32 model"]]
+    rows += [[f"{row['flow']} {row['model']}, {row['board'].split(' (')[0]}", "-", "-", f"{row['latency_us']:,}",
+              row["quality"]] for row in _published(task)]
+    return text_table(["design", "cycles", "MAC use", "latency us @ 100 MHz", "quality"], rows)
 
 
 def _run_model(arguments, task, folder, base):
     path = model_path(task, folder)
     graph, lowered, plan = compile_model(path, base)
     config = plan.config
-    macs = _real_macs(graph)
+    macs = model_macs(graph)
+    notes = grouped_notes([*lowered.notes, *plan.notes])
     print(f"\n=== {task}: {MODELS[task].title} ({path.name}) ===")
-    print(f"{len(graph.ops)} ops -> {len(lowered.layers)} layers, {len(plan.layers)} passes on {describe_config(config)}")
-    for note in [*lowered.notes, *plan.notes]:
+    print(f"{len(graph.ops)} ops -> {len(lowered.layers)} layers, {len(plan.layers)} passes on "
+          f"{describe_config(config)}")
+    print("where each op runs (a layer on the accelerator, or the host):")
+    for line in lowered.describe():
+        print(f"    {line}")
+    for note in notes:
         print(f"    note: {note}")
     report = {"task": task, "model": str(path), "config": config.module_name, "passes": len(plan.layers),
-              "macs": macs, "predicted_cycles": plan.estimated_cycles,
-              "notes": [*lowered.notes, *plan.notes]}
+              "ops": lowered.describe(), "macs": macs, "predicted_cycles": plan.estimated_cycles, "notes": notes}
     failures = 0
     if not arguments.no_rtl:
         inputs, _, source = _inputs(task, folder, arguments.inputs)
@@ -181,13 +207,11 @@ def _run_model(arguments, task, folder, base):
     cycles = report.get("total_cycles", plan.estimated_cycles)
     use = macs / (cycles * config.macs)
     latency_us = cycles / DQN_CLOCK_HZ * 1e6
-    print(f"{task}: {cycles:,} cycles, MAC use {use:.1%} ({macs:,} MACs of the model on {config.macs} MACs), "
-          f"latency {latency_us:,.1f} us at 100 MHz")
-    for row in _published(task):
-        print(f"    {row['flow']} {row['model']} on {row['board'].split(' (')[0]}: {row['latency_us']:,} us "
-              f"({row['quality']}; {row['repository']}/{row['path']})")
+    print(f"\n{task}: {macs:,} MACs of the model on {config.macs} MACs")
+    print("\n".join(_comparison_table(task, config, (cycles, not arguments.no_rtl), use)))
     formats = _formats_check(task, path, graph, lowered, plan, folder, arguments.formats, arguments.inputs)
-    _print_formats(formats)
+    print()
+    print("\n".join(_formats_table(formats)))
     report |= {"cycles": cycles, "mac_use": use, "latency_us_100mhz": latency_us, "published": _published(task),
                "formats": formats}
     return report, failures
@@ -197,21 +221,22 @@ def run(arguments):
     """``nnaccel run mlperf-tiny``; returns the exit status (0: every model bit-exact, counters as predicted)."""
     start = time.perf_counter()
     folder = mlperf_tiny_dir(arguments.dir)
-    try:
-        base = DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format))
-    except ValueError as error:
-        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: {error}") from None
+    base = base_config(arguments)
     models, failures = [], 0
     for task in dict.fromkeys(arguments.model):
         report, failed = _run_model(arguments, task, folder, base)
         models.append(report)
         failures += failed
-    print("\nmodel  cycles      MAC use  latency @100 MHz  hls4ml / FINN (MLPerf Tiny, Pynq-Z2)")
+    print("\nsummary (latency at 100 MHz; hls4ml / FINN: MLPerf Tiny v0.7 open division, Pynq-Z2)")
+    rows = []
     for report in models:
-        published = "; ".join(f"{row['model']} {row['latency_us']:,} us" for row in report["published"]
+        published = "; ".join(f"{row['flow']} {row['model']} {row['latency_us']:,} us" for row in report["published"]
                               if row["board"].startswith("Pynq")) or "-"
-        print(f"{report['task']:<6} {report['cycles']:>10,}  {report['mac_use']:>7.1%}  "
-              f"{report['latency_us_100mhz']:>12,.1f} us  {published}")
+        verdict = ("-" if "bit_exact" not in report else
+                   "bit-exact" if report["bit_exact"] and report["counters_as_predicted"] else "MISMATCH")
+        rows.append([report["task"], f"{report['cycles']:,}", f"{report['mac_use']:.1%}",
+                     f"{report['latency_us_100mhz']:,.1f} us", verdict, published])
+    print("\n".join(text_table(["model", "cycles", "MAC use", "latency", "RTL", "published"], rows)))
     if arguments.json:
         write_json(arguments.json, {"job": "mlperf-tiny", "folder": str(folder), "simulator": arguments.simulator,
                                     "rtl": not arguments.no_rtl, "models": models,

@@ -22,21 +22,20 @@ from pathlib import Path
 import numpy as np
 
 from nnaccel.hw.dqn.config import DqnConfig
-from nnaccel.hw.shared.float_format import PRESETS, float_format
-from nnaccel.models.dqn.lowering import lower_graph, softmax
+from nnaccel.hw.shared.float_format import PRESETS
 from nnaccel.models.dqn.mlperf_tiny import benchmark_inputs
-from nnaccel.models.dqn.model_files import read_model, reference_is_logits, reference_outputs, runtime_name
+from nnaccel.models.dqn.model_files import reference_is_logits, reference_outputs, runtime_name
 from nnaccel.models.dqn.plan import SPLIT_MODES
-from nnaccel.models.dqn.sizing import fitting_config
-from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError, check_batch, load_single_array
 
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, counter_mismatches, golden_mismatches, layer_rows,
-                                             layer_table, q_value_fields, simulate_dqn_plan, timing_notes)
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
+                                             describe_config, golden_mismatches, grouped_notes, layer_rows,
+                                             layer_table, model_macs, q_value_fields, runtime_difference,
+                                             simulate_dqn_plan, timing_notes)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, write_json)
 
-__all__ = ["add_arguments", "run", "load_inputs", "compile_model", "runtime_difference", "JSON_SCHEMA"]
+__all__ = ["add_arguments", "run", "load_inputs", "JSON_SCHEMA"]
 
 JSON_SCHEMA = "nnaccel.net/2"
 
@@ -45,8 +44,8 @@ def add_arguments(parser):
     """Options of ``nnaccel run net``."""
     parser.add_argument("model", metavar="MODEL",
                         help="a TFLite (.tflite, float32) or ONNX (.onnx) model: convolutions (any padding, "
-                             "strides, depthwise), dense layers, average pooling, residual adds, ReLU, softmax "
-                             "(docs/onnx.md)")
+                             "strides, depthwise), dense layers, average and global average pooling, batch norm, "
+                             "ReLU, a final softmax (on the host) (docs/models.md)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", metavar="FILE",
                         help="inputs from a .npy (or one-array .npz): N x C x H x W float32 for a model input "
@@ -92,55 +91,18 @@ def _inputs(arguments, shape):
         f"seeded standard-normal (seed {arguments.seed})"
 
 
-def _base_config(arguments):
-    try:
-        return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format))
-    except ValueError as error:
-        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: {error}") from None
-
-
-def compile_model(path, base, *, split="auto"):
-    """Read, lower and compile the model file at ``path`` on the smallest configuration like ``base`` that holds
-    it: ``(graph, lowered network, plan)``; raises InputError (one line naming the file) for what cannot run."""
-    graph = read_model(path)
-    lowered = lower_graph(graph)
-    try:
-        _, plan = fitting_config(base, lowered.layers, lowered.weights, split=split)
-    except ValueError as error:
-        raise InputError(f"{path}: does not fit {base.modules} modules x {base.lanes} lanes: {error}") from None
-    return graph, lowered, plan
-
-
-def runtime_difference(outputs, fmt, reference, *, softmax_first=False):
-    """Largest |accelerator - reference| (the outputs: bits of ``fmt``, softmaxed first if the reference is
-    probabilities) and that relative to the largest |reference|."""
-    values = to_binary32(fmt, outputs).astype(np.float64)
-    if softmax_first:
-        values = softmax(values)
-    distance = np.abs(values - reference.astype(np.float64))
-    largest = float(distance.max())
-    return largest, largest / max(float(np.abs(reference).max()), np.finfo(np.float64).tiny)
-
-
-def describe_config(config):
-    """The configuration a model was compiled for, in words."""
-    return (f"{config.modules} x {config.lanes} {config.fmt.name} MACs, {config.row_elements}-element rows, "
-            f"activation RAMs of {config.activation_depth} words, weight RAM of {config.weight_depth} words, "
-            f"{config.max_layers} descriptors")
-
-
 def run(arguments):
     """``nnaccel run net``; returns the exit status (0: every output bit-exact and every counter as predicted, 1:
     a mismatch)."""
     start = time.perf_counter()
-    graph, lowered, plan = compile_model(arguments.model, _base_config(arguments), split=arguments.split)
+    graph, lowered, plan = compile_model(arguments.model, base_config(arguments), split=arguments.split)
     config = plan.config
     runtime = runtime_name(arguments.model)
     print(f"nnaccel: {arguments.model}: {len(graph.ops)} ops -> {len(lowered.layers)} layers, {len(plan.layers)} "
           f"passes on {describe_config(config)}")
     for line in lowered.describe():
         print(f"    {line}")
-    for note in [*lowered.notes, *plan.notes]:
+    for note in grouped_notes([*lowered.notes, *plan.notes]):
         print(f"    note: {note}")
     inputs, source = _inputs(arguments, lowered.input_shape)
     logits = reference_is_logits(arguments.model, lowered.softmax_on_host)
@@ -157,8 +119,13 @@ def run(arguments):
     for line in timing_notes(plan, accelerator_run):
         print(line)
     verdict = "bit-exact" if not mismatches else "MISMATCH"
-    print(f"\n{len(inputs)} inputs ({source}): {verdict} against the golden model "
-          f"({len(inputs) * plan.actions} outputs)")
+    total = int(accelerator_run.total_cycles[0])
+    macs = model_macs(graph)
+    print(f"the model's own MACs: {macs:,}, {macs / (total * config.macs):.1%} of {total:,} cycles x {config.macs} "
+          f"MACs (the table's MAC use counts every product a layer does, the zero weights of a block-diagonal "
+          f"depthwise layer too)")
+    print(f"\n{len(inputs)} input{'s' if len(inputs) != 1 else ''} ({source}): {verdict} against the golden model "
+          f"({accelerator_run.q_values.size:,} outputs)")
     for line in mismatches[:20]:
         print(f"    {line}")
     print(f"counters: {'every pass and TOTAL_CYCLES as the compiler predicted' if not counters else 'MISMATCH'} "
@@ -167,7 +134,9 @@ def run(arguments):
         print(f"    {line}")
     fmt = config.fmt
     largest, relative = runtime_difference(accelerator_run.q_values, fmt, reference, softmax_first=not logits)
-    why = ("the order of the float additions differs" if fmt.name == "binary32"
+    why = ("the order of the float additions differs; of a model stored with int8 weights, LiteRT also quantises "
+           "the activations" if fmt.name == "binary32" and runtime == "LiteRT" else
+           "the order of the float additions differs" if fmt.name == "binary32"
            else f"the accelerator rounds every input, weight, product and sum to {fmt.name}")
     compared = "logits" if logits else "softmax outputs (the host's softmax of the accelerator's logits)"
     print(f"accelerator ({fmt.name}) vs {runtime} (float32), {compared}: max |difference| = {largest:.3g} "
@@ -186,7 +155,7 @@ def run(arguments):
                        "weight_depth": config.weight_depth, "max_layers": config.max_layers},
             "split": arguments.split, "ops": lowered.describe(), "notes": [*lowered.notes, *plan.notes],
             "inputs": len(inputs), "inputs_source": source,
-            "total_cycles": int(accelerator_run.total_cycles[0]),
+            "total_cycles": total, "model_macs": macs, "model_mac_use": macs / (total * config.macs),
             "total_cycles_per_input": accelerator_run.total_cycles.tolist(),
             "predicted_cycles": plan.estimated_cycles,
             "ideal_cycles": sum(layer.product_cycles for layer in plan.layers),

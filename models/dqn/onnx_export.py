@@ -5,8 +5,8 @@ compiler's layout into an ONNX graph: ``Conv`` (weight ``(in, kh, kw, out)`` -> 
 a ``Flatten`` before the first dense layer after a convolution, ``Gemm`` (``B`` ``(in, out)``), and ``Relu`` where
 a layer has one.  The input is ``input`` ``(1, C, H, W)`` (or ``(1, F)`` for a first dense layer), the output
 ``output`` ``(1, outputs)`` (or ``(1, C, H, W)`` for a last convolution).  Opset 17, IR version 8, which ONNX
-Runtime 1.14 and later read.  :func:`models.dqn.onnx_import.import_onnx` reads such a model back to the same layers
-and weights.
+Runtime 1.14 and later read.  :func:`models.dqn.onnx_import.read_onnx` and :func:`models.dqn.lowering.lower_graph`
+read such a model back to the same layers (named after its nodes) and weights.
 """
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""ONNX models into the network graph (:mod:`models.dqn.graph`), and onto today's chain compiler.
+"""ONNX models into the network graph (:mod:`models.dqn.graph`), and ONNX Runtime on the same file.
 
 :func:`read_onnx` reads a model (the ``onnx`` package) into a :class:`Graph`, the form every front door produces
 (:mod:`models.dqn.tflite_import` is the other); :func:`onnx_runtime_outputs` runs the model itself in ONNX Runtime
@@ -29,73 +29,25 @@ batch counts as 1), weights and constants as float32 initializers or ``Constant`
 
 Anything else raises :class:`ModelError` with one line naming the file, the node, its op and the fault.
 
-Today's ``nnaccel run net`` still maps a model straight onto the chain compiler's layers (:func:`import_onnx`,
-:class:`OnnxNetwork`, :func:`compile_onnx`): a chain of ``Conv`` (square kernel, equal strides, group 1, zero
-padding on the first ``Conv`` only, written by the host), ``Gemm``, ``MatMul`` [``Add``], ``Relu``, ``Flatten`` /
-``Reshape`` / ``Identity``, the weights in the compiler's layout (``(in, kh, kw, out)``, ``(in, out)``).  It goes
-when the job lowers the graph instead.
+``nnaccel run net`` lowers the graph onto the accelerator's layers (:mod:`models.dqn.lowering`), as it does a
+TFLite model's.
 """
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from nnaccel.models.dqn.graph import (Add, Conv, Dense, Flatten, GlobalAveragePool, Graph, GraphError, ModelError,
                                       Pool, Softmax, TensorInfo)
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.shared.input_files import InputError, require_file
 
-__all__ = ["read_onnx", "GRAPH_OPS", "OnnxNetwork", "import_onnx", "compile_onnx", "onnx_runtime_outputs",
-           "SUPPORTED_OPS"]
+__all__ = ["read_onnx", "GRAPH_OPS", "onnx_runtime_outputs"]
 
 GRAPH_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "BatchNormalization", "MaxPool", "AveragePool",
              "GlobalAveragePool", "Flatten", "Reshape", "Softmax", "Dropout", "Identity", "Constant")
-SUPPORTED_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "Flatten", "Reshape", "Identity")
-POOLING_OPS = ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool")
 _EXPECTED = "expected an ONNX model file (.onnx)"
-
-
-@dataclass(frozen=True)
-class OnnxNetwork:
-    """An ONNX model mapped onto the compiler's layers.
-
-    ``input_shape`` is the model's input without the batch dimension, ``(C, H, W)`` or ``(F,)``; ``padding`` the
-    zero border the first ``Conv`` adds around it (the accelerator's input is the padded image, see
-    :meth:`accelerator_input`); ``nodes`` maps each layer's name to its ONNX node's ``(name, op)``.
-    """
-
-    path: str
-    layers: tuple
-    weights: tuple          # one (weight, bias) float32 pair per layer, in the compiler's layout
-    input_name: str
-    input_shape: tuple
-    output_name: str
-    padding: int
-    nodes: dict
-
-    def accelerator_input(self, sample):
-        """One model input (``input_shape``, float32) as the accelerator's first layer reads it."""
-        sample = np.asarray(sample, np.float32).reshape(self.input_shape)
-        if not self.padding:
-            return sample
-        border = self.padding
-        return np.pad(sample, ((0, 0), (border, border), (border, border)))
-
-    def describe(self):
-        """One line per layer: its ONNX node and its shape on the accelerator."""
-        lines = []
-        for layer in self.layers:
-            node, op = self.nodes[layer.name]
-            if isinstance(layer, ConvLayer):
-                shape = (f"conv {layer.in_channels}x{layer.in_size}x{layer.in_size} -> {layer.out_channels}x"
-                         f"{layer.out_size}x{layer.out_size}, kernel {layer.kernel}, stride {layer.stride}")
-            else:
-                shape = f"dense {layer.inputs} -> {layer.outputs}"
-            lines.append(f"{layer.name:<12} {op:<7} {shape}{', ReLU' if layer.relu else ''}")
-        return lines
 
 
 def _node_error(path, node, fault):
@@ -188,179 +140,6 @@ def _gemm_weight(path, constants, node):
     if weight is None or weight.ndim != 2:
         raise _node_error(path, node, "needs a 2-d weight initializer B")
     return weight.T if attributes.get("transB", 0) else weight, _constant(path, constants, node, 2, "bias")
-
-
-class _Mapper:
-    """Walks the graph's chain of nodes, building the layers."""
-
-    def __init__(self, path, graph):
-        self.path = path
-        self.constants, self.input_name, self.input_shape = _graph_input(path, graph)
-        if len(graph.output) != 1:
-            raise InputError(f"{path}: the model has {len(graph.output)} outputs; nnaccel runs models with one")
-        self.output_name = graph.output[0].name
-        self.shape = self.input_shape        # the current tensor's shape without the batch dimension
-        self.current = self.input_name       # the chain's current tensor
-        self.layers, self.weights, self.nodes = [], [], {}
-        self.padding = 0
-        self.open_bias = False               # the last layer is a MatMul whose bias an Add may still give
-        self.after_layer = False             # the current tensor is the last layer's output (ReLU may follow)
-
-    # ---- helpers -----------------------------------------------------------------------------------------
-
-    def constant(self, node, index, what):
-        return _constant(self.path, self.constants, node, index, what)
-
-    def add_layer(self, node, layer, weight, bias):
-        self.layers.append(layer)
-        self.weights.append((np.ascontiguousarray(weight, np.float32), np.ascontiguousarray(bias, np.float32)))
-        self.nodes[layer.name] = (node.name or layer.name, node.op_type)
-        self.after_layer = True
-
-    def layer_name(self, node):
-        name = node.name or f"{node.op_type}_{len(self.layers)}"
-        while name in self.nodes:
-            name += "_"
-        return name
-
-    def flat(self, node):
-        if len(self.shape) != 1:
-            raise _node_error(self.path, node, f"its input is an image {'x'.join(map(str, self.shape))}; flatten it "
-                                               f"first (Flatten or Reshape to (1, F))")
-        return self.shape[0]
-
-    def bias(self, node, value, outputs):
-        if value is None:
-            return np.zeros(outputs, np.float32)
-        if value.size != outputs or value.ndim > 2 or (value.ndim == 2 and value.shape[0] != 1):
-            raise _node_error(self.path, node, f"bias of shape {list(value.shape)}: expected ({outputs},) or "
-                                               f"(1, {outputs})")
-        return value.reshape(outputs)
-
-    # ---- ops ---------------------------------------------------------------------------------------------
-
-    def conv(self, node):
-        attributes = _attributes(node)
-        weight = self.constant(node, 1, "weight")
-        if weight is None or weight.ndim != 4:
-            raise _node_error(self.path, node, "needs a 4-d weight initializer (out, in, kh, kw)")
-        if attributes.get("group", 1) != 1:
-            raise _node_error(self.path, node, f"group = {attributes['group']}: grouped and depthwise convolutions "
-                                               f"are not supported (group must be 1)")
-        if any(value != 1 for value in attributes.get("dilations", [1, 1])):
-            raise _node_error(self.path, node, f"dilations = {list(attributes['dilations'])}: dilated convolutions "
-                                               f"are not supported (dilations must be 1)")
-        if attributes.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
-            raise _node_error(self.path, node, f"auto_pad = {attributes['auto_pad']}: automatic padding is not "
-                                               f"supported (give explicit pads on the first Conv, or none)")
-        if len(self.shape) != 3:
-            raise _node_error(self.path, node, "its input is a flat vector; a Conv needs an image (C, H, W)")
-        channels, height, width = self.shape
-        out_channels, in_channels, kernel_height, kernel_width = weight.shape
-        if kernel_height != kernel_width:
-            raise _node_error(self.path, node, f"kernel_shape = [{kernel_height}, {kernel_width}]: the accelerator's "
-                                               f"kernels are square")
-        strides = list(attributes.get("strides", [1, 1]))
-        if strides[0] != strides[1]:
-            raise _node_error(self.path, node, f"strides = {strides}: the accelerator's strides are equal in both "
-                                               f"directions")
-        if in_channels != channels:
-            raise _node_error(self.path, node, f"weight of shape {list(weight.shape)} for an input of {channels} "
-                                               f"channels")
-        pads = list(attributes.get("pads", [0, 0, 0, 0]))
-        if any(pads) and (self.layers or len(set(pads)) != 1):
-            raise _node_error(self.path, node, f"pads = {pads}: zero padding is supported on the first Conv only, "
-                                               f"with the same border on every side (the host writes the padded "
-                                               f"input)")
-        if height != width:
-            raise _node_error(self.path, node, f"input image {channels}x{height}x{width}: the accelerator's "
-                                               f"convolutions take square images")
-        if not self.layers:
-            self.padding = pads[0]
-        layer = ConvLayer(self.layer_name(node), channels, height + 2 * pads[0], out_channels, kernel_height,
-                          strides[0], relu=False)
-        if layer.kernel > layer.in_size:
-            raise _node_error(self.path, node, f"kernel {layer.kernel} is larger than its input "
-                                               f"{layer.in_size}x{layer.in_size}")
-        bias = self.bias(node, self.constant(node, 2, "bias"), out_channels)
-        self.add_layer(node, layer, weight.transpose(1, 2, 3, 0), bias)
-        self.shape = (out_channels, layer.out_size, layer.out_size)
-
-    def gemm(self, node):
-        self.dense(node, *_gemm_weight(self.path, self.constants, node))
-
-    def matmul(self, node):
-        weight = self.constant(node, 1, "weight")
-        if weight is None or weight.ndim != 2:
-            raise _node_error(self.path, node, "needs a 2-d weight initializer as its second input")
-        self.dense(node, weight, None)
-        self.open_bias = True
-
-    def dense(self, node, weight, bias):
-        inputs = self.flat(node)
-        if weight.shape[0] != inputs:
-            raise _node_error(self.path, node, f"weight of shape {list(weight.shape)} (as (in, out)) for {inputs} "
-                                               f"inputs")
-        outputs = weight.shape[1]
-        layer = DenseLayer(self.layer_name(node), inputs, outputs, relu=False)
-        self.add_layer(node, layer, weight, self.bias(node, bias, outputs))
-        self.shape = (outputs,)
-
-    def add(self, node):
-        if not self.open_bias:
-            raise _node_error(self.path, node, "Add is supported only as the bias right after a MatMul")
-        constant = [index for index, name in enumerate(node.input) if name in self.constants]
-        if len(constant) != 1:
-            raise _node_error(self.path, node, "Add is supported only as the bias right after a MatMul")
-        bias = self.constant(node, constant[0], "bias")
-        weight, _ = self.weights[-1]
-        self.weights[-1] = (weight, self.bias(node, bias, weight.shape[1]))
-
-    def relu(self, node):
-        if not self.after_layer or self.layers[-1].relu:
-            where = "the network input" if not self.layers else "a ReLU's output"
-            raise _node_error(self.path, node, f"a Relu on {where}: the accelerator applies ReLU only to a layer's "
-                                               f"output")
-        self.layers[-1] = replace(self.layers[-1], relu=True)
-
-    def flatten(self, node):
-        axis = _attributes(node).get("axis", 1)
-        if axis != 1:
-            raise _node_error(self.path, node, f"axis = {axis}: only Flatten with axis 1 is supported")
-        self.shape = (int(np.prod(self.shape)),)
-
-    def reshape(self, node):
-        target = self.constant(node, 1, "shape")
-        size = int(np.prod(self.shape))
-        values = [] if target is None else [int(value) for value in target.reshape(-1)]
-        if len(values) != 2 or values[0] not in (1, -1, 0) or values[1] not in (size, -1) or values == [-1, -1]:
-            raise _node_error(self.path, node, f"shape = {values}: only flattening to (1, {size}) is supported")
-        self.shape = (size,)
-
-    def map(self, node):
-        if node.op_type == "Constant":
-            _constant_node(self.path, node, self.constants)
-            return
-        if node.op_type in POOLING_OPS:
-            raise _node_error(self.path, node, "pooling is not supported: the accelerator has no pooling unit (a "
-                                               "strided Conv can take its place)")
-        handlers = {"Conv": self.conv, "Gemm": self.gemm, "MatMul": self.matmul, "Add": self.add,
-                    "Relu": self.relu, "Flatten": self.flatten, "Reshape": self.reshape, "Identity": None}
-        if node.op_type not in handlers:
-            raise _node_error(self.path, node, f"op {node.op_type} is not supported (supported: "
-                                               f"{', '.join(SUPPORTED_OPS)})")
-        data = [name for name in node.input if name and name not in self.constants]
-        if data != [self.current] or len(node.output) != 1:
-            raise _node_error(self.path, node, f"reads {', '.join(data) or 'only constants'}; nnaccel maps a chain "
-                                               f"of nodes, each reading the previous node's output "
-                                               f"({self.current})")
-        if node.op_type not in ("Add", "Identity"):
-            self.open_bias = False
-        if node.op_type in ("Conv", "Gemm", "MatMul"):
-            self.after_layer = False
-        if handlers[node.op_type] is not None:
-            handlers[node.op_type](node)
-        self.current = node.output[0]
 
 
 class _GraphReader:
@@ -637,47 +416,12 @@ def read_onnx(path):
     return reader.graph()
 
 
-def import_onnx(path):
-    """The :class:`OnnxNetwork` of the ONNX model at ``path``; raises :class:`InputError` (one line: the file, the
-    node, its op and the fault) for anything the accelerator cannot run."""
-    path = Path(path)
-    graph = _load(path).graph
-    mapper = _Mapper(path, graph)
-    for node in graph.node:
-        mapper.map(node)
-    if not mapper.layers:
-        raise InputError(f"{path}: the model has no Conv, Gemm or MatMul node; nothing to run on the accelerator")
-    if mapper.current != mapper.output_name:
-        raise InputError(f"{path}: the graph output {mapper.output_name!r} is not the end of the chain of nodes "
-                         f"({mapper.current})")
-    return OnnxNetwork(path=str(path), layers=tuple(mapper.layers), weights=tuple(mapper.weights),
-                       input_name=mapper.input_name, input_shape=mapper.input_shape, output_name=mapper.output_name,
-                       padding=mapper.padding, nodes=mapper.nodes)
-
-
-def compile_onnx(network, config, *, split="auto"):
-    """``network`` compiled for ``config`` (:func:`models.dqn.plan.compile_network`); a layer that does not fit the
-    hardware (its RAMs, its modules, its descriptor fields) raises :class:`InputError` naming its ONNX node."""
-    try:
-        return compile_network(config, network.layers, network.weights, split=split)
-    except ValueError as error:
-        message = str(error)
-        where = f"{config.modules} modules x {config.lanes} lanes"
-        for layer in sorted(network.layers, key=lambda layer: -len(layer.name)):
-            if message.startswith(f"{layer.name}"):
-                node, op = network.nodes[layer.name]
-                fault = message[len(layer.name):].lstrip(" :")
-                raise InputError(f"{network.path}: node {node!r} ({op}): does not fit {where}: {fault}") from None
-        raise InputError(f"{network.path}: does not fit {where}: {message}") from None
-
-
 def onnx_runtime_outputs(model, inputs):
     """The model's own float32 outputs for ``inputs`` (``(N, *input_shape)``), one input at a time in ONNX Runtime
-    (CPU, one thread): ``(N, outputs)`` of its first output.  ``model`` is a :class:`Graph` from :func:`read_onnx`
-    or an :class:`OnnxNetwork`."""
+    (CPU, one thread): ``(N, outputs)`` of its first output.  ``model`` is a :class:`Graph` from :func:`read_onnx`."""
     import onnxruntime
 
-    path = model.source if isinstance(model, Graph) else model.path
+    path = model.source
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     options.log_severity_level = 3

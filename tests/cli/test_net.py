@@ -1,21 +1,24 @@
-"""``nnaccel run net``: the error table (what the accelerator cannot run: one line, exit 2, nothing built), the
-inputs file, and the job end to end with the simulation replaced by the golden model (the real RTL:
-tests/dqn/test_onnx.py)."""
+"""``nnaccel run net MODEL.tflite | MODEL.onnx``: the error table (what the accelerator still cannot run, and files
+that are no model: one line naming the file, the op and the fault, exit 2, nothing built), the inputs files (the
+benchmark's own samples among them), and the job end to end with a stand-in simulator that gives the golden model's
+outputs and the compiler's predicted counters (the real RTL: tests/dqn/test_onnx.py)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from nnaccel.testbench.dqn import host as dqn_host
 from nnaccel.cli.main import main
 from nnaccel.hw.shared.float_format import BFLOAT16
+from nnaccel.models.dqn import mlperf_tiny
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.shared.float_arith import to_binary32
-from tests.cli.test_dqn import fake_run
+from nnaccel.testbench.dqn import host as dqn_host
+from tests.cli import stand_in_simulator
 from tests.dqn.onnx_models import GraphBuilder, small_cnn
+from tests.dqn.tflite_models import conv_model, lstm_model
 
-SMALL = ("--modules", "2", "--lanes", "4")     # small_cnn's 4 x 4 output fits groups of 2 positions, not of 16
+SMALL = ("--modules", "2", "--lanes", "4")
 
 
 def conv_graph(input_shape=(1, 2, 8, 8), **attributes):
@@ -24,109 +27,95 @@ def conv_graph(input_shape=(1, 2, 8, 8), **attributes):
     return graph
 
 
-def pooling():
+def max_pooling(path):
     graph = conv_graph()
     graph.node("MaxPool", name="pool", kernel_shape=[2, 2])
-    return graph
+    return graph.save(path)
 
 
-def padded_second_conv():
+def padded_average_pooling(path):
     graph = conv_graph()
-    graph.conv(4, 4, 3, name="conv2", pads=[1, 1, 1, 1])
-    return graph
+    graph.node("AveragePool", name="pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return graph.save(path)
 
 
-def unsupported_op():
+def sigmoid(path):
     graph = conv_graph()
     graph.node("Sigmoid", name="squash")
-    return graph
+    return graph.save(path)
 
 
-def add_without_matmul():
-    graph = GraphBuilder((1, 12))
-    graph.gemm(12, 4, name="gemm")
-    graph.node("Add", [graph.bias("extra", 4)], name="offset")
-    return graph
-
-
-def relu_on_input():
-    graph = GraphBuilder((1, 12))
-    graph.node("Relu", name="relu")
-    return graph
-
-
-def reshape_to_image():
-    graph = GraphBuilder((1, 12))
-    graph.gemm(12, 16, name="gemm")
-    graph.node("Reshape", [graph.constant("shape", np.array([1, 1, 4, 4], np.int64))], name="unflatten")
-    return graph
-
-
-def residual():
+def residual(path):
     graph = conv_graph(pads=[1, 1, 1, 1])
+    graph.node("Conv", [graph.constant("w2", graph.uniform((2, 4, 1, 1), 4))], name="project", kernel_shape=[1, 1])
     graph.node("Add", inputs=[graph.current, "input"], name="skip")
-    return graph
+    return graph.save(path)
 
 
-def gemm(outputs, **attributes):
+def past_the_rams(path):
+    """A 1x1 convolution on a 300 x 240 x 240 image: 72,000 words of input, more than the largest activation RAM."""
+    graph = GraphBuilder((1, 300, 240, 240))
+    graph.conv(8, 300, 1, name="conv")
+    return graph.save(path)
+
+
+def too_many_passes(path):
     graph = GraphBuilder((1, 12))
-    graph.gemm(12, outputs, name="gemm", **attributes)
-    return graph
+    graph.gemm(12, 100_000, name="gemm")
+    return graph.save(path)
 
 
-def group_conv():
-    graph = GraphBuilder((1, 4, 8, 8))
-    graph.node("Conv", [graph.constant("w", graph.uniform((4, 2, 3, 3), 18))], name="conv", kernel_shape=[3, 3],
-               group=2)
-    return graph
+def truncated_tflite(path):
+    whole = conv_model(path.with_name("whole.tflite")).read_bytes()
+    path.write_bytes(whole[:len(whole) // 2])
+    return path
+
+
+def random_bytes(path):
+    path.write_bytes(np.random.default_rng(0).integers(0, 256, 2000, np.uint8).tobytes())
+    return path
+
+
+def other_suffix(path):
+    path = path.with_suffix(".pb")
+    path.write_bytes(b"")
+    return path
+
+
+def int8_kws(path):
+    return mlperf_tiny.mlperf_tiny_dir() / "models" / mlperf_tiny.KWS_INT8_MODEL
 
 
 ERRORS = {
-    "pooling": (pooling, "node 'pool' (MaxPool): pooling is not supported: the accelerator has no pooling unit (a "
-                         "strided Conv can take its place)"),
-    "groups": (group_conv, "node 'conv' (Conv): group = 2: grouped and depthwise convolutions are not supported "
-                           "(group must be 1)"),
-    "dilation": (lambda: conv_graph(dilations=[2, 2]),
-                 "node 'conv' (Conv): dilations = [2, 2]: dilated convolutions are not supported (dilations must be "
-                 "1)"),
-    "padding on a later Conv": (padded_second_conv,
-                                "node 'conv2' (Conv): pads = [1, 1, 1, 1]: zero padding is supported on the first "
-                                "Conv only, with the same border on every side (the host writes the padded input)"),
-    "uneven padding": (lambda: conv_graph(pads=[1, 0, 1, 0]),
-                       "node 'conv' (Conv): pads = [1, 0, 1, 0]: zero padding is supported on the first Conv only, "
-                       "with the same border on every side (the host writes the padded input)"),
-    "automatic padding": (lambda: conv_graph(auto_pad="SAME_UPPER"),
-                          "node 'conv' (Conv): auto_pad = SAME_UPPER: automatic padding is not supported (give "
-                          "explicit pads on the first Conv, or none)"),
-    "rectangular kernel": (lambda: conv_graph(kernel=(3, 2)),
-                           "node 'conv' (Conv): kernel_shape = [3, 2]: the accelerator's kernels are square"),
-    "unequal strides": (lambda: conv_graph(strides=[2, 1]),
-                        "node 'conv' (Conv): strides = [2, 1]: the accelerator's strides are equal in both "
-                        "directions"),
-    "rectangular image": (lambda: conv_graph((1, 2, 8, 6)),
-                          "node 'conv' (Conv): input image 2x8x6: the accelerator's convolutions take square "
-                          "images"),
-    "unsupported op": (unsupported_op, "node 'squash' (Sigmoid): op Sigmoid is not supported (supported: Conv, "
-                                       "Gemm, MatMul, Add, Relu, Flatten, Reshape, Identity)"),
-    "Add without MatMul": (add_without_matmul,
-                           "node 'offset' (Add): Add is supported only as the bias right after a MatMul"),
-    "Relu on the input": (relu_on_input, "node 'relu' (Relu): a Relu on the network input: the accelerator applies "
-                                         "ReLU only to a layer's output"),
-    "Gemm alpha": (lambda: gemm(4, alpha=2.0), "node 'gemm' (Gemm): alpha = 2.0: only alpha = beta = 1 is supported"),
-    "Reshape to an image": (reshape_to_image,
-                            "node 'unflatten' (Reshape): shape = [1, 1, 4, 4]: only flattening to (1, 16) is "
-                            "supported"),
-    "branching graph": (residual, "node 'skip' (Add): reads conv_out, input; nnaccel maps a chain of nodes, each "
-                                  "reading the previous node's output (conv_out)"),
-    "too many passes": (lambda: gemm(2100),
-                        "does not fit 16 modules x 16 lanes: the network needs 9 passes (gemm: "
-                        "9); the descriptor table holds 8"),
-    "rows wider than a word": (lambda: conv_graph((1, 1, 100, 100), strides=[4, 4], kernel=4),
-                               "node 'conv' (Conv): does not fit 16 modules x 16 lanes: input rows of 100 elements "
-                               "are wider than a word (row_elements = 84)"),
-    "activation RAM": (lambda: conv_graph((1, 16, 80, 80), strides=[4, 4], kernel=8),
-                       "node 'conv' (Conv): does not fit 16 modules x 16 lanes: input: activation RAM 0 is too "
-                       "small: the tensor needs words 0..1279, the RAM has 1024 words"),
+    "max pooling": (max_pooling, "model.onnx",
+                    "op 'pool' (Pool): max pooling is not in the accelerator's hardware yet"),
+    "padded average pooling": (padded_average_pooling, "model.onnx",
+                               "op 'pool' (Pool): padded average pooling (pads (1, 1, 1, 1)) divides border windows "
+                               "by fewer elements; not supported"),
+    "residual add": (residual, "model.onnx",
+                     "op 'skip' (Add): the accelerator runs chains of ops; a residual add (two inputs) needs the "
+                     "element-wise add pass, not in hardware yet"),
+    "Sigmoid": (sigmoid, "model.onnx",
+                "node 'squash' (Sigmoid): op Sigmoid is not supported (supported: Conv, Gemm, MatMul, Add, Relu, "
+                "BatchNormalization, MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, Softmax, Dropout, "
+                "Identity, Constant)"),
+    "LSTM": (lstm_model, "model.tflite",
+             "op 0 (UNIDIRECTIONAL_SEQUENCE_LSTM): not supported by the accelerator (supported: CONV_2D, "
+             "DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, ADD, RESHAPE, SOFTMAX)"),
+    "quantised int8": (int8_kws, None,
+                       "quantised (int8) models are not supported: the accelerator's datapath is float; convert the "
+                       "float32 model (tensor 'input_1' is INT8)"),
+    "truncated": (truncated_tflite, "model.tflite", "truncated or corrupt TFLite FlatBuffer of "),
+    "random bytes": (random_bytes, "model.tflite",
+                     "not a TFLite FlatBuffer (no 'TFL3' identifier) (expected a TFLite model file (.tflite))"),
+    "another suffix": (other_suffix, "model.onnx",
+                       "expected a TFLite (.tflite) or ONNX (.onnx) model file, not a .pb file"),
+    "past the RAMs": (past_the_rams, "model.onnx",
+                      "does not fit 16 modules x 16 lanes: conv input: activation RAM 0 is too small: the tensor needs "
+                      "words 0..71999, the RAM has 65536 words"),
+    "too many passes": (too_many_passes, "model.onnx",
+                        "does not fit 16 modules x 16 lanes: the network needs 391 passes (gemm: 391); the descriptor "
+                        "table holds 64"),
 }
 
 
@@ -140,24 +129,21 @@ def no_simulation(monkeypatch):
 
 @pytest.mark.parametrize("case", ERRORS, ids=list(ERRORS))
 def test_error_table(case, tmp_path, capsys, no_simulation):
-    build, message = ERRORS[case]
-    path = build().save(tmp_path / "model.onnx")
+    build, name, message = ERRORS[case]
+    path = build(tmp_path / name if name else None)
     assert main(["run", "net", str(path)]) == 2
-    assert capsys.readouterr().err == f"nnaccel: error: {path}: {message}\n"
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"nnaccel: error: {path}: {message}") and captured.err.count("\n") == 1
+    assert captured.out == ""
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "no such file (expected an ONNX model file (.onnx))"),
-    (b"not a model", "not an ONNX model: "),
-])
-def test_files_that_are_not_models(tmp_path, capsys, no_simulation, content, message):
-    path = tmp_path / "model.onnx"
-    if content is not None:
-        path.write_bytes(content)
+def test_a_missing_model_file(tmp_path, capsys, no_simulation):
+    path = tmp_path / "model.tflite"
     assert main(["run", "net", str(path)]) == 2
-    error = capsys.readouterr().err
-    assert error.startswith(f"nnaccel: error: {path}: {message}") and error.count("\n") == 1
+    assert capsys.readouterr().err == f"nnaccel: error: {path}: no such file (expected a TFLite model file (.tflite))\n"
 
+
+# ---- inputs files -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("array, fault", [
     (np.zeros((2, 2, 8, 7), np.float32), "inputs must have shape (N, 2, 8, 8), not (2, 2, 8, 7)"),
@@ -171,64 +157,125 @@ def test_bad_inputs_files(tmp_path, capsys, no_simulation, array, fault):
     assert capsys.readouterr().err == f"nnaccel: error: {tmp_path / 'inputs.npy'}: {fault}\n"
 
 
-@pytest.mark.parametrize("corrupt", [False, True])
-def test_the_job_end_to_end_with_a_stand_in_simulator(tmp_path, monkeypatch, capsys, corrupt):
-    """Through main, the simulation replaced by the golden model's results: exit status, table, JSON."""
-    seen = {}
+def kws_sample():
+    return mlperf_tiny.mlperf_tiny_dir() / "samples" / "kws01" / "tst_000000_Stop_7.bin"
 
-    def stand_in(accelerator, plan, states, *, play, simulator, waves):
-        accelerator._MustUse__used = True       # never elaborated here: tell Amaranth (as sim.verilog's cache does)
-        seen["plan"], seen["states"] = plan, states
-        return fake_run(plan, states, corrupt=corrupt)
 
-    monkeypatch.setattr(dqn_host, "run_on_accelerator", stand_in)
+def ad_file():
+    return next((mlperf_tiny.mlperf_tiny_dir() / "samples" / "ad01").glob("*.bin"))
+
+
+@pytest.mark.parametrize("task, sample, count", [("kws", kws_sample, 1), ("ad", ad_file, 40)])
+def test_a_benchmark_sample_file_is_the_models_input(tmp_path, monkeypatch, capsys, task, sample, count):
+    """A KWS ``.bin`` (490 int8 MFCCs, dequantised) for the KWS model, the AD windows for the AD model: the inputs
+    the accelerator is given are the benchmark loaders' own."""
+    runs = stand_in_simulator.install(monkeypatch)
+    model = mlperf_tiny.model_path(task)
+    assert main(["run", "net", str(model), "--inputs", str(sample())]) == 0
+    (_, states), = runs
+    expected = mlperf_tiny.kws_samples(count=1).inputs if task == "kws" else mlperf_tiny.ad_windows()
+    assert states.shape[0] == count and states.tobytes() == expected.tobytes()
+    printed = capsys.readouterr().out
+    assert f"(from {sample()}): bit-exact against the golden model ({count * (12 if task == 'kws' else 640):,} outputs)" \
+        in printed
+    assert "counters: every pass and TOTAL_CYCLES as the compiler predicted" in printed
+
+
+@pytest.mark.parametrize("task, sample, fault", [
+    ("kws", ad_file, "102400 bytes; a KWS sample is 490 int8 values (49 frames x 10 MFCCs)"),
+    ("ad", kws_sample, "122 float32 values; expected finite 640-value windows"),
+])
+def test_a_benchmark_sample_of_the_wrong_size(capsys, no_simulation, task, sample, fault):
+    path = sample()
+    assert main(["run", "net", str(mlperf_tiny.model_path(task)), "--inputs", str(path)]) == 2
+    assert capsys.readouterr().err == f"nnaccel: error: {path}: {fault}\n"
+
+
+def test_a_benchmark_sample_for_another_model(tmp_path, capsys, no_simulation):
+    model = small_cnn(tmp_path / "cnn.onnx")
+    assert main(["run", "net", str(model), "--inputs", str(kws_sample()), *SMALL]) == 2
+    assert capsys.readouterr().err == (f"nnaccel: error: {kws_sample()}: a benchmark sample file holds KWS (1 x 49 x "
+                                       f"10) or AD (640) inputs; the model's input is 2 x 8 x 8\n")
+
+
+# ---- the job end to end -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", [None, "wrong_output", "wrong_counter"])
+def test_the_job_end_to_end_with_a_stand_in_simulator(tmp_path, monkeypatch, capsys, fault):
+    """Through main: exit 0 when the outputs are the golden model's and the counters the prediction; exit 1 and the
+    report names the output or the counter that is not."""
+    runs = stand_in_simulator.install(monkeypatch, **({fault: True} if fault else {}))
     model = small_cnn(tmp_path / "cnn.onnx")
     inputs = np.random.default_rng(1).standard_normal((3, 2, 8, 8)).astype(np.float32)
     np.save(tmp_path / "inputs.npy", inputs)
     status = main(["run", "net", str(model), "--inputs", str(tmp_path / "inputs.npy"), "--json",
                    str(tmp_path / "report.json"), *SMALL])
-    assert status == (1 if corrupt else 0)
+    assert status == (1 if fault else 0)
     printed = capsys.readouterr().out
-    assert ("MISMATCH" if corrupt else "3 inputs (from") in printed and "accelerator (binary32) vs ONNX Runtime" in printed
-    assert "zero padding 1 is written by the host" in printed and "conv1 " in printed
+    (plan, states), = runs
+    assert states.tobytes() == inputs.tobytes()        # the feeder pads: the accelerator is given the images
+    last = plan.layers[-1]
+    golden = golden_forward(plan, states[1])
+    lines = {
+        None: ["3 inputs (from", "bit-exact against the golden model (15 outputs)",
+               "counters: every pass and TOTAL_CYCLES as the compiler predicted"],
+        "wrong_output": ["MISMATCH against the golden model",
+                         f"state 1: Q[0] = {golden.q_values[0] ^ 1:08X}, golden {golden.q_values[0]:08X}"],
+        "wrong_counter": ["bit-exact against the golden model", "counters: MISMATCH",
+                          f"input 0: {last.name} drain_cycles {last.predicted['drain_cycles'] + 1}, predicted "
+                          f"{last.predicted['drain_cycles']}"],
+    }[fault]
+    for line in lines:
+        assert line in printed
+    assert "accelerator (binary32) vs ONNX Runtime (float32), logits" in printed
+    assert "pad 1/1/1/1 (top/bottom/left/right)" in printed
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["schema"] == "nnaccel.net/1" and report["bit_exact"] is not corrupt and report["padding"] == 1
-    assert [row["name"] for row in report["layers"]] == ["conv1", "conv3", "gemm6"]
-    # The accelerator was given the padded images; the outputs are the golden model's of them.
-    assert seen["states"].shape == (3, 2, 10, 10) and np.array_equal(seen["states"][:, :, 1:-1, 1:-1], inputs)
-    golden = golden_forward(seen["plan"], seen["states"][0])
-    assert report["per_input"][0]["golden_q_bits"] == [f"0x{int(bits):08X}" for bits in golden.q_values]
-    assert 0 < report["onnxruntime_max_rel"] < 1e-5 if not corrupt else report["onnxruntime_max_abs"] > 0
-    runtime = np.array(report["per_input"][0]["onnxruntime_values"], np.float32)
-    assert np.allclose(runtime, golden.q_values.view(np.float32), rtol=1e-5, atol=1e-6)
+    assert report["schema"] == "nnaccel.net/2" and report["runtime"] == "ONNX Runtime"
+    assert report["bit_exact"] is (fault != "wrong_output")
+    assert report["counters_as_predicted"] is (fault != "wrong_counter")
+    assert report["total_cycles"] == report["predicted_cycles"] == plan.estimated_cycles
+    assert report["config"] == {"modules": 2, "lanes": 4, "format": "binary32", "row_elements": 84,
+                                "activation_depth": 1024, "weight_depth": 4096, "max_layers": 8}
+    assert [row["name"] for row in report["layers"]] == [layer.name for layer in plan.layers]
+    assert len(report["ops"]) == 3 and report["inputs"] == 3 and report["inputs_source"].startswith("from ")
+    first = report["per_input"][0]
+    assert first["golden_q_bits"] == [f"0x{int(bits):08X}" for bits in golden_forward(plan, states[0]).q_values]
+    assert len(first["reference_values"]) == 5 and report["reference_compared"] == "logits"
+    assert 0 < report["reference_max_rel"] < 2e-6 or fault == "wrong_output"
+
+
+def test_a_tflite_model_with_softmax_on_the_host(monkeypatch, capsys):
+    """The KWS model: its SOFTMAX runs on the host; the accelerator's logits are compared with LiteRT's logits."""
+    stand_in_simulator.install(monkeypatch)
+    assert main(["run", "net", str(mlperf_tiny.model_path("kws")), "--random", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "(host)" in printed and "softmax on the host" in printed
+    assert "accelerator (binary32) vs LiteRT (float32), logits" in printed
+    assert printed.count("depthwise convolution as a block-diagonal one") == 1      # one note for the four layers
 
 
 def test_a_narrower_number_format(tmp_path, monkeypatch, capsys):
     """``--format bfloat16``: the plan is compiled for bfloat16 units, the outputs are reported as bfloat16 bits
     and their exact float32 values, and ONNX Runtime's float32 outputs differ by bfloat16's rounding."""
-    plans = []
-    monkeypatch.setattr(dqn_host, "run_on_accelerator",
-                        lambda accelerator, plan, states, **keywords: plans.append(plan) or
-                        setattr(accelerator, "_MustUse__used", True) or fake_run(plan, states))
+    runs = stand_in_simulator.install(monkeypatch)
     model = small_cnn(tmp_path / "cnn.onnx")
     assert main(["run", "net", str(model), "--random", "2", "--format", "bfloat16", "--json",
                  str(tmp_path / "report.json"), *SMALL]) == 0
-    assert "2 x 4 bfloat16 MACs" in capsys.readouterr().out and plans[0].config.fmt is BFLOAT16
+    assert "2 x 4 bfloat16 MACs" in capsys.readouterr().out and runs[0][0].config.fmt is BFLOAT16
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["config"]["format"] == "bfloat16" and report["bit_exact"]
     first = report["per_input"][0]
     bits = np.array([int(word, 16) for word in first["q_bits"]], np.uint32)
     assert all(len(word) == 6 for word in first["q_bits"]) and np.all(bits < 1 << 16)
     assert first["q_values"] == to_binary32(BFLOAT16, bits).tolist()
-    assert 1e-4 < report["onnxruntime_max_rel"] < 0.1
+    assert 1e-4 < report["reference_max_rel"] < 0.1
 
 
 def test_random_inputs_are_seeded(tmp_path, monkeypatch):
-    runs = []
-    monkeypatch.setattr(dqn_host, "run_on_accelerator",
-                        lambda accelerator, plan, states, **keywords: runs.append(states) or
-                        setattr(accelerator, "_MustUse__used", True) or fake_run(plan, states))
+    runs = stand_in_simulator.install(monkeypatch)
     model = str(small_cnn(tmp_path / "cnn.onnx"))
     for seed in ("0", "0", "1"):
         assert main(["run", "net", model, "--random", "2", "--seed", seed, *SMALL]) == 0
-    assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2]) and runs[0].shape[0] == 2
+    states = [run[1] for run in runs]
+    assert np.array_equal(states[0], states[1]) and not np.array_equal(states[0], states[2])
+    assert states[0].shape == (2, 2, 8, 8)

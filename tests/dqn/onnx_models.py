@@ -215,6 +215,17 @@ def depthwise_separable(path):
     return torch_export(path, module, (3, 16, 16), seed=6)
 
 
+def depthwise_separable_unpadded_pooling(path):
+    """(1, 3, 16, 16): :func:`depthwise_separable` with the pooling the accelerator runs: a stride-2 conv, a
+    depthwise 3x3 (groups = 8), a pointwise 1x1 conv, 2x2 average pooling without padding, global average pooling,
+    a dense layer."""
+    nn = _torch()
+    module = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                           nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(), nn.Conv2d(8, 16, 1), nn.ReLU(),
+                           nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 4))
+    return torch_export(path, module, (3, 16, 16), seed=9)
+
+
 def rectangular_kws(path):
     """(1, 1, 49, 10), DS-CNN's input: a 10x4 kernel, stride 2, padding (5, 1) -> 8 x 25 x 5, ReLU, a dense layer."""
     nn = _torch()
@@ -232,4 +243,5 @@ def one_conv_stride2(path):
 EVERYDAY_MODELS = {"padded_conv_chain": padded_conv_chain, "lenet5": lenet5, "conv_bn_relu": conv_bn_relu,
                    "conv_bn_relu_unfolded": conv_bn_relu_unfolded, "global_average_pooling": global_average_pooling,
                    "residual_block": residual_block, "depthwise_separable": depthwise_separable,
+                   "depthwise_separable_unpadded_pooling": depthwise_separable_unpadded_pooling,
                    "rectangular_kws": rectangular_kws, "one_conv_stride2": one_conv_stride2}

@@ -1,8 +1,10 @@
-"""ONNX models onto the DQN accelerator: layout conversion against ONNX Runtime, the thesis network's round trip,
-a PyTorch export, and small models on the RTL (the error table: tests/cli/test_net.py); read_onnx's network graph
-of everyday PyTorch-exported networks against ONNX Runtime, batch norm folding, and its one-line errors."""
+"""ONNX models onto the DQN accelerator through the network graph: ``read_onnx`` -> ``lower_graph`` ->
+``fitting_config`` -> the simulated RTL, bit-exact with the golden model, every counter as the compiler predicted,
+and within float32 reordering of ONNX Runtime; the thesis network's round trip; the graph of everyday
+PyTorch-exported networks against ONNX Runtime, batch norm folding, and read_onnx's one-line errors (the job's error
+table: tests/cli/test_net.py)."""
 
-import warnings
+from dataclasses import replace
 
 import numpy as np
 import onnx
@@ -14,111 +16,151 @@ from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.graph import ModelError, reference
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer, dqn_layers, reduced_layers, seeded_weights
+from nnaccel.models.dqn.lowering import lower_graph
+from nnaccel.models.dqn.network import dqn_layers, reduced_layers, seeded_weights
 from nnaccel.models.dqn.onnx_export import save_onnx
-from nnaccel.models.dqn.onnx_import import compile_onnx, import_onnx, onnx_runtime_outputs, read_onnx
-from nnaccel.models.dqn.plan import compile_network, network_weights
+from nnaccel.models.dqn.onnx_import import onnx_runtime_outputs, read_onnx
+from nnaccel.models.dqn.plan import COUNTERS, compile_network
+from nnaccel.models.dqn.sizing import fitting_config
+from nnaccel.models.shared.input_files import InputError
 from nnaccel.testbench.dqn.host import run_on_accelerator
 from tests.dqn.onnx_models import EVERYDAY_MODELS, GraphBuilder, mlp, small_cnn
 
+# The RTL tests' configuration: the reduced 2 x 4 accelerator with RAMs and rows that hold every model below, so
+# that one Verilator build serves them all (fitting_config never shrinks the base; each model's plan is checked to
+# need no more).
+RTL_BASE = replace(REDUCED_CONFIG, row_elements=16, activation_depth=256, weight_depth=2048)
 
-def golden_outputs(plan, network, inputs):
-    return np.stack([golden_forward(plan, network.accelerator_input(sample)).q_values for sample in inputs])
-
-
-def assert_close_to_onnx_runtime(plan, network, inputs):
-    """The golden model's outputs equal ONNX Runtime's up to float32 rounding (a wrong weight layout would put them
-    far apart); returns the golden outputs' bits."""
-    golden = golden_outputs(plan, network, inputs)
-    reference = onnx_runtime_outputs(network, inputs)
-    scale = np.abs(reference).max()
-    assert scale > 0.1
-    np.testing.assert_allclose(golden.view(np.float32), reference, rtol=0, atol=2e-6 * scale)
-    return golden
+# ONNX Runtime sums in its own order; the golden model in the adder tree's.  Measured: at most 5e-7 of the largest
+# |output| on these models; the bound leaves room for other seeds, and a layout error would be of the output's size.
+REORDERING = 2e-6
 
 
-def random_inputs(network, count, seed=0):
-    return np.random.default_rng(seed).standard_normal((count, *network.input_shape)).astype(np.float32)
+def lowered_plan(path, base=RTL_BASE):
+    """``(graph, lowered network, plan)`` of the ONNX model at ``path`` on the smallest configuration like ``base``."""
+    graph = read_onnx(path)
+    lowered = lower_graph(graph)
+    _, plan = fitting_config(base, lowered.layers, lowered.weights)
+    return graph, lowered, plan
 
 
-def test_small_cnn_maps_with_padding_and_transposed_weights(tmp_path):
-    network = import_onnx(small_cnn(tmp_path / "cnn.onnx"))
-    assert network.layers == (ConvLayer("conv1", 2, 10, 4, 3, 1), ConvLayer("conv3", 4, 8, 4, 2, 2),
-                              DenseLayer("gemm6", 64, 5, relu=False))
-    assert network.padding == 1 and network.input_shape == (2, 8, 8)
-    assert network.accelerator_input(np.ones((2, 8, 8), np.float32))[:, 0].sum() == 0
-    plan = compile_onnx(network, REDUCED_CONFIG, split="always")
-    assert_close_to_onnx_runtime(plan, network, random_inputs(network, 3))
+def random_inputs(shape, count, seed=0):
+    return np.random.default_rng(seed).standard_normal((count, *shape)).astype(np.float32)
 
 
-def test_mlp_maps_matmul_add_and_reshape(tmp_path):
-    network = import_onnx(mlp(tmp_path / "mlp.onnx"))
-    assert [(type(layer), layer.relu) for layer in network.layers] == [(DenseLayer, True), (DenseLayer, True),
-                                                                        (DenseLayer, False)]
-    assert [layer.weight_shape for layer in network.layers] == [(12, 8), (8, 6), (6, 3)]
-    plan = compile_onnx(network, REDUCED_CONFIG)
-    assert_close_to_onnx_runtime(plan, network, random_inputs(network, 3))
+def golden_outputs(plan, inputs):
+    return np.stack([golden_forward(plan, sample).q_values for sample in inputs])
+
+
+def assert_within_reordering(graph, outputs, inputs):
+    """The accelerator's binary32 outputs equal ONNX Runtime's up to the order of the float additions."""
+    runtime = onnx_runtime_outputs(graph, inputs)
+    difference, scale = np.abs(outputs.view(np.float32) - runtime).max(), np.abs(runtime).max()
+    assert scale > 0.05 and difference <= REORDERING * scale, \
+        f"{graph.source}: max |accelerator - ONNX Runtime| = {difference:.3g} (largest |output| {scale:.3g})"
+
+
+def test_small_cnn_lowers_with_padding_and_transposed_weights(tmp_path):
+    graph, lowered, plan = lowered_plan(small_cnn(tmp_path / "cnn.onnx"))
+    shapes = [(layer.in_channels, layer.in_height, layer.in_width, layer.out_channels, layer.kernel_height,
+               layer.stride_y, layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right, layer.relu)
+              for layer in lowered.layers[:2]]
+    assert shapes == [(2, 8, 8, 4, 3, 1, 1, 1, 1, 1, True), (4, 8, 8, 4, 2, 2, 0, 0, 0, 0, True)]
+    assert (lowered.layers[2].inputs, lowered.layers[2].outputs, lowered.layers[2].relu) == (64, 5, False)
+    # ONNX's (out, in, kh, kw) weight is the compiler's (in, kh, kw, out).
+    assert lowered.weights[0][0].tobytes() == graph.ops[0].weight.transpose(1, 2, 3, 0).tobytes()
+    inputs = random_inputs(lowered.input_shape, 3)
+    assert_within_reordering(graph, golden_outputs(plan, inputs), inputs)
+
+
+def test_mlp_lowers_matmul_add_and_reshape(tmp_path):
+    graph, lowered, plan = lowered_plan(mlp(tmp_path / "mlp.onnx"))
+    assert [(layer.inputs, layer.outputs, layer.relu) for layer in lowered.layers] == \
+        [(12, 8, True), (8, 6, True), (6, 3, False)]
+    inputs = random_inputs(lowered.input_shape, 3)
+    assert_within_reordering(graph, golden_outputs(plan, inputs), inputs)
 
 
 def test_thesis_network_round_trips_to_the_same_plan(tmp_path):
-    """The DQN written as ONNX reads back to the same layers and weights, so the same descriptors and weight image
-    (the same bits and cycles on the RTL: the full-size run is test_thesis_network_as_onnx_on_the_rtl)."""
+    """The DQN written as ONNX reads back to the same descriptors and weight image (the same bits and cycles on the
+    RTL: the full-size run is test_thesis_network_as_onnx_on_the_rtl)."""
     weights = seeded_weights()
     save_onnx(tmp_path / "dqn.onnx", dqn_layers(18), weights)
-    network = import_onnx(tmp_path / "dqn.onnx")
-    assert network.layers == dqn_layers(18)
-    for (weight, bias), (expected_weight, expected_bias) in zip(network.weights, network_weights(dqn_layers(18),
-                                                                                                 weights)):
-        assert weight.tobytes() == expected_weight.tobytes() and bias.tobytes() == expected_bias.tobytes()
-    plan, expected = compile_onnx(network, DqnConfig()), compile_network(DqnConfig(), dqn_layers(18), weights)
-    assert plan.descriptors == expected.descriptors
+    graph = read_onnx(tmp_path / "dqn.onnx")
+    lowered = lower_graph(graph)
+    assert [layer.name for layer in lowered.layers] == [layer.name for layer in dqn_layers(18)]
+    plan, expected = (compile_network(DqnConfig(), lowered.layers, lowered.weights),
+                      compile_network(DqnConfig(), dqn_layers(18), weights))
+    assert plan.descriptors == expected.descriptors and plan.estimated_cycles == expected.estimated_cycles
     assert np.array_equal(plan.weight_image, expected.weight_image)
-    assert_close_to_onnx_runtime(plan, network, recorded_states(1))
+    states = recorded_states(1)
+    assert_within_reordering(graph, golden_outputs(plan, states), states)
 
 
-def test_reduced_network_exported_and_imported_matches_onnx_runtime(tmp_path):
-    """The exporter's layouts, checked by ONNX Runtime rather than by the importer alone."""
+def test_reduced_network_exported_and_read_matches_onnx_runtime(tmp_path):
+    """The exporter's layouts, checked by ONNX Runtime rather than by the reader alone."""
     rng = np.random.default_rng(3)
     layers = reduced_layers()
     pairs = [(rng.uniform(-0.5, 0.5, layer.weight_shape).astype(np.float32),
               rng.uniform(-0.1, 0.1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
     save_onnx(tmp_path / "reduced.onnx", layers, pairs)
-    network = import_onnx(tmp_path / "reduced.onnx")
-    assert network.layers == layers
-    assert_close_to_onnx_runtime(compile_onnx(network, REDUCED_CONFIG), network, random_inputs(network, 2))
+    graph, lowered, plan = lowered_plan(tmp_path / "reduced.onnx", REDUCED_CONFIG)
+    assert plan.config == REDUCED_CONFIG
+    inputs = random_inputs(lowered.input_shape, 2)
+    assert_within_reordering(graph, golden_outputs(plan, inputs), inputs)
 
 
-def torch_model_file(path):
-    """A PyTorch model exported with torch.onnx (the TorchScript exporter, which needs no onnxscript)."""
-    torch = pytest.importorskip("torch")
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, stride=2), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(4 * 4 * 4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3)).eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")       # the TorchScript exporter is deprecated in favour of the dynamo one
-        torch.onnx.export(model, torch.zeros(1, 1, 9, 9), str(path), dynamo=False, input_names=["image"],
-                          output_names=["scores"])
-    return path
+# ---- on the RTL ------------------------------------------------------------------------------------------------
+
+RTL_MODELS = {"small_cnn": small_cnn, "mlp": mlp,
+              **{name: EVERYDAY_MODELS[name] for name in (
+                  "padded_conv_chain", "conv_bn_relu", "conv_bn_relu_unfolded", "global_average_pooling",
+                  "depthwise_separable_unpadded_pooling", "rectangular_kws", "one_conv_stride2")}}
+TORCH_MODELS = set(RTL_MODELS) - {"small_cnn", "mlp"}
 
 
-def test_pytorch_export(tmp_path):
-    network = import_onnx(torch_model_file(tmp_path / "torch.onnx"))
-    assert [type(layer) for layer in network.layers] == [ConvLayer, DenseLayer, DenseLayer]
-    assert network.layers[0].stride == 2 and network.input_name == "image"
-    assert_close_to_onnx_runtime(compile_onnx(network, REDUCED_CONFIG), network, random_inputs(network, 3))
+def assert_counters_as_predicted(plan, run):
+    predicted = [[layer.predicted[name] for name in COUNTERS] for layer in plan.layers]
+    for counters, total in zip(run.layer_counters, run.total_cycles):
+        assert counters.tolist() == predicted and int(total) == plan.estimated_cycles
 
 
-@pytest.mark.parametrize("model", [small_cnn, mlp, torch_model_file])
-def test_models_on_the_reduced_rtl_are_bit_exact(tmp_path, model):
-    network = import_onnx(model(tmp_path / "model.onnx"))
-    plan = compile_onnx(network, REDUCED_CONFIG, split="always")
-    inputs = random_inputs(network, 2, seed=5)
-    states = np.stack([network.accelerator_input(sample) for sample in inputs])
-    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states)
-    golden = golden_outputs(plan, network, inputs)
+@pytest.mark.parametrize("name", RTL_MODELS, ids=list(RTL_MODELS))
+def test_models_on_the_rtl_are_bit_exact_with_every_counter_as_predicted(tmp_path, name):
+    """Padding on every conv, conv-BN-ReLU, global average pooling, a depthwise-separable block, a 49 x 10 input
+    with a 10 x 4 kernel, the 2 x 12 x 12 one-conv model (PyTorch exports), and two hand-written chains: the
+    simulated RTL gives the golden model's bits, each pass's counters and TOTAL_CYCLES as the compiler predicted,
+    and ONNX Runtime's outputs within float32 reordering."""
+    if name in TORCH_MODELS:
+        pytest.importorskip("torch")
+    graph, lowered, plan = lowered_plan(RTL_MODELS[name](tmp_path / f"{name}.onnx"))
+    assert plan.config == RTL_BASE
+    inputs = random_inputs(lowered.input_shape, 2, seed=5)
+    run = run_on_accelerator(DqnAccelerator(config=plan.config), plan, inputs)
+    golden = golden_outputs(plan, inputs)
     assert run.q_values.tobytes() == golden.tobytes()
-    assert (run.layer_counters[0][:, 1] == [layer.product_cycles for layer in plan.layers]).all()
+    assert_counters_as_predicted(plan, run)
+    assert_within_reordering(graph, run.q_values, inputs)
+
+
+LOWERING_REFUSES = {
+    "lenet5": "op '/MaxPool' (Pool): max pooling is not in the accelerator's hardware yet",
+    "residual_block": "op '/Add' (Add): the accelerator runs chains of ops; a residual add (two inputs) needs the "
+                      "element-wise add pass, not in hardware yet",
+    "depthwise_separable": "op '/6/AveragePool' (Pool): padded average pooling (pads (1, 1, 1, 1)) divides border "
+                           "windows by fewer elements; not supported",
+}
+
+
+@pytest.mark.parametrize("name", LOWERING_REFUSES, ids=list(LOWERING_REFUSES))
+def test_what_lowering_still_refuses(tmp_path, name):
+    """LeNet-5's max pooling, the residual block's add (the graph is not a chain) and padded average pooling: one
+    line naming the op (these move to the RTL tests when the lowering takes them)."""
+    pytest.importorskip("torch")
+    graph = read_onnx(EVERYDAY_MODELS[name](tmp_path / f"{name}.onnx"))
+    with pytest.raises(InputError) as error:
+        lower_graph(graph)
+    assert str(error.value) == f"{graph.source}: {LOWERING_REFUSES[name]}"
 
 
 @pytest.mark.extended
@@ -126,12 +168,15 @@ def test_thesis_network_as_onnx_on_the_rtl(tmp_path):
     """Full size (a 16 x 16 build and minutes of simulation): the DQN as ONNX through the RTL gives the golden
     model's bits, and the cycles of the thesis network compiled directly."""
     save_onnx(tmp_path / "dqn.onnx", dqn_layers(18), seeded_weights())
-    network = import_onnx(tmp_path / "dqn.onnx")
-    plan = compile_onnx(network, DqnConfig())
+    graph = read_onnx(tmp_path / "dqn.onnx")
+    lowered = lower_graph(graph)
+    plan = compile_network(DqnConfig(), lowered.layers, lowered.weights)
     states = recorded_states(2)
     run = run_on_accelerator(DqnAccelerator(config=DqnConfig()), plan, states)
-    assert run.q_values.tobytes() == golden_outputs(plan, network, states).tobytes()
-    assert run.total_cycles.tolist() == [11_945, 11_945]
+    assert run.q_values.tobytes() == golden_outputs(plan, states).tobytes()
+    assert_counters_as_predicted(plan, run)
+    assert run.total_cycles.tolist() == [compile_network(DqnConfig(), dqn_layers(18), seeded_weights())
+                                         .estimated_cycles] * 2
 
 
 # ---- read_onnx: the network graph ---------------------------------------------------------------------------------
@@ -144,6 +189,7 @@ EVERYDAY_OPS = {
     "global_average_pooling": ["Conv", "Conv", "GlobalAveragePool", "Flatten", "Dense"],
     "residual_block": ["Conv", "Conv", "Conv", "Add", "Flatten", "Dense"],
     "depthwise_separable": ["Conv", "Conv", "Conv", "Pool", "GlobalAveragePool", "Flatten", "Dense"],
+    "depthwise_separable_unpadded_pooling": ["Conv", "Conv", "Conv", "Pool", "GlobalAveragePool", "Flatten", "Dense"],
     "rectangular_kws": ["Conv", "Flatten", "Dense"],
     "one_conv_stride2": ["Conv"],
 }
@@ -187,7 +233,7 @@ def test_chain_models_read_into_the_graph(tmp_path):
     assert [(type(op).__name__, op.relu) for op in cnn.ops if hasattr(op, "relu")] == \
         [("Conv", True), ("Conv", True), ("Dense", False)]
     assert cnn.ops[0].pads == (1, 1, 1, 1) and cnn.ops[0].weight.shape == (4, 2, 3, 3)
-    assert_reference_close_to_onnx_runtime(cnn, random_inputs(import_onnx(cnn.source), 3))
+    assert_reference_close_to_onnx_runtime(cnn, random_inputs(cnn.inputs[0].shape, 3))
     perceptron = read_onnx(mlp(tmp_path / "mlp.onnx"))
     assert [op.weight.shape for op in perceptron.ops] == [(8, 12), (6, 8), (3, 6)]
     assert_reference_close_to_onnx_runtime(perceptron, np.random.default_rng(2).standard_normal((3, 12))

@@ -10,8 +10,14 @@ import torch
 from nnaccel.dse.dance import command
 from nnaccel.dse.dance.cosearch import images_tensor, retrain
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
-from nnaccel.models.dqn.onnx_import import import_onnx, onnx_runtime_outputs
+from nnaccel.models.dqn.lowering import lower_graph
+from nnaccel.models.dqn.onnx_import import onnx_runtime_outputs, read_onnx
 from nnaccel.models.shared.mnist import sample_digits
+
+
+def layer_shape(layer):
+    """What the accelerator computes of a layer: its weight shape, strides and ReLU (names come from the file)."""
+    return layer.weight_shape, getattr(layer, "stride_y", None), getattr(layer, "stride_x", None), layer.relu
 
 
 def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
@@ -27,14 +33,15 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
     assert winner is results[1]
     network_choice, model, accuracy, _ = command.retrain_winner(arguments, winner)
     command.export_winner(network_choice, model, tmp_path / "winner.onnx")
-    network = import_onnx(tmp_path / "winner.onnx")
-    assert network.layers == NETWORK_SPACE.network(second).dqn_layers()
+    graph = read_onnx(tmp_path / "winner.onnx")
+    assert [layer_shape(layer) for layer in lower_graph(graph).layers] == \
+        [layer_shape(layer) for layer in NETWORK_SPACE.network(second).dqn_layers()]
     # The file holds the retrained weights: the same seeded retraining here computes what ONNX Runtime computes.
     retrained_accuracy, model, _ = retrain(NETWORK_SPACE.network(second), digits, digits, command._settings(arguments))
     assert retrained_accuracy == accuracy
     with torch.no_grad():
         expected = model(digits[0]).numpy()
-    np.testing.assert_allclose(onnx_runtime_outputs(network, digits[0].numpy()), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(onnx_runtime_outputs(graph, digits[0].numpy()), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_onnx_needs_a_dance_run():

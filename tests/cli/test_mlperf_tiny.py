@@ -1,0 +1,103 @@
+"""``nnaccel run mlperf-tiny``: the job on a folder laid out as ``../shared/mlperf_tiny`` (the models, the first
+KWS samples, the AD windows), without the RTL and with a stand-in simulator that gives the golden model's outputs
+and the compiler's predicted counters; the JSON report; a folder without models."""
+
+import json
+
+import pytest
+
+from nnaccel.cli.main import main
+from nnaccel.models.dqn import mlperf_tiny
+from tests.cli import stand_in_simulator
+
+KWS_SAMPLES = 3
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A small MLPerf Tiny folder: the shared one's models and AD sample, its first KWS samples and their labels."""
+    shared = mlperf_tiny.mlperf_tiny_dir()
+    small = tmp_path / "mlperf_tiny"
+    (small / "samples" / "kws01").mkdir(parents=True)
+    (small / "models").symlink_to(shared / "models")
+    (small / "samples" / "ad01").symlink_to(shared / "samples" / "ad01")
+    kws = shared / "samples" / "kws01"
+    names = sorted(path.name for path in kws.glob("*.bin"))[:KWS_SAMPLES]
+    for name in names:
+        (small / "samples" / "kws01" / name).symlink_to(kws / name)
+    labels = [line for line in (kws / "y_labels.csv").read_text().splitlines() if line.split(",")[0] in names]
+    (small / "samples" / "kws01" / "y_labels.csv").write_text("\n".join(labels) + "\n")
+    return small
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    def refuse(*arguments, **keywords):
+        raise AssertionError("--no-rtl builds and simulates nothing")
+
+    monkeypatch.setattr(stand_in_simulator.dqn_host, "run_on_accelerator", refuse)
+
+
+def test_kws_without_the_rtl(folder, tmp_path, capsys, no_simulation):
+    """The compiler's prediction, the golden model per format against LiteRT and the accuracy on every KWS sample of
+    the folder, FINN beside; JSON ``nnaccel.mlperf_tiny/1``."""
+    report_path = tmp_path / "report.json"
+    assert main(["run", "mlperf-tiny", "--model", "kws", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
+                 "--json", str(report_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "=== kws: keyword spotting, DS-CNN (kws_dscnn_float32.tflite) ===" in printed
+    assert "nnaccel 16 x 16 binary32 (predicted)" in printed and "FINN KWS-W3A3, Pynq-Z2" in printed
+    assert printed.count("depthwise convolution as a block-diagonal one") == 1 and "(host)" in printed
+    report = json.loads(report_path.read_text())
+    assert report["schema"] == "nnaccel.mlperf_tiny/1" and report["rtl"] is False
+    kws, = report["models"]
+    assert kws["task"] == "kws" and kws["cycles"] == kws["predicted_cycles"] and "bit_exact" not in kws
+    assert kws["mac_use"] == pytest.approx(kws["macs"] / (kws["cycles"] * 256))
+    assert kws["latency_us_100mhz"] == pytest.approx(kws["cycles"] / 100)
+    assert {row["flow"] for row in kws["published"]} == {"FINN"}
+    binary32, = kws["formats"]
+    assert (binary32["format"], binary32["inputs"]) == ("binary32", KWS_SAMPLES)
+    # LiteRT quantises the DS-CNN's activations to int8 on the fly (docs/models.md): 2 % of the largest logit.
+    assert binary32["classes_equal_litert"] == KWS_SAMPLES and binary32["max_rel_vs_litert"] < 0.05
+    assert binary32["correct"] == binary32["litert_correct"] and f"{binary32['correct']} / {KWS_SAMPLES}" in printed
+
+
+def test_ad_without_the_rtl(folder, tmp_path, capsys, no_simulation):
+    """Every window of the AD sample in the golden model in binary32 and bfloat16; the anomaly scores beside
+    LiteRT's; hls4ml beside."""
+    report_path = tmp_path / "report.json"
+    assert main(["run", "mlperf-tiny", "--model", "ad", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
+                 "bfloat16", "--json", str(report_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "hls4ml AD08, Pynq-Z2" in printed and "\nbfloat16 " in printed
+    ad, = json.loads(report_path.read_text())["models"]
+    assert ad["ops"][0].startswith("fully_connected_0") and ad["published"][0]["flow"] == "hls4ml"
+    binary32, bfloat16 = ad["formats"]
+    assert binary32["inputs"] == bfloat16["inputs"] == 40 and bfloat16["format"] == "bfloat16"
+    assert binary32["max_score_difference"] < 0.01 and binary32["max_rel_vs_litert"] < 1e-4
+    assert binary32["max_rel_vs_litert"] < bfloat16["max_rel_vs_litert"] < 0.5      # bfloat16's 8-bit significand
+
+
+@pytest.mark.parametrize("fault", [None, "wrong_counter"])
+def test_ad_with_a_stand_in_simulator(folder, tmp_path, capsys, monkeypatch, fault):
+    runs = stand_in_simulator.install(monkeypatch, **({fault: True} if fault else {}))
+    report_path = tmp_path / "report.json"
+    status = main(["run", "mlperf-tiny", "--model", "ad", "--inputs", "3", "--dir", str(folder), "--formats",
+                   "binary32", "--json", str(report_path)])
+    assert status == (1 if fault else 0)
+    (plan, states), = runs
+    assert states.tobytes() == mlperf_tiny.ad_windows(folder)[:3].tobytes()
+    printed = capsys.readouterr().out
+    ad = json.loads(report_path.read_text())["models"][0]
+    assert ad["inputs"] == 3 and ad["bit_exact"] and ad["total_cycles"] == plan.estimated_cycles
+    assert ad["counters_as_predicted"] is (fault is None)
+    assert ("counters MISMATCH" in printed) is (fault is not None)
+    assert "nnaccel 16 x 16 binary32 (simulated RTL)" in printed
+    assert ad["litert_max_rel"] < 1e-4 and [row["name"] for row in ad["layers"]][0] == "fully_connected_0"
+
+
+def test_a_folder_without_models(tmp_path, capsys):
+    assert main(["run", "mlperf-tiny", "--dir", str(tmp_path), "--no-rtl"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"nnaccel: error: {tmp_path}: no MLPerf Tiny models here (the folder given; ")
+    assert error.count("\n") == 1
