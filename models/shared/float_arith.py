@@ -13,8 +13,9 @@ Two implementations:
   with three guard bits and a jammed sticky bit followed by the exact sum; then the one rounding step
   of :mod:`hw.shared.float_rounder`, mirrored by :func:`_round_to_format`).
 * NumPy's own ``float32`` / ``float16`` arithmetic (IEEE-754, round to nearest even, on x86-64 with
-  subnormals) for binary32 and binary16 without flush-to-zero: the fast path ``float_mul`` and
-  ``float_add`` take there. ``tests/shared/test_float_arith.py`` checks that both agree bit for bit.
+  subnormals) for binary32 and binary16 without flush-to-zero, and for bfloat16 float32 arithmetic rounded once to
+  bfloat16: the fast paths ``float_mul`` and ``float_add`` take there. ``tests/shared/test_float_arith.py``
+  checks that both agree bit for bit.
 
 :func:`from_binary32` rounds float32 values into another format the way a host would before writing them to
 hardware of that format: round to nearest even (the same rounding step), subnormals kept, overflow to infinity,
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnaccel.hw.shared.float_adder import GUARD_BITS
-from nnaccel.hw.shared.float_format import BINARY16, BINARY32
+from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
 
 __all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "from_binary32", "to_binary32", "is_nan", "bits_dtype"]
 
@@ -47,15 +48,19 @@ def is_nan(fmt, bits):
 
 def float_mul(fmt, a, b, *, flush_to_zero=False):
     """``a * b`` rounded to nearest even, on encoded values of ``fmt``."""
-    if fmt in _NATIVE and not flush_to_zero:
+    if not flush_to_zero and fmt in _NATIVE:
         return _native(fmt, np.multiply, a, b)
+    if not flush_to_zero and fmt == BFLOAT16:
+        return _bfloat16_via_float32(np.multiply, a, b)
     return bitlevel_mul(fmt, a, b, flush_to_zero=flush_to_zero)
 
 
 def float_add(fmt, a, b, *, flush_to_zero=False):
     """``a + b`` rounded to nearest even, on encoded values of ``fmt``."""
-    if fmt in _NATIVE and not flush_to_zero:
+    if not flush_to_zero and fmt in _NATIVE:
         return _native(fmt, np.add, a, b)
+    if not flush_to_zero and fmt == BFLOAT16:
+        return _bfloat16_via_float32(np.add, a, b)
     return bitlevel_add(fmt, a, b, flush_to_zero=flush_to_zero)
 
 
@@ -65,6 +70,19 @@ def _native(fmt, operation, a, b):
     with np.errstate(all="ignore"):
         result = np.asarray(operation(a, b))
     return np.where(np.isnan(result), uint(fmt.canonical_nan), result.view(uint)).astype(uint)
+
+
+def _bfloat16_via_float32(operation, a, b):
+    """bfloat16 ``a op b`` through float32: a product of two bfloat16 values is exact in float32, and a sum rounded
+    once to float32 rounds to bfloat16 as the exact sum would (24 >= 2 * 8 + 2 significand bits: no double rounding),
+    so float32 arithmetic, then one round to nearest even of the float32 bits to their top 16, is bit-exact with
+    the bit-level model (tests/shared/test_float_arith.py checks both on random operands)."""
+    wide_a, wide_b = ((np.asarray(x).astype(np.uint32) << 16).view(np.float32) for x in (a, b))
+    with np.errstate(all="ignore"):
+        wide = np.asarray(operation(wide_a, wide_b))
+    bits = wide.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(wide), np.uint16(BFLOAT16.canonical_nan), rounded).astype(np.uint16)
 
 
 def _mask(bits):
