@@ -94,7 +94,8 @@ class DqnAccelerator(HostPortAccelerator):
         wiring.connect(m, feeder.rows0, activations.reads0)
         wiring.connect(m, feeder.rows1, activations.reads1)
         wiring.connect(m, feeder.weights, weights.a)
-        wiring.connect(m, writer.output, activations.writes)
+        wiring.connect(m, writer.output0, activations.writes0)
+        wiring.connect(m, writer.output1, activations.writes1)
         for index in range(config.modules):
             m.submodules[f"matrix_module{index}"] = module = MatrixModule(
                 lanes=config.lanes, fmt=config.fmt, multiplier_latency=config.multiplier_latency,
