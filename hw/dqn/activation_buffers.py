@@ -26,9 +26,9 @@ class ActivationBuffers(DqnBlock):
     reads0, reads1 : In(BufferPortSignature)
         The layer's reads: port 0 and port 1 of RAM ``in_ram`` while ``busy``; ``read_data`` is that RAM's port.
     writes0, writes1 : In(BufferPortSignature)
-        The layer's writes: port 0 and port 1 of RAM ``out_ram`` while ``busy``.  Port 0 writes when both
-        ``reads0`` and ``writes0`` want it, port 1 reads when both ``reads1`` and ``writes1`` want it (a
-        reduction layer reads and writes one RAM: it reads on port 1 only and writes on port 0 only).
+        The layer's writes: port 0 and port 1 of RAM ``out_ram`` while ``busy``.  Port 0 belongs to
+        ``writes0`` (before ``reads0``) and port 1 to ``writes1`` while it writes (before ``reads1``): a reduction
+        layer reads and writes one RAM, reading on port 1 only, and writes on port 1 only after its last read.
     host0, host1 : In(HostMemorySignature)
         The host's access to RAM 0 / 1 (through a :class:`~hw.shared.host_memory_bridge.HostMemoryBridge`) on its
         port 0 when the layer neither reads nor writes that RAM (the host control block only accesses memories
@@ -38,7 +38,8 @@ class ActivationBuffers(DqnBlock):
     until the next read of that port); the steering is combinational.
     FPGA: two RAMs of ``activation_word_bits`` x ``activation_depth`` (M20K on Stratix V: 2 x 135 blocks for the
     thesis' 2,688 x 1,024; the second write port costs no RAM: both ports of a true dual-port block) and a 3:1
-    mux per port-0 input and per port-1 input (a 2:1 before the writer used port 1), in ALMs.
+    mux per port-0 input and per port-1 input (a 2:1 before the writer used port 1) and an OR of ``writes1``'s
+    enables, in ALMs.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -65,10 +66,10 @@ class ActivationBuffers(DqnBlock):
                 _drive(m, ram.a, self.reads0)
             with m.Else():
                 _drive(m, ram.a, bridge.buffer)
-            with m.If(reading):
-                _drive(m, ram.b, self.reads1)
-            with m.Elif(writing):
+            with m.If(writing & self.writes1.write_enable.any()):
                 _drive(m, ram.b, self.writes1)
+            with m.Elif(reading):
+                _drive(m, ram.b, self.reads1)
             m.d.comb += bridge.buffer.read_data.eq(ram.a.read_data)
             with m.If(select.in_ram == index):
                 m.d.comb += [self.reads0.read_data.eq(ram.a.read_data), self.reads1.read_data.eq(ram.b.read_data)]

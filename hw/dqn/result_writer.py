@@ -27,9 +27,9 @@ class ResultWriter(DqnBlock):
     Image layout: one write per output channel and touched output row (a group's positions touch
     one or two rows): word ``out_base + n*out_height + oy0 + r``, element ``x`` taking module
     ``((x - ox0 + r*out_width) << log2 C) | n // lanes``, lane ``n % lanes``, enabled where that is
-    one of the group's valid positions.  Two writes per cycle, one on each port of the output RAM, unless the
-    layer is a reduction (it reads the RAM it writes on port 1): a group on two rows writes channel ``n``'s two
-    rows together, a group on one row channels ``n`` and ``n + 1``.  Packed layout (single-position layers): one
+    one of the group's valid positions.  Two writes per cycle, one on each port of the output RAM (in a
+    reduction, which reads the RAM it writes on port 1, only the last group's): a group on two rows writes channel
+    ``n``'s two rows together, a group on one row channels ``n`` and ``n + 1``.  Packed layout (single-position layers): one
     write per column block ``b`` (port 0): word ``out_base + b``, elements ``0 .. lanes-1`` = module ``b``'s
     lanes, enabled for outputs ``< out_channels`` (in the last layer also a ``packed`` beat: the output index of
     element 0 and the lanes written).  Position-major layout (``packed_output`` and ``position_major``; partial
@@ -59,7 +59,7 @@ class ResultWriter(DqnBlock):
 
     Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
-    reduction: ``out_channels`` times the rows, one port); ``ceil(out_channels / lanes)`` (packed), that times
+    reduction's groups before its last: ``out_channels`` times the rows, one port); ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``).
     FPGA: a ``modules x lanes x width`` staging register; two crossbars, one per port, each per module a lanes:1
     mux and per row element a modules:1 mux of ``width`` bits, position adders and compares (the second crossbar
@@ -95,8 +95,10 @@ class ResultWriter(DqnBlock):
         second_row = Signal()                                    # writing row oy0 + 1 (one port only)
         valid_positions = Signal.like(layer.positions)           # positions of this group that exist
         group_modules = modules >> layer.column_blocks_log2
-        # Both ports write in image layout unless the layer reads the RAM it writes (a reduction: port 1 reads).
-        paired = ~layer.packed_output & ~layer.reduce
+        # Both ports write in image layout, in a reduction (it reads the RAM it writes on port 1) only its last
+        # group's results: the sequencer reads no more while they are written.
+        last_group = group.p0 + group_modules >= layer.positions
+        paired = ~layer.packed_output & (~layer.reduce | last_group)
         two_rows = group.ox0 + valid_positions > layer.out_width
 
         def advance(lane, block):

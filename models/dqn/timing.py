@@ -19,9 +19,9 @@ first cycle:
 
   where ``k_g = min(P, n - g*P)`` and ``W_g`` is the result writer's write cycles of group ``g``: in image layout
   one row write per output channel and output row the group touches (one or two rows), two a cycle (both ports
-  of the output RAM: ``out_channels`` cycles on two rows, ``ceil(out_channels / 2)`` on one) unless the pass is a
-  reduction (it reads the RAM it writes on port 1: one write a cycle); one write per channel block (packed), or
-  one per channel block and position (position-major), one a cycle;
+  of the output RAM: ``out_channels`` cycles on two rows, ``ceil(out_channels / 2)`` on one), except in a
+  reduction's groups before its last (it reads the RAM it writes on port 1: one write a cycle); one write per
+  channel block (packed), or one per channel block and position (position-major), one a cycle;
 * the drain: ``L + W_{G-1} + 3`` cycles after the last bias product (results out of the matrix modules, the
   last group's writes, the writer's done, the sequencer's next state).
 
@@ -31,8 +31,8 @@ row are counted with floor sums), for the energy model: as many with one write p
 Product cycles are ``G * (products + 1)``; stall cycles are the cycles the recurrences add to them (a first
 product waiting for its taps, a bias product waiting for the writer).  A pass without stalls (``k_g <= products``
 and ``L + W_g + 2 <= products`` for every group, always the case for the thesis network) takes ``3 + k_0 + G *
-(products + 1) + L + W_{G-1} + 3`` cycles.  A reduction's ``reduce`` flag only matters in image layout (the sum
-of a split convolution: one position, its writes on one port).  Where only one kind of stall can happen the stalls are a closed form
+(products + 1) + L + W_{G-1} + 3`` cycles.  The ``reduce`` flag only matters for a reduction in image layout
+(the sum of a split convolution) with more than one group.  Where only one kind of stall can happen the stalls are a closed form
 (:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
 """
 
@@ -53,8 +53,8 @@ def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
 
 
 def _group_write_cycles(layout, reduce, out_channels, lanes, valid, first_column, out_width):
-    """``W_g``: the result writer's cycles of writes for the group of :func:`_group_writes`; an image-layout
-    group of a pass that is not a reduction writes two rows a cycle."""
+    """``W_g`` of a group before a pass's last: the result writer's cycles of writes for the group of
+    :func:`_group_writes`; an image-layout group of a pass that is not a reduction writes two rows a cycle."""
     rows = 1 + (first_column + valid > out_width)
     return np.where(_paired(layout, reduce), _image_write_cycles(out_channels, rows),
                     _group_writes(layout, out_channels, lanes, valid, first_column, out_width))
@@ -90,7 +90,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
     group (without the bias), ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout``
     (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``reduce`` (1: the pass reads the RAM it
-    writes, a reduction or an add: its writes take one port), ``first_column``: the output column of the
+    writes, a reduction or an add: its groups before the last write on one port), ``first_column``: the output column of the
     pass's first position, ``out_width``: the output grid's width.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
@@ -113,8 +113,8 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
                               np.where(layout == POSITION_MAJOR, blocks * P, blocks))
     two_row_writes = np.where(paired, _image_write_cycles(out_channels, 2), 2 * out_channels)
     last_rows = 1 + last_two_rows
-    last_writes = np.where(image, np.where(paired, _image_write_cycles(out_channels, last_rows),
-                                           out_channels * last_rows),
+    # The last group is written on both ports in image layout, a reduction's too (its reads are over).
+    last_writes = np.where(image, _image_write_cycles(out_channels, last_rows),
                            np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.
     one_row_excess = latency + one_row_writes + 2 - products
