@@ -44,6 +44,8 @@ TABLE_FILE = "rtl_area_cyclonev.json"
 FAMILY_LATENCIES = (1, 2, 3)
 MATRIX_MODULE_LANES = (2, 4)
 RESOURCE_FIELDS = ("luts", "lut6", "carry", "flip_flops", "mlab", "m10k", "memory_bits", "mul27", "mul18", "mul9")
+# The result writer's crossbars: one per port of the output RAM it writes (hw/dqn/result_writer.py).
+WRITE_PORTS = 2
 # M10K modes in true dual-port mode (depth, width), and the byte-enable granule (m10k_tdp.txt).
 M10K_MODES = ((8192, 1), (4096, 2), (2048, 5), (1024, 10), (512, 20))
 M10K_BYTE_BITS = 10
@@ -76,14 +78,17 @@ FEATURES = {
     "feeder": {"one": lambda c: 1, "row_bits": lambda c: c.row_elements * c.fmt.width,
                "tap_mux_luts": lambda c: c.modules * c.fmt.width * _mux_luts(2 * c.row_elements),
                "tap_select_bits": lambda c: c.modules * c.fmt.width * _bits(c.row_elements - 1)},
-    # per row element a position adder, compares and write enable; per lane a packed-layout enable; the
-    # modules x lanes x width staging register with a lanes:1 multiplexer per module; per row element a modules:1
-    # crossbar multiplexer of width bits (LUTs growing with its inputs and with its levels); the packed layouts'
-    # modules:1 multiplexer of lanes x width bits
-    "writer": {"one": lambda c: 1, "row_elements": lambda c: c.row_elements, "lanes": lambda c: c.lanes,
+    # per write port and row element a position adder, compares and write enable; per lane a packed-layout
+    # enable; the modules x lanes x width staging register with a lanes:1 multiplexer per module and port; per
+    # port and row element a modules:1 crossbar multiplexer of width bits (LUTs growing with its inputs and with
+    # its levels); the packed layouts' modules:1 multiplexer of lanes x width bits.  The coefficients were fitted
+    # to a writer with one port (per port and element they hold); the lanes:1 multiplexers of the second port are
+    # not counted until benchmarks/dse/measure_rtl_area.py runs again (4 x 4 bfloat16, 32-element rows: 4,385
+    # LUTs composed, 5,248 measured).
+    "writer": {"one": lambda c: 1, "row_elements": lambda c: WRITE_PORTS * c.row_elements, "lanes": lambda c: c.lanes,
                "staging_bits": lambda c: c.modules * c.lanes * c.fmt.width,
-               "crossbar_bits": lambda c: c.row_elements * c.fmt.width * (c.modules - 1),
-               "crossbar_level_bits": lambda c: c.row_elements * c.fmt.width * (c.modules.bit_length() - 1),
+               "crossbar_bits": lambda c: WRITE_PORTS * c.row_elements * c.fmt.width * (c.modules - 1),
+               "crossbar_level_bits": lambda c: WRITE_PORTS * c.row_elements * c.fmt.width * (c.modules.bit_length() - 1),
                "packed_mux_bits": lambda c: c.lanes * c.fmt.width * (c.modules - 1)},
     # a tree of lanes - 1 comparators with their value multiplexers, and the comparison with the running best
     "argmax": {"one": lambda c: 1, "width": lambda c: c.fmt.width, "tree_bits": lambda c: (c.lanes - 1) * c.fmt.width},

@@ -127,7 +127,8 @@ def evaluate_batch(batch):
     modules, lanes = p["modules"].astype(np.int64), p["lanes"].astype(np.int64)
     counters = pass_counters(positions_per_group=p["positions_per_group"], count=p["count"], products=p["products"],
                              latency=p["latency"].astype(np.int64), out_channels=p["out_channels"], lanes=lanes,
-                             layout=p["layout"], first_column=p["first_column"], out_width=p["out_width"])
+                             layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
+                             out_width=p["out_width"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
                          first_column=p["first_column"], out_width=p["out_width"])

@@ -25,9 +25,10 @@ class ActivationBuffers(DqnBlock):
         ``busy`` (a run owns the RAMs), ``in_ram`` (the RAM the layer reads), ``out_ram`` (the RAM it writes).
     reads0, reads1 : In(BufferPortSignature)
         The layer's reads: port 0 and port 1 of RAM ``in_ram`` while ``busy``; ``read_data`` is that RAM's port.
-    writes : In(BufferPortSignature)
-        The layer's writes: port 0 of RAM ``out_ram`` while ``busy``.  Port 0 writes when both want it (a
-        reduction layer reads and writes one RAM: it reads on port 1 only).
+    writes0, writes1 : In(BufferPortSignature)
+        The layer's writes: port 0 and port 1 of RAM ``out_ram`` while ``busy``.  Port 0 belongs to
+        ``writes0`` (before ``reads0``) and port 1 to ``writes1`` while it writes (before ``reads1``): a reduction
+        layer reads and writes one RAM, reading on port 1 only, and writes on port 1 only after its last read.
     host0, host1 : In(HostMemorySignature)
         The host's access to RAM 0 / 1 (through a :class:`~hw.shared.host_memory_bridge.HostMemoryBridge`) on its
         port 0 when the layer neither reads nor writes that RAM (the host control block only accesses memories
@@ -36,7 +37,9 @@ class ActivationBuffers(DqnBlock):
     Timing: the RAMs' (:class:`~hw.shared.dual_port_buffer.DualPortBuffer`: one-cycle reads, the data holding
     until the next read of that port); the steering is combinational.
     FPGA: two RAMs of ``activation_word_bits`` x ``activation_depth`` (M20K on Stratix V: 2 x 135 blocks for the
-    thesis' 2,688 x 1,024) and a 3:1 mux per port-0 input, a 2:1 per port-1 input, in ALMs.
+    thesis' 2,688 x 1,024; the second write port costs no RAM: both ports of a true dual-port block) and a 3:1
+    mux per port-0 input and per port-1 input (a 2:1 before the writer used port 1) and an OR of ``writes1``'s
+    enables, in ALMs.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -45,7 +48,7 @@ class ActivationBuffers(DqnBlock):
                                                 granularity=config.fmt.width)
         self._host = host = HostMemorySignature(width=config.activation_word_bits, address_bits=ADDRESS_BITS)
         super().__init__(config, {"select": In(ActivationSelectSignature()), "reads0": In(port), "reads1": In(port),
-                          "writes": In(port), "host0": In(host), "host1": In(host)})
+                          "writes0": In(port), "writes1": In(port), "host0": In(host), "host1": In(host)})
 
     def elaborate(self, platform):
         m = Module()
@@ -58,18 +61,20 @@ class ActivationBuffers(DqnBlock):
             reading = select.busy & (select.in_ram == index)
             writing = select.busy & (select.out_ram == index)
             with m.If(writing):
-                _drive(m, ram.a, self.writes)
+                _drive(m, ram.a, self.writes0)
             with m.Elif(reading):
                 _drive(m, ram.a, self.reads0)
             with m.Else():
                 _drive(m, ram.a, bridge.buffer)
-            with m.If(reading):
+            with m.If(writing & self.writes1.write_enable.any()):
+                _drive(m, ram.b, self.writes1)
+            with m.Elif(reading):
                 _drive(m, ram.b, self.reads1)
             m.d.comb += bridge.buffer.read_data.eq(ram.a.read_data)
             with m.If(select.in_ram == index):
                 m.d.comb += [self.reads0.read_data.eq(ram.a.read_data), self.reads1.read_data.eq(ram.b.read_data)]
             with m.If(select.out_ram == index):
-                m.d.comb += self.writes.read_data.eq(ram.a.read_data)
+                m.d.comb += [self.writes0.read_data.eq(ram.a.read_data), self.writes1.read_data.eq(ram.b.read_data)]
         return m
 
 

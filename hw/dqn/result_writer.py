@@ -8,7 +8,7 @@ from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import descriptor_layout
 from nnaccel.hw.dqn.float_argmax import candidate_layout
 from nnaccel.hw.dqn.interfaces import ResultGroupSignature
-from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
+from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, writes_only
 
 __all__ = ["ResultWriter", "packed_index_bits"]
 
@@ -27,13 +27,15 @@ class ResultWriter(DqnBlock):
     Image layout: one write per output channel and touched output row (a group's positions touch
     one or two rows): word ``out_base + n*out_height + oy0 + r``, element ``x`` taking module
     ``((x - ox0 + r*out_width) << log2 C) | n // lanes``, lane ``n % lanes``, enabled where that is
-    one of the group's valid positions.  Packed layout (single-position layers): one write per
-    column block ``b``: word ``out_base + b``, elements ``0 .. lanes-1`` = module ``b``'s lanes,
-    enabled for outputs ``< out_channels`` (in the last layer also a ``packed`` beat: the output index of
-    element 0 and the lanes written).  Position-major layout (``packed_output`` and
-    ``position_major``; partial sums for a reduction layer): one write per valid position ``q`` and
-    column block ``b``: word ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the
-    lanes of module ``(q << log2 C) | b``.
+    one of the group's valid positions.  Two writes per cycle, one on each port of the output RAM (in a
+    reduction, which reads the RAM it writes on port 1, only the last group's): a group on two rows writes channel
+    ``n``'s two rows together, a group on one row channels ``n`` and ``n + 1``.  Packed layout (single-position layers): one
+    write per column block ``b`` (port 0): word ``out_base + b``, elements ``0 .. lanes-1`` = module ``b``'s
+    lanes, enabled for outputs ``< out_channels`` (in the last layer also a ``packed`` beat: the output index of
+    element 0 and the lanes written).  Position-major layout (``packed_output`` and ``position_major``; partial
+    sums for a reduction layer): one write per valid position ``q`` and column block ``b`` (port 0): word
+    ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the lanes of module
+    ``(q << log2 C) | b``.
 
     Ports
     -----
@@ -44,31 +46,39 @@ class ResultWriter(DqnBlock):
     group : In(:class:`~hw.dqn.interfaces.ResultGroupSignature`)
         ``group`` (``p0``, ``oy0``, ``ox0``) and ``layer`` (the descriptor: ``out_base``, ``out_height``,
         ``out_width``, ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``,
-        ``position_major``, ``first_position``, ``last`` are used), stable from the group's last product until
-        ``written`` (Out here: one cycle after the last write).
-    output : Out(BufferPortSignature of the activation RAMs, one write-enable bit per element)
-        The writes: ``address``, ``write_data`` (row_elements x width), ``write_enable`` (all zero = no write).
+        ``position_major``, ``first_position``, ``reduce``, ``last`` are used), stable from the group's last
+        product until ``written`` (Out here: one cycle after the last write).
+    output0, output1 : Out(BufferPortSignature of the activation RAMs, one write-enable bit per element)
+        The writes on port 0 and port 1 of the output RAM: ``address``, ``write_data`` (row_elements x width),
+        ``write_enable`` (all zero = no write); ``read_enable`` is 0.  Both write on one cycle only to different
+        words (two rows of a channel, or one row of two channels).
     packed : Out(always-ready stream of :func:`~hw.dqn.float_argmax.candidate_layout`)
         The packed writes of the network's last layer (``last`` and ``packed_output``), for the argmax:
         ``values`` (elements 0 .. lanes-1 of the write), ``mask`` (its lanes written), ``base_index`` (the output
         index of element 0).
 
-    Timing: the first write on the cycle after the valid ``results`` beat, then one write per cycle:
-    ``2 * out_channels`` writes at most (image), ``ceil(out_channels / lanes)`` (packed), that times
-    the valid positions (position-major).
-    FPGA: a ``modules x lanes x width`` staging register, per module a lanes:1 mux and per row
-    element a modules:1 mux (the crossbar), in ALMs.
+    Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
+    image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
+    reduction's groups before its last: ``out_channels`` times the rows, one port); ``ceil(out_channels / lanes)`` (packed), that times
+    the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``).
+    FPGA: a ``modules x lanes x width`` staging register; two crossbars, one per port, each per module a lanes:1
+    mux and per row element a modules:1 mux of ``width`` bits, position adders and compares; the packed layouts'
+    modules:1 mux of ``lanes x width`` bits; all in ALMs.  The second crossbar is the second port's price: Yosys
+    (Cyclone V) maps the writer of 4 x 4 bfloat16 with 32-element rows to 5,248 LUTs (2,279 with one port); for
+    16 x 16 binary32 with 84-element rows the area table (dse/rtl/area.py) composes 80,845 LUTs (43,222 with one
+    port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).
     """
 
     def __init__(self, *, config=DqnConfig()):
         check_config(config)
         module_results = stream.Signature(data.ArrayLayout(config.fmt.width, config.lanes), always_ready=True)
         candidates = candidate_layout(config.fmt, config.lanes, packed_index_bits(config))
+        row_port = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
+                                       granularity=config.fmt.width)
         super().__init__(config, {
             "results": In(module_results).array(config.modules),
             "group": In(ResultGroupSignature(config)),
-            "output": Out(BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
-                                              granularity=config.fmt.width)),
+            "output0": Out(row_port), "output1": Out(row_port),
             "packed": Out(stream.Signature(candidates, always_ready=True)),
         })
 
@@ -76,32 +86,55 @@ class ResultWriter(DqnBlock):
         m = Module()
         config = self._config
         width, lanes, modules = config.fmt.width, config.lanes, config.modules
-        layer, group, output = self.group.layer, self.group.group, self.output
+        layer, group, output0, output1 = self.group.layer, self.group.group, self.output0, self.output1
+        writes_only(m, output0)
+        writes_only(m, output1)
         staging = Signal(modules * lanes * width)
         lane = Signal(range(lanes))
         block = Signal.like(layer.out_channels)                  # column block: n // lanes
         channel = Signal.like(layer.out_channels)                # n
-        channel_rows = Signal(len(output.address) + len(layer.out_height))      # n * out_height
-        second_row = Signal()                                    # writing row oy0 + 1
+        channel_rows = Signal(len(output0.address) + len(layer.out_height))     # n * out_height
+        second_row = Signal()                                    # writing row oy0 + 1 (one port only)
         valid_positions = Signal.like(layer.positions)           # positions of this group that exist
         group_modules = modules >> layer.column_blocks_log2
+        # Both ports write in image layout, in a reduction (it reads the RAM it writes on port 1) only its last
+        # group's results: the sequencer reads no more while they are written.
+        last_group = group.p0 + group_modules >= layer.positions
+        paired = ~layer.packed_output & (~layer.reduce | last_group)
+        two_rows = group.ox0 + valid_positions > layer.out_width
 
-        # ---- The crossbar: element x of the row takes lane `lane` of module ((x - ox0 + r*W) << log2 C) | block
-        lane_of_module = Array(Signal(width, name=f"lane_of_module{module}") for module in range(modules))
-        for module, picked in enumerate(lane_of_module):
-            module_lanes = Array(staging[(module * lanes + l) * width:(module * lanes + l + 1) * width]
-                                 for l in range(lanes))
-            m.d.comb += picked.eq(module_lanes[lane])
-        row_offset = Mux(second_row, layer.out_width, 0) - group.ox0
-        image_data, image_enable = [], []
-        for element in range(config.row_elements):
-            # element + out_width - ox0: a position, one bit for the carry of the sum, one for the sign
-            position = Signal(signed(len(layer.positions) + 2), name=f"position_{element}")
-            m.d.comb += position.eq(element + row_offset)
-            source = Signal(range(modules), name=f"source_module_{element}")
-            m.d.comb += source.eq((position.as_unsigned() << layer.column_blocks_log2) | block)
-            image_data.append(lane_of_module[source])
-            image_enable.append((element < layer.out_width) & (position >= 0) & (position < valid_positions))
+        def advance(lane, block):
+            """The lane and column block of the channel after the one in (lane, block)."""
+            return Mux(lane == lanes - 1, 0, lane + 1), Mux(lane == lanes - 1, block + 1, block)
+
+        def image_row(row_lane, row_block, row_second, suffix):
+            """The crossbar: element x of the row takes lane ``row_lane`` of module ((x - ox0 + r*W) << log2 C) |
+            ``row_block``.  Returns the row's data and write enables."""
+            lane_of_module = Array(Signal(width, name=f"lane_of_module{module}_{suffix}") for module in range(modules))
+            for module, picked in enumerate(lane_of_module):
+                module_lanes = Array(staging[(module * lanes + l) * width:(module * lanes + l + 1) * width]
+                                     for l in range(lanes))
+                m.d.comb += picked.eq(module_lanes[row_lane])
+            row_offset = Mux(row_second, layer.out_width, 0) - group.ox0
+            data_elements, enables = [], []
+            for element in range(config.row_elements):
+                # element + out_width - ox0: a position, one bit for the carry of the sum, one for the sign
+                position = Signal(signed(len(layer.positions) + 2), name=f"position_{element}_{suffix}")
+                m.d.comb += position.eq(element + row_offset)
+                source = Signal(range(modules), name=f"source_module_{element}_{suffix}")
+                m.d.comb += source.eq((position.as_unsigned() << layer.column_blocks_log2) | row_block)
+                data_elements.append(lane_of_module[source])
+                enables.append((element < layer.out_width) & (position >= 0) & (position < valid_positions))
+            return Cat(*data_elements), Cat(*enables)
+
+        # ---- Port 0: channel n, row oy0 + second_row.  Port 1 (paired): channel n's second row if the group
+        # touches two rows, else channel n + 1 on row oy0 (if it exists).
+        image_data0, image_enable0 = image_row(lane, block, second_row, "a")
+        next_lane, next_block = advance(lane, block)
+        image_data1, image_enable1 = image_row(Mux(two_rows, lane, next_lane), Mux(two_rows, block, next_block),
+                                               two_rows, "b")
+        second_exists = two_rows | (channel + 1 < layer.out_channels)
+        after_next_lane, after_next_block = advance(next_lane, next_block)
 
         # ---- Packed layouts: module (q << log2 C) | block, its lanes repeated along the word; the
         # write enables pick elements 0 .. lanes-1 (packed) or block*lanes .. (position-major)
@@ -129,10 +162,10 @@ class ResultWriter(DqnBlock):
             with m.State("WRITE"):
                 with m.If(layer.packed_output):
                     m.d.comb += [
-                        output.address.eq(layer.out_base + Mux(layer.position_major,
-                                                               group.p0 - layer.first_position + packed_position,
-                                                               block)),
-                        output.write_data.eq(packed_data), output.write_enable.eq(packed_element_enable),
+                        output0.address.eq(layer.out_base + Mux(layer.position_major,
+                                                                group.p0 - layer.first_position + packed_position,
+                                                                block)),
+                        output0.write_data.eq(packed_data), output0.write_enable.eq(packed_element_enable),
                         self.packed.valid.eq(layer.last),
                         self.packed.payload.values.eq(packed_lanes), self.packed.payload.mask.eq(packed_enable),
                         self.packed.payload.base_index.eq(block * lanes),
@@ -143,21 +176,28 @@ class ResultWriter(DqnBlock):
                         with m.If(~layer.position_major | (packed_position + 1 == valid_positions)):
                             m.next = "DONE"
                 with m.Else():
+                    row_address = layer.out_base + channel_rows + group.oy0
                     m.d.comb += [
-                        output.address.eq(layer.out_base + channel_rows + group.oy0 + second_row),
-                        output.write_data.eq(Cat(*image_data)),
-                        output.write_enable.eq(Cat(*image_enable)),
+                        output0.address.eq(row_address + second_row),
+                        output0.write_data.eq(image_data0),
+                        output0.write_enable.eq(image_enable0),
+                        output1.address.eq(row_address + Mux(two_rows, 1, layer.out_height)),
+                        output1.write_data.eq(image_data1),
+                        output1.write_enable.eq(Mux(paired & second_exists, image_enable1, 0)),
                     ]
-                    two_rows = group.ox0 + valid_positions > layer.out_width
-                    with m.If(two_rows & ~second_row):
+                    with m.If(paired & ~two_rows):
+                        # Channels n and n + 1 written: on to n + 2.
+                        m.d.sync += [channel.eq(channel + 2), channel_rows.eq(channel_rows + 2 * layer.out_height),
+                                     lane.eq(after_next_lane), block.eq(after_next_block)]
+                        with m.If(channel + 2 >= layer.out_channels):
+                            m.next = "DONE"
+                    with m.Elif(two_rows & ~paired & ~second_row):
                         m.d.sync += second_row.eq(1)
                     with m.Else():
+                        # Channel n written (both rows, paired or one after the other): on to n + 1.
                         m.d.sync += [second_row.eq(0), channel.eq(channel + 1),
-                                     channel_rows.eq(channel_rows + layer.out_height)]
-                        with m.If(lane == lanes - 1):
-                            m.d.sync += [lane.eq(0), block.eq(block + 1)]
-                        with m.Else():
-                            m.d.sync += lane.eq(lane + 1)
+                                     channel_rows.eq(channel_rows + layer.out_height),
+                                     lane.eq(next_lane), block.eq(next_block)]
                         with m.If(channel + 1 == layer.out_channels):
                             m.next = "DONE"
             with m.State("DONE"):

@@ -535,7 +535,8 @@ def pass_timing(config, passes):
                          count=column(lambda work: work.count), products=column(lambda work: work.products),
                          latency=matrix_module_latency(config.multiplier_latency, config.adder_latency),
                          out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
-                         layout=column(lambda work: LAYOUTS[work.layout]), first_column=column(lambda work: work.first[1]),
+                         layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
+                         first_column=column(lambda work: work.first[1]),
                          out_width=column(lambda work: work.grid[1]))
 
 

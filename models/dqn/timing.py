@@ -17,19 +17,22 @@ first cycle:
       f_g = max(b_{g-1} + 1, f_{g-1} + k_g + 1)            # the walker, started at f_{g-1}, needs k_g cycles
       b_g = max(f_g + products, b_{g-1} + L + W_{g-1} + 3)  # group g-1 must be written: latency L, W writes
 
-  where ``k_g = min(P, n - g*P)`` and ``W_g`` is the result writer's writes of group ``g``: per output channel
-  one row write per output row the group touches (image layout: one or two rows), one write per channel block
-  (packed), or one per channel block and position (position-major);
+  where ``k_g = min(P, n - g*P)`` and ``W_g`` is the result writer's write cycles of group ``g``: in image layout
+  one row write per output channel and output row the group touches (one or two rows), two a cycle (both ports
+  of the output RAM: ``out_channels`` cycles on two rows, ``ceil(out_channels / 2)`` on one), except in a
+  reduction's groups before its last (it reads the RAM it writes on port 1: one write a cycle); one write per
+  channel block (packed), or one per channel block and position (position-major), one a cycle;
 * the drain: ``L + W_{G-1} + 3`` cycles after the last bias product (results out of the matrix modules, the
   last group's writes, the writer's done, the sequencer's next state).
 
-:func:`pass_writes` counts the writer's writes of a whole pass, ``sum_g W_g`` (closed form: the groups that
-cross an output row are counted with floor sums), for the energy model.
+:func:`pass_writes` counts the writer's row writes of a whole pass (closed form: the groups that cross an output
+row are counted with floor sums), for the energy model: as many with one write port as with two.
 
 Product cycles are ``G * (products + 1)``; stall cycles are the cycles the recurrences add to them (a first
 product waiting for its taps, a bias product waiting for the writer).  A pass without stalls (``k_g <= products``
 and ``L + W_g + 2 <= products`` for every group, always the case for the thesis network) takes ``3 + k_0 + G *
-(products + 1) + L + W_{G-1} + 3`` cycles.  Where only one kind of stall can happen the stalls are a closed form
+(products + 1) + L + W_{G-1} + 3`` cycles.  The ``reduce`` flag only matters for a reduction in image layout
+(the sum of a split convolution) with more than one group.  Where only one kind of stall can happen the stalls are a closed form
 (:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
 """
 
@@ -42,11 +45,30 @@ LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR}
 
 
 def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
-    """Result-writer writes of a group of ``valid`` positions whose first position is in column
+    """Result-writer row writes of a group of ``valid`` positions whose first position is in column
     ``first_column`` of an output grid ``out_width`` wide."""
     blocks = -(-out_channels // lanes)
     rows = 1 + (first_column + valid > out_width)
     return np.where(layout == IMAGE, out_channels * rows, np.where(layout == POSITION_MAJOR, blocks * valid, blocks))
+
+
+def _group_write_cycles(layout, reduce, out_channels, lanes, valid, first_column, out_width):
+    """``W_g`` of a group before a pass's last: the result writer's cycles of writes for the group of
+    :func:`_group_writes`; an image-layout group of a pass that is not a reduction writes two rows a cycle."""
+    rows = 1 + (first_column + valid > out_width)
+    return np.where(_paired(layout, reduce), _image_write_cycles(out_channels, rows),
+                    _group_writes(layout, out_channels, lanes, valid, first_column, out_width))
+
+
+def _paired(layout, reduce):
+    """The writer writes on both ports of the output RAM: image layout, and the pass does not read that RAM."""
+    return (layout == IMAGE) & (reduce == 0)
+
+
+def _image_write_cycles(out_channels, rows):
+    """Paired write cycles of an image-layout group on ``rows`` output rows: a channel's two rows together, or
+    two channels' one row."""
+    return np.where(rows == 2, out_channels, -(-out_channels // 2))
 
 
 def _pass_arrays(values):
@@ -61,13 +83,14 @@ def _two_row_groups(P, count, groups, first_column, out_width):
     return full, last_column + count - (groups - 1) * P > out_width
 
 
-def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, first_column,
-                  out_width):
+def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
+                  first_column, out_width):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
     group (without the bias), ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout``
-    (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``first_column``: the output column of the
+    (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``reduce`` (1: the pass reads the RAM it
+    writes, a reduction or an add: its groups before the last write on one port), ``first_column``: the output column of the
     pass's first position, ``out_width``: the output grid's width.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
@@ -77,20 +100,25 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.  Only passes where both
     stalls can happen are evaluated group by group.
     """
-    shape, (P, n, products, latency, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
-        positions_per_group, count, products, latency, out_channels, lanes, layout, first_column, out_width))
+    shape, (P, n, products, latency, out_channels, lanes, layout, reduce, first_column, out_width) = _pass_arrays((
+        positions_per_group, count, products, latency, out_channels, lanes, layout, reduce, first_column, out_width))
     groups = -(-n // P)
     last_valid = n - (groups - 1) * P
     blocks = -(-out_channels // lanes)
     two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
     image = layout == IMAGE
+    paired = _paired(layout, reduce)
     two_rows = np.where(image, two_rows, 0)
-    one_row_writes = np.where(image, out_channels, np.where(layout == POSITION_MAJOR, blocks * P, blocks))
-    last_writes = np.where(image, out_channels * (1 + last_two_rows),
+    one_row_writes = np.where(image, np.where(paired, _image_write_cycles(out_channels, 1), out_channels),
+                              np.where(layout == POSITION_MAJOR, blocks * P, blocks))
+    two_row_writes = np.where(paired, _image_write_cycles(out_channels, 2), 2 * out_channels)
+    last_rows = 1 + last_two_rows
+    # The last group is written on both ports in image layout, a reduction's too (its reads are over).
+    last_writes = np.where(image, _image_write_cycles(out_channels, last_rows),
                            np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.
     one_row_excess = latency + one_row_writes + 2 - products
-    two_row_excess = one_row_excess + out_channels
+    two_row_excess = latency + two_row_writes + 2 - products
     one_rows = groups - 1 - two_rows
     bias_stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
     walk_stalls = np.maximum(0, groups - 2) * np.maximum(0, P - products) + \
@@ -100,7 +128,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     both = np.flatnonzero((P > products) & ~no_bias_stall)
     if both.size:
         stalls[both] = _stall_cycles(*(array[both] for array in (
-            P, n, groups, products, latency, out_channels, lanes, layout, first_column, out_width)))
+            P, n, groups, products, latency, out_channels, lanes, layout, reduce, first_column, out_width)))
     product_cycles = groups * (products + 1)
     drain = latency + last_writes + 3
     cycles = 3 + np.minimum(P, n) + product_cycles + stalls + drain
@@ -108,12 +136,12 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
         ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls), ("drain_cycles", drain))}
 
 
-def _stall_cycles(P, n, groups, products, latency, out_channels, lanes, layout, first_column, out_width):
+def _stall_cycles(P, n, groups, products, latency, out_channels, lanes, layout, reduce, first_column, out_width):
     """The recurrences of the module docstring, group by group, for passes that may stall."""
     first = np.zeros_like(n)                  # f_g relative to f_0
     bias = first + products                   # b_g
-    previous_writes = _group_writes(layout, out_channels, lanes, np.minimum(P, n), first_column % out_width,
-                                    out_width)
+    previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.minimum(P, n),
+                                          first_column % out_width, out_width)
     for group in range(1, int(groups.max())):
         active = group < groups
         walk = np.minimum(P, n - group * P)
@@ -121,8 +149,8 @@ def _stall_cycles(P, n, groups, products, latency, out_channels, lanes, layout, 
         next_bias = np.maximum(next_first + products, bias + latency + previous_writes + 3)
         first = np.where(active, next_first, first)
         bias = np.where(active, next_bias, bias)
-        previous_writes = _group_writes(layout, out_channels, lanes, np.clip(walk, 0, None),
-                                        (first_column + group * P) % out_width, out_width)
+        previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.clip(walk, 0, None),
+                                              (first_column + group * P) % out_width, out_width)
     return bias + 1 - groups * (products + 1)
 
 
@@ -143,8 +171,9 @@ def _floor_sum(n, m, a, b):
 
 
 def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width):
-    """The result writer's writes over a whole pass (arrays broadcast together, int64): per group ``W_g`` as in
-    the module docstring; in image layout a group writes two rows per channel when it crosses an output row."""
+    """The result writer's row writes over a whole pass (arrays broadcast together, int64): per group one per
+    output channel and row in image layout (two rows per channel when the group crosses an output row), one per
+    channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles."""
     shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
         positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)

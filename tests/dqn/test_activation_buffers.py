@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """hw.dqn.activation_buffers.ActivationBuffers on Amaranth's simulator: while busy the layer's reads come from RAM
-``in_ram`` (both ports), its writes go to RAM ``out_ram`` (port 0), a reduction reads one RAM on port 1 while it
-writes it on port 0; while idle the host reads and writes each RAM."""
+``in_ram`` (both ports), its writes go to RAM ``out_ram`` (both ports), a reduction reads one RAM on port 1 while it
+writes it on port 0, and on port 1 after its reads; while idle the host reads and writes each RAM."""
 
 import pytest
 from amaranth.sim import Simulator
@@ -49,18 +49,25 @@ def test_layer_reads_in_ram_and_writes_out_ram(in_ram, out_ram):
         for port, address in ((buffers.reads0, 1), (buffers.reads1, 2)):
             ctx.set(port.address, address)
             ctx.set(port.read_enable, 1)
-        ctx.set(buffers.writes.address, 3)
-        ctx.set(buffers.writes.write_data, word(7, 3))
-        ctx.set(buffers.writes.write_enable, ALL_ELEMENTS if in_ram != out_ram else 0)
+        ctx.set(buffers.writes0.address, 3)
+        ctx.set(buffers.writes0.write_data, word(7, 3))
+        ctx.set(buffers.writes0.write_enable, ALL_ELEMENTS if in_ram != out_ram else 0)
+        ctx.set(buffers.writes1.address, 0)                   # port 1 writes another word on the same cycle
+        ctx.set(buffers.writes1.write_data, word(8, 0))
+        ctx.set(buffers.writes1.write_enable, ALL_ELEMENTS if in_ram != out_ram else 0)
         await ctx.tick()
         seen["reads"] = [ctx.get(buffers.reads0.read_data), ctx.get(buffers.reads1.read_data)]
-        if in_ram == out_ram:                                 # a reduction: port 1 reads while port 0 writes
-            ctx.set(buffers.reads0.read_enable, 0)
-            ctx.set(buffers.writes.write_enable, ALL_ELEMENTS)
+        if in_ram == out_ram:                                 # a reduction: port 1 reads while port 0 writes,
+            ctx.set(buffers.reads0.read_enable, 0)            # then both ports write
+            ctx.set(buffers.writes0.write_enable, ALL_ELEMENTS)
+            await ctx.tick()
+            ctx.set(buffers.reads1.read_enable, 0)
+            ctx.set(buffers.writes1.write_enable, ALL_ELEMENTS)
             await ctx.tick()
         for port in (buffers.reads0, buffers.reads1):
             ctx.set(port.read_enable, 0)
-        ctx.set(buffers.writes.write_enable, 0)
+        ctx.set(buffers.writes0.write_enable, 0)
+        ctx.set(buffers.writes1.write_enable, 0)
         ctx.set(select.busy, 0)
         seen["after"] = [[await host_access(ctx, ram, address) for address in range(4)] for ram in range(2)]
 
@@ -72,4 +79,5 @@ def test_layer_reads_in_ram_and_writes_out_ram(in_ram, out_ram):
         assert seen["reads"][1] == word(in_ram, 2)
     expected = [[word(ram, address) for address in range(4)] for ram in range(2)]
     expected[out_ram][3] = word(7, 3)
+    expected[out_ram][0] = word(8, 0)
     assert seen["after"] == expected

@@ -25,9 +25,9 @@ def result_value(module, lane):
 
 def run_group(layer, p0):
     """One results beat for the group starting at position ``p0``: ``(writes, done_cycle)``, ``writes`` a list of
-    ``(cycle, address, {element: value}, packed beat)`` for every cycle with an enabled element, the packed beat
-    ``(base_index, mask)`` when the argmax stream is valid (else None), cycles counted from the beat (the beat is
-    cycle 0)."""
+    ``(cycle, address, {element: value}, packed beat)`` for every port and cycle with an enabled element (port 0
+    first), the packed beat ``(base_index, mask)`` when the argmax stream is valid and the write is port 0's (else
+    None), cycles counted from the beat (the beat is cycle 0)."""
     writer = ResultWriter(config=CONFIG)
     oy0, ox0 = divmod(p0, layer["out_width"])
     writes, done = [], []
@@ -40,24 +40,31 @@ def run_group(layer, p0):
         for module, results in enumerate(writer.results):
             ctx.set(results.payload, [result_value(module, lane) for lane in range(LANES)])
             ctx.set(results.valid, 1)
-        assert not ctx.get(writer.output.write_enable)
+        assert not ctx.get(writer.output0.write_enable) and not ctx.get(writer.output1.write_enable)
         await ctx.tick()
         for results in writer.results:
             ctx.set(results.valid, 0)
-        output, packed = writer.output, writer.packed
+        packed = writer.packed
         for cycle in range(1, 40):
-            enable = ctx.get(output.write_enable)
-            assert not ctx.get(packed.valid) or enable, f"a packed beat without a write on cycle {cycle}"
-            if enable:
+            assert not ctx.get(packed.valid) or ctx.get(writer.output0.write_enable), \
+                f"a packed beat without a write on cycle {cycle}"
+            addresses = []
+            for output in (writer.output0, writer.output1):
+                assert not ctx.get(output.read_enable)
+                enable = ctx.get(output.write_enable)
+                if not enable:
+                    continue
                 elements = {element: ctx.get(output.write_data.word_select(element, 32))
                             for element in range(CONFIG.row_elements) if enable >> element & 1}
                 beat = None
-                if ctx.get(packed.valid):
+                if ctx.get(packed.valid) and output is writer.output0:
                     beat = (ctx.get(packed.payload.base_index), ctx.get(packed.payload.mask))
                     # its values are elements 0 .. lanes-1 of the word written
                     assert ctx.get(packed.payload.values) == [ctx.get(output.write_data.word_select(lane, 32))
                                                               for lane in range(LANES)]
-                writes.append((cycle, ctx.get(output.address), elements, beat))
+                addresses.append(ctx.get(output.address))
+                writes.append((cycle, addresses[-1], elements, beat))
+            assert len(set(addresses)) == len(addresses), f"both ports write word {addresses[0]} on cycle {cycle}"
             if ctx.get(writer.group.written):
                 done.append(cycle)
             await ctx.tick()
@@ -81,18 +88,24 @@ def image_layer(out_height, out_width, out_channels, column_blocks_log2, positio
     return {"out_height": out_height, "out_width": out_width, "out_channels": out_channels,
             "positions": out_height * out_width if positions is None else positions,
             "column_blocks_log2": column_blocks_log2, "packed_output": 0, "position_major": 0, "first_position": 0,
-            "last": 1}
+            "reduce": 0, "last": 1}
 
 
+@pytest.mark.parametrize("reduce", [0, 1])
 @pytest.mark.parametrize(("layer", "p0"), [
     (image_layer(3, 3, 2, 0), 2),      # 4 positions per group: 2 (row 0) and 3, 4, 5 (row 1)
     (image_layer(3, 3, 2, 0), 0),      # positions 0, 1, 2 on row 0 and 3 on row 1
     (image_layer(3, 3, 3, 1), 8),      # 2 positions per group, only position 8 exists; channel 3 does not
     (image_layer(2, 6, 4, 1), 4),      # positions 4, 5 on one row, both column blocks
+    (image_layer(2, 6, 3, 1), 4),      # one row, an odd channel count: channel 2 alone on the last cycle
+    (image_layer(2, 6, 5, 2), 6),      # one row, channels 0, 1 in block 0 and 2, 3 in block 1, 4 in block 2
+    (image_layer(3, 2, 3, 1), 1),      # two rows, an odd channel count
 ])
-def test_image_layout(layer, p0):
+def test_image_layout(layer, p0, reduce):
     """Output channel n of position p = (oy, ox) goes to word out_base + n*out_height + oy, element ox; it is lane
-    n % lanes of module (q << log2 C) | n // lanes for the group's q-th position."""
+    n % lanes of module (q << log2 C) | n // lanes for the group's q-th position.  Both ports write: a channel's two
+    rows, or two channels' row, per cycle; a reduction's groups before its last one row per cycle."""
+    layer = layer | {"reduce": reduce}
     writes, done = run_group(layer, p0)
     per_group = MODULES >> layer["column_blocks_log2"]
     positions = range(p0, min(p0 + per_group, layer["positions"]))
@@ -104,9 +117,13 @@ def test_image_layout(layer, p0):
             expected[OUT_BASE + channel * layer["out_height"] + oy, ox] = result_value(module, channel % LANES)
     assert ram_contents(writes) == expected
     rows = len({position // layer["out_width"] for position in positions})
-    assert [cycle for cycle, *_ in writes] == list(range(1, 1 + layer["out_channels"] * rows))
+    row_writes = layer["out_channels"] * rows
+    cycles = [cycle for cycle, *_ in writes]
+    assert len(cycles) == row_writes
+    one_port = reduce and p0 + per_group < layer["positions"]      # a reduction's last group takes both ports
+    assert sorted(set(cycles)) == list(range(1, 1 + (row_writes if one_port else -(-row_writes // 2))))
     assert all(beat is None for *_, beat in writes)         # image writes never feed the argmax
-    assert done == len(writes) + 1
+    assert done == cycles[-1] + 1
 
 
 @pytest.mark.parametrize("last", [1, 0])
@@ -114,7 +131,7 @@ def test_packed_layout(last):
     """A single-position layer: column block b's lanes to word out_base + b, elements 0 .. lanes-1, outputs past
     out_channels not written; in the last layer each write is a packed beat naming its outputs (base index, lanes)."""
     layer = {"out_height": 1, "out_width": 1, "positions": 1, "out_channels": 3, "column_blocks_log2": 1,
-             "packed_output": 1, "position_major": 0, "first_position": 0, "last": last}
+             "packed_output": 1, "position_major": 0, "first_position": 0, "reduce": 0, "last": last}
     writes, done = run_group(layer, 0)
     assert ram_contents(writes) == {(OUT_BASE, 0): result_value(0, 0), (OUT_BASE, 1): result_value(0, 1),
                                     (OUT_BASE + 1, 0): result_value(1, 0)}
@@ -127,7 +144,7 @@ def test_position_major_layout():
     """Partial sums of positions 4 and 5 (first_position 4): position q's column block b to word
     out_base + q, elements b*lanes .. b*lanes + lanes-1, from module (q << log2 C) | b."""
     layer = {"out_height": 1, "out_width": 8, "positions": 6, "out_channels": 4, "column_blocks_log2": 1,
-             "packed_output": 1, "position_major": 1, "first_position": 4, "last": 0}
+             "packed_output": 1, "position_major": 1, "first_position": 4, "reduce": 0, "last": 0}
     writes, done = run_group(layer, 4)
     expected = {(OUT_BASE + q, block * LANES + lane): result_value((q << 1) | block, lane)
                 for q in range(2) for block in range(2) for lane in range(LANES)}
@@ -140,5 +157,6 @@ def test_ports():
     results = stream.Signature(data.ArrayLayout(32, LANES), always_ready=True)
     assert dict(writer.signature.members) == {
         "results": In(results).array(MODULES), "group": In(ResultGroupSignature(CONFIG)),
-        "output": Out(BufferPortSignature(width=32 * CONFIG.row_elements, depth=64, granularity=32)),
+        "output0": Out(BufferPortSignature(width=32 * CONFIG.row_elements, depth=64, granularity=32)),
+        "output1": Out(BufferPortSignature(width=32 * CONFIG.row_elements, depth=64, granularity=32)),
         "packed": Out(stream.Signature(candidate_layout(CONFIG.fmt, LANES, 12), always_ready=True))}

@@ -5,18 +5,19 @@ tests/dse/test_rtl_validate.py); here its parts are checked against each other a
 
 import numpy as np
 
-from nnaccel.models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, _group_writes, _stall_cycles, pass_counters, pass_writes
+from nnaccel.models.dqn.timing import (IMAGE, PACKED, POSITION_MAJOR, _group_write_cycles, _group_writes, _stall_cycles,
+                                       pass_counters, pass_writes)
 
 
 def test_a_hand_worked_pass_with_both_kinds_of_stall():
     """P = 2 positions per group, 4 positions in a 4-wide grid, 1 product, latency 6, 2 channels in image layout.
     Group 0: first product at 0, bias at 1.  Group 1: the walker (started at 0, 2 positions) is ready at 3 (one
     tap stall); its bias waits for group 0's writes: 1 + 6 + 2 writes + 3 = 12 (8 bias stalls).  Set-up 3 + 2,
-    13 run cycles, drain 6 + 2 + 3."""
+    13 run cycles; a reduction, its last group written on both ports: drain 6 + 1 + 3."""
     counters = pass_counters(positions_per_group=2, count=4, products=1, latency=6, out_channels=2, lanes=4,
-                             layout=IMAGE, first_column=0, out_width=4)
+                             layout=IMAGE, reduce=1, first_column=0, out_width=4)
     assert {name: int(value) for name, value in counters.items()} == {
-        "cycles": 5 + 13 + 11, "product_cycles": 4, "stall_cycles": 9, "drain_cycles": 11}
+        "cycles": 5 + 13 + 10, "product_cycles": 4, "stall_cycles": 9, "drain_cycles": 10}
 
 
 def random_passes(rng, size):
@@ -25,7 +26,7 @@ def random_passes(rng, size):
     return dict(positions_per_group=positions_per_group, count=rng.integers(1, 120, size),
                 products=rng.integers(1, 40, size), latency=rng.integers(1, 12, size),
                 out_channels=rng.integers(1, 24, size), lanes=rng.integers(1, 9, size),
-                layout=rng.integers(0, 3, size), first_column=rng.integers(0, 1 << 20, size) % out_width,
+                layout=rng.integers(0, 3, size), reduce=rng.integers(0, 2, size), first_column=rng.integers(0, 1 << 20, size) % out_width,
                 out_width=out_width)
 
 
@@ -34,7 +35,8 @@ def test_the_closed_form_is_the_recurrence_where_nothing_stalls():
     passes = random_passes(rng, 20_000)
     P, count, products = passes["positions_per_group"], passes["count"], passes["products"]
     recurrence = _stall_cycles(P, count, -(-count // P), products, passes["latency"], passes["out_channels"],
-                               passes["lanes"], passes["layout"], passes["first_column"], passes["out_width"])
+                               passes["lanes"], passes["layout"], passes["reduce"], passes["first_column"],
+                               passes["out_width"])
     counters = pass_counters(**passes)
     assert np.array_equal(counters["stall_cycles"], recurrence)
     assert (recurrence == 0).sum() > 2_000 and (recurrence > 0).sum() > 2_000
@@ -47,7 +49,7 @@ def test_the_closed_form_is_the_recurrence_where_nothing_stalls():
 def test_pass_writes_sum_the_writes_of_every_group():
     rng = np.random.default_rng(13)
     passes = random_passes(rng, 3_000)
-    del passes["products"], passes["latency"]
+    del passes["products"], passes["latency"], passes["reduce"]
     got = pass_writes(**passes)
     for index in range(len(got)):
         one = {name: int(values[index]) for name, values in passes.items()}
@@ -57,3 +59,26 @@ def test_pass_writes_sum_the_writes_of_every_group():
                        for group in range(-(-count // P)))
         assert got[index] == expected, one
     assert {PACKED, POSITION_MAJOR, IMAGE} == set(passes["layout"].tolist())
+
+
+def test_a_hand_worked_pass_with_paired_writes():
+    """The pass above, not a reduction: group 0 (one row) writes its 2 channels in one cycle on both ports, so
+    group 1's bias waits for 1 + 6 + 1 + 3 = 11 (7 bias stalls), and the drain is 6 + 1 + 3."""
+    counters = pass_counters(positions_per_group=2, count=4, products=1, latency=6, out_channels=2, lanes=4,
+                             layout=IMAGE, reduce=0, first_column=0, out_width=4)
+    assert {name: int(value) for name, value in counters.items()} == {
+        "cycles": 5 + 12 + 10, "product_cycles": 4, "stall_cycles": 8, "drain_cycles": 10}
+
+
+def test_paired_write_cycles_halve_the_image_writes():
+    """Image layout outside reductions: a group on two rows writes each channel's two rows in one cycle, a group
+    on one row two channels a cycle; reductions and the packed layouts write one row a cycle."""
+    channels = np.arange(1, 40)
+    for valid, first_column, rows in ((3, 0, 1), (3, 2, 2)):
+        writes = _group_writes(IMAGE, channels, 4, valid, first_column, 4)
+        assert np.array_equal(writes, channels * rows)
+        assert np.array_equal(_group_write_cycles(IMAGE, 0, channels, 4, valid, first_column, 4), -(-writes // 2))
+        assert np.array_equal(_group_write_cycles(IMAGE, 1, channels, 4, valid, first_column, 4), writes)
+    for layout in (PACKED, POSITION_MAJOR):
+        assert np.array_equal(_group_write_cycles(layout, 0, channels, 4, 3, 0, 4),
+                              _group_writes(layout, channels, 4, 3, 0, 4))
