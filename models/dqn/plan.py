@@ -729,7 +729,7 @@ def _split_candidate(config, shape, blocks):
 def _default_layer_mapping(config, shape, split):
     segments = []
     for tile in range(shape.tiles):
-        blocks = min_column_blocks(config, shape.tile_channels(tile)[1])
+        blocks = shape.min_column_blocks if shape.add else min_column_blocks(config, shape.tile_channels(tile)[1])
         segments.append(Segment(0, shape.positions, group_column_blocks(config, shape, blocks), tile=tile))
     whole = LayerMapping(tuple(segments))
     candidate = None if split == "never" else _split_candidate(config, shape, segments[0].column_blocks)
