@@ -13,17 +13,25 @@ Number format.  Weights, biases and network inputs are given as float32 and roun
 format (``config.fmt``: binary32, bfloat16, binary16) to nearest even by
 :func:`models.shared.float_arith.from_binary32`; everything the hardware computes then stays in that format.
 
-Placement.  The network input is an image ``[C, H, W]`` at word 0 of activation RAM ``input_ram`` (a first
-dense layer reads its ``N`` inputs in packed layout).  Layer ``i`` reads from one RAM and writes the other
-(ping-pong); every output tensor goes to the first free word of its RAM, so no tensor is ever overwritten:
-the input image stays intact for the next state's load and the host can read back every layer's output.
-For the thesis network this gives the table of the doc (RAM1 @0, RAM0 @336, RAM1 @320, RAM0 @624).
+Placement.  A network is a graph: each layer reads the output of its ``source`` (the previous layer by default,
+``""`` the network input), an add two named outputs.  The network input is an image ``[C, H, W]`` in activation
+RAM ``input_ram`` (a first dense layer reads its ``N`` inputs in packed layout).  Every tensor gets a RAM
+(:func:`assign_rams`: a convolution or dense pass reads one RAM and writes the other, an add reads both addends
+from one RAM and writes either; where no assignment exists a copy pass is inserted) and words by its lifetime,
+from the pass that writes it to the last pass that reads it: each tensor takes the lowest words of its RAM that
+no tensor live at the same time holds, so later tensors overwrite dead ones (:attr:`Plan.overwritten` names
+them; ``allocation="keep"`` never reuses a word, so the host can read back every layer's output).  A dense
+layer's packed output takes words no tensor of the run used (its last word's padding must read ``+0``); the
+network output lives to the end of the run.  For the thesis network: RAM1 @0, RAM0 @0, RAM1 @320, RAM0 @336.
 
 Layouts.  A convolution writes an image ``[Cout, out_h, out_w]`` (row ``y`` of channel ``c`` at word
 ``base + c*out_h + y``).  A dense layer writes packed outputs (output ``n`` at word ``base + n // lanes``,
 element ``n % lanes``): the image ``[ceil(N/lanes), 1, lanes]``.  The result writer stores only outputs
-``n < N``: the padding elements of the last word keep the RAM's initial ``+0`` (no other tensor is ever placed
-there), and the golden model reads them as ``+0``.  A dense layer after a convolution reads the convolution's image
+``n < N``: the padding elements of the last word keep the RAM's initial ``+0`` (no other tensor of the run is
+placed there), and the golden model reads them as ``+0``.  A grouped convolution runs in channel tiles of whole
+groups; a tile's pass reads only its groups' input channels (``in_base`` at the first one's row word) with a
+block-diagonal slice of the weights (``in_channels / groups * Kh * Kw`` non-zero products per output of the
+pass's ``tile_inputs * Kh * Kw``).  A dense layer after a convolution reads the convolution's image
 with kernel ``H x W`` (weight index ``(c*H + y)*W + x``, the flattening order of the weights); after a dense
 layer it reads the packed image with kernel ``1 x lanes``, the weights of the padding elements being zero.
 
@@ -56,7 +64,7 @@ from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
 from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "ALLOCATION_MODES",
-           "compile_network", "assign_rams",
+           "compile_network", "assign_rams", "with_copy_passes",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
            "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
            "pack_image", "unpack_image"]
@@ -832,10 +840,16 @@ def _copy_name(base, names):
     return name
 
 
-def _with_copies(layers, pairs, shapes, conflicts):
-    """``(layers, pairs)`` with a copy pass before each add of ``conflicts``: a 1x1 depthwise convolution with
-    weights 1.0 and bias +0 (``x*1 + 0`` is ``x``, except ``-0`` becomes ``+0``) that moves the second addend into
-    the first addend's RAM."""
+def with_copy_passes(config, layers, pairs=None, *, input_ram=0, tiling="widest"):
+    """``(layers, pairs)`` as the compiler runs them: with a copy pass before each add whose addends no RAM
+    assignment puts in one RAM (:func:`assign_rams`), a 1x1 depthwise convolution with weights 1.0 and bias +0
+    (``x*1 + 0`` is ``x``, except ``-0`` becomes ``+0``) named ``<addend>_copy`` that moves the second addend into
+    the first addend's RAM.  ``pairs``: the layers' ``(weight, bias)``, or None (the copies' pairs are still given).
+    The design-space cost model counts the copies through this function."""
+    layers = tuple(layers)
+    pairs = [(None, None)] * len(layers) if pairs is None else list(pairs)
+    shapes = layer_shapes(config, layers, tiling=tiling)
+    conflicts = assign_rams(shapes, input_ram)[1]
     names = {layer.name for layer in layers}
     copied_layers, copied_pairs = [], []
     for layer, pair, shape in zip(layers, pairs, shapes):
@@ -1042,14 +1056,16 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
         raise ValueError(f"input_ram must be 0 or 1, not {input_ram!r}")
     layers = tuple(layers)
     pairs = network_weights(layers, weights)
-    rams, conflicts = assign_rams(shapes, input_ram)
-    if conflicts:
-        if mapping is not None:
-            raise ValueError(f"{', '.join(conflicts)}: the addends need a copy pass to share a RAM; compile without "
-                             f"a mapping (the default one covers the copies)")
-        layers, pairs = _with_copies(layers, pairs, shapes, conflicts)
+    copied, pairs = with_copy_passes(config, layers, pairs, input_ram=input_ram, tiling=tiling)
+    if len(copied) > len(layers):
+        if mapping is not None and len(mapping.layers) != len(copied):
+            names = {layer.name for layer in layers}
+            raise ValueError(f"{', '.join(layer.name for layer in copied if layer.name not in names)}: copy passes "
+                             f"the adds need; give a mapping for the network with them (models.dqn.plan."
+                             f"with_copy_passes) or none")
+        layers = copied
         shapes = layer_shapes(config, layers, tiling=tiling)
-        rams, _ = assign_rams(shapes, input_ram)
+    rams = assign_rams(shapes, input_ram)[0]
     if mapping is None:
         mapping = default_mapping(config, shapes, split=split)
     elif split != "auto":
