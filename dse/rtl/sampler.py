@@ -11,7 +11,7 @@ import numpy as np
 from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks
+from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks, with_copy_passes
 
 __all__ = ["block_choices", "sample_config", "sample_network", "sample_layer_mapping", "sample_mapping",
            "random_weights"]
@@ -190,8 +190,8 @@ def sample_layer_mapping(rng, config, shape, *, max_passes):
 def sample_mapping(rng, config, layers, *, tries=100):
     """A random :class:`DqnMapping` of ``layers`` that compiles on ``config``: within its descriptor table, its
     weight RAM (segments with different column blocks have their own weight rows) and activation RAMs (partial
-    sums)."""
-    shapes = layer_shapes(config, layers)
+    sums); the mapping covers the copy passes the compiler inserts (``models.dqn.plan.with_copy_passes``)."""
+    shapes = layer_shapes(config, with_copy_passes(config, layers)[0])
     weights = random_weights(layers, 0)
     for _ in range(tries):
         spare = config.max_layers - sum(shape.tiles for shape in shapes)
