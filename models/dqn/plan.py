@@ -1057,14 +1057,17 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
     layers = tuple(layers)
     pairs = network_weights(layers, weights)
     copied, pairs = with_copy_passes(config, layers, pairs, input_ram=input_ram, tiling=tiling)
-    if len(copied) > len(layers):
+    given = {layer.name for layer in layers}
+    copy_sources = {layer.name: layer.source for layer in copied if layer.name not in given}
+    if copy_sources:
         if mapping is not None and len(mapping.layers) != len(copied):
-            names = {layer.name for layer in layers}
-            raise ValueError(f"{', '.join(layer.name for layer in copied if layer.name not in names)}: copy passes "
-                             f"the adds need; give a mapping for the network with them (models.dqn.plan."
-                             f"with_copy_passes) or none")
+            raise ValueError(f"{', '.join(copy_sources)}: copy passes the adds need; give a mapping for the network "
+                             f"with them (models.dqn.plan.with_copy_passes) or none")
         layers = copied
         shapes = layer_shapes(config, layers, tiling=tiling)
+    copy_notes = {shape.skip: f"a copy pass: {shape.name} reads both addends from one RAM, and no assignment of RAMs "
+                              f"puts {shape.source or 'the input'} and {copy_sources[shape.skip] or 'the input'} in one"
+                  for shape in shapes if shape.add and shape.skip in copy_sources}
     rams = assign_rams(shapes, input_ram)[0]
     if mapping is None:
         mapping = default_mapping(config, shapes, split=split)
@@ -1137,6 +1140,7 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             groups=-(-work.count // positions_per_group), out_channels=work.out_channels,
             ideal_macs=_real_macs(work, source.shape, inputs_per_output),
             predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words,
-            first_channel=work.first_channel, note=pass_note(config, shape, work)))
+            first_channel=work.first_channel,
+            note=f"{work.name}: {copy_notes[work.layer]}" if work.layer in copy_notes else pass_note(config, shape, work)))
     return Plan(config=config, mapping=mapping, layers=tuple(planned), weight_image=np.concatenate(rows),
                 network_input=tensors[""], tensors=tensors, overwritten=tuple(sorted(overwritten)), network=layers)
