@@ -288,6 +288,7 @@ def test_weights_dict_and_pairs_agree():
     (SMALL, tuple(DenseLayer(f"d{index}", 4, 4) for index in range(5)),
      r"the network needs \d+ passes \(d0, .*\); the descriptor table holds 4"),
     (SMALL, (DenseLayer("d", 4, 4), DenseLayer("d", 4, 4)), "layer names must be unique and not empty: 'd'"),
+    (SMALL, (ConvLayer("g", 3, 6, 4, 3, 1, groups=2),), "g: 2 groups do not divide 3 input and 4 output channels"),
     (SMALL, (DenseLayer("d", 4, 4), DenseLayer("e", 4, 4, source="f")), "e: reads 'f', which is no earlier layer"),
     (SMALL, (), "the network has no layers"),
     (SMALL, (ConvLayer("wide", 1, 13, 4, 3, 1),),
