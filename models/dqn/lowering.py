@@ -179,7 +179,7 @@ def _is_global(op, shape):
             and tuple(op.kernel) == tuple(shape[1:]))
 
 
-def _folding_dense(graph, op, consumers):
+def _folding_dense(op, consumers):
     """The Dense op that alone reads global pooling ``op``'s output (through a Flatten or not), or None."""
     readers = consumers.get(op.output, [])
     if len(readers) == 1 and isinstance(readers[0], g.Flatten):
@@ -211,8 +211,8 @@ def lower_graph(graph):
                 lowering.dense(op, int(np.prod(shape)))
         elif isinstance(op, g.Add):
             lowering.residual_add(op)
-        elif _is_global(op, shape) and _folding_dense(graph, op, consumers) is not None:
-            folded[_folding_dense(graph, op, consumers)] = (op, shape)
+        elif _is_global(op, shape) and _folding_dense(op, consumers) is not None:
+            folded[_folding_dense(op, consumers)] = (op, shape)
             lowering.producer[op.output] = None          # read only by the dense layer it is folded into
         elif _is_global(op, shape):
             lowering.mean_pool(op, shape, tuple(shape[1:]), (1, 1))

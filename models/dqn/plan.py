@@ -418,7 +418,8 @@ def check_config(config):
 
 def _shape_cycles(config, shape):
     """Predicted cycles of ``shape`` under its default mapping without K-splits."""
-    return pass_timing(config, pass_shapes(config, shape, _default_layer_mapping(config, shape, "never")))["cycles"].sum()
+    passes = pass_shapes(config, shape, _default_layer_mapping(config, shape, "never"))
+    return pass_timing(config, passes)["cycles"].sum()
 
 
 def _with_tile(config, shape, tile_size):
@@ -1141,6 +1142,7 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             ideal_macs=_real_macs(work, source.shape, inputs_per_output),
             predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words,
             first_channel=work.first_channel,
-            note=f"{work.name}: {copy_notes[work.layer]}" if work.layer in copy_notes else pass_note(config, shape, work)))
+            note=(f"{work.name}: {copy_notes[work.layer]}" if work.layer in copy_notes
+                  else pass_note(config, shape, work))))
     return Plan(config=config, mapping=mapping, layers=tuple(planned), weight_image=np.concatenate(rows),
                 network_input=tensors[""], tensors=tensors, overwritten=tuple(sorted(overwritten)), network=layers)
