@@ -29,7 +29,7 @@ from nnaccel.dse.rtl import area as rtl_area
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import check_mapping, default_mapping, layer_shapes, pass_shapes
+from nnaccel.models.dqn.plan import check_mapping, default_mapping, layer_shapes, pass_shapes, with_copy_passes
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
@@ -164,9 +164,10 @@ def evaluate(config, layer_mapping, shape):
 
 def evaluate_network(config, layers, mapping=None, *, split="auto", area=True):
     """Per-layer costs of a network (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) under ``mapping`` (default: the compiler's,
-    with ``split``) and the totals: latency and energy add up, the area is the hardware's.  Returns ``(mapping,
+    with ``split``) and the totals: latency and energy add up, the area is the hardware's; the copy passes the
+    compiler inserts before adds are layers here too (``models.dqn.plan.with_copy_passes``).  Returns ``(mapping,
     [per-layer dicts with "name"], totals)``."""
-    shapes = layer_shapes(config, layers)
+    shapes = layer_shapes(config, with_copy_passes(config, layers)[0])
     if mapping is None:
         mapping = default_mapping(config, shapes, split=split)
     check_mapping(config, shapes, mapping)

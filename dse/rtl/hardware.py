@@ -54,10 +54,10 @@ def network_to_json(layers):
     def one(layer):
         if isinstance(layer, ConvLayer):
             return {"conv": [layer.name, layer.in_channels, layer.in_size, layer.out_channels, layer.kernel,
-                             layer.stride, layer.relu, layer.padding]}
+                             layer.stride, layer.relu, layer.padding, layer.groups, layer.source]}
         if isinstance(layer, AddLayer):
-            return {"add": [layer.name, layer.skip, layer.relu]}
-        return {"dense": [layer.name, layer.inputs, layer.outputs, layer.relu]}
+            return {"add": [layer.name, layer.skip, layer.relu, layer.source]}
+        return {"dense": [layer.name, layer.inputs, layer.outputs, layer.relu, layer.source]}
     return [one(layer) for layer in layers]
 
 

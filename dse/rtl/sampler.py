@@ -11,7 +11,7 @@ import numpy as np
 from nnaccel.dse.rtl.hardware import RTL_SPACE, config_from_json
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks
+from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks, with_copy_passes
 
 __all__ = ["block_choices", "sample_config", "sample_network", "sample_layer_mapping", "sample_mapping",
            "random_weights"]
@@ -52,6 +52,8 @@ def _draw_conv(rng, config, name, channels, height, width):
     if rng.random() < 0.6:
         padding = (int(rng.integers(0, kernel[0])), int(rng.integers(0, kernel[0])),
                    int(rng.integers(0, min(kernel[1] - 1, config.pad_columns) + 1)), int(rng.integers(0, kernel[1])))
+    if channels > 1 and rng.random() < 0.25:                        # depthwise: one group per channel
+        return ConvLayer(name, channels, (height, width), channels, kernel, stride, padding=padding, groups=channels)
     out_channels = int(rng.integers(1, min(2 * config.modules * config.lanes, 12) + 1))
     return ConvLayer(name, channels, (height, width), out_channels, kernel, stride, padding=padding)
 
@@ -65,12 +67,28 @@ def _residual_block(rng, channels, height, width):
                       padding=padding) for index in range(2)]
 
 
+def _strided_block(channels, height, width):
+    """A ResNet downsampling block: a 3x3 stride-2 convolution (padded 1) to twice the channels, a 3x3 one, and a 1x1
+    stride-2 shortcut convolution of the block's input (its ``source``), added: the compiler's copy pass moves the
+    shortcut into the other path's RAM."""
+    wide = 2 * channels
+    first = ConvLayer("s1", channels, (height, width), wide, 3, 2, padding=1)
+    out = (first.out_height, first.out_width)
+    return [first, ConvLayer("s2", wide, out, wide, 3, 1, padding=1, relu=False),
+            ConvLayer("shortcut", channels, (height, width), wide, 1, 2, relu=False, source=""),
+            AddLayer("add", skip="shortcut", source="s2")]
+
+
 def _draw_network(rng, config, max_size):
     channels, height, width = int(rng.integers(1, 4)), _draw_side(rng, max_size), _draw_side(rng, max_size)
     outputs_limit = min(2 * config.modules * config.lanes, 12)
     layers = []
-    if rng.random() < 0.25:
+    draw = rng.random()
+    if draw < 0.25:
         layers += _residual_block(rng, channels, height, width) + [AddLayer("add", skip="")]
+    elif draw < 0.4 and height >= 3 and width >= 3:
+        layers += _strided_block(channels, height, width)
+        channels, height, width = 2 * channels, layers[0].out_height, layers[0].out_width
     for index in range(int(rng.integers(0, 3 - len(layers) // 3))):
         layer = _draw_conv(rng, config, f"c{index + 1}", channels, height, width)
         layers.append(layer)
@@ -87,10 +105,11 @@ def _draw_network(rng, config, max_size):
 
 def sample_network(rng, config, *, max_size=10, tries=200):
     """A small random network the compiler accepts on ``config`` with its default mapping: a quarter of the time
-    a residual block first (two convolutions and the add of the network input), then 0..2 convolutions (1..3
-    input channels, rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side) and 1..2
-    dense layers, the last without ReLU; layers may have more output channels than ``modules x lanes`` (channel
-    tiles)."""
+    a residual block first (two convolutions and the add of the network input), 15 % a downsampling block with a
+    1x1 stride-2 shortcut convolution (a graph, with a copy pass), then 0..2 convolutions (1..3 input channels,
+    rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side; a quarter of them
+    depthwise) and 1..2 dense layers, the last without ReLU; layers may have more output channels than
+    ``modules x lanes`` (channel tiles)."""
     for _ in range(tries):
         layers = _draw_network(rng, config, min(max_size, config.row_elements))
         try:
@@ -171,8 +190,8 @@ def sample_layer_mapping(rng, config, shape, *, max_passes):
 def sample_mapping(rng, config, layers, *, tries=100):
     """A random :class:`DqnMapping` of ``layers`` that compiles on ``config``: within its descriptor table, its
     weight RAM (segments with different column blocks have their own weight rows) and activation RAMs (partial
-    sums)."""
-    shapes = layer_shapes(config, layers)
+    sums); the mapping covers the copy passes the compiler inserts (``models.dqn.plan.with_copy_passes``)."""
+    shapes = layer_shapes(config, with_copy_passes(config, layers)[0])
     weights = random_weights(layers, 0)
     for _ in range(tries):
         spare = config.max_layers - sum(shape.tiles for shape in shapes)

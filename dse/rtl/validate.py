@@ -175,11 +175,12 @@ def describe_network(case):
     for layer, entry in zip(network_from_json(case["network"]), case["network"]):
         if "conv" in entry:
             padding = f"p{'/'.join(map(str, layer.border))}" if layer.padded else ""
-            parts.append(f"conv{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding} "
-                         f"{layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}")
+            groups = f"g{layer.groups}" if layer.groups > 1 else ""
+            source = f" of {layer.source or 'input'}" if layer.source is not None else ""
+            parts.append(f"conv{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding}"
+                         f"{groups} {layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}{source}")
         elif "add" in entry:
             parts.append(f"add {layer.skip or 'input'}")
         else:
-            _, inputs, outputs, _ = entry["dense"]
-            parts.append(f"fc {inputs}>{outputs}")
+            parts.append(f"fc {layer.inputs}>{layer.outputs}")
     return ", ".join(parts)

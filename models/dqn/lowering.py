@@ -1,30 +1,34 @@
 """A network graph (:mod:`models.dqn.graph`) lowered onto the DQN accelerator's layers: where each op runs.
 
-Every op of the graph becomes a layer of :mod:`models.dqn.plan` (a convolution or a dense layer on the matrix
-modules), vanishes into one, or runs on the host:
+Every op of the graph becomes a layer of :mod:`models.dqn.plan` (a convolution, a dense layer or an add on the
+matrix modules), vanishes into one, or runs on the host.  The layers form the same graph: each reads the layer
+that computes its input (``source``; an add names both addends), so residual branches keep a tensor alive across
+layers and the compiler allocates activation memory by lifetimes:
 
 ``Conv`` (group 1)
     a :class:`ConvLayer` with the op's zero padding per side, kernel and strides; the weight ``(out, in, kh, kw)``
     becomes the compiler's ``(in, kh, kw, out)``.
 ``Conv`` (depthwise or grouped)
-    a :class:`ConvLayer` whose weight is block-diagonal: output channel ``n`` of group ``g`` has the op's weights
-    on the input channels of ``g`` and zeros elsewhere.  The matrix modules multiply the zeros too (every output
-    lane shares its scalar, the input element, with the other lanes of its module), so a depthwise layer costs
-    ``in_channels`` times its MACs; :attr:`LoweredNetwork.notes` says so per layer.
+    a :class:`ConvLayer` with ``groups``: the compiler runs it in channel tiles of whole groups, each reading only
+    its groups' input channels (a depthwise layer: ``lanes`` channels per pass, ``lanes * kh * kw`` products per
+    output of which ``kh * kw`` have a non-zero weight: a module's lanes share one input element);
+    :attr:`LoweredNetwork.notes` says so per layer.
 ``Pool`` (average, no padding)
     a depthwise convolution whose every weight is ``1 / (kh * kw)`` rounded to float32: the products are summed in
     the adder tree's order, so the mean differs from a divide-after-sum by float32 rounding.
-``Pool`` (average over the whole map) or ``GlobalAveragePool``, then [``Flatten``] ``Dense``
+``Pool`` (average over the whole map) or ``GlobalAveragePool``, read only by [``Flatten``] ``Dense``
     folded into the dense layer: ``dense(mean(x)) = sum_c,y,x x[c, y, x] * W[n, c] / (H * W)``, a dense layer over
-    the ``[C, H, W]`` image with weights ``W[n, c] / (H * W)`` (float32).  Without a dense layer after it, the
-    global mean is a depthwise convolution with an ``H x W`` kernel.
+    the ``[C, H, W]`` image with weights ``W[n, c] / (H * W)`` (float32).  Otherwise the global mean is a
+    depthwise convolution with an ``H x W`` kernel.
+``Add``
+    an :class:`AddLayer` of the two addends' layers (ReLU fused), run as the add pass.
 ``Flatten``
     nothing: a dense layer reads a convolution's image in channel-major order, which is the graph's.
 ``Softmax`` (last)
     the host: the accelerator's outputs are the logits; :func:`softmax` turns them into probabilities.
 
 Refused with one line naming the op (:class:`~models.shared.input_files.InputError`): max pooling, padded
-average pooling, a graph that is not a chain (a residual ``Add``), and anything after a ``Softmax``.
+average pooling, an op after a ``Softmax``, and a graph whose output is not its last layer's.
 """
 
 from dataclasses import dataclass, replace
@@ -32,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from nnaccel.models.dqn import graph as g
-from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["LoweredNetwork", "lower_graph", "softmax"]
@@ -72,6 +76,10 @@ class LoweredNetwork:
                 pads = (layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right)
                 if any(pads):
                     shape += f", pad {'/'.join(map(str, pads))} (top/bottom/left/right)"
+                if layer.groups > 1:
+                    shape += f", {layer.groups} groups"
+            elif isinstance(layer, AddLayer):
+                shape = f"add {layer.source or 'input'} + {layer.skip or 'input'}"
             else:
                 shape = f"dense {layer.inputs} -> {layer.outputs}"
             lines.append(f"{layer.name:<14} {ops:<28} {shape}{', ReLU' if layer.relu else ''}")
@@ -95,73 +103,73 @@ def _layer_name(op):
     return op.name.replace(" ", "_")[:40] or type(op).__name__
 
 
-def _conv_weight(op, in_channels):
-    """The compiler's ``(in, kh, kw, out)`` weight of a Conv op; block-diagonal when it is grouped."""
-    out_channels, per_group, kh, kw = op.weight.shape
-    if op.groups == 1:
-        return np.ascontiguousarray(op.weight.transpose(1, 2, 3, 0), dtype=np.float32)
-    full = np.zeros((in_channels, kh, kw, out_channels), np.float32)
-    outputs_per_group = out_channels // op.groups
-    for out_channel in range(out_channels):
-        first = out_channel // outputs_per_group * per_group
-        full[first:first + per_group, :, :, out_channel] = op.weight[out_channel]
-    return full
+def _conv_weight(op):
+    """The compiler's ``(in / groups, kh, kw, out)`` weight of a Conv op."""
+    return np.ascontiguousarray(op.weight.transpose(1, 2, 3, 0), dtype=np.float32)
 
 
 def _depthwise_mean(channels, kernel):
-    """Weights and zero bias of a depthwise convolution averaging each ``kernel`` window."""
+    """Weights ``(1, kh, kw, channels)`` and zero bias of a depthwise convolution averaging each ``kernel`` window."""
     kh, kw = kernel
-    weight = np.zeros((channels, kh, kw, channels), np.float32)
-    weight[np.arange(channels), :, :, np.arange(channels)] = np.float32(1.0 / (kh * kw))
-    return weight, np.zeros(channels, np.float32)
+    return np.full((1, kh, kw, channels), np.float32(1.0 / (kh * kw))), np.zeros(channels, np.float32)
 
 
 class _Lowering:
     def __init__(self, graph):
         self.graph = graph
         self.layers, self.weights, self.sources, self.notes, self.host_ops = [], [], {}, [], []
+        self.producer = {graph.inputs[0].name: ""}      # graph tensor -> the layer that holds it ("" the input)
 
     def add(self, layer, weight, bias, ops, note=None):
         if layer.name in self.sources:
             layer = replace(layer, name=f"{layer.name}_{len(self.layers)}")
         self.layers.append(layer)
-        self.weights.append((np.asarray(weight, np.float32), np.asarray(bias, np.float32)))
+        self.weights.append((None if weight is None else np.asarray(weight, np.float32),
+                             None if bias is None else np.asarray(bias, np.float32)))
         self.sources[layer.name] = tuple(op.name for op in ops)
+        self.producer[ops[-1].output] = layer.name
         if note:
             self.notes.append(f"{layer.name}: {note}")
 
     def conv(self, op, shape):
         channels, height, width = shape
-        weight = _conv_weight(op, channels)
-        layer = ConvLayer(_layer_name(op), channels, (height, width), op.weight.shape[0], op.weight.shape[2:],
-                          tuple(op.stride), relu=op.relu, padding=tuple(op.pads))
+        out_channels = op.weight.shape[0]
+        layer = ConvLayer(_layer_name(op), channels, (height, width), out_channels, op.weight.shape[2:],
+                          tuple(op.stride), relu=op.relu, padding=tuple(op.pads), groups=op.groups,
+                          source=self.producer[op.inputs[0]])
         note = None
         if op.groups > 1:
-            dense_products = channels * op.weight.shape[2] * op.weight.shape[3]
-            note = (f"{'depthwise' if op.groups == channels else f'{op.groups}-group'} convolution as a block-diagonal "
-                    f"one: {dense_products} products per output where the op has "
-                    f"{dense_products // op.groups} (the others multiply zero weights)")
-        self.add(layer, weight, op.bias, [op], note)
+            kind = "depthwise" if op.groups == channels == out_channels else f"{op.groups}-group"
+            note = (f"{kind} convolution in channel tiles of whole groups, each pass reading only its groups' "
+                    f"input channels")
+        self.add(layer, _conv_weight(op), op.bias, [op], note)
 
     def mean_pool(self, op, shape, kernel, stride):
         channels, height, width = shape
         weight, bias = _depthwise_mean(channels, kernel)
-        layer = ConvLayer(_layer_name(op), channels, (height, width), channels, kernel, stride, relu=False)
+        layer = ConvLayer(_layer_name(op), channels, (height, width), channels, kernel, stride, relu=False,
+                          groups=channels, source=self.producer[op.inputs[0]])
         self.add(layer, weight, bias, [op], f"average pooling as a depthwise convolution with weights "
                                             f"1/{kernel[0] * kernel[1]} (float32)")
 
     def dense(self, op, inputs, folded=None):
         weight = op.weight.T
-        ops = [op]
+        ops, source = [op], self.producer[op.inputs[0]]
         note = None
         if folded is not None:
             pool, shape = folded
             channels, height, width = shape
             spread = np.repeat(weight, height * width, axis=0) / np.float32(height * width)
-            weight, inputs, ops = spread.astype(np.float32), channels * height * width, [pool, op]
+            weight, inputs, ops, source = spread.astype(np.float32), channels * height * width, [pool, op], \
+                self.producer[pool.inputs[0]]
             note = (f"{pool.name} (global average pooling) folded into {op.name}: a dense layer over the "
                     f"{channels}x{height}x{width} map with weights W / {height * width}")
-        self.add(DenseLayer(_layer_name(op), inputs, op.weight.shape[0], relu=op.relu), weight, op.bias, ops, note)
+        self.add(DenseLayer(_layer_name(op), inputs, op.weight.shape[0], relu=op.relu, source=source), weight, op.bias,
+                 ops, note)
+
+    def residual_add(self, op):
+        first, second = (self.producer[name] for name in op.inputs)
+        self.add(AddLayer(_layer_name(op), skip=second, relu=op.relu, source=first), None, None, [op])
 
 
 def _is_global(op, shape):
@@ -171,40 +179,42 @@ def _is_global(op, shape):
             and tuple(op.kernel) == tuple(shape[1:]))
 
 
+def _folding_dense(op, consumers):
+    """The Dense op that alone reads global pooling ``op``'s output (through a Flatten or not), or None."""
+    readers = consumers.get(op.output, [])
+    if len(readers) == 1 and isinstance(readers[0], g.Flatten):
+        readers = consumers.get(readers[0].output, [])
+    return readers[0] if len(readers) == 1 and isinstance(readers[0], g.Dense) else None
+
+
 def lower_graph(graph):
     """The :class:`LoweredNetwork` of ``graph`` (a :class:`models.dqn.graph.Graph`); raises InputError."""
     if len(graph.inputs) != 1 or len(graph.outputs) != 1:
         raise InputError(f"{graph.source}: the graph has {len(graph.inputs)} inputs and {len(graph.outputs)} "
                          f"outputs; the accelerator runs graphs with one of each")
     lowering = _Lowering(graph)
-    current = graph.inputs[0].name
-    ops = list(graph.ops)
-    index = 0
-    while index < len(ops):
-        op = ops[index]
-        if tuple(op.inputs) != (current,):
-            what = ("a residual add (two inputs)" if isinstance(op, g.Add) else
-                    f"it reads {', '.join(op.inputs)}, not the previous op's output {current!r}")
-            raise _refuse(graph, op, f"the accelerator runs chains of ops; {what} needs the element-wise add pass, "
-                                     f"not in hardware yet")
-        shape = graph.tensors[current].shape
+    consumers = {}
+    for op in graph.ops:
+        for name in op.inputs:
+            consumers.setdefault(name, []).append(op)
+    folded = {}                                   # Dense op -> the global pooling folded into it
+    for op in graph.ops:
         if lowering.host_ops:
             raise _refuse(graph, op, "follows the Softmax, which runs on the host; only a final Softmax can")
+        shape = graph.tensors[op.inputs[0]].shape
         if isinstance(op, g.Conv):
             lowering.conv(op, shape)
         elif isinstance(op, g.Dense):
-            lowering.dense(op, int(np.prod(shape)))
+            if op in folded:
+                lowering.dense(op, None, folded=folded[op])
+            else:
+                lowering.dense(op, int(np.prod(shape)))
+        elif isinstance(op, g.Add):
+            lowering.residual_add(op)
+        elif _is_global(op, shape) and _folding_dense(op, consumers) is not None:
+            folded[_folding_dense(op, consumers)] = (op, shape)
+            lowering.producer[op.output] = None          # read only by the dense layer it is folded into
         elif _is_global(op, shape):
-            following = ops[index + 1:index + 3]
-            if following and isinstance(following[0], g.Flatten):
-                following = following[1:]
-            if following and isinstance(following[0], g.Dense):
-                dense = following[0]
-                lowering.dense(dense, None, folded=(op, shape))
-                index = ops.index(dense)
-                current = dense.output
-                index += 1
-                continue
             lowering.mean_pool(op, shape, tuple(shape[1:]), (1, 1))
         elif isinstance(op, g.Pool) and op.kind == "avg":
             if any(op.pads):
@@ -214,16 +224,18 @@ def lower_graph(graph):
         elif isinstance(op, g.Pool):
             raise _refuse(graph, op, "max pooling is not in the accelerator's hardware yet")
         elif isinstance(op, g.Flatten):
-            pass
+            lowering.producer[op.output] = lowering.producer[op.inputs[0]]
         elif isinstance(op, g.Softmax):
             lowering.host_ops.append(op)
             lowering.notes.append(f"{op.name}: softmax on the host (the accelerator's outputs are the logits)")
         else:
             raise _refuse(graph, op, "not an op the accelerator runs")
-        current = op.output
-        index += 1
     if not lowering.layers:
         raise InputError(f"{graph.source}: the graph has no Conv or Dense op; nothing to run on the accelerator")
+    output = graph.outputs[0] if not lowering.host_ops else lowering.host_ops[-1].inputs[0]
+    if lowering.producer.get(output) != lowering.layers[-1].name:
+        raise InputError(f"{graph.source}: the graph's output {output!r} is not computed by its last layer "
+                         f"{lowering.layers[-1].name!r}; the accelerator returns the last layer's outputs")
     return LoweredNetwork(graph=graph, layers=tuple(lowering.layers), weights=tuple(lowering.weights),
                           input_shape=tuple(graph.inputs[0].shape), sources=lowering.sources,
                           host_ops=tuple(lowering.host_ops), notes=tuple(lowering.notes))

@@ -8,8 +8,9 @@ Layers (thesis Table 3.x / SPEC section 1)::
     FC_2    256 -> actions        (no activation; at most 32 actions)
 
 Besides the thesis' layers, :class:`ConvLayer` takes rectangular images, kernels and strides and zero padding per
-side, and :class:`AddLayer` adds an earlier layer's output (a residual shortcut); ``models.dqn.plan`` compiles
-them for the accelerator.
+side and grouped (depthwise) convolutions, and :class:`AddLayer` adds two earlier outputs (a residual shortcut).
+A network is a graph: every layer reads the previous layer's output unless its ``source`` names an earlier layer
+(``""``: the network input).  ``models.dqn.plan`` compiles them for the accelerator.
 
 Weights are stored as the thesis stores them, ``[in_channel, filter_h, filter_w, out_channel]``
 for convolutions and ``[in, out]`` for fully connected layers, float32, with a float32 bias per
@@ -68,9 +69,12 @@ class ConvLayer:
 
     ``in_size``, ``kernel`` and ``stride`` are an int (square) or an ``(h, w)`` pair; ``padding`` (zeros around
     the input) an int, ``(pad_h, pad_w)`` or ``(top, bottom, left, right)`` (TFLite's SAME with stride 2 pads
-    unevenly).  Weights ``weight_shape = (in_channels, kh, kw, out_channels)``; ``macs`` counts the products with
-    real input elements (none with padding).  A list given for a pair is kept as a tuple.  The compiler
-    (``models.dqn.plan``) checks the geometry: :meth:`check_geometry`.
+    unevenly).  ``groups``: output channel ``n`` reads only the ``in_channels / groups`` input channels of its group
+    ``n // (out_channels / groups)`` (``groups = in_channels = out_channels``: a depthwise convolution).  Weights
+    ``weight_shape = (in_channels / groups, kh, kw, out_channels)``; ``macs`` counts the products with real input
+    elements (none with padding).  ``source``: the layer whose output it reads (``None``: the previous layer,
+    ``""``: the network input).  A list given for a pair is kept as a tuple.  The compiler (``models.dqn.plan``)
+    checks the geometry: :meth:`check_geometry`.
     """
 
     name: str
@@ -81,6 +85,8 @@ class ConvLayer:
     stride: object
     relu: bool = True
     padding: object = 0
+    groups: int = 1
+    source: str = None
 
     def __post_init__(self):
         for field_name in ("in_size", "kernel", "stride", "padding"):
@@ -98,6 +104,10 @@ class ConvLayer:
                 check_int(f"{self.name}: {name}", item, 1)
         for item in self.border:
             check_int(f"{self.name}: padding", item, 0)
+        check_int(f"{self.name}: groups", self.groups, 1)
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(f"{self.name}: {self.groups} groups do not divide {self.in_channels} input and "
+                             f"{self.out_channels} output channels")
         if self.out_height < 1 or self.out_width < 1:
             raise ValueError(f"{self.name}: a {self.kernel_height}x{self.kernel_width} kernel does not fit the "
                              f"padded input {self.in_height + self.pad_top + self.pad_bottom}x"
@@ -154,19 +164,23 @@ class ConvLayer:
     def macs(self):
         rows = _real_taps(self.out_height, self.stride_y, self.pad_top, self.kernel_height, self.in_height)
         columns = _real_taps(self.out_width, self.stride_x, self.pad_left, self.kernel_width, self.in_width)
-        return self.out_channels * self.in_channels * sum(rows) * sum(columns)
+        return self.out_channels * self.in_channels // self.groups * sum(rows) * sum(columns)
 
     @property
     def weight_shape(self):
-        return (self.in_channels, self.kernel_height, self.kernel_width, self.out_channels)
+        return (self.in_channels // self.groups, self.kernel_height, self.kernel_width, self.out_channels)
 
 
 @dataclass(frozen=True)
 class DenseLayer:
+    """A fully connected layer ``inputs -> outputs`` (weights ``(inputs, outputs)``) over the output of ``source``
+    (``None``: the previous layer, ``""``: the network input), flattened channel-major."""
+
     name: str
     inputs: int
     outputs: int
     relu: bool = True
+    source: str = None
 
     @property
     def macs(self):
@@ -179,13 +193,15 @@ class DenseLayer:
 
 @dataclass(frozen=True)
 class AddLayer:
-    """A residual add: the previous layer's output image plus the output of layer ``skip`` (``""``: the network
-    input), element by element, ReLU optional.  No weights (its ``(weight, bias)`` pair is ignored: pass
-    ``(None, None)``); the compiler needs both addends in one activation RAM (``models.dqn.plan``)."""
+    """A residual add: the output image of ``source`` (``None``: the previous layer) plus the output of layer
+    ``skip`` (``""``: the network input), element by element, ReLU optional.  No weights (its ``(weight, bias)``
+    pair is ignored: pass ``(None, None)``); the compiler places both addends in one activation RAM
+    (``models.dqn.plan``)."""
 
     name: str
     skip: str
     relu: bool = True
+    source: str = None
     macs = 0
     weight_shape = None
 

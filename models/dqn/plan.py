@@ -13,17 +13,25 @@ Number format.  Weights, biases and network inputs are given as float32 and roun
 format (``config.fmt``: binary32, bfloat16, binary16) to nearest even by
 :func:`models.shared.float_arith.from_binary32`; everything the hardware computes then stays in that format.
 
-Placement.  The network input is an image ``[C, H, W]`` at word 0 of activation RAM ``input_ram`` (a first
-dense layer reads its ``N`` inputs in packed layout).  Layer ``i`` reads from one RAM and writes the other
-(ping-pong); every output tensor goes to the first free word of its RAM, so no tensor is ever overwritten:
-the input image stays intact for the next state's load and the host can read back every layer's output.
-For the thesis network this gives the table of the doc (RAM1 @0, RAM0 @336, RAM1 @320, RAM0 @624).
+Placement.  A network is a graph: each layer reads the output of its ``source`` (the previous layer by default,
+``""`` the network input), an add two named outputs.  The network input is an image ``[C, H, W]`` in activation
+RAM ``input_ram`` (a first dense layer reads its ``N`` inputs in packed layout).  Every tensor gets a RAM
+(:func:`assign_rams`: a convolution or dense pass reads one RAM and writes the other, an add reads both addends
+from one RAM and writes either; where no assignment exists a copy pass is inserted) and words by its lifetime,
+from the pass that writes it to the last pass that reads it: each tensor takes the lowest words of its RAM that
+no tensor live at the same time holds, so later tensors overwrite dead ones (:attr:`Plan.overwritten` names
+them; ``allocation="keep"`` never reuses a word, so the host can read back every layer's output).  A dense
+layer's packed output takes words no tensor of the run used (its last word's padding must read ``+0``); the
+network output lives to the end of the run.  For the thesis network: RAM1 @0, RAM0 @0, RAM1 @320, RAM0 @336.
 
 Layouts.  A convolution writes an image ``[Cout, out_h, out_w]`` (row ``y`` of channel ``c`` at word
 ``base + c*out_h + y``).  A dense layer writes packed outputs (output ``n`` at word ``base + n // lanes``,
 element ``n % lanes``): the image ``[ceil(N/lanes), 1, lanes]``.  The result writer stores only outputs
-``n < N``: the padding elements of the last word keep the RAM's initial ``+0`` (no other tensor is ever placed
-there), and the golden model reads them as ``+0``.  A dense layer after a convolution reads the convolution's image
+``n < N``: the padding elements of the last word keep the RAM's initial ``+0`` (no other tensor of the run is
+placed there), and the golden model reads them as ``+0``.  A grouped convolution runs in channel tiles of whole
+groups; a tile's pass reads only its groups' input channels (``in_base`` at the first one's row word) with a
+block-diagonal slice of the weights (``in_channels / groups * Kh * Kw`` non-zero products per output of the
+pass's ``tile_inputs * Kh * Kw``).  A dense layer after a convolution reads the convolution's image
 with kernel ``H x W`` (weight index ``(c*H + y)*W + x``, the flattening order of the weights); after a dense
 layer it reads the packed image with kernel ``1 x lanes``, the weights of the padding elements being zero.
 
@@ -55,13 +63,15 @@ from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLa
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
 from nnaccel.models.shared.float_arith import from_binary32
 
-__all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "compile_network",
+__all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "ALLOCATION_MODES",
+           "compile_network", "assign_rams", "with_copy_passes",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
            "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
            "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
 TILING_MODES = ("widest", "fastest")
+ALLOCATION_MODES = ("lifetimes", "keep")
 COUNTERS = ("cycles", "product_cycles", "stall_cycles", "drain_cycles")
 
 
@@ -143,10 +153,22 @@ class Plan:
     mapping: DqnMapping
     layers: tuple
     weight_image: np.ndarray  # (words, modules * lanes) raw bits: what the host writes to weight RAM words 0..
+    network_input: Tensor = None  # where the host writes the network input
+    tensors: dict = None      # tensor name (a layer's, "" the input, "<pass> partial sums") -> Tensor
+    overwritten: tuple = ()   # names of the tensors a later tensor overwrites (not readable after the run)
+    network: tuple = ()       # the layers compiled, with the copy passes the compiler inserted
 
     @property
     def input(self):
-        return self.layers[0].input
+        return self.network_input
+
+    @property
+    def activation_words(self):
+        """Words each activation RAM holds at most: ``(RAM 0, RAM 1)``."""
+        tops = [0, 0]
+        for tensor in self.tensors.values():
+            tops[tensor.ram] = max(tops[tensor.ram], tensor.base + tensor.words)
+        return tuple(tops)
 
     @property
     def output(self):
@@ -261,6 +283,8 @@ class LayerShape:
     tile_size: int
     add: bool = False         # a residual add (AddLayer): out_height = C*H row words, out_channels = W elements
     skip: str = ""            # its second addend: the output of this layer ("" = the network input)
+    source: str = ""          # the tensor it reads (an add: its first addend): that layer's output, "" the input
+    groups: int = 1           # a grouped convolution: a channel tile reads only its groups' input channels
 
     @property
     def positions(self):
@@ -276,9 +300,19 @@ class LayerShape:
         first = tile * self.tile_size
         return first, min(self.tile_size, self.out_channels - first)
 
+    def tile_inputs(self, tile):
+        """``(first input channel, channels)`` that channel tile ``tile`` reads: all of them, or (a grouped
+        convolution, whose tiles hold whole groups) its groups' own."""
+        if self.groups == 1:
+            return 0, self.in_shape[0]
+        first, channels = self.tile_channels(tile)
+        per_output = self.in_shape[0] // self.groups, self.out_channels // self.groups
+        return first // per_output[1] * per_output[0], channels // per_output[1] * per_output[0]
+
     @property
     def products(self):
-        return 2 if self.add else self.in_shape[0] * self.kernel_height * self.kernel_width
+        """Products per output of the first channel tile (an add: its 2 addends)."""
+        return 2 if self.add else self.tile_inputs(0)[1] * self.kernel_height * self.kernel_width
 
     @property
     def out_elements(self):
@@ -310,7 +344,7 @@ def _check_follows(layer, in_shape, in_packed, in_elements):
         raise ValueError(f"{layer.name}: expects {layer.inputs} inputs, the previous layer makes {in_elements}")
 
 
-def _add_shape(config, layer, in_shape, in_elements):
+def _add_shape(config, layer, source, in_shape, in_elements):
     """An add as the hardware runs it: one position per row word (``C*H`` of them, one per group: all modules
     take their vectors from the word read), the word's ``W`` elements as its output channels."""
     channels, height, width = in_shape
@@ -322,13 +356,13 @@ def _add_shape(config, layer, in_shape, in_elements):
                       kernel_height=1, kernel_width=1, stride=(1, 1), padding=(0, 0, 0, 0), out_height=channels * height,
                       out_width=1, out_channels=width, out_shape=in_shape, relu=layer.relu,
                       min_column_blocks=config.modules, tile_size=config.modules * config.lanes, add=True,
-                      skip=layer.skip)
+                      skip=layer.skip, source=source)
 
 
-def _layer_shape(config, layer, in_shape, in_packed, in_elements):
+def _layer_shape(config, layer, source, in_shape, in_packed, in_elements):
     name = layer.name
     if isinstance(layer, AddLayer):
-        return _add_shape(config, layer, in_shape, in_elements)
+        return _add_shape(config, layer, source, in_shape, in_elements)
     if isinstance(layer, ConvLayer):
         layer.check_geometry()
         out_channels, kernel_height, kernel_width = layer.out_channels, layer.kernel_height, layer.kernel_width
@@ -358,11 +392,17 @@ def _layer_shape(config, layer, in_shape, in_packed, in_elements):
         raise ValueError(f"{name}: packed outputs need lanes ({config.lanes}) <= row_elements "
                          f"({config.row_elements})")
     tile_size = config.modules * config.lanes
-    return LayerShape(name=name, dense=isinstance(layer, DenseLayer), in_shape=in_shape, in_packed=in_packed,
-                      in_elements=in_elements, kernel_height=kernel_height, kernel_width=kernel_width, stride=stride,
-                      padding=padding, out_height=out_height, out_width=out_width, out_channels=out_channels,
-                      out_shape=out_shape, relu=layer.relu,
-                      min_column_blocks=min_column_blocks(config, min(out_channels, tile_size)), tile_size=tile_size)
+    groups = layer.groups if isinstance(layer, ConvLayer) else 1
+    if groups > 1 and out_channels // groups > tile_size:
+        raise ValueError(f"{name}: a group of {out_channels // groups} output channels exceeds the "
+                         f"{tile_size} that one pass computes (modules x lanes)")
+    shape = LayerShape(name=name, dense=isinstance(layer, DenseLayer), in_shape=in_shape, in_packed=in_packed,
+                       in_elements=in_elements, kernel_height=kernel_height, kernel_width=kernel_width, stride=stride,
+                       padding=padding, out_height=out_height, out_width=out_width, out_channels=out_channels,
+                       out_shape=out_shape, relu=layer.relu,
+                       min_column_blocks=min_column_blocks(config, min(out_channels, tile_size)), tile_size=tile_size,
+                       source=source, groups=groups)
+    return _fastest_group_tiles(config, shape) if groups > 1 else shape
 
 
 def check_config(config):
@@ -376,6 +416,32 @@ def check_config(config):
                          f"port of {config.host_data_bits} bits (the widest RAM word): more row elements or lanes")
 
 
+def _shape_cycles(config, shape):
+    """Predicted cycles of ``shape`` under its default mapping without K-splits."""
+    passes = pass_shapes(config, shape, _default_layer_mapping(config, shape, "never"))
+    return pass_timing(config, passes)["cycles"].sum()
+
+
+def _with_tile(config, shape, tile_size):
+    return replace(shape, tile_size=tile_size,
+                   min_column_blocks=min_column_blocks(config, min(shape.out_channels, tile_size)))
+
+
+def _fastest_group_tiles(config, shape):
+    """A grouped convolution with the channel tile of fewest predicted cycles: tiles of whole groups, as many as
+    fill ``C`` column blocks for ``C = 1, 2, 4 .. modules``.  A depthwise layer's tile of ``k`` channels reads
+    ``k`` input channels: ``k * Kh * Kw`` products per group, ``1 / k`` of them with a non-zero weight, so the
+    narrowest tile that fills a block's lanes (``k = lanes``, ``C = 1``) is usually fastest."""
+    per_group = shape.out_channels // shape.groups
+    candidates, blocks = [], 1
+    while blocks <= config.modules:
+        tile_size = max(1, min(shape.groups, blocks * config.lanes // per_group)) * per_group
+        if tile_size <= config.modules * config.lanes and tile_size not in candidates:
+            candidates.append(tile_size)
+        blocks *= 2
+    return min((_with_tile(config, shape, size) for size in candidates), key=lambda item: _shape_cycles(config, item))
+
+
 def _fastest_tiles(config, shape):
     """``shape`` with the channel tile size of fewest predicted cycles (ties: the widest tile).  A tile of ``C *
     lanes`` channels runs ``modules / C`` positions per group: narrower tiles read the input again but write
@@ -383,10 +449,8 @@ def _fastest_tiles(config, shape):
     best, best_cycles = shape, None
     blocks = shape.min_column_blocks
     while blocks >= 1:
-        candidate = replace(shape, tile_size=blocks * config.lanes,
-                            min_column_blocks=min_column_blocks(config, min(shape.out_channels, blocks * config.lanes)))
-        cycles = pass_timing(config, pass_shapes(config, candidate, _default_layer_mapping(config, candidate,
-                                                                                           "never")))["cycles"].sum()
+        candidate = _with_tile(config, shape, blocks * config.lanes)
+        cycles = _shape_cycles(config, candidate)
         if best_cycles is None or cycles < best_cycles:
             best, best_cycles = candidate, cycles
         blocks //= 2
@@ -410,22 +474,29 @@ def layer_shapes(config, layers, *, tiling="widest"):
     if isinstance(first, AddLayer):
         raise ValueError(f"{first.name}: an add needs a layer before it")
     if isinstance(first, ConvLayer):
-        source = ((first.in_channels, first.in_height, first.in_width), False,
-                  first.in_channels * first.in_height * first.in_width)
+        network_input = ((first.in_channels, first.in_height, first.in_width), False,
+                         first.in_channels * first.in_height * first.in_width)
     else:
-        source = ((-(-first.inputs // config.lanes), 1, config.lanes), True, first.inputs)
-    shapes, outputs = [], {"": source[:2]}
+        network_input = ((-(-first.inputs // config.lanes), 1, config.lanes), True, first.inputs)
+    shapes, outputs, previous = [], {"": network_input}, ""
     for layer in layers:
+        if not layer.name or layer.name in outputs:
+            raise ValueError(f"layer names must be unique and not empty: {layer.name!r}")
+        source_name = previous if layer.source is None else layer.source
+        if source_name not in outputs:
+            raise ValueError(f"{layer.name}: reads {source_name!r}, which is no earlier layer")
+        source = outputs[source_name]
         _check_follows(layer, *source)
-        if isinstance(layer, AddLayer) and outputs.get(layer.skip) != source[:2]:
+        if isinstance(layer, AddLayer) and outputs.get(layer.skip, (None,))[:2] != source[:2]:
             known = outputs.get(layer.skip)
             raise ValueError(f"{layer.name}: the addend {layer.skip or 'network input'!r} is "
-                             f"{'no earlier layer' if known is None else known[0]}, the previous layer makes "
-                             f"{source[0]}")
-        shape = _layer_shape(config, layer, *source)
-        shapes.append(_fastest_tiles(config, shape) if tiling == "fastest" and isinstance(layer, ConvLayer) else shape)
-        source = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
-        outputs[layer.name] = source[:2]
+                             f"{'no earlier layer' if known is None else known[0]}, the addend "
+                             f"{source_name or 'network input'!r} is {source[0]}")
+        shape = _layer_shape(config, layer, source_name, *source)
+        shapes.append(_fastest_tiles(config, shape) if tiling == "fastest" and isinstance(layer, ConvLayer)
+                      and shape.groups == 1 else shape)
+        outputs[layer.name] = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
+        previous = layer.name
     return tuple(shapes)
 
 
@@ -441,7 +512,8 @@ class PassShape(NamedTuple):
     pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the channels read (a reduction: the
     partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top, left)`` (the bottom and right
     borders follow from the input's size); ``first_channel`` is the first output channel of the pass's channel
-    tile (``out_channels`` from there on)."""
+    tile (``out_channels`` from there on); ``first_in_channel`` the first input channel it reads (a grouped
+    convolution's tile reads ``in_channels`` channels from there on)."""
 
     name: str
     layer: str
@@ -459,6 +531,7 @@ class PassShape(NamedTuple):
     out_channels: int
     layout: str
     relu: bool
+    first_in_channel: int = 0
 
     @property
     def products(self):
@@ -502,8 +575,10 @@ def pass_shapes(config, shape, layer_mapping):
         first = divmod(segment.first, shape.out_width)
         first_channel, out_channels = shape.tile_channels(segment.tile)
         tile_suffix = f" [{first_channel}:{first_channel + out_channels}]" if shape.tiles > 1 else ""
-        common = dict(layer=shape.name, segment=segment, in_channels=shape.in_shape[0], padding=(top, left),
-                      column_blocks=segment.column_blocks, first_channel=first_channel, out_channels=out_channels)
+        first_in_channel, in_channels = shape.tile_inputs(segment.tile)
+        common = dict(layer=shape.name, segment=segment, in_channels=in_channels, padding=(top, left),
+                      column_blocks=segment.column_blocks, first_channel=first_channel, out_channels=out_channels,
+                      first_in_channel=first_in_channel)
         if segment.split == 1:
             name = f"{shape.name}{tile_suffix}"
             name = name if name not in named else f"{name} {segment.first}..{segment.last}"
@@ -650,7 +725,7 @@ def _split_candidate(config, shape, blocks):
     in as many equal chunks as fit the idle position slots; a convolution's last position alone in its group, one
     chunk per kernel column."""
     slots = config.modules // blocks
-    if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add:
+    if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add or shape.groups > 1:
         return None
     width, positions = shape.kernel_width, shape.positions
     if shape.dense:
@@ -664,7 +739,7 @@ def _split_candidate(config, shape, blocks):
 def _default_layer_mapping(config, shape, split):
     segments = []
     for tile in range(shape.tiles):
-        blocks = min_column_blocks(config, shape.tile_channels(tile)[1])
+        blocks = shape.min_column_blocks if shape.add else min_column_blocks(config, shape.tile_channels(tile)[1])
         segments.append(Segment(0, shape.positions, group_column_blocks(config, shape, blocks), tile=tile))
     whole = LayerMapping(tuple(segments))
     candidate = None if split == "never" else _split_candidate(config, shape, segments[0].column_blocks)
@@ -706,20 +781,155 @@ def pass_note(config, shape, work):
 
 # ---- The compiler ------------------------------------------------------------------------------------------------
 
-class _Allocator:
-    """First free word of each activation RAM; tensors are never overwritten."""
+class _Parities:
+    """Which tensors share an activation RAM: a union-find over tensor names with, per name, the parity of its RAM
+    relative to its set's root (0: the same RAM, 1: the other)."""
 
-    def __init__(self, config):
-        self._depth = config.activation_depth
-        self._top = [0, 0]
+    def __init__(self):
+        self._parent, self._parity = {}, {}
 
-    def place(self, name, ram, shape, *, packed, elements):
-        base, words = self._top[ram], shape[0] * shape[1]
-        if base + words > self._depth:
-            raise ValueError(f"{name}: activation RAM {ram} is too small: the tensor needs words {base}.."
-                             f"{base + words - 1}, the RAM has {self._depth} words")
-        self._top[ram] = base + words
-        return Tensor(ram=ram, base=base, shape=shape, packed=packed, elements=elements)
+    def find(self, name):
+        """``(root, parity of name's RAM relative to root's)``."""
+        parent = self._parent.setdefault(name, name)
+        self._parity.setdefault(name, 0)
+        if parent == name:
+            return name, 0
+        root, parity = self.find(parent)
+        self._parent[name], self._parity[name] = root, self._parity[name] ^ parity
+        return root, self._parity[name]
+
+    def join(self, first, second, differ):
+        """Require ``first`` and ``second`` in different RAMs (``differ`` 1) or one RAM (0); False if they are
+        already bound the other way."""
+        (root, parity), (other_root, other_parity) = self.find(first), self.find(second)
+        if root == other_root:
+            return parity ^ other_parity == differ
+        self._parent[other_root], self._parity[other_root] = root, parity ^ other_parity ^ differ
+        return True
+
+
+def assign_rams(shapes, input_ram=0):
+    """The activation RAM of every tensor (``{layer name: 0 or 1}``, ``""`` the network input in ``input_ram``) and
+    the adds whose addends no assignment puts in one RAM: ``(rams, conflicts)``.
+
+    A convolution or dense pass reads one RAM and writes the other; an add reads both addends from one RAM and may
+    write either (it reads on port 1, docs/dqn_accelerator.md).  The constraints are parities between tensors,
+    solved in layer order by a union-find; an add whose addends are already bound to different RAMs (ResNet's
+    block with a 1x1 shortcut convolution: two convolutions on one path, one on the other) is a conflict, which
+    :func:`compile_network` resolves with a copy pass."""
+    parities, conflicts = _Parities(), []
+    parities.find("")
+    for shape in shapes:
+        parities.find(shape.name)
+        if shape.add:
+            if not parities.join(shape.source, shape.skip, 0):
+                conflicts.append(shape.name)
+        else:
+            parities.join(shape.source, shape.name, 1)
+    input_root, input_parity = parities.find("")
+    rams = {}
+    for name in ["", *(shape.name for shape in shapes)]:
+        root, parity = parities.find(name)
+        rams[name] = input_ram ^ input_parity ^ parity if root == input_root else parity
+    return rams, conflicts
+
+
+def _copy_name(base, names):
+    name, index = f"{base or 'input'}_copy", 1
+    while name in names:
+        index += 1
+        name = f"{base or 'input'}_copy{index}"
+    return name
+
+
+def with_copy_passes(config, layers, pairs=None, *, input_ram=0, tiling="widest"):
+    """``(layers, pairs)`` as the compiler runs them: with a copy pass before each add whose addends no RAM
+    assignment puts in one RAM (:func:`assign_rams`), a 1x1 depthwise convolution with weights 1.0 and bias +0
+    (``x*1 + 0`` is ``x``, except ``-0`` becomes ``+0``) named ``<addend>_copy`` that moves the second addend into
+    the first addend's RAM.  ``pairs``: the layers' ``(weight, bias)``, or None (the copies' pairs are still given).
+    The design-space cost model counts the copies through this function."""
+    layers = tuple(layers)
+    pairs = [(None, None)] * len(layers) if pairs is None else list(pairs)
+    shapes = layer_shapes(config, layers, tiling=tiling)
+    conflicts = assign_rams(shapes, input_ram)[1]
+    names = {layer.name for layer in layers}
+    copied_layers, copied_pairs = [], []
+    for layer, pair, shape in zip(layers, pairs, shapes):
+        if shape.name in conflicts:
+            channels, height, width = shape.in_shape
+            name = _copy_name(shape.skip, names)
+            names.add(name)
+            copied_layers.append(ConvLayer(name, channels, (height, width), channels, 1, 1, relu=False,
+                                           groups=channels, source=shape.skip))
+            copied_pairs.append((np.ones((1, 1, 1, channels), np.float32), np.zeros(channels, np.float32)))
+            layer = replace(layer, source=shape.source, skip=name)
+        copied_layers.append(layer)
+        copied_pairs.append(pair)
+    return tuple(copied_layers), copied_pairs
+
+
+@dataclass
+class _Span:
+    """A tensor to place: its RAM, shape and the passes it lives through (written at ``start``, last read at
+    ``end``); ``fresh``: it must take words no tensor of the run ever used (a packed tensor's padding elements are
+    never written and must read as the RAM's initial +0)."""
+
+    name: str
+    ram: int
+    shape: tuple
+    packed: bool
+    elements: int
+    start: int
+    end: int
+    fresh: bool = False
+    base: int = 0
+
+    @property
+    def words(self):
+        return self.shape[0] * self.shape[1]
+
+
+def _allocate(config, spans):
+    """Place ``spans`` (in order of ``start``) at the lowest words of their RAM free through their lifetime; a
+    tensor placed after another over the same words overwrites it.  Returns ``{name: Tensor}`` and the names of
+    the tensors some later tensor overwrites."""
+    placed, overwritten = [], set()
+    for span in sorted(spans, key=lambda item: item.start):
+        same_ram = [other for other in placed if other.ram == span.ram]
+        base = max([other.base + other.words for other in same_ram], default=0) if span.fresh else 0
+        live = sorted((other.base, other.base + other.words) for other in same_ram
+                      if other.start <= span.end and span.start <= other.end)
+        for low, high in live:
+            if base + span.words <= low:
+                break
+            base = max(base, high)
+        if base + span.words > config.activation_depth:
+            raise ValueError(f"{span.name or 'the network input'}: activation RAM {span.ram} is too small: the tensor needs words {base}.."
+                             f"{base + span.words - 1} beside the tensors live with it, the RAM has "
+                             f"{config.activation_depth} words")
+        span.base = base
+        overwritten.update(other.name for other in same_ram
+                           if other.base < base + span.words and base < other.base + other.words)
+        placed.append(span)
+    tensors = {span.name: Tensor(ram=span.ram, base=span.base, shape=span.shape, packed=span.packed,
+                                 elements=span.elements) for span in placed}
+    return tensors, overwritten
+
+
+def _lifetimes(placed, last_pass, keep):
+    """``{tensor: [first pass writing it, last pass reading it]}`` of the passes ``placed`` (``(work, input,
+    output, addend)`` tensor names); the network input is written before the run (-1), the network output read
+    after it; with ``keep`` every tensor lives to the end of the run."""
+    spans = {"": [-1, -1]}
+    for index, (_, source, output, addend) in enumerate(placed):
+        spans.setdefault(output, [index, index])
+        for name in (source, addend):
+            if name is not None:
+                spans[name][1] = index
+    for name, span in spans.items():
+        if keep or name == placed[-1][2]:
+            span[1] = last_pass
+    return spans
 
 
 def _check_array(name, what, array, shape):
@@ -736,7 +946,14 @@ def _kernel_bits(config, shape, layer, weight, bias):
     ``(c*Kh + kh)*Kw + kw`` of the kernel is the dense input index, a packed input's padding has zero weights."""
     weight = _check_array(shape.name, "weight", weight, layer.weight_shape)
     bias = _check_array(shape.name, "bias", bias, (shape.out_channels,))
-    kernel = np.zeros((shape.products, shape.out_channels), np.uint32)
+    if shape.groups > 1:                      # block-diagonal: output channel n reads only its group's inputs
+        per_input, per_output = weight.shape[0], shape.out_channels // shape.groups
+        full = np.zeros((shape.in_shape[0], *weight.shape[1:]), np.float32)
+        for group in range(shape.groups):
+            outputs = slice(group * per_output, (group + 1) * per_output)
+            full[group * per_input:(group + 1) * per_input, ..., outputs] = weight[..., outputs]
+        weight = full
+    kernel = np.zeros((shape.in_shape[0] * shape.kernel_height * shape.kernel_width, shape.out_channels), np.uint32)
     flat = weight.reshape(-1, shape.out_channels)
     kernel[:flat.shape[0]] = from_binary32(config.fmt, flat)
     return kernel.reshape(shape.in_shape[0], shape.kernel_height, shape.kernel_width, shape.out_channels), \
@@ -768,7 +985,7 @@ def _pass_weights(config, work, kernel, bias):
     if work.kind == "add":                                                 # vectors from RAM, no bias
         return np.zeros((work.products + 1, config.modules, config.lanes), np.uint32)
     tile = slice(work.first_channel, work.first_channel + out_channels)
-    kernel, bias = kernel[..., tile], bias[tile]
+    kernel, bias = kernel[work.first_in_channel:work.first_in_channel + work.in_channels, ..., tile], bias[tile]
     if work.kind == "positions":
         return _slots(config, blocks, np.concatenate([kernel.reshape(-1, out_channels), bias[None, :]]), out_channels)
     if work.kind == "partials":
@@ -802,9 +1019,10 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
         relu=int(work.relu), last=int(last))
 
 
-def _real_macs(work, in_shape):
+def _real_macs(work, in_shape, inputs_per_output):
     """Multiply-accumulates of a pass with real input elements (a reduction has none; padding is not counted; a
-    packed input's padding elements are: they are the dense layer's zero-weight columns)."""
+    packed input's padding elements are: they are the dense layer's zero-weight columns); each output reads
+    ``inputs_per_output`` of the pass's input channels (fewer than all in a grouped convolution)."""
     if work.reduce:
         return 0
     _, in_height, in_width = in_shape
@@ -813,27 +1031,46 @@ def _real_macs(work, in_shape):
     columns = ox[:, None] * work.stride[1] - work.padding[1] + np.arange(work.kernel[1])
     real_rows = ((rows >= 0) & (rows < in_height)).sum(1)
     real_columns = ((columns >= 0) & (columns < in_width)).sum(1)
-    return int((real_rows * real_columns).sum()) * work.in_channels * work.out_channels
+    return int((real_rows * real_columns).sum()) * inputs_per_output * work.out_channels
 
 
-def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None, tiling="widest"):
-    """Compile ``layers`` (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) with their ``weights`` for ``config`` into a
-    :class:`Plan`.
+def compile_network(config, layers, weights, *, input_ram=0, split="auto", mapping=None, tiling="widest",
+                    allocation="lifetimes"):
+    """Compile ``layers`` (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``, a graph through their ``source`` and
+    ``skip``) with their ``weights`` for ``config`` into a :class:`Plan`.
 
     ``weights``: one ``(weight, bias)`` pair per layer (float32, shapes ``layer.weight_shape`` and
     ``(out_channels,)``), or a dict in the layout of :mod:`models.dqn.network` for the thesis network; rounded to
     ``config.fmt``.  ``mapping``: a :class:`DqnMapping` (checked by :func:`check_mapping`); by default
     :func:`default_mapping` with ``split`` ("auto": K-splits where the predicted cycles say they pay, "always",
     "never").  ``tiling``: the convolutions' output-channel tiles (:func:`layer_shapes`; a given mapping must use
-    the same tiles).
+    the same tiles).  ``allocation``: "lifetimes" (a tensor's words are free again after the last pass that reads
+    it; :attr:`Plan.overwritten` names the tensors a later one overwrites) or "keep" (no tensor is ever
+    overwritten: every layer's output can be read back after the run).  Where no assignment of RAMs puts an add's
+    addends in one RAM, a copy pass is inserted (:func:`assign_rams`; its layer is named ``<addend>_copy``).
     """
     if split not in SPLIT_MODES:
         raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
+    if allocation not in ALLOCATION_MODES:
+        raise ValueError(f"allocation must be one of {', '.join(ALLOCATION_MODES)}, not {allocation!r}")
     shapes = layer_shapes(config, layers, tiling=tiling)
     if input_ram not in (0, 1):
         raise ValueError(f"input_ram must be 0 or 1, not {input_ram!r}")
     layers = tuple(layers)
     pairs = network_weights(layers, weights)
+    copied, pairs = with_copy_passes(config, layers, pairs, input_ram=input_ram, tiling=tiling)
+    given = {layer.name for layer in layers}
+    copy_sources = {layer.name: layer.source for layer in copied if layer.name not in given}
+    if copy_sources:
+        if mapping is not None and len(mapping.layers) != len(copied):
+            raise ValueError(f"{', '.join(copy_sources)}: copy passes the adds need; give a mapping for the network "
+                             f"with them (models.dqn.plan.with_copy_passes) or none")
+        layers = copied
+        shapes = layer_shapes(config, layers, tiling=tiling)
+    copy_notes = {shape.skip: f"a copy pass: {shape.name} reads both addends from one RAM, and no assignment of RAMs "
+                              f"puts {shape.source or 'the input'} and {copy_sources[shape.skip] or 'the input'} in one"
+                  for shape in shapes if shape.add and shape.skip in copy_sources}
+    rams = assign_rams(shapes, input_ram)[0]
     if mapping is None:
         mapping = default_mapping(config, shapes, split=split)
     elif split != "auto":
@@ -846,40 +1083,41 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
                      for shape, layer_passes in zip(shapes, passes)]
         raise ValueError(f"the network needs {count} passes ({', '.join(per_layer)}); the descriptor table holds "
                          f"{config.max_layers}")
-    kernels = [(None, None) if shape.add else _kernel_bits(config, shape, layer, *pair)
-               for shape, layer, pair in zip(shapes, layers, pairs)]
+    kernels = {shape.name: (None, None) if shape.add else _kernel_bits(config, shape, layer, *pair)
+               for shape, layer, pair in zip(shapes, layers, pairs)}
 
-    allocator = _Allocator(config)
-    first = shapes[0]
-    source = allocator.place(f"{first.name} input", input_ram, first.in_shape, packed=first.in_packed,
-                             elements=first.in_elements)
-    placed = []                 # (PassShape, input Tensor, output Tensor, kernel, bias)
-    outputs, addends = {"": source}, {}
-    for shape, layer_passes, (kernel, bias) in zip(shapes, passes, kernels):
-        if shape.add:
-            addends[shape.name] = outputs[shape.skip]
-            if addends[shape.name].ram != source.ram:
-                raise ValueError(f"{shape.name}: its addends lie in activation RAM {source.ram} ({source.describe()}) "
-                                 f"and RAM {addends[shape.name].ram} ({addends[shape.name].describe()}); an add "
-                                 f"reads both from one RAM")
-        output = allocator.place(f"{shape.name} output", 1 - source.ram, shape.out_shape, packed=shape.dense,
-                                 elements=shape.out_elements)
-        outputs[shape.name] = output
+    placed = []                 # (PassShape, input tensor, output tensor, an add's second addend): tensor names
+    for shape, layer_passes in zip(shapes, passes):
         for work in layer_passes:
             if work.kind == "partials":
-                partials = allocator.place(f"{work.name} partial sums", output.ram,
-                                           (work.count, 1, work.column_blocks * config.lanes), packed=True,
-                                           elements=work.count * work.column_blocks * config.lanes)
-                placed.append((work, source, partials, kernel, bias))
-            else:
-                placed.append((work, partials if work.kind == "sum" else source, output, kernel, bias))
-        source = output
-    timing = pass_timing(config, [work for work, *_ in placed])
+                placed.append((work, shape.source, f"{work.name} partial sums", None))
+            else:                                      # a sum reads the partial sums of the pass before it
+                placed.append((work, placed[-1][2] if work.kind == "sum" else shape.source, shape.name,
+                               shape.skip if shape.add else None))
+    described = {"": (shapes[0].in_shape, shapes[0].in_packed, shapes[0].in_elements, rams[""])}
+    for shape in shapes:
+        described[shape.name] = (shape.out_shape, shape.dense, shape.out_elements, rams[shape.name])
+    for work, _, output, _ in placed:
+        if work.kind == "partials":
+            described[output] = ((work.count, 1, work.column_blocks * config.lanes), True,
+                                 work.count * work.column_blocks * config.lanes, rams[work.layer])
+    lifetimes = _lifetimes(placed, len(placed), allocation == "keep")
     shapes_by_name = {shape.name: shape for shape in shapes}
+    spans = [_Span(name, ram, tensor_shape, packed, elements, *lifetimes[name],
+                   fresh=name in shapes_by_name and shapes_by_name[name].dense)
+             for name, (tensor_shape, packed, elements, ram) in described.items()]
+    tensors, overwritten = _allocate(config, spans)
+    timing = pass_timing(config, [work for work, *_ in placed])
 
     planned, rows, weight_base, shared = [], [], 0, {}
-    for index, (work, source, output, kernel, bias) in enumerate(placed):
-        weight_words = _pass_weights(config, work, kernel, bias).reshape(work.products + 1, -1)
+    for index, (work, source_name, output_name, addend_name) in enumerate(placed):
+        shape = shapes_by_name[work.layer]
+        source, output = tensors[source_name], tensors[output_name]
+        if shape.groups > 1:                  # a grouped convolution's tile reads its groups' input channels
+            channels, height, width = source.shape
+            source = replace(source, base=source.base + work.first_in_channel * height,
+                             shape=(work.in_channels, height, width), elements=work.in_channels * height * width)
+        weight_words = _pass_weights(config, work, *kernels[work.layer]).reshape(work.products + 1, -1)
         key = (work.layer, work.column_blocks, work.first_channel) if work.kind == "positions" else None
         base = shared.get(key, weight_base)
         if base == weight_base:
@@ -890,17 +1128,22 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             weight_base += work.products + 1
             if key is not None:
                 shared[key] = base
-        descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addends.get(work.layer))
+        addend = tensors[addend_name] if addend_name is not None else None
+        descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addend)
         try:
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:
             raise ValueError(f"{work.name}: {error}") from None
         positions_per_group = config.modules // work.column_blocks
+        inputs_per_output = shape.in_shape[0] // shape.groups if shape.groups > 1 else work.in_channels
         planned.append(LayerPlan(
             name=work.name, network_layer=work.layer, descriptor=descriptor, encoded=encoded, input=source,
             output=output, column_blocks=work.column_blocks, positions_per_group=positions_per_group,
             groups=-(-work.count // positions_per_group), out_channels=work.out_channels,
-            ideal_macs=_real_macs(work, source.shape), predicted={name: int(timing[name][index]) for name in COUNTERS},
-            weight_words=weight_words, first_channel=work.first_channel,
-            note=pass_note(config, shapes_by_name[work.layer], work)))
-    return Plan(config=config, mapping=mapping, layers=tuple(planned), weight_image=np.concatenate(rows))
+            ideal_macs=_real_macs(work, source.shape, inputs_per_output),
+            predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words,
+            first_channel=work.first_channel,
+            note=(f"{work.name}: {copy_notes[work.layer]}" if work.layer in copy_notes
+                  else pass_note(config, shape, work))))
+    return Plan(config=config, mapping=mapping, layers=tuple(planned), weight_image=np.concatenate(rows),
+                network_input=tensors[""], tensors=tensors, overwritten=tuple(sorted(overwritten)), network=layers)

@@ -5,7 +5,7 @@ from the compiled plan, everything else (modules, lanes, number format, latencie
 allows, reads what the plan uses (the highest activation word of either RAM, the weight rows, the passes, the widest
 row) and returns the base configuration grown just enough, each depth a power of two (as the RAMs are built in
 M10K / M20K blocks), never below the base's.  The plan compiled on that configuration places every tensor where
-the large one did: placement depends on the tensors' sizes, not on the RAMs'.
+the large one did: placement depends on the tensors' sizes and lifetimes, not on the RAMs'.
 """
 
 from dataclasses import replace
@@ -32,9 +32,10 @@ def _widest_row(layers):
     return max(widths)
 
 
-def fitting_config(base, layers, weights, *, split="auto"):
-    """``base`` (a :class:`DqnConfig`) grown to hold ``layers``: ``(config, plan)``.  Raises the compiler's
-    ValueError (naming the layer) when even the largest RAMs cannot hold the network."""
+def fitting_config(base, layers, weights, *, split="auto", allocation="lifetimes"):
+    """``base`` (a :class:`DqnConfig`) grown to hold ``layers``: ``(config, plan)``, compiled with ``allocation``
+    (:func:`models.dqn.plan.compile_network`).  Raises the compiler's ValueError (naming the layer) when even the
+    largest RAMs cannot hold the network."""
     if not isinstance(base, DqnConfig):
         raise TypeError(f"base must be a DqnConfig, not {base!r}")
     widest = max(base.row_elements, _widest_row(layers), base.lanes)
@@ -43,11 +44,10 @@ def fitting_config(base, layers, weights, *, split="auto"):
                          f"({LARGEST['row_elements']} elements)")
     roomy = replace(base, row_elements=widest, activation_depth=LARGEST["activation_depth"],
                     weight_depth=LARGEST["weight_depth"], max_layers=LARGEST["max_layers"])
-    plan = compile_network(roomy, layers, weights, split=split)
-    tensors = [plan.input] + [tensor for layer in plan.layers for tensor in (layer.input, layer.output)]
-    activation_words = max(tensor.base + tensor.words for tensor in tensors)
+    plan = compile_network(roomy, layers, weights, split=split, allocation=allocation)
+    activation_words = max(plan.activation_words)
     config = replace(base, row_elements=widest,
                      activation_depth=max(base.activation_depth, _power_of_two(activation_words)),
                      weight_depth=max(base.weight_depth, _power_of_two(len(plan.weight_image))),
                      max_layers=max(base.max_layers, len(plan.layers)))
-    return config, compile_network(config, layers, weights, split=split)
+    return config, compile_network(config, layers, weights, split=split, allocation=allocation)

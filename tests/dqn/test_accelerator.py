@@ -17,7 +17,7 @@ from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
 from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward
-from nnaccel.models.dqn.network import dqn_layers, reduced_layers, seeded_weights
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer, dqn_layers, reduced_layers, seeded_weights
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.cli.main import main
 from tests.dqn.test_plan import MIXED_MAPPING, mixed_layers
@@ -193,3 +193,35 @@ def test_reduced_configuration_on_icarus():
         golden = golden_forward(plan, state)
         assert np.array_equal(run.q_values[index], golden.q_values)
         assert run.actions[index] == golden.action
+
+
+def graph_layers():
+    """A graph on the reduced build's 8 descriptors: a stem, a padded depthwise convolution, a strided convolution
+    to 8 channels and a 1 x 1 stride-2 shortcut of the stem (its ``source``), their add (a copy pass first: the
+    addends' paths have two and one convolutions) and a dense layer."""
+    return (ConvLayer("stem", 2, 6, 4, 3, 1, padding=1), ConvLayer("dw", 4, 6, 4, 3, 1, padding=1, groups=4),
+            ConvLayer("b", 4, 6, 8, 3, 2, padding=1, relu=False),
+            ConvLayer("shortcut", 4, 6, 8, 1, 2, relu=False, source="stem"),
+            AddLayer("add", skip="shortcut", source="b"), DenseLayer("d", 8 * 3 * 3, 3, relu=False))
+
+
+def test_a_graph_with_lifetimes_over_several_inputs():
+    """Three inputs in one simulation: tensors placed by lifetimes are overwritten within each run and the RAMs
+    keep the last run's words, yet every layer's output (read back after each run) and the Q-values are
+    bit-exact with the golden model (which starts from zeroed RAMs), every counter as predicted."""
+    rng = np.random.default_rng(SEED + 1)
+    layers = graph_layers()
+    weights = [(None, None) if layer.weight_shape is None else
+               (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    plan = compile_network(REDUCED_CONFIG, layers, weights)
+    assert [layer.name for layer in plan.layers] == ["stem", "dw", "b", "shortcut", "shortcut_copy [0:4]",
+                                                     "shortcut_copy [4:8]", "add", "d"]
+    assert plan.overwritten
+    states = rng.standard_normal((3, 2, 6, 6)).astype(np.float32)
+    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
+    assert compare_layers(plan, states, run) == []
+    for index, state in enumerate(states):
+        assert np.array_equal(run.q_values[index], golden_forward(plan, state).q_values)
+        assert [int(c) for c in run.layer_counters[index][:, 0]] == [layer.estimated_cycles for layer in plan.layers]
+    assert np.all(run.total_cycles == plan.estimated_cycles)

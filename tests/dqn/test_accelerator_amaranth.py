@@ -173,3 +173,48 @@ def test_narrower_channel_tiles_where_the_writer_bounds_a_group():
     plan = check_on_the_rtl(config, layers, seed=SEED + 6, tiling="fastest")
     assert [layer.name for layer in plan.layers[:2]] == ["pw [0:4]", "pw [4:8]"]
     assert plan.layers[0].predicted["cycles"] + plan.layers[1].predicted["cycles"] < widest.layers[0].predicted["cycles"]
+
+
+def test_depthwise_separable_block_and_a_grouped_convolution():
+    """A padded 3 x 3 depthwise convolution of 8 channels runs as two passes of 4 channels (one lane block each),
+    each reading only its own 4 input channels (``in_base`` at its first channel's row word); then the pointwise
+    1 x 1 convolution, a 2-group 3 x 3 convolution at stride 2 (two tiles of one group), a depthwise 2 x 2 mean
+    (average pooling) and a dense layer: bit-exact, every counter as predicted."""
+    layers = (ConvLayer("dw", 8, 6, 8, 3, 1, padding=1, groups=8), ConvLayer("pw", 8, 6, 8, 1, 1),
+              ConvLayer("grouped", 8, 6, 8, 3, 2, padding=(0, 1, 0, 1), groups=2),
+              ConvLayer("mean", 8, 3, 8, 2, 1, relu=False, groups=8), DenseLayer("d", 8 * 2 * 2, 3, relu=False))
+    config = dataclasses.replace(REDUCED_CONFIG, weight_depth=512, max_layers=16)
+    plan = check_on_the_rtl(config, layers, seed=SEED + 7)
+    dw = [layer for layer in plan.layers if layer.network_layer == "dw"]
+    assert [(layer.name, layer.descriptor["in_channels"], layer.descriptor["products"]) for layer in dw] == [
+        ("dw [0:4]", 4, 4 * 9), ("dw [4:8]", 4, 4 * 9)]
+    assert dw[1].input.base == dw[0].input.base + 4 * 6 and dw[1].descriptor["in_base"] == dw[1].input.base
+    grouped = [layer for layer in plan.layers if layer.network_layer == "grouped"]
+    assert [(layer.first_channel, layer.descriptor["in_channels"]) for layer in grouped] == [(0, 4), (4, 4)]
+    assert sum(layer.ideal_macs for layer in dw) == layers[0].macs
+
+
+def test_a_resnet_like_graph_with_a_strided_shortcut():
+    """Two residual blocks: the first adds the stem's output, the second a 1 x 1 stride-2 shortcut convolution of
+    the block input (its ``source``).  Two convolutions on one path and one on the other put the addends in
+    different RAMs, so the compiler inserts a copy pass; tensors are placed by lifetimes (the stem's words are
+    reused once the first add has read them).  Bit-exact, every counter as predicted."""
+    layers = (ConvLayer("stem", 2, 6, 4, 3, 1, padding=1),
+              ConvLayer("b1c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("b1c2", 4, 6, 4, 3, 1, padding=1, relu=False),
+              AddLayer("b1add", skip="stem"),
+              ConvLayer("b2c1", 4, 6, 8, 3, 2, padding=(0, 1, 0, 1)),
+              ConvLayer("b2c2", 8, 3, 8, 3, 1, padding=1, relu=False),
+              ConvLayer("shortcut", 4, 6, 8, 1, 2, relu=False, source="b1add"),
+              AddLayer("b2add", skip="shortcut", source="b2c2"), DenseLayer("d", 8 * 3 * 3, 3, relu=False))
+    config = dataclasses.replace(REDUCED_CONFIG, weight_depth=512, max_layers=16)
+    plan = check_on_the_rtl(config, layers, seed=SEED + 8)
+    assert [layer.name for layer in plan.network] == [
+        "stem", "b1c1", "b1c2", "b1add", "b2c1", "b2c2", "shortcut", "shortcut_copy", "b2add", "d"]
+    add = next(layer for layer in plan.layers if layer.name == "b2add")
+    assert add.input.ram == plan.tensors["shortcut_copy"].ram != plan.tensors["shortcut"].ram
+    assert "stem" in plan.overwritten
+    assert plan.notes == [f"shortcut_copy [{tile}]: a copy pass: b2add reads both addends from one RAM, and no "
+                          f"assignment of RAMs puts b2c2 and shortcut in one" for tile in ("0:4", "4:8")]
+    keep = compile_network(dataclasses.replace(config, activation_depth=1024), layers,
+                           random_pairs(layers, np.random.default_rng(0)), allocation="keep")
+    assert max(plan.activation_words) < max(keep.activation_words) and keep.overwritten == ()

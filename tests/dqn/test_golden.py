@@ -177,8 +177,12 @@ def test_a_residual_add_is_the_float32_sum_of_its_addends():
     conv2 = unpack_image(plan.layers[1].output, run.activations[1]).view(np.float32)
     added = unpack_image(plan.layers[2].output, run.activations[2]).view(np.float32)
     np.testing.assert_array_equal(added, np.maximum(conv2 + state, np.float32(0)))
-    with pytest.raises(ValueError, match="add: its addends lie in activation RAM 1 .* and RAM 0 .*; an add reads "
-                                         "both from one RAM"):
-        compile_network(REDUCED_CONFIG, layers[:1] + layers[2:], pairs[:1] + pairs[2:])
+    # One convolution before the add: its addends lie in different RAMs, so a copy pass moves the input over.
+    copied = compile_network(REDUCED_CONFIG, layers[:1] + layers[2:], pairs[:1] + pairs[2:])
+    assert [layer.name for layer in copied.layers] == ["c1", "input_copy", "add"]
+    run = golden_forward(copied, state)
+    conv1 = unpack_image(copied.layers[0].output, run.activations[0]).view(np.float32)
+    added = unpack_image(copied.layers[2].output, run.activations[2]).view(np.float32)
+    np.testing.assert_array_equal(added, np.maximum(conv1 + state, np.float32(0)))
     with pytest.raises(ValueError, match="add: the addend 'c9' is no earlier layer"):
         compile_network(REDUCED_CONFIG, layers[:2] + (AddLayer("add", "c9"),), pairs)

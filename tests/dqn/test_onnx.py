@@ -29,7 +29,7 @@ from tests.dqn.onnx_models import EVERYDAY_MODELS, GraphBuilder, mlp, small_cnn
 # The RTL tests' configuration: the reduced 2 x 4 accelerator with RAMs and rows that hold every model below, so
 # that one Verilator build serves them all (fitting_config never shrinks the base; each model's plan is checked to
 # need no more).
-RTL_BASE = replace(REDUCED_CONFIG, row_elements=16, activation_depth=256, weight_depth=2048)
+RTL_BASE = replace(REDUCED_CONFIG, row_elements=16, activation_depth=256, weight_depth=2048, max_layers=16)
 
 # ONNX Runtime sums in its own order; the golden model in the adder tree's.  Measured: at most 5e-7 of the largest
 # |output| on these models; the bound leaves room for other seeds, and a layout error would be of the output's size.
@@ -115,7 +115,7 @@ def test_reduced_network_exported_and_read_matches_onnx_runtime(tmp_path):
 RTL_MODELS = {"small_cnn": small_cnn, "mlp": mlp,
               **{name: EVERYDAY_MODELS[name] for name in (
                   "padded_conv_chain", "conv_bn_relu", "conv_bn_relu_unfolded", "global_average_pooling",
-                  "depthwise_separable_unpadded_pooling", "rectangular_kws", "one_conv_stride2")}}
+                  "depthwise_separable_unpadded_pooling", "rectangular_kws", "one_conv_stride2", "residual_block")}}
 TORCH_MODELS = set(RTL_MODELS) - {"small_cnn", "mlp"}
 
 
@@ -128,7 +128,8 @@ def assert_counters_as_predicted(plan, run):
 @pytest.mark.parametrize("name", RTL_MODELS, ids=list(RTL_MODELS))
 def test_models_on_the_rtl_are_bit_exact_with_every_counter_as_predicted(tmp_path, name):
     """Padding on every conv, conv-BN-ReLU, global average pooling, a depthwise-separable block, a 49 x 10 input
-    with a 10 x 4 kernel, the 2 x 12 x 12 one-conv model (PyTorch exports), and two hand-written chains: the
+    with a 10 x 4 kernel, the 2 x 12 x 12 one-conv model, a residual block (PyTorch exports), and two hand-written
+    chains: the
     simulated RTL gives the golden model's bits, each pass's counters and TOTAL_CYCLES as the compiler predicted,
     and ONNX Runtime's outputs within float32 reordering."""
     if name in TORCH_MODELS:
@@ -145,8 +146,6 @@ def test_models_on_the_rtl_are_bit_exact_with_every_counter_as_predicted(tmp_pat
 
 LOWERING_REFUSES = {
     "lenet5": "op '/MaxPool' (Pool): max pooling is not in the accelerator's hardware yet",
-    "residual_block": "op '/Add' (Add): the accelerator runs chains of ops; a residual add (two inputs) needs the "
-                      "element-wise add pass, not in hardware yet",
     "depthwise_separable": "op '/6/AveragePool' (Pool): padded average pooling (pads (1, 1, 1, 1)) divides border "
                            "windows by fewer elements; not supported",
 }
@@ -154,8 +153,8 @@ LOWERING_REFUSES = {
 
 @pytest.mark.parametrize("name", LOWERING_REFUSES, ids=list(LOWERING_REFUSES))
 def test_what_lowering_still_refuses(tmp_path, name):
-    """LeNet-5's max pooling, the residual block's add (the graph is not a chain) and padded average pooling: one
-    line naming the op (these move to the RTL tests when the lowering takes them)."""
+    """LeNet-5's max pooling and padded average pooling: one line naming the op (these move to the RTL tests when
+    the lowering takes them)."""
     pytest.importorskip("torch")
     graph = read_onnx(EVERYDAY_MODELS[name](tmp_path / f"{name}.onnx"))
     with pytest.raises(InputError) as error:

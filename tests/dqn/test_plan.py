@@ -46,10 +46,13 @@ def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
              layer.cycles_per_group, layer.output.describe()) for layer in thesis_plan.layers]
     assert rows == [
         ("CONV_1", "RAM0 @0 image [4,84,84]", 8, 8, 4, 1, 16, 25, 257, "RAM1 @0 image [16,20,20]"),
-        ("CONV_2", "RAM1 @0 image [16,20,20]", 4, 4, 2, 2, 8, 11, 257, "RAM0 @336 image [32,9,9]"),
-        ("FC_1", "RAM0 @336 image [32,9,9]", 9, 9, 1, 16, 1, 1, 2593, "RAM1 @320 packed [16,1,16]"),
-        ("FC_2", "RAM1 @320 packed [16,1,16]", 1, 16, 1, 2, 8, 1, 257, "RAM0 @624 packed [2,1,16]"),
+        ("CONV_2", "RAM1 @0 image [16,20,20]", 4, 4, 2, 2, 8, 11, 257, "RAM0 @0 image [32,9,9]"),
+        ("FC_1", "RAM0 @0 image [32,9,9]", 9, 9, 1, 16, 1, 1, 2593, "RAM1 @320 packed [16,1,16]"),
+        ("FC_2", "RAM1 @320 packed [16,1,16]", 1, 16, 1, 2, 8, 1, 257, "RAM0 @336 packed [2,1,16]"),
     ]
+    # CONV_2 reuses the input's words (the input's last reader is CONV_1); a packed output takes words no tensor
+    # used (its last word's padding must read +0).
+    assert thesis_plan.overwritten == ("",) and thesis_plan.activation_words == (338, 336)
     assert [layer.ideal_macs for layer in thesis_plan.layers] == [1_638_400, 663_552, 663_552, 4_608]
     assert sum(layer.product_cycles for layer in thesis_plan.layers) == 12_102
     assert sum(layer.estimated_cycles for layer in thesis_plan.layers) == 12_218
@@ -115,15 +118,16 @@ def test_descriptor_words_decode_to_the_thesis_layers(thesis_plan):
     assert fc2 == dict.fromkeys(fc2, 0) | {
         "in_ram": 1, "in_base": 320, "in_channels": 16, "in_height": 1, "in_width": 16, "kernel_height": 1, "kernel_width": 16,
         "stride_y": 1, "stride_x": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 18,
-        "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 624, "packed_output": 1, "last": 1}
+        "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 336, "packed_output": 1, "last": 1}
 
 
 def test_the_tiny_networks_descriptors_worked_by_hand():
     """Every descriptor of the tiny network on SMALL, its fields worked out here from the layers' shapes and the
-    placement rules (a layer's output follows the last tensor in the other RAM; a layer's weight rows, products and
-    a bias row, follow the previous layer's), packed with the hand-written widths: the words the host writes."""
+    placement rules of ``allocation="keep"`` (a layer's output follows the last tensor in the other RAM; a layer's
+    weight rows, products and a bias row, follow the previous layer's), packed with the hand-written widths: the
+    words the host writes."""
     layers = tiny_layers()
-    plan = compile_network(SMALL, layers, random_pairs(layers), split="never")
+    plan = compile_network(SMALL, layers, random_pairs(layers), split="never", allocation="keep")
     zero = dict.fromkeys((name for name, _ in SMALL_WIDTHS), 0)
     expected = [
         # c1: 2 x 10 x 10 in RAM 0 words 0..19, 3 x 3 kernel at stride 2 -> 4 x 4 x 4 in RAM 1 words 0..15; 2 x 9
@@ -160,12 +164,12 @@ def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
              layer.output.describe()) for layer in split_plan.layers]
     assert rows == [
         ("CONV_1", "CONV_1", 0, 400, 25, 6425, False, 0, "RAM1 @0 image [16,20,20]"),
-        ("CONV_2", "CONV_2", 0, 80, 10, 2570, False, 0, "RAM0 @336 image [32,9,9]"),
-        ("CONV_2 tail", "CONV_2", 8 * 20 + 16, 8 * 20 + 20, 1, 65, False, 1, "RAM0 @624 packed [4,1,32]"),
-        ("CONV_2 sum", "CONV_2", 80, 81, 1, 5, True, 0, "RAM0 @336 image [32,9,9]"),
+        ("CONV_2", "CONV_2", 0, 80, 10, 2570, False, 0, "RAM0 @0 image [32,9,9]"),
+        ("CONV_2 tail", "CONV_2", 8 * 20 + 16, 8 * 20 + 20, 1, 65, False, 1, "RAM0 @288 packed [4,1,32]"),
+        ("CONV_2 sum", "CONV_2", 80, 81, 1, 5, True, 0, "RAM0 @0 image [32,9,9]"),
         ("FC_1", "FC_1", 0, 1, 1, 2593, False, 0, "RAM1 @320 packed [16,1,16]"),
-        ("FC_2 partials", "FC_2", 0, 8, 1, 33, False, 1, "RAM0 @630 packed [8,1,32]"),
-        ("FC_2 sum", "FC_2", 0, 1, 1, 9, True, 0, "RAM0 @628 packed [2,1,16]"),
+        ("FC_2 partials", "FC_2", 0, 8, 1, 33, False, 1, "RAM0 @0 packed [8,1,32]"),
+        ("FC_2 sum", "FC_2", 0, 1, 1, 9, True, 0, "RAM0 @336 packed [2,1,16]"),
     ]
     assert sum(layer.product_cycles for layer in split_plan.layers) == 11_700
     # With set-up and drains (the sequencer's timing, checked against the counters in test_dqn_accelerator):
@@ -181,7 +185,7 @@ def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
     assert not slots[-1].any() and not slots[:, 8:].any()
     # The reductions: the bias row last, in_channels = number of partial sums, reading the partials' RAM.
     assert (tail_sum.descriptor["in_channels"], tail_sum.descriptor["in_base"], tail_sum.descriptor["in_ram"]) == \
-        (4, 624, 0)
+        (4, 288, 0)
     assert np.array_equal(tail_sum.weight_words[-1, :32], weights["conv2_b"].view(np.uint32))
     assert (fc2_sum.descriptor["in_channels"], fc2_sum.descriptor["last"], fc2_partials.descriptor["stride_x"]) == (8, 1, 2)
     fc2_slots = fc2_partials.weight_words.reshape(-1, 16, lanes)     # step (c, kw): input c*16 + q*2 + kw
@@ -228,13 +232,13 @@ def test_tiny_network_on_two_modules():
     assert [(layer.column_blocks, layer.positions_per_group, layer.groups) for layer in plan.layers] == [
         (1, 2, 8), (2, 1, 9), (2, 1, 1), (2, 1, 1)]
     assert c1.output.describe() == "RAM1 @0 image [4,4,4]"
-    assert c2.output.describe() == "RAM0 @20 image [6,3,3]"
+    assert c2.output.describe() == "RAM0 @0 image [6,3,3]"      # the input's words: c1 was its last reader
     assert d1.output.describe() == "RAM1 @16 packed [2,1,4]"
     assert d2.input.describe() == "RAM1 @16 packed [2,1,4]" and d2.products == 8
     assert (d2.descriptor["kernel_height"], d2.descriptor["kernel_width"], d2.descriptor["in_channels"]) == (1, 4, 2)
     # The padding input of d2 (element 7) has zero weights; d2's padding channels 5..7 too.
     assert not d2.weight_words[7].any() and not d2.weight_words[:, 5:].any()
-    assert plan.output.describe() == "RAM0 @38 packed [2,1,4]" and plan.actions == 5
+    assert plan.output.describe() == "RAM0 @20 packed [2,1,4]" and plan.actions == 5   # above every tensor before it
     assert plan.weight_image.shape == (19 + 17 + 55 + 9, 8)
 
 
@@ -281,14 +285,19 @@ def test_weights_dict_and_pairs_agree():
 
 
 @pytest.mark.parametrize("config, layers, message", [
-    (SMALL, (DenseLayer("d", 4, 4),) * 5, r"the network needs \d+ passes \(d, .*\); the descriptor table holds 4"),
+    (SMALL, tuple(DenseLayer(f"d{index}", 4, 4) for index in range(5)),
+     r"the network needs \d+ passes \(d0, .*\); the descriptor table holds 4"),
+    (SMALL, (DenseLayer("d", 4, 4), DenseLayer("d", 4, 4)), "layer names must be unique and not empty: 'd'"),
+    (SMALL, (ConvLayer("g", 3, 6, 4, 3, 1, groups=2),), "g: 2 groups do not divide 3 input and 4 output channels"),
+    (SMALL, (DenseLayer("d", 4, 4), DenseLayer("e", 4, 4, source="f")), "e: reads 'f', which is no earlier layer"),
     (SMALL, (), "the network has no layers"),
     (SMALL, (ConvLayer("wide", 1, 13, 4, 3, 1),),
      r"wide: input rows of 13 elements are wider than a word \(row_elements = 12\)"),
     (SMALL, (ConvLayer("left", 1, 8, 4, 3, 1, padding=(0, 0, 5, 0)),),
      r"left: a left padding of 5 columns exceeds the feeder's 4 \(pad_columns\)"),
-    (SMALL, (ConvLayer("c", 4, 12, 8, 1, 1), ConvLayer("deep", 8, 12, 8, 1, 1)),
-     r"deep output: activation RAM 0 is too small: the tensor needs words 48..143, the RAM has 128 words"),
+    (SMALL, (ConvLayer("c", 4, 12, 8, 1, 1), ConvLayer("deep", 8, 12, 12, 1, 1)),
+     r"deep: activation RAM 0 is too small: the tensor needs words 0..143 beside the tensors live with it, the RAM "
+     r"has 128 words"),
     (SMALL, (ConvLayer("c", 1, 12, 8, 3, 1), DenseLayer("d", 800, 8)),
      "d: the weight RAM is too small: the layers up to d need 811 words, the RAM has 256"),
     (SMALL, (ConvLayer("c", 2, 10, 4, 3, 2), ConvLayer("c2", 4, 5, 4, 3, 1)),

@@ -48,8 +48,11 @@ def test_random_networks_and_mappings_compile_and_cover_every_kind_of_pass():
             ("rectangular stride", layer.stride_y != layer.stride_x)) if present}
         features |= {"tiles"} if any(layer.first_channel for layer in plan.layers) else set()
         features |= {"add"} if any(isinstance(layer, AddLayer) for layer in layers) else set()
+        features |= {"depthwise"} if any(layer.groups > 1 for layer in convolutions) else set()
+        features |= {"copy"} if len(plan.network) > len(layers) else set()
     assert kinds == {"whole", "segment", "partials", "sum"}
-    assert features == {"padding", "rectangular", "rectangular kernel", "rectangular stride", "tiles", "add"}
+    assert features == {"padding", "rectangular", "rectangular kernel", "rectangular stride", "tiles", "add",
+                        "depthwise", "copy"}
     assert stalls > 20 and orders > 10
 
 
