@@ -58,7 +58,9 @@ def test_the_answer_runs_on_the_simulator_bit_exact_in_the_predicted_cycles(rtl_
     result = evaluator.result("DCP")
     simulation = _simulate(rtl_space, [layer], REDUCED_CONFIG, result)
     assert simulation["bit_exact"] and simulation["counters_exact"] and simulation["cycles_exact"]
-    assert simulation["simulated_cycles"] == simulation["cost_model_cycles"] == result.latency
+    # The search costs each pass alone; the run overlaps a pass's set-up with the drain of the one before.
+    assert simulation["simulated_cycles"] <= simulation["cost_model_cycles"] == result.latency
+    assert simulation["total_cycles"] == simulation["model_total_cycles"]
     assert "bit-exact" in capsys.readouterr().out
 
 
@@ -74,7 +76,7 @@ def test_dataflow_on_the_rtl_family_prints_the_answer_and_the_best_there_is(tmp_
     assert "RTL 16 modules x 16 lanes, binary32" in printed and "K-split" in printed
     document = json.loads(report.read_text())
     assert [entry["method"] for entry in document["searchers"]] == ["DCP", "random", "exhaustive"]
-    assert document["searchers"][2]["best"] == document["best_any_mapping"]["best"] == 93.0
+    assert document["searchers"][2]["best"] == document["best_any_mapping"]["best"] == 91.0
     assert np.asarray(document["dcp"]["codes"]).shape == (1, 9, 7, 2)
 
 
