@@ -56,8 +56,8 @@ from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
 from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "compile_network",
-           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
-           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
+           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "reads_previous", "check_mapping",
+           "check_segment", "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
            "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
@@ -121,12 +121,12 @@ class LayerPlan:
 
     @property
     def cycles_per_group(self):
-        """Products each module accumulates per group: the layer's products plus the bias step."""
-        return self.products + 1
+        """Products each module accumulates per group (the bias is the accumulation's seed: no product)."""
+        return self.products
 
     @property
     def product_cycles(self):
-        """Cycles the matrix modules take a product: ``groups * (products + 1)``, the layer's minimum time."""
+        """Cycles the matrix modules take a product: ``groups * products``, the layer's minimum time."""
         return self.groups * self.cycles_per_group
 
     @property
@@ -526,8 +526,17 @@ def pass_shapes(config, shape, layer_mapping):
     return passes
 
 
+def reads_previous(passes):
+    """Per pass of a run (PassShape, in order): whether it reads the activation RAM the pass before it writes: a
+    layer's first pass reads the previous layer's output, a sum its partial sums; a layer's other passes read its
+    input, in the other RAM."""
+    return [index == 0 or work.kind == "sum" or work.layer != passes[index - 1].layer
+            for index, work in enumerate(passes)]
+
+
 def pass_timing(config, passes):
-    """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape) on ``config``: int64 arrays."""
+    """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape, one run in the order it runs) on
+    ``config``: int64 arrays."""
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
@@ -537,7 +546,7 @@ def pass_timing(config, passes):
                          out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
                          layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
                          first_column=column(lambda work: work.first[1]),
-                         out_width=column(lambda work: work.grid[1]))
+                         out_width=column(lambda work: work.grid[1]), run=0, reads_previous=reads_previous(passes))
 
 
 # ---- Mappings: the hardware's constraints and the default ------------------------------------------------------
