@@ -106,8 +106,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     With ``span = products - 1``, ``t_g`` a group's tap stall and ``s_g`` its last product's stall, the
     recurrences read ``t_g = max(0, k_g - span - s_{g-1})`` and ``s_g = max(0, L + W_{g-1} + 2 - span - t_g)``.
     Where no group's walk outlasts its products (``P <= span``) every ``t_g`` is 0, and where no group's writes do
-    (``L + W + 2 <= span``) every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.  Only passes where both
-    stalls can happen, or whose first bias waits for the previous pass's writes, are evaluated group by group.
+    (``L + W + 2 <= span``) every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.
+    Only passes where both stalls can happen, or whose first group's last product waits for the previous pass's
+    writes, are evaluated group by group.
     """
     shape, (P, n, products, latency, out_channels, lanes, layout, reduce, first_column, out_width) = _pass_arrays((
         positions_per_group, count, products, latency, out_channels, lanes, layout, reduce, first_column, out_width))
@@ -129,8 +130,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     last_writes = np.where(image, _image_write_cycles(out_channels, last_rows),
                            np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
     # Within a run: a pass sets up while the one before drains (its last group's results, L + W cycles after its
-    # last bias product); it waits for those writes before its first read if it reads that RAM, otherwise only
-    # its first group's last product may wait (b_0 = f_0 + span, no earlier than f_0 + L + W - 1 - k_0).
+    # last product, W on both ports); it waits for those writes before its first read if it reads that RAM,
+    # otherwise only its first group's last product may wait (b_0 = f_0 + span, no earlier than
+    # f_0 + L + W - 1 - k_0).
     follows = np.concatenate([[False], run[1:] == run[:-1]])
     ends = np.concatenate([run[1:] != run[:-1], [True]])
     walk = np.minimum(P, n)
