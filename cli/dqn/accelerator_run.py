@@ -207,8 +207,9 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
                 f"{reference['name']}' {reference['input']:,}") if reference else ""
     lines.append(f"(cycles: TOTAL_CYCLES and the per-pass counters of the first inference; a split layer's passes are "
                  f"listed under it (main, tail / partials: partial sums on idle modules, sum: their reduction); "
-                 f"ideal = groups x (products + 1); stalls = cycles a product waited for the writer or the taps; "
-                 f"drain = cycles at a pass's end waiting for its last writes{compared})")
+                 f"ideal = groups x products; stalls = cycles a product waited for the writer or the taps; "
+                 f"drain = cycles a pass waited for the previous pass's last writes before its first read (a pass "
+                 f"sets up while the one before drains) and the last pass's final drain{compared})")
     return lines
 
 

@@ -6,12 +6,14 @@ A case is a :class:`hw.dqn.config.DqnConfig`, a :class:`models.dqn.mapping.Layer
 compiler's own expansion) and lays them out as arrays; :func:`evaluate_batch` evaluates all passes at once:
 
 * **Latency** (cycles): :func:`models.dqn.timing.pass_counters`, the formula the compiler predicts every pass's
-  counters with (set-up, products, stalls, drain); the hardware's counters equal it (``nnaccel dse validate``).
+  counters with (set-up, products, stalls, drain); the hardware's counters equal it (``nnaccel dse validate``)
+  for a network (:func:`evaluate_network`: its passes one run, each setting up while the one before drains); a
+  case of a batch costs its passes as runs of their own (no overlap), so costs add up over segments.
 * **Energy** (pJ), per action from ``data/energy_45nm.json`` (45 nm figures, the same table as the template's):
   every product cycle every lane of every matrix module multiplies and adds (idle positions and padding
   channels included: the modules run in lock step), plus the ``P - 1`` adds of each lane's partial-sum tree per
-  group; weight-RAM reads (one word per product cycle, ``modules`` slices of ``lanes`` elements; a reduction reads
-  only its bias row); activation-RAM reads (both ports once per step ``(c, kh)`` of a group, a reduction one
+  group; weight-RAM reads (one word per product cycle, ``modules`` slices of ``lanes`` elements, and the bias row per
+  group on the second port; a reduction reads only its bias rows); activation-RAM reads (both ports once per step ``(c, kh)`` of a group, a reduction one
   word per product) and writes (:func:`models.dqn.timing.pass_writes`); the feeder's registers (a scalar per
   module per product), the partial-sum registers (a read and a write per lane per product) and the writer's
   staging (a group's results in and out).  Each access costs the SRAM law's energy for the size of the storage
@@ -29,14 +31,15 @@ from nnaccel.dse.rtl import area as rtl_area
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import check_mapping, default_mapping, layer_shapes, pass_shapes, with_copy_passes
+from nnaccel.models.dqn.plan import (check_mapping, default_mapping, layer_shapes, pass_shapes, reads_previous,
+                                      with_copy_passes)
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
 
 ENERGY_FORMATS = {"binary32": "fp32", "bfloat16": "bf16", "binary16": "fp16"}
 _PASS_COLUMNS = ("case", "positions_per_group", "count", "products", "out_channels", "layout", "first_column",
-                 "out_width", "in_channels", "kernel_height", "reduce")
+                 "out_width", "in_channels", "kernel_height", "reduce", "reads_previous")
 _HARDWARE_COLUMNS = ("modules", "lanes", "latency", "partial_sums", "multiply_pj", "add_pj", "weight_read_pj",
                      "activation_pj", "feeder_pj", "partial_sum_pj", "staging_pj")
 
@@ -84,9 +87,11 @@ class PassBatch:
         return self.cases
 
 
-def pack(cases, *, area=True):
+def pack(cases, *, area=True, one_run=False):
     """``cases``: iterable of ``(DqnConfig, LayerMapping, LayerShape)``, mappings assumed legal; ``area``: also
-    the configurations' area (needs the area table)."""
+    the configurations' area (needs the area table).  ``one_run``: the cases are the layers of one network, run in
+    order (each pass sets up while the one before drains: the counters the hardware reads back); otherwise every
+    pass is costed as a run of its own (no overlap), so that a layer's cost is the sum of its segments'."""
     rows, case_hardware, known, expanded = [], [], {}, {}
     for index, (config, layer_mapping, shape) in enumerate(cases):
         constants = known.get(id(config))      # the config is kept in the entry, so its id stays its own
@@ -100,15 +105,18 @@ def pack(cases, *, area=True):
         key = (config.modules, id(shape), id(layer_mapping))
         entry = expanded.get(key)
         if entry is None:
+            layer_passes = pass_shapes(config, shape, layer_mapping)
             entry = expanded[key] = (shape, layer_mapping, [
                 (config.modules // work.column_blocks, work.count, work.in_channels * work.kernel[0] * work.kernel[1],
                  work.out_channels, LAYOUTS[work.layout], work.first[1], work.grid[1], work.in_channels,
-                 work.kernel[0], work.reduce) for work in pass_shapes(config, shape, layer_mapping)])
+                 work.kernel[0], work.reduce, reads)
+                for work, reads in zip(layer_passes, reads_previous(layer_passes))])
         rows.extend((index, *row) for row in entry[2])
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
     per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
     passes.update(zip(_HARDWARE_COLUMNS, per_case[passes["case"]].T))
     areas = dict(zip(("alms", "dsp_blocks", "m10k"), per_case[:, len(_HARDWARE_COLUMNS):].T)) if area else {}
+    passes["run"] = np.zeros_like(passes["case"]) if one_run else np.arange(len(passes["case"]))
     return PassBatch(cases=len(case_hardware), passes=passes, area=areas)
 
 
@@ -128,7 +136,7 @@ def evaluate_batch(batch):
     counters = pass_counters(positions_per_group=p["positions_per_group"], count=p["count"], products=p["products"],
                              latency=p["latency"].astype(np.int64), out_channels=p["out_channels"], lanes=lanes,
                              layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
-                             out_width=p["out_width"])
+                             out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
                          first_column=p["first_column"], out_width=p["out_width"])
@@ -138,7 +146,7 @@ def evaluate_batch(batch):
     tree_adds = groups * modules * lanes * (p["partial_sums"] - 1)
     mac = lane_operations * (p["multiply_pj"] + p["add_pj"]) + tree_adds * p["add_pj"]
     reduce = p["reduce"].astype(bool)
-    weight_reads = np.where(reduce, groups, product_cycles)
+    weight_reads = np.where(reduce, 0, product_cycles) + groups        # the products' rows, a bias row per group
     activation_reads = np.where(reduce, groups * p["products"] + 1, 2 * (1 + groups * p["in_channels"] * p["kernel_height"]))
     registers = (product_cycles * modules * p["feeder_pj"] + 2 * lane_operations * p["partial_sum_pj"]
                  + 2 * groups * modules * lanes * p["staging_pj"])
@@ -171,7 +179,7 @@ def evaluate_network(config, layers, mapping=None, *, split="auto", area=True):
     if mapping is None:
         mapping = default_mapping(config, shapes, split=split)
     check_mapping(config, shapes, mapping)
-    costs = evaluate_batch(pack(zip([config] * len(shapes), mapping.layers, shapes), area=area))
+    costs = evaluate_batch(pack(zip([config] * len(shapes), mapping.layers, shapes), area=area, one_run=True))
     per_layer = [{"name": shape.name, **{name: float(values[index]) for name, values in costs.items()}}
                  for index, shape in enumerate(shapes)]
     area_keys = ("alms", "dsp_blocks", "m10k")

@@ -21,8 +21,9 @@ split               auto, never                  the compiler's K-split of idle 
 5,832 points; the DQN accelerator's default configuration (16 x 16 binary32, latencies 2 and 2, 84-element rows,
 1,024 and 4,096 words, split auto) is one of them, and every network of the DANCE network space compiles onto it.
 
-**Costs.** Latency: the compiler's cycle prediction (``models.dqn.timing.pass_counters``, equal to the hardware's
-TOTAL_CYCLES) at a nominal 100 MHz (:data:`CLOCK_MHZ`, the clock nnaccel assumes for its FPGA designs), in ms.
+**Costs.** Latency: the compiler's cycle prediction (``models.dqn.timing.pass_counters``) with every pass costed
+as a run of its own, so that layers' costs add up (the hardware's TOTAL_CYCLES is lower by the set-ups that overlap
+a previous pass's drain: ``dse.rtl.cost_model.evaluate_network``) at a nominal 100 MHz (:data:`CLOCK_MHZ`, the clock nnaccel assumes for its FPGA designs), in ms.
 Energy: the RTL cost model's per-action energies (45 nm table), in mJ.  Area: one scalar, **thousands of
 ALM-equivalents** (:func:`alm_equivalents`): the composed FPGA area (``dse.rtl.area``: ALMs, DSP blocks,
 M10K) with each DSP block and M10K block counted as the ALMs a Cyclone V 5CSEMA5 has per block of that kind (32,070

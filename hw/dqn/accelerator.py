@@ -14,6 +14,7 @@ from nnaccel.hw.dqn.result_writer import ResultWriter, packed_index_bits
 from nnaccel.hw.dqn.sequencer import LayerSequencer
 from nnaccel.hw.dqn.weight_buffer import WeightBuffer
 from nnaccel.hw.dqn.window_feeder import WindowFeeder
+from nnaccel.hw.shared.buffer_port_mux import BufferPortMux
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 from nnaccel.hw.shared.host_control import HostControl, MemoryTarget, SystemRegister
 from nnaccel.hw.shared.host_memory_bridge import HostMemoryBridge
@@ -44,10 +45,12 @@ class DqnAccelerator(HostPortAccelerator):
     :class:`~hw.shared.host_control.HostControl` with the memories :class:`DqnMemory` and the registers
     :class:`DqnRegister` (the last layer's argmax).
 
-    Timing: ``products + 1`` cycles per group of output positions, groups back to back; per layer a
-    few cycles of set-up and the drain of the last group (matrix module latency + its writes).
-    The thesis network: 11,905 cycles per inference with the default configuration, as the compiler predicts
-    them (11,945 measured with a writer of one write a cycle, `nnaccel run dqn`).
+    Timing: ``products`` cycles per group of output positions (the bias is the accumulations' seed, read on the
+    weight RAM's second port), groups back to back, the results written two row words a cycle (both ports of the
+    output RAM); per pass a few cycles of set-up, overlapping the previous pass's drain, and the run's last drain
+    (matrix module latency + the last group's writes).
+    The thesis network: 11,806 cycles per inference with the default configuration, as the compiler predicts them
+    (`nnaccel run dqn`).
 
     Blocks (docs/dqn_accelerator.md): :class:`HostControl`, :class:`LayerSequencer`, :class:`WindowFeeder`,
     ``modules`` x :class:`MatrixModule`, :class:`ResultWriter`, :class:`FloatArgmax`, :class:`WeightBuffer` and
@@ -76,15 +79,18 @@ class DqnAccelerator(HostPortAccelerator):
                                                    index_bits=packed_index_bits(config))
         m.submodules.activations = activations = ActivationBuffers(config=config)
         m.submodules.weights = weights = WeightBuffer(config=config)
-        m.submodules.weight_host = weight_host = HostMemoryBridge(
-            host=control.memory.weights.signature,
-            buffer=BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth))
+        weight_port = BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)
+        m.submodules.weight_host = weight_host = HostMemoryBridge(host=control.memory.weights.signature,
+                                                                  buffer=weight_port)
+        # The weight RAM's second port: the host's while no run is busy, the bias rows' during a run.
+        m.submodules.weight_port_b = weight_port_b = BufferPortMux(port=weight_port, count=2)
 
         # ---- Host control: the host port, the run, the host's memory ports -----------------------------
         wiring.connect(m, wiring.flipped(self.host), control.host)
         wiring.connect(m, control.run, sequencer.run)
         wiring.connect(m, control.memory.weights, weight_host.host)
-        wiring.connect(m, weight_host.buffer, weights.b)
+        wiring.connect(m, weight_host.buffer, weight_port_b.initiators[0])
+        wiring.connect(m, weight_port_b.target, weights.b)
         wiring.connect(m, control.memory.activations0, activations.host0)
         wiring.connect(m, control.memory.activations1, activations.host1)
 
@@ -95,6 +101,7 @@ class DqnAccelerator(HostPortAccelerator):
         wiring.connect(m, feeder.rows0, activations.reads0)
         wiring.connect(m, feeder.rows1, activations.reads1)
         wiring.connect(m, feeder.weights, weights.a)
+        wiring.connect(m, feeder.biases, weight_port_b.initiators[1])
         wiring.connect(m, writer.output0, activations.writes0)
         wiring.connect(m, writer.output1, activations.writes1)
         for index in range(config.modules):
@@ -110,6 +117,7 @@ class DqnAccelerator(HostPortAccelerator):
         # takes whole); the host control block's register struct is this system's own (two fields from the
         # argmax), so neither has a signature to connect.
         m.d.comb += [argmax.clear.eq(control.run.start),
+                     weight_port_b.select.eq(sequencer.select.busy),     # one bit: the run owns port b
                      control.system_registers.action.eq(argmax.index),
                      control.system_registers.action_value.eq(argmax.value)]
         return m

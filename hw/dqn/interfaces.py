@@ -44,25 +44,28 @@ class FeederControlSignature(_ConfigSignature):
 
     Members (``Out`` from the sequencer): ``issue`` (1: a product issues; the matrix modules take it on the next
     cycle) with ``product`` (:func:`product_layout`); the row registers' ``load`` (both rows from the RAM words
-    read now), ``shift`` (one element down) and ``bias`` (the next scalars are 1.0); each module's tap,
+    read now), ``shift`` (one element down) and ``unit_scalar`` (the next scalars are 1.0: a reduction's
+    products); each module's tap,
     ``tap_slot`` (``modules`` bits: row 0 or 1) and ``tap_column`` (``modules`` x column of the row register,
     whose first ``pad_columns`` elements are zeros: the window's first column); the reads the feeder does for the
     sequencer: ``row_address0`` / ``row_address1`` with ``row_read`` (the input RAM's ports 0 and 1) and
     ``row_zero0`` / ``row_zero1`` (the row read lies outside the image: it loads as zeros), ``row_width`` (the
-    layer's input width: elements at and past it load as zeros; stable through a layer), and ``weight_address``
-    with ``weight_read`` (the weight RAM).
+    layer's input width: elements at and past it load as zeros; stable through a layer), ``weight_address``
+    with ``weight_read`` (the weight RAM's port 0) and ``bias_address`` with ``bias_read`` (its port 1: the bias
+    row, the accumulations' seed, read with a group's first product).
     """
 
     def __init__(self, config):
         activation_address = (check_config(config).activation_depth - 1).bit_length()
         super().__init__(config, {
             "issue": Out(1), "product": Out(product_layout()),
-            "load": Out(1), "shift": Out(1), "bias": Out(1),
+            "load": Out(1), "shift": Out(1), "unit_scalar": Out(1),
             "tap_slot": Out(config.modules),
             "tap_column": Out(data.ArrayLayout(range(tap_columns(config)), config.modules)),
             "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
             "row_zero0": Out(1), "row_zero1": Out(1), "row_width": Out(range(config.row_elements + 1)),
             "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
+            "bias_address": Out(range(config.weight_depth)), "bias_read": Out(1),
         })
 
 

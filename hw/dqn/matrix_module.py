@@ -42,7 +42,7 @@ def matrix_module_latency(multiplier_latency, adder_latency):
 def operand_layout(lanes, fmt, count_bits):
     """The payload of :class:`MatrixModule`'s input stream (see its ``operands`` port)."""
     return data.StructLayout({"scalar": fmt.width, "vector": data.ArrayLayout(fmt.width, lanes),
-                              "count": count_bits, "relu": 1})
+                              "seed": data.ArrayLayout(fmt.width, lanes), "count": count_bits, "relu": 1})
 
 
 def _select(values, selects):
@@ -66,6 +66,8 @@ class MatrixModule(wiring.Component):
             The scalar shared by all lanes.
         ``vector`` (``lanes`` x fmt.width)
             One element per lane.
+        ``seed`` (``lanes`` x fmt.width)
+            The accumulation's starting value per lane (the bias), sampled with its first product.
         ``count`` (count_bits)
             Number of products in this accumulation, sampled with its first product (``count = 0`` acts as 1).
         ``relu`` (1)
@@ -78,10 +80,11 @@ class MatrixModule(wiring.Component):
     ------------------------------------------------------------------------------------------
     Each lane keeps ``P = partial_sum_count(adder_latency) = max(La, 1)`` partial sums.  Product ``k`` of an
     accumulation (``k = 0 .. count - 1``, counting valid cycles) goes to partial ``k mod P``:
-    ``partial[k mod P] = product_k + partial[k mod P]``, where a partial not yet used in this accumulation is
-    ``-0``: the additive identity (``x + -0 = x`` for every ``x``, ``+0`` and ``-0`` included, and a NaN product
-    is already the canonical NaN the adder returns), so each partial starts exactly from its first product, and
-    the first product goes through the adder like every other.  Partials never used (``count < P``) stay ``-0``.
+    ``partial[k mod P] = product_k + partial[k mod P]``, where partial 0 starts at the accumulation's ``seed``
+    (its first product is added to the seed: the bias costs no product cycle) and every other partial at ``-0``:
+    the additive identity (``x + -0 = x`` for every ``x``, ``+0`` and ``-0`` included, and a NaN product is
+    already the canonical NaN the adder returns), so it starts exactly from its first product, and every product
+    goes through the adder like every other.  Partials never used (``count < P``) stay ``-0``.
     When the last product's sum leaves the adder, the P partials are summed by a pairwise tree (level by level,
     ``v[2i] + v[2i+1]``, an odd last value passing to the next level unchanged), then ReLU is applied if
     requested.
@@ -112,10 +115,12 @@ class MatrixModule(wiring.Component):
     * ``lanes * P * fmt.width`` partial-sum register bits, plus ``lanes * fmt.width * La`` bits of delay for
       each tree level with an odd number of values (none when ``P`` is a power of two);
     * control shared by all lanes: ``count_bits + P + 3`` bookkeeping bits and, per register stage, a tag of
-      ``P + 5`` bits after the multipliers, ``P + 4`` after the accumulators and 2 in the tree (one-hot partial
-      index, seed, last, full, relu, valid).
-    Default (16 lanes, binary32, ``Lm = La = 2``, ``P = 2``): 16 multipliers, 32 adders, 1024 partial-sum bits
-    and 51 control bits.
+      ``P + 6`` bits after the multipliers, ``P + 4`` after the accumulators and 2 in the tree (one-hot partial
+      index, first, fresh partial, last, full, relu, valid);
+    * the seed: ``lanes * fmt.width * Lm`` bits of delay beside the multipliers and per lane a 2:1 mux of
+      ``fmt.width`` bits in front of the accumulating adder (the seed or ``-0`` for a partial's first product).
+    Default (16 lanes, binary32, ``Lm = La = 2``, ``P = 2``): 16 multipliers, 32 adders, 1024 partial-sum bits,
+    1024 seed-delay bits and 53 control bits.
 
     FPGA mapping (Intel Stratix V): each binary32 multiplier is one variable-precision DSP block (27x27 mantissa
     product), so 16 lanes use 16 DSP blocks and 16 modules the DE5-Net's 256; the adders (alignment shifter,
@@ -198,7 +203,8 @@ class MatrixModule(wiring.Component):
 
         # ---- Accumulation bookkeeping, on the input cycle -------------------------------------------------
         # Each product is tagged with what the later stages need: the partial it goes to, whether it is the
-        # first product of that partial (seed: add it to -0), whether it is the accumulation's last, and then
+        # first product of that partial (fresh: add it to -0, or to the seed if it is the accumulation's first
+        # product, which carries the seed along), whether it is the accumulation's last, and then
         # whether every partial was used (full) and the accumulation's ReLU flag.
         busy = Signal()                       # an accumulation is open: its next product is not its first
         remaining = Signal(self._count_bits)  # products of the open accumulation still to come
@@ -212,7 +218,8 @@ class MatrixModule(wiring.Component):
             # count <= 1 and remaining == 1, spelt with bits (Yosys narrows the constant of a comparison).
             last.eq(Mux(first, ~operands.count[1:].any(), remaining[0] & ~remaining[1:].any())),
         ]
-        input_tag = {"seed": ~wrapped, "last": last, "relu": Mux(first, operands.relu, accumulation_relu)}
+        input_tag = {"fresh": ~wrapped, "first": first, "seed": operands.seed, "last": last,
+                     "relu": Mux(first, operands.relu, accumulation_relu)}
         if partials > 1:
             next_partial = Signal(partials, init=1)  # one-hot: bit p set when the next product goes to partial p
             completes_round = next_partial[-1]
@@ -234,7 +241,8 @@ class MatrixModule(wiring.Component):
         multiply = Pipeline(m, latency=self._multiplier_latency, cut_priority=("product",), valid=self.operands.valid)
         product_tag = multiply.cut("product", input_tag)
         accumulate = Pipeline(m, latency=self._adder_latency, cut_priority=("sum",), valid=multiply.valid)
-        sum_tag = accumulate.cut("sum", {key: value for key, value in product_tag.items() if key != "seed"})
+        sum_tag = accumulate.cut("sum", {key: value for key, value in product_tag.items()
+                                         if key not in ("fresh", "first", "seed")})
 
         if partials > 1:
             product_selects = list(product_tag["partial"])
@@ -264,7 +272,9 @@ class MatrixModule(wiring.Component):
             running = latest if self._adder_latency else stored
             m.d.comb += [
                 accumulator.operands.payload.a.eq(multiplier.result.payload),
-                accumulator.operands.payload.b.eq(Mux(product_tag["seed"], negative_zero,
+                accumulator.operands.payload.b.eq(Mux(product_tag["fresh"],
+                                                      Mux(product_tag["first"], product_tag["seed"][lane],
+                                                          negative_zero),
                                                       _select(running, product_selects))),
                 accumulator.operands.valid.eq(multiply.valid),
             ]

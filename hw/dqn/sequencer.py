@@ -13,12 +13,14 @@ __all__ = ["LayerSequencer"]
 
 
 class LayerSequencer(DqnBlock):
-    """Walks layers -> groups of output positions -> steps ``(c, kh)`` -> columns ``kw``, plus the bias step.
+    """Walks layers -> groups of output positions -> steps ``(c, kh)`` -> columns ``kw``.
 
     For each layer (``run.descriptor``, selected by ``run.layer_index``) the output positions
     ``first_position .. positions - 1`` are taken in groups of ``P = modules >> column_blocks_log2``;
-    every group is ``products + 1`` products (the last one the bias) for all modules at once.  In a
-    reduction layer (``reduce``) every product has scalar 1.0 (``bias``) and step ``k`` of the group at
+    every group is ``products`` products for all modules at once, with the bias row (weight row ``weight_base +
+    products``) read on the weight RAM's second port with the first one: the accumulations' seed, so the bias
+    costs no product cycle.  In a
+    reduction layer (``reduce``) every product has scalar 1.0 (``unit_scalar``) and step ``k`` of the group at
     position ``p0`` reads input word ``in_base + (p0 - first_position) + k*step_distance`` on
     ``row_address1`` (a K-split's sum: one position, distance 1; a residual add: one row word per group,
     the two addends ``step_distance`` words apart); the product's ``vector_from_activations`` tells the
@@ -34,7 +36,7 @@ class LayerSequencer(DqnBlock):
     kh - pad_top`` (slot 0) and that ``+ stride_y`` (slot 1); a row outside ``0 .. in_height - 1`` is read with
     its ``row_zero`` flag, and the feeder loads it as zeros.  The left padding is the taps' offset, the right
     padding the feeder's zeroing of elements at and past ``in_width`` (``row_width``).  Padding costs no cycle:
-    a group is ``in_channels * kernel_height * kernel_width + 1`` products with or without it.
+    a group is ``in_channels * kernel_height * kernel_width`` products with or without it.
 
     Ports
     -----
@@ -44,21 +46,30 @@ class LayerSequencer(DqnBlock):
         issue: the writer still holds the previous group, or the taps are not ready), ``draining`` (waiting at
         the end of a layer for its last writes).
     feeder : Out(:class:`~hw.dqn.interfaces.FeederControlSignature`): per product ``issue`` and ``product``
-        (the matrix modules take it on the next cycle), the row registers' ``load``/``shift``/``bias``, the
-        taps, and the reads of the input rows (``row_address0``, ``row_address1``, ``row_read``) and weights
-        (``weight_address``, ``weight_read``).
+        (the matrix modules take it on the next cycle), the row registers' ``load``/``shift``/``unit_scalar``,
+        the taps, and the reads of the input rows (``row_address0``, ``row_address1``, ``row_read``), weights
+        (``weight_address``, ``weight_read``) and bias rows (``bias_address``, ``bias_read``).
     select : Out(:class:`~hw.dqn.interfaces.ActivationSelectSignature`): ``busy`` and the layer's ``in_ram``
-        and ``out_ram``.
+        (registered: one cycle after the layer's, so that a read's data comes from the RAM it was read from) and
+        ``out_ram`` (the writer's while a group is in flight).
     group : Out(:class:`~hw.dqn.interfaces.ResultGroupSignature`): the group the writer writes next and its
         layer; ``written`` when the writer is done with it.
 
     Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
     positions) to walk the first group, 1 cycle
-    to read its first rows, ``groups * (products + 1)`` product cycles plus stalls, then the drain:
-    matrix module latency + the last group's writes + 3.  Stalls: the bias product of a group waits
-    until the previous group is written (never in the thesis network: a group is >= 257 cycles, its
-    writes <= 64).
-    FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.
+    to read its first rows, ``groups * products`` product cycles plus stalls.  Stalls: the last product of a
+    group waits until the previous group is written (never in the thesis network: a group is >= 256 cycles, its
+    writes <= 64), the first until its taps are walked.  Passes overlap: on the cycle after a pass's last product
+    the next pass (``layer_index +
+    1``) loads its descriptor and walks its first group while the last group drains through the matrix modules
+    and the writer (the writer keeps that pass's descriptor on ``group.layer``, ``select.out_ram`` stays its RAM
+    while the group is in flight).  A pass that reads the RAM being written waits before its first read until
+    the group is written (``draining``: those cycles past its walk); a pass that reads the other RAM starts at
+    once, and only its first group's last product may wait (a stall).  The run's last pass drains: matrix module latency
+    + the last group's writes + 3.  ``models.dqn.timing`` gives every counter.
+    FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.  The overlap
+    costs the descriptor register of ``group.layer`` (262 flip-flops for the default configuration), a 1-bit
+    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -125,7 +136,6 @@ class LayerSequencer(DqnBlock):
         channel_base = Signal.like(feeder.row_address0)            # channel * in_height
         product = Signal.like(layer.products)                    # k within the group
         reduce_address = Signal.like(feeder.row_address1)        # a reduction's next word
-        bias_step = Signal()
         in_flight = Signal()                                     # a group's results not yet written
         current_group = Signal.like(self.group.group)            # the group taking products
         last_group = Signal()
@@ -145,15 +155,20 @@ class LayerSequencer(DqnBlock):
 
         with m.If(self.group.written):
             m.d.sync += in_flight.eq(0)
+        # The RAM the running pass reads, one cycle late: a pass's last word read reaches the feeder on the cycle
+        # after it (a reduction's vector), when the next pass may already be the current one; the next pass reads
+        # no earlier than two cycles later (PRIME).
+        m.d.sync += self.select.in_ram.eq(layer.in_ram)
         # The product issued this cycle; its count and ReLU flag are the layer's (the modules sample them with
         # an accumulation's first product).
         m.d.comb += [feeder.issue.eq(issue),
-                     feeder.product.vector_from_activations.eq(issue & layer.reduce & ~bias_step),
-                     feeder.product.count.eq(layer.products + 1), feeder.product.relu.eq(layer.relu),
+                     feeder.product.vector_from_activations.eq(issue & layer.reduce),
+                     feeder.product.count.eq(layer.products), feeder.product.relu.eq(layer.relu),
                      feeder.row_width.eq(layer.in_width),
-                     self.select.busy.eq(run.busy), self.select.in_ram.eq(layer.in_ram),
-                     self.select.out_ram.eq(layer.out_ram),
-                     self.group.layer.eq(layer)]
+                     self.select.busy.eq(run.busy),
+                     # While a group is in flight the writer writes its pass's output RAM (the next pass may
+                     # already walk, or read another RAM); otherwise the running pass's.
+                     self.select.out_ram.eq(Mux(in_flight, self.group.layer.out_ram, layer.out_ram))]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -168,48 +183,54 @@ class LayerSequencer(DqnBlock):
                 m.next = "PRIME"
             with m.State("PRIME"):
                 m.d.comb += run.busy.eq(1)
-                with m.If(taps_ready):
+                # The previous pass's last group may still be written: a pass that reads the RAM it writes waits
+                # (a read of a word still to come, and port 0 is the writer's); another RAM is read at once.
+                writer_busy = in_flight & (self.group.layer.out_ram == layer.in_ram)
+                m.d.comb += run.events.draining.eq(taps_ready & writer_busy)
+                with m.If(taps_ready & ~writer_busy):
                     read_rows(next_row, 0, 0)
                     m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0),
-                                 product.eq(0), bias_step.eq(0)]
+                                 product.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += run.busy.eq(1)
-                with m.If(bias_step):
-                    with m.If(in_flight):
-                        m.d.comb += stall.eq(1)
-                    with m.Else():
-                        m.d.comb += [issue.eq(1), feeder.bias.eq(1), feeder.weight_read.eq(1),
-                                     feeder.weight_address.eq(layer.weight_base + layer.products)]
-                        # The group's results reach the writer after the matrix modules' latency; its
-                        # position stays on the group ports until then (the next bias waits for in_flight).
-                        m.d.sync += [in_flight.eq(1), bias_step.eq(0), product.eq(0),
-                                     self.group.group.eq(current_group)]
-                        with m.If(last_group):
-                            m.next = "DRAIN"
-                with m.Elif((product == 0) & ~taps_ready):
+                first_product = product == 0
+                last_product = product + 1 == layer.products
+                # The group taking this product: on its first product the walker's, later the registered one.
+                issuing_group = Signal.like(current_group)
+                issuing_last = Signal()
+                with m.If(first_product):
+                    m.d.comb += [issuing_group.p0.eq(next_p0), issuing_group.oy0.eq(next_oy0),
+                                 issuing_group.ox0.eq(next_ox0),
+                                 issuing_last.eq(next_p0 + group_size >= layer.positions)]
+                with m.Else():
+                    m.d.comb += [issuing_group.eq(current_group), issuing_last.eq(last_group)]
+                with m.If((first_product & ~taps_ready) | (last_product & in_flight)):
+                    # The taps are not ready, or the previous group is still being written when this group's
+                    # results would follow it.
                     m.d.comb += stall.eq(1)
                 with m.Else():
                     m.d.comb += issue.eq(1)
                     with m.If(layer.reduce):
                         # A reduction step: scalar 1.0 times word in_base + k of the input RAM (port 1).
-                        m.d.comb += feeder.bias.eq(1)
+                        m.d.comb += feeder.unit_scalar.eq(1)
                     with m.Else():
                         m.d.comb += [feeder.weight_read.eq(1), feeder.weight_address.eq(layer.weight_base + product),
                                      feeder.load.eq(kernel_column == 0), feeder.shift.eq(kernel_column != 0)]
-                    with m.If(product == 0):
-                        # The group starts: its taps become current, the walker prepares the next group.
+                    with m.If(first_product):
+                        # The group starts: its taps become current, the walker prepares the next group, and the
+                        # bias row (after the products) is read on the weight RAM's second port: the seed.
                         m.d.sync += [feeder.tap_slot.eq(next_slot), feeder.tap_column.eq(next_column),
-                                     group_row.eq(next_row), current_group.p0.eq(next_p0),
-                                     current_group.oy0.eq(next_oy0), current_group.ox0.eq(next_ox0),
-                                     last_group.eq(next_p0 + group_size >= layer.positions)]
-                        m.d.comb += start_walk.eq(1)
-                    current_row = Mux(product == 0, next_row, group_row)
+                                     group_row.eq(next_row), current_group.eq(issuing_group),
+                                     last_group.eq(issuing_last)]
+                        m.d.comb += [start_walk.eq(1), feeder.bias_read.eq(1),
+                                     feeder.bias_address.eq(layer.weight_base + layer.products)]
+                    current_row = Mux(first_product, next_row, group_row)
                     last_kernel_row = kernel_row + 1 == layer.kernel_height
                     last_channel = channel + 1 == layer.in_channels
                     with m.If(layer.reduce):
                         # Step k of position p reads word in_base + (p - first_position) + k*step_distance.
-                        address = Mux(product == 0, layer.in_base + next_p0 - layer.first_position, reduce_address)
+                        address = Mux(first_product, layer.in_base + next_p0 - layer.first_position, reduce_address)
                         m.d.comb += [feeder.row_address1.eq(address), feeder.row_read.eq(1)]
                         m.d.sync += reduce_address.eq(feeder.row_address1 + layer.step_distance)
                     with m.Elif(kernel_column == 0):
@@ -219,7 +240,7 @@ class LayerSequencer(DqnBlock):
                         with m.Elif(~last_channel):
                             read_rows(current_row, channel_base + layer.in_height, 0)
                         with m.Else():
-                            read_rows(Mux(product == 0, walk_row, next_row), 0, 0)   # the next group's first step
+                            read_rows(Mux(first_product, walk_row, next_row), 0, 0)   # the next group's first step
                     m.d.sync += product.eq(product + 1)
                     with m.If(kernel_column + 1 == layer.kernel_width):
                         m.d.sync += kernel_column.eq(0)
@@ -227,18 +248,26 @@ class LayerSequencer(DqnBlock):
                             m.d.sync += [kernel_row.eq(0), channel.eq(channel + 1),
                                          channel_base.eq(channel_base + layer.in_height)]
                             with m.If(last_channel):
-                                m.d.sync += [channel.eq(0), channel_base.eq(0), bias_step.eq(1)]
+                                m.d.sync += [channel.eq(0), channel_base.eq(0)]
                         with m.Else():
                             m.d.sync += kernel_row.eq(kernel_row + 1)
                     with m.Else():
                         m.d.sync += kernel_column.eq(kernel_column + 1)
+                    with m.If(last_product):
+                        # The group's results reach the writer after the matrix modules' latency; its position
+                        # and layer stay on the group ports until then (the next group's last product waits
+                        # for in_flight).
+                        m.d.sync += [in_flight.eq(1), product.eq(0), self.group.group.eq(issuing_group),
+                                     self.group.layer.eq(layer)]
+                        with m.If(issuing_last & (run.layer_index + 1 == layer_count)):
+                            m.next = "DRAIN"
+                        with m.Elif(issuing_last):
+                            # The next pass sets up while this one's last group drains through the writer.
+                            m.d.sync += run.layer_index.eq(run.layer_index + 1)
+                            m.next = "SETUP"
             with m.State("DRAIN"):
                 m.d.comb += [run.busy.eq(1), run.events.draining.eq(1)]
                 with m.If(~in_flight):
-                    with m.If(run.layer_index + 1 == layer_count):
-                        m.d.sync += run.done.eq(1)
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.d.sync += run.layer_index.eq(run.layer_index + 1)
-                        m.next = "SETUP"
+                    m.d.sync += run.done.eq(1)
+                    m.next = "IDLE"
         return m

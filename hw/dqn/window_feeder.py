@@ -30,28 +30,31 @@ class WindowFeeder(DqnBlock):
     group and the registers shift by one element per cycle (the thesis' shift-register feeder,
     with the window start chosen by the tap instead of by further shifts).  Module ``m``'s vector is slot ``m``
     of the weight word, or in a reduction step (``vector_from_activations``) elements ``m*lanes ..`` of the
-    input word read on ``rows1`` (modules whose lanes lie past the word never take part in a reduction).
+    input word read on ``rows1`` (modules whose lanes lie past the word never take part in a reduction).  Its
+    seed (sampled by the module with an accumulation's first product) is slot ``m`` of the bias row read on
+    ``biases``.
 
     Ports
     -----
     control : In(:class:`~hw.dqn.interfaces.FeederControlSignature`), from the sequencer: ``issue`` with
         ``product``; ``load`` (copy both rows read into the registers), ``shift`` (shift both registers down one
-        element), ``bias`` (the next scalars are all 1.0); ``tap_slot``, ``tap_column``; ``row_width`` and, with
+        element), ``unit_scalar`` (the next scalars are all 1.0); ``tap_slot``, ``tap_column``; ``row_width`` and, with
         each read, ``row_zero0/1``; the reads below.
     rows0, rows1 : Out(BufferPortSignature) of the activation RAMs (``row_elements`` x width words): reads of
         ``row_address0`` / ``row_address1`` on ``row_read`` (the layer's input RAM, ports 0 and 1).
     weights : Out(BufferPortSignature) of the weight RAM (``modules * lanes`` x width words): reads of
         ``weight_address`` on ``weight_read``.
+    biases : Out(BufferPortSignature) of the weight RAM's second port: reads of ``bias_address`` on ``bias_read``.
     operands : Out(always-ready stream of :func:`~hw.dqn.matrix_module.operand_layout`) x ``modules``: module
-        ``m``'s product: ``scalar``, ``vector``, ``count``, ``relu``.
+        ``m``'s product: ``scalar``, ``vector``, ``seed``, ``count``, ``relu``.
 
     Timing: a product issued on cycle n (``issue``) is a valid ``operands`` beat on cycle n+1, with the scalars
-    of ``load``/``shift``/``bias`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
-    one-cycle reads).  Throughput: one product per cycle, no stall.
+    of ``load``/``shift``/``unit_scalar`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
+    one-cycle reads; the bias row read with a group's first product holds until the next group's).  Throughput: one product per cycle, no stall.
 
     FPGA: 2 x (``pad_columns + row_elements``) x width flip-flops (2 x 88 x 32 = 5,632 for the default
     configuration) with a 3:1 input mux each and a zeroing AND per loaded element, per module a 2 x
-    (``pad_columns + row_elements``):1 mux of width bits and a 2:1 vector mux (ALMs).
+    (``pad_columns + row_elements``):1 mux of width bits and a 2:1 vector mux (ALMs); the seeds are wires.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -63,6 +66,7 @@ class WindowFeeder(DqnBlock):
             "control": In(FeederControlSignature(config)),
             "rows0": Out(rows), "rows1": Out(rows),
             "weights": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)),
+            "biases": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)),
             "operands": Out(operands).array(config.modules),
         })
 
@@ -73,7 +77,8 @@ class WindowFeeder(DqnBlock):
         m.d.comb += [self.rows0.address.eq(control.row_address0), self.rows0.read_enable.eq(control.row_read),
                      self.rows1.address.eq(control.row_address1), self.rows1.read_enable.eq(control.row_read),
                      self.weights.address.eq(control.weight_address),
-                     self.weights.read_enable.eq(control.weight_read)]
+                     self.weights.read_enable.eq(control.weight_read),
+                     self.biases.address.eq(control.bias_address), self.biases.read_enable.eq(control.bias_read)]
 
         # Each register: pad_columns zeros, then the row as loaded (zeros at and past row_width, all zeros for a
         # row outside the image: the flags are taken with the read, the data arrives on the next cycle).
@@ -90,9 +95,9 @@ class WindowFeeder(DqnBlock):
                 m.d.sync += register.eq(Cat(Const(0, config.pad_columns * width), loaded))
             with m.Elif(control.shift):
                 m.d.sync += register.eq(register >> width)
-        bias, valid = Signal(), Signal()
+        unit_scalar, valid = Signal(), Signal()
         product = Signal(product_layout())
-        m.d.sync += [bias.eq(control.bias), valid.eq(control.issue), product.eq(control.product)]
+        m.d.sync += [unit_scalar.eq(control.unit_scalar), valid.eq(control.issue), product.eq(control.product)]
 
         one = Const(config.fmt.bias << config.fmt.mantissa_bits, width)
         slot_elements = [Array(register.word_select(e, width) for e in range(register_elements))
@@ -102,12 +107,14 @@ class WindowFeeder(DqnBlock):
             column = control.tap_column[module]
             tapped = Mux(control.tap_slot[module], slot_elements[1][column], slot_elements[0][column])
             weight_slot = self.weights.read_data[module * vector_bits:(module + 1) * vector_bits]
+            bias_slot = self.biases.read_data[module * vector_bits:(module + 1) * vector_bits]
             if (module + 1) * config.lanes <= elements:
                 input_lanes = self.rows1.read_data[module * vector_bits:(module + 1) * vector_bits]
                 vector = Mux(product.vector_from_activations, input_lanes, weight_slot)
             else:
                 vector = weight_slot
-            m.d.comb += [operands.valid.eq(valid), operands.payload.scalar.eq(Mux(bias, one, tapped)),
-                         operands.payload.vector.eq(vector), operands.payload.count.eq(product.count),
+            m.d.comb += [operands.valid.eq(valid), operands.payload.scalar.eq(Mux(unit_scalar, one, tapped)),
+                         operands.payload.vector.eq(vector), operands.payload.seed.eq(bias_slot),
+                         operands.payload.count.eq(product.count),
                          operands.payload.relu.eq(product.relu)]
         return m

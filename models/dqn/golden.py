@@ -5,7 +5,7 @@ to nearest even in that format by :mod:`models.shared.float_arith`).
 A pass is what the matrix modules compute (docs/dqn_accelerator.md, "Mapping a layer"): group position ``q``
 of output position ``p`` (``q = (p - first) mod P``) and column block ``b`` run on module ``m = q*C + b``, whose
 vector on step ``k`` is slot ``m`` of weight row ``k``; its scalars are the window of ``p`` in the order
-``c, kh, kw``, then ``1.0`` times the bias row.  A reduction pass takes, on step ``k``, scalar ``1.0`` and
+``c, kh, kw``; the accumulation starts from slot ``m`` of the bias row (the row after the products) as its seed.  A reduction pass takes, on step ``k``, scalar ``1.0`` and
 vector = elements ``m*lanes ..`` of input word ``in_base + (p - first) + k*step_distance`` (a K-split's sum: one
 position, distance 1; a residual add: one row word per position, the addends ``step_distance`` words apart).  The products are summed by
 :func:`models.dqn.matrix_module.accumulate_products` (interleaved partial sums starting at ``-0``, pairwise tree,
@@ -95,9 +95,9 @@ def golden_pass(config, layer, rams):
         image = unpack_image(layer.input, rams[layer.input.ram, layer.input.base:])
         scalars = _windows(layer, image, positions)
         products = float_mul(fmt, scalars.T[:, :, None], vectors[:-1])
-    bias_product = float_mul(fmt, np.full(vectors[-1:].shape, one), vectors[-1:])
-    return accumulate_products(fmt, np.concatenate([products, bias_product]),
-                               adder_latency=config.adder_latency, relu=bool(d["relu"]))
+    # The bias row (the weight row after the products) is the accumulation's seed: partial 0 starts from it.
+    return accumulate_products(fmt, products, adder_latency=config.adder_latency, relu=bool(d["relu"]),
+                               seed=vectors[-1])
 
 
 def _store(config, layer, results, rams):

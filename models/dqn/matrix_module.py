@@ -9,12 +9,13 @@ from nnaccel.models.shared.float_arith import bits_dtype, float_add, float_mul
 __all__ = ["matrix_accumulate", "accumulate_products"]
 
 
-def matrix_accumulate(fmt, scalars, vectors, *, adder_latency, relu=False):
-    """One accumulation of ``MatrixModule``: ``sum_k scalars[k] * vectors[k]`` per lane, as raw bits of ``fmt``.
+def matrix_accumulate(fmt, scalars, vectors, *, adder_latency, relu=False, seed=None):
+    """One accumulation of ``MatrixModule``: ``seed + sum_k scalars[k] * vectors[k]`` per lane, as raw bits of
+    ``fmt``.
 
     ``scalars`` is ``(K,)`` and ``vectors`` ``(K, lanes)``, both raw bits of ``fmt`` (unsigned integers); ``K`` is
-    the accumulation's ``count``.  Returns the ``(lanes,)`` result bits the RTL emits: the products
-    ``float_mul(scalars[k], vectors[k, l])`` summed by :func:`accumulate_products`.
+    the accumulation's ``count``; ``seed`` ``(lanes,)`` (default ``-0``).  Returns the ``(lanes,)`` result bits the
+    RTL emits: the products ``float_mul(scalars[k], vectors[k, l])`` summed by :func:`accumulate_products`.
     """
     scalars = np.asarray(scalars)
     vectors = np.asarray(vectors)
@@ -23,15 +24,16 @@ def matrix_accumulate(fmt, scalars, vectors, *, adder_latency, relu=False):
     if vectors.ndim != 2 or vectors.shape[0] != scalars.shape[0]:
         raise ValueError(f"vectors must have shape (K, lanes) with K = {scalars.shape[0]}, not {vectors.shape!r}")
     products = float_mul(fmt, np.broadcast_to(scalars[:, None], vectors.shape), vectors)
-    return accumulate_products(fmt, products, adder_latency=adder_latency, relu=relu)
+    return accumulate_products(fmt, products, adder_latency=adder_latency, relu=relu, seed=seed)
 
 
-def accumulate_products(fmt, products, *, adder_latency, relu=False):
+def accumulate_products(fmt, products, *, adder_latency, relu=False, seed=None):
     """Sum ``products`` (raw bits of ``fmt``, shape ``(K, ...)``) over the first axis in ``MatrixModule``'s order.
 
     Every trailing index is one lane (or any independent accumulation of the same length: the DQN model passes
     ``(K, positions, channels)``).  The order is the RTL's: ``P = partial_sum_count(adder_latency)`` partials,
-    each starting at ``-0``; product ``k`` is added as ``partial[k % P] = float_add(product_k, partial[k % P])``;
+    partial 0 starting at ``seed`` (raw bits broadcast to a product's shape; default ``-0``: the bias), the others
+    at ``-0``; product ``k`` is added as ``partial[k % P] = float_add(product_k, partial[k % P])``;
     then a pairwise tree sums the partials level by level (``v[2i] + v[2i+1]``, an odd last value passed on);
     then ReLU, if asked, turns every result with the sign bit set into ``+0``.
     """
@@ -42,6 +44,8 @@ def accumulate_products(fmt, products, *, adder_latency, relu=False):
 
     negative_zero = np.full(products.shape[1:], 1 << (fmt.width - 1), dtype=bits_dtype(fmt))
     partials = [negative_zero] * partial_sum_count(adder_latency)
+    if seed is not None:
+        partials[0] = np.broadcast_to(np.asarray(seed).astype(negative_zero.dtype), negative_zero.shape)
     for index, product in enumerate(products):
         partials[index % len(partials)] = float_add(fmt, product, partials[index % len(partials)])
 

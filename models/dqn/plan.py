@@ -65,8 +65,9 @@ from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "ALLOCATION_MODES",
            "compile_network", "assign_rams", "with_copy_passes",
-           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "check_mapping", "check_segment",
-           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note", "network_weights",
+           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "reads_previous", "check_mapping",
+           "check_segment", "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note",
+           "network_weights",
            "pack_image", "unpack_image"]
 
 SPLIT_MODES = ("auto", "always", "never")
@@ -131,12 +132,12 @@ class LayerPlan:
 
     @property
     def cycles_per_group(self):
-        """Products each module accumulates per group: the layer's products plus the bias step."""
-        return self.products + 1
+        """Products each module accumulates per group (the bias is the accumulation's seed: no product)."""
+        return self.products
 
     @property
     def product_cycles(self):
-        """Cycles the matrix modules take a product: ``groups * (products + 1)``, the layer's minimum time."""
+        """Cycles the matrix modules take a product: ``groups * products``, the layer's minimum time."""
         return self.groups * self.cycles_per_group
 
     @property
@@ -601,8 +602,18 @@ def pass_shapes(config, shape, layer_mapping):
     return passes
 
 
-def pass_timing(config, passes):
-    """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape) on ``config``: int64 arrays."""
+def reads_previous(passes):
+    """Per pass of a run (PassShape, in order): whether it reads the activation RAM the pass before it writes: a
+    layer's first pass reads the previous layer's output, a sum its partial sums; a layer's other passes read its
+    input, in the other RAM."""
+    return [index == 0 or work.kind == "sum" or work.layer != passes[index - 1].layer
+            for index, work in enumerate(passes)]
+
+
+def pass_timing(config, passes, reads=None):
+    """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape, one run in the order it runs) on
+    ``config``: int64 arrays.  ``reads``: per pass whether it reads the activation RAM the pass before it writes (the
+    sequencer compares the two RAMs); by default :func:`reads_previous`, a chain's answer."""
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
@@ -612,7 +623,8 @@ def pass_timing(config, passes):
                          out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
                          layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
                          first_column=column(lambda work: work.first[1]),
-                         out_width=column(lambda work: work.grid[1]))
+                         out_width=column(lambda work: work.grid[1]), run=0,
+                         reads_previous=reads_previous(passes) if reads is None else reads)
 
 
 # ---- Mappings: the hardware's constraints and the default ------------------------------------------------------
@@ -1107,7 +1119,11 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
                    fresh=name in shapes_by_name and shapes_by_name[name].dense)
              for name, (tensor_shape, packed, elements, ram) in described.items()]
     tensors, overwritten = _allocate(config, spans)
-    timing = pass_timing(config, [work for work, *_ in placed])
+    # A graph's pass may read a tensor other than the previous pass's output: whether it waits for the previous
+    # pass's writes is decided by the RAMs, as the sequencer decides it.
+    reads = [index == 0 or tensors[source].ram == tensors[placed[index - 1][2]].ram
+             for index, (_, source, _, _) in enumerate(placed)]
+    timing = pass_timing(config, [work for work, *_ in placed], reads)
 
     planned, rows, weight_base, shared = [], [], 0, {}
     for index, (work, source_name, output_name, addend_name) in enumerate(placed):

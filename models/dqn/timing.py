@@ -6,34 +6,41 @@ parameters and returns the counters the hardware reads back for each pass (docs/
 interface"): ``cycles``, ``product_cycles``, ``stall_cycles`` and ``drain_cycles``.
 
 The sequencer (hw/dqn/sequencer.py) runs a pass of ``n`` positions in ``G = ceil(n / P)`` groups of ``P``
-positions; group ``g`` takes ``products + 1`` product cycles (the last one the bias).  Counted from the pass's
-first cycle:
+positions; group ``g`` takes ``products`` product cycles (the bias is the accumulations' seed, read with the
+first product).  Counted from the pass's first cycle:
 
 * set-up: ``3 + k_0`` cycles: load the descriptor, start the position walker, wait while it walks the ``k_0 =
   min(P, n)`` positions of the first group, read the first rows;
-* group ``g``'s first product ``f_g`` and bias product ``b_g`` (``f_0`` = the set-up's end, ``b_0 = f_0 +
-  products``)::
+* group ``g``'s first product ``f_g`` and last product ``b_g`` (``f_0`` = the set-up's end, ``b_0 = f_0 +
+  products - 1``)::
 
-      f_g = max(b_{g-1} + 1, f_{g-1} + k_g + 1)            # the walker, started at f_{g-1}, needs k_g cycles
-      b_g = max(f_g + products, b_{g-1} + L + W_{g-1} + 3)  # group g-1 must be written: latency L, W writes
+      f_g = max(b_{g-1} + 1, f_{g-1} + k_g + 1)                # the walker, started at f_{g-1}, needs k_g cycles
+      b_g = max(f_g + products - 1, b_{g-1} + L + W_{g-1} + 3)  # group g-1 must be written: latency L, W writes
 
   where ``k_g = min(P, n - g*P)`` and ``W_g`` is the result writer's write cycles of group ``g``: in image layout
   one row write per output channel and output row the group touches (one or two rows), two a cycle (both ports
   of the output RAM: ``out_channels`` cycles on two rows, ``ceil(out_channels / 2)`` on one), except in a
   reduction's groups before its last (it reads the RAM it writes on port 1: one write a cycle); one write per
   channel block (packed), or one per channel block and position (position-major), one a cycle;
-* the drain: ``L + W_{G-1} + 3`` cycles after the last bias product (results out of the matrix modules, the
-  last group's writes, the writer's done, the sequencer's next state).
+* the drain: ``L + W_{G-1} + 3`` cycles after the last product (results out of the matrix modules, the
+  last group's writes, the writer's done, the sequencer's next state), paid only by a run's last pass;
+* a run's later passes start on the cycle after the previous pass's last product ``b'`` and set up while
+  its last group drains (its ``L + W'`` cycles, ``W'`` that group's write cycles; written on ``b' + L + W' + 2``).
+  A pass that reads the RAM the previous one writes waits for those writes (on both ports) before its first
+  read: its set-up is ``3 + max(k_0, L + W')`` and the ``max(0, L + W' - k_0)`` cycles past its walk are its
+  drain cycles.  A pass that reads the other RAM sets up in ``3 + k_0``; its first group's last product waits
+  for the writes (``b_0 >= f_0 + L + W' - 1 - k_0``, stall cycles).  A pass's counters run from its first cycle
+  to its last product (to its drain's end for the run's last pass), so the passes' cycles add up to TOTAL_CYCLES.
 
 :func:`pass_writes` counts the writer's row writes of a whole pass (closed form: the groups that cross an output
 row are counted with floor sums), for the energy model: as many with one write port as with two.
 
-Product cycles are ``G * (products + 1)``; stall cycles are the cycles the recurrences add to them (a first
-product waiting for its taps, a bias product waiting for the writer).  A pass without stalls (``k_g <= products``
-and ``L + W_g + 2 <= products`` for every group, always the case for the thesis network) takes ``3 + k_0 + G *
-(products + 1) + L + W_{G-1} + 3`` cycles.  The ``reduce`` flag only matters for a reduction in image layout
-(the sum of a split convolution) with more than one group.  Where only one kind of stall can happen the stalls are a closed form
-(:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
+Product cycles are ``G * products``; stall cycles are the cycles the recurrences add to them (a first product
+waiting for its taps, a last product waiting for the writer).  A pass without stalls (``k_g <= products - 1`` and
+``L + W_g + 3 <= products`` for every group, always the case for the thesis network) run alone takes ``3 + k_0 +
+G * products + L + W_{G-1} + 3`` cycles.  The ``reduce`` flag only matters for a reduction in image layout (the
+sum of a split convolution) with more than one group.  Where only one kind of stall can happen the stalls are a
+closed form (:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
 """
 
 import numpy as np
@@ -84,24 +91,30 @@ def _two_row_groups(P, count, groups, first_column, out_width):
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
-                  first_column, out_width):
+                  first_column, out_width, run=None, reads_previous=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
-    group (without the bias), ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout``
+    group, ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout``
     (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``reduce`` (1: the pass reads the RAM it
-    writes, a reduction or an add: its groups before the last write on one port), ``first_column``: the output column of the
-    pass's first position, ``out_width``: the output grid's width.
+    writes, a reduction or an add: its groups before the last write on one port), ``first_column``: the output
+    column of the pass's first position, ``out_width``: the output grid's width.  ``run``: which run each pass
+    belongs to (the passes of a run consecutive, in the order they run; by default every pass is a run of its
+    own) and ``reads_previous``: the pass reads the activation RAM the pass before it writes (default: every pass).
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
-    With ``t_g`` a group's tap stall and ``s_g`` its bias stall, the recurrences read ``t_g = max(0, k_g - products
-    - s_{g-1})`` and ``s_g = max(0, L + W_{g-1} + 2 - products - t_g)``.  Where no group's walk outlasts the
-    products (``P <= products``) every ``t_g`` is 0, and where no group's writes do (``L + W + 2 <= products``)
-    every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.  Only passes where both
-    stalls can happen are evaluated group by group.
+    With ``span = products - 1``, ``t_g`` a group's tap stall and ``s_g`` its last product's stall, the
+    recurrences read ``t_g = max(0, k_g - span - s_{g-1})`` and ``s_g = max(0, L + W_{g-1} + 2 - span - t_g)``.
+    Where no group's walk outlasts its products (``P <= span``) every ``t_g`` is 0, and where no group's writes do
+    (``L + W + 2 <= span``) every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.
+    Only passes where both stalls can happen, or whose first group's last product waits for the previous pass's
+    writes, are evaluated group by group.
     """
     shape, (P, n, products, latency, out_channels, lanes, layout, reduce, first_column, out_width) = _pass_arrays((
         positions_per_group, count, products, latency, out_channels, lanes, layout, reduce, first_column, out_width))
+    span = products - 1                       # a group's first product to its last
+    run = np.arange(n.size) if run is None else np.broadcast_to(np.asarray(run, np.int64), shape).ravel()
+    reads_previous = np.broadcast_to(np.asarray(1 if reads_previous is None else reads_previous), shape).ravel()
     groups = -(-n // P)
     last_valid = n - (groups - 1) * P
     blocks = -(-out_channels // lanes)
@@ -116,42 +129,58 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     # The last group is written on both ports in image layout, a reduction's too (its reads are over).
     last_writes = np.where(image, _image_write_cycles(out_channels, last_rows),
                            np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
+    # Within a run: a pass sets up while the one before drains (its last group's results, L + W cycles after its
+    # last product, W on both ports); it waits for those writes before its first read if it reads that RAM,
+    # otherwise only its first group's last product may wait (b_0 = f_0 + span, no earlier than
+    # f_0 + L + W - 1 - k_0).
+    follows = np.concatenate([[False], run[1:] == run[:-1]])
+    ends = np.concatenate([run[1:] != run[:-1], [True]])
+    walk = np.minimum(P, n)
+    previous_drain = latency + np.concatenate([[0], last_writes[:-1]])
+    waits = follows & (reads_previous != 0)
+    wait = np.where(waits, np.maximum(0, previous_drain - walk), 0)
+    earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0)
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.
-    one_row_excess = latency + one_row_writes + 2 - products
-    two_row_excess = latency + two_row_writes + 2 - products
+    one_row_excess = latency + one_row_writes + 2 - span
+    two_row_excess = latency + two_row_writes + 2 - span
     one_rows = groups - 1 - two_rows
     bias_stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
-    walk_stalls = np.maximum(0, groups - 2) * np.maximum(0, P - products) + \
-        (groups >= 2) * np.maximum(0, last_valid - products)
+    walk_stalls = np.maximum(0, groups - 2) * np.maximum(0, P - span) + \
+        (groups >= 2) * np.maximum(0, last_valid - span)
     no_bias_stall = ((one_rows == 0) | (one_row_excess <= 0)) & ((two_rows == 0) | (two_row_excess <= 0))
-    stalls = np.where(P <= products, bias_stalls, np.where(no_bias_stall, walk_stalls, 0))
-    both = np.flatnonzero((P > products) & ~no_bias_stall)
-    if both.size:
-        stalls[both] = _stall_cycles(*(array[both] for array in (
-            P, n, groups, products, latency, out_channels, lanes, layout, reduce, first_column, out_width)))
-    product_cycles = groups * (products + 1)
-    drain = latency + last_writes + 3
-    cycles = 3 + np.minimum(P, n) + product_cycles + stalls + drain
+    stalls = np.where(P <= span, bias_stalls, np.where(no_bias_stall, walk_stalls, 0))
+    recurrence = np.flatnonzero(((P > span) & ~no_bias_stall) | (earliest_last > span))
+    if recurrence.size:
+        stalls[recurrence] = _stall_cycles(*(array[recurrence] for array in (
+            P, n, groups, span, latency, out_channels, lanes, layout, reduce, first_column, out_width,
+            earliest_last)))
+    product_cycles = groups * products
+    drain = np.where(ends, latency + last_writes + 3, 0)
+    cycles = 3 + walk + wait + product_cycles + stalls + drain
     return {name: values.reshape(shape) for name, values in (
-        ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls), ("drain_cycles", drain))}
+        ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls),
+        ("drain_cycles", wait + drain))}
 
 
-def _stall_cycles(P, n, groups, products, latency, out_channels, lanes, layout, reduce, first_column, out_width):
-    """The recurrences of the module docstring, group by group, for passes that may stall."""
+def _stall_cycles(P, n, groups, span, latency, out_channels, lanes, layout, reduce, first_column, out_width,
+                  earliest_last=0):
+    """The recurrences of the module docstring, group by group, for passes that may stall; ``span``: a group's
+    last product after its first (``products - 1``); ``earliest_last``: the first group's last product's earliest
+    cycle relative to its first (the previous pass's writes)."""
     first = np.zeros_like(n)                  # f_g relative to f_0
-    bias = first + products                   # b_g
+    last = np.maximum(first + span, earliest_last)   # b_g
     previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.minimum(P, n),
                                           first_column % out_width, out_width)
     for group in range(1, int(groups.max())):
         active = group < groups
         walk = np.minimum(P, n - group * P)
-        next_first = np.maximum(bias + 1, first + walk + 1)
-        next_bias = np.maximum(next_first + products, bias + latency + previous_writes + 3)
+        next_first = np.maximum(last + 1, first + walk + 1)
+        next_last = np.maximum(next_first + span, last + latency + previous_writes + 3)
         first = np.where(active, next_first, first)
-        bias = np.where(active, next_bias, bias)
+        last = np.where(active, next_last, last)
         previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.clip(walk, 0, None),
                                               (first_column + group * P) % out_width, out_width)
-    return bias + 1 - groups * (products + 1)
+    return last + 1 - groups * (span + 1)
 
 
 def _floor_sum(n, m, a, b):

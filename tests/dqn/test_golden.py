@@ -38,7 +38,7 @@ def padded_layers():
 @pytest.mark.parametrize("adder_latency, padded", [(0, False), (2, False), (3, False), (2, True)])
 def test_every_pass_matches_matrix_accumulate_per_output(adder_latency, padded):
     """Each output of each pass, recomputed one matrix module at a time from its scalars and weight slot (the
-    padding's scalars +0)."""
+    padding's scalars +0) and the bias row as its seed."""
     rng = np.random.default_rng([SEED, adder_latency])
     config, layers = tiny_network(adder_latency)
     layers = padded_layers() if padded else layers
@@ -59,19 +59,20 @@ def test_every_pass_matches_matrix_accumulate_per_output(adder_latency, padded):
             oy, ox = divmod(position, d["out_width"])
             if layer.reduce:
                 words = rams[d["in_ram"], d["in_base"]:d["in_base"] + d["products"]]
-                scalars = np.full(d["products"] + 1, ONE)
+                scalars = np.full(d["products"], ONE)
             else:
                 rows = slice(oy * d["stride_y"], oy * d["stride_y"] + d["kernel_height"])
                 columns = slice(ox * d["stride_x"], ox * d["stride_x"] + d["kernel_width"])
-                scalars = np.append(image[:, rows, columns].reshape(-1), ONE)
+                scalars = image[:, rows, columns].reshape(-1)
             for block in range(layer.column_blocks):
                 module = (index % layer.positions_per_group) * layer.column_blocks + block
                 lanes_of_module = slice(module * lanes, (module + 1) * lanes)
-                vectors = layer.weight_words[:, lanes_of_module]
+                # The weight rows of the products, then the bias row: the accumulation's seed.
+                vectors, bias = layer.weight_words[:-1, lanes_of_module], layer.weight_words[-1, lanes_of_module]
                 if layer.reduce:
-                    vectors = np.concatenate([words[:, lanes_of_module], vectors[-1:]])
+                    vectors = words[:, lanes_of_module]
                 expected = matrix_accumulate(BINARY32, scalars, vectors, adder_latency=adder_latency,
-                                             relu=bool(d["relu"]))
+                                             relu=bool(d["relu"]), seed=bias)
                 channels = slice(block * lanes, (block + 1) * lanes)
                 assert np.array_equal(results[index, channels], expected), (layer.name, position, block)
                 if layer is plan.layers[-1]:

@@ -62,7 +62,8 @@ def test_latency_formula(multiplier_latency, adder_latency, partials, latency):
 
 def test_ports():
     module = MatrixModule(lanes=4, count_bits=12)
-    operands = data.StructLayout({"scalar": 32, "vector": data.ArrayLayout(32, 4), "count": 12, "relu": 1})
+    operands = data.StructLayout({"scalar": 32, "vector": data.ArrayLayout(32, 4), "seed": data.ArrayLayout(32, 4),
+                                  "count": 12, "relu": 1})
     assert dict(module.signature.members) == {
         "operands": In(stream.Signature(operands, always_ready=True)),
         "result": Out(stream.Signature(data.ArrayLayout(32, 4), always_ready=True))}
@@ -82,7 +83,8 @@ def random_floats(rng, fmt, shape):
 
 
 def accumulation_stream(rng, module, counts, relus):
-    """Stimulus for back-to-back accumulations: ``count`` and ``relu`` are garbage except on first products.
+    """Stimulus for back-to-back accumulations: ``count``, ``relu`` and ``seed`` are garbage except on first
+    products.
 
     Returns the stimulus dict, the index of each accumulation's last product and the number of the accumulation
     whose products are all -0.
@@ -98,15 +100,17 @@ def accumulation_stream(rng, module, counts, relus):
     stimulus = {
         "scalar": random_floats(rng, fmt, total).astype(np.uint64),
         "vector": random_floats(rng, fmt, (total, module.lanes)).astype(np.uint64),
+        "seed": random_floats(rng, fmt, (total, module.lanes)).astype(np.uint64),
         "count": count,
         "relu": relu,
     }
-    # The last accumulation of 3 or more products without ReLU has only -0 products (+0 times negative values):
-    # its sum must be -0, not +0.
+    # The last accumulation of 3 or more products without ReLU has only -0 products (+0 times negative values) and
+    # a -0 seed: its sum must be -0, not +0.
     zero_sum = int(np.flatnonzero((lengths >= 3) & (relus == 0))[-1])
     span = slice(firsts[zero_sum], firsts[zero_sum] + lengths[zero_sum])
     stimulus["scalar"][span] = 0
     stimulus["vector"][span] |= 1 << (fmt.width - 1)
+    stimulus["seed"][firsts[zero_sum]] = 1 << (fmt.width - 1)
     return stimulus, firsts + lengths - 1, zero_sum
 
 
@@ -123,7 +127,7 @@ def run_stream(module, counts, relus, *, idle_seed=None, seed=SEED):
     firsts = np.concatenate([[0], lasts[:-1] + 1])
     for number, (first, last, relu) in enumerate(zip(firsts, lasts, relus)):
         expected = matrix_accumulate(fmt, stimulus["scalar"][first:last + 1], stimulus["vector"][first:last + 1],
-                                     adder_latency=module.adder_latency, relu=bool(relu))
+                                     adder_latency=module.adder_latency, relu=bool(relu), seed=stimulus["seed"][first])
         assert np.array_equal(result.outputs["result"][number].astype(expected.dtype), expected), (
             f"accumulation {number} (count {counts[number]}, relu {relus[number]}): "
             f"{result.outputs['result'][number]} != {expected}")

@@ -16,10 +16,13 @@ def float32_bits(values):
     return np.asarray(values, dtype=np.float32).view(np.uint32)
 
 
-def reference_sum(scalars, vectors, partial_count, native):
-    """The documented order in NumPy arithmetic: partials k mod P from -0, then the pairwise tree."""
+def reference_sum(scalars, vectors, partial_count, native, seed=None):
+    """The documented order in NumPy arithmetic: partials k mod P from -0 (partial 0 from ``seed`` if given), then
+    the pairwise tree."""
     products = scalars[:, None] * vectors
     partials = [np.full(vectors.shape[1], -0.0, dtype=native) for _ in range(partial_count)]
+    if seed is not None:
+        partials[0] = seed
     for index, product in enumerate(products):
         partials[index % partial_count] = product + partials[index % partial_count]
     while len(partials) > 1:
@@ -37,6 +40,25 @@ def test_binary32_order_matches_numpy(adder_latency, count):
     expected = reference_sum(scalars, vectors, max(adder_latency, 1), np.float32)
     result = matrix_accumulate(BINARY32, float32_bits(scalars), float32_bits(vectors), adder_latency=adder_latency)
     assert np.array_equal(result, float32_bits(expected))
+
+
+@pytest.mark.parametrize("adder_latency", [0, 1, 2, 3])
+@pytest.mark.parametrize("count", [1, 2, 7])
+def test_the_seed_starts_partial_zero(adder_latency, count):
+    """The bias as the seed: partial 0 starts from it, the others from -0 (the RTL's order, in NumPy)."""
+    rng = np.random.default_rng([SEED, 32, adder_latency, count])
+    scalars = (rng.standard_normal(count) * np.exp2(rng.integers(-20, 20, count))).astype(np.float32)
+    vectors = (rng.standard_normal((count, 5)) * np.exp2(rng.integers(-20, 20, (count, 5)))).astype(np.float32)
+    seed = (rng.standard_normal(5) * np.exp2(rng.integers(-20, 20, 5))).astype(np.float32)
+    expected = reference_sum(scalars, vectors, max(adder_latency, 1), np.float32, seed=seed)
+    result = matrix_accumulate(BINARY32, float32_bits(scalars), float32_bits(vectors), adder_latency=adder_latency,
+                               seed=float32_bits(seed))
+    assert np.array_equal(result, float32_bits(expected))
+    # A seed of -0 is no seed.
+    assert np.array_equal(matrix_accumulate(BINARY32, float32_bits(scalars), float32_bits(vectors),
+                                            adder_latency=adder_latency, seed=np.full(5, NEGATIVE_ZERO)),
+                          matrix_accumulate(BINARY32, float32_bits(scalars), float32_bits(vectors),
+                                            adder_latency=adder_latency))
 
 
 @pytest.mark.parametrize("adder_latency", [1, 2, 3])

@@ -1,8 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """hw.dqn.sequencer.LayerSequencer on Amaranth's simulator, with a stand-in result writer that reports a group
-written a fixed number of cycles after its bias product: per layer, the products it issues (weight and row
-addresses, load / shift / bias, taps, groups) against what the descriptor fields give by hand, and its cycles,
-stalls and drain against the timing its docstring states."""
+written a fixed number of cycles after its last product: per layer, the products it issues (weight, bias-row and
+row addresses, load / shift / unit scalar, taps, groups) against what the descriptor fields give by hand, and its
+cycles, stalls and drain against the timing its docstring states."""
 
 import pytest
 from amaranth.lib.wiring import In, Out
@@ -41,15 +41,16 @@ LAYERS = [
     # 4 positions per group (C = 1), a pass from position 2: groups of 4, 4 and 2 positions
     conv_descriptor(in_base=40, in_channels=1, in_height=5, kernel=(2, 3), stride=(1, 1), out_shape=(4, 3),
                     column_blocks_log2=0, weight_base=60, first_position=2),
-    # a reduction: the sum of 3 partial sums read from words 70, 71, 72, then the bias
+    # a reduction: the sum of 3 partial sums read from words 70, 71, 72 of RAM 1 (the one the layer before writes:
+    # it waits for that layer's last group), seeded with the bias row
     conv_descriptor(in_base=70, in_channels=3, in_height=1, kernel=(1, 1), stride=(1, 1), out_shape=(1, 1),
-                    column_blocks_log2=1, weight_base=100) | {"reduce": 1, "packed_output": 1},
+                    column_blocks_log2=1, weight_base=100) | {"reduce": 1, "packed_output": 1, "in_ram": 1},
 ]
 
 
 def simulate(layers, written_after):
     """Run ``layers``; the stand-in writer pulses ``group.written`` ``written_after`` cycles after each group's
-    bias product. Returns one dict of observations per cycle from START on."""
+    last product. Returns one dict of observations per cycle from START on."""
     sequencer = LayerSequencer(config=CONFIG)
     trace = []
     simulator = Simulator(sequencer)
@@ -62,15 +63,16 @@ def simulate(layers, written_after):
         ctx.set(run.start, 1)
         await ctx.tick()
         ctx.set(run.start, 0)
-        written_at = set()
+        written_at, issued = set(), [0] * len(layers)
         for cycle in range(2000):
             layer = ctx.get(run.layer_index)
             ctx.set(run.descriptor, layers[layer])
             ctx.set(sequencer.group.written, cycle in written_at)
             events = {name: ctx.get(getattr(run.events, name)) for name in ("issue", "stall", "draining")}
             observed = {"layer": layer, "busy": ctx.get(run.busy), "done": ctx.get(run.done), **events}
-            for name in ("load", "shift", "bias", "weight_read", "weight_address", "row_read", "row_address0",
-                         "row_address1", "row_zero0", "row_zero1", "row_width", "tap_slot"):
+            for name in ("load", "shift", "unit_scalar", "weight_read", "weight_address", "bias_read", "bias_address",
+                         "row_read", "row_address0", "row_address1", "row_zero0", "row_zero1", "row_width",
+                         "tap_slot"):
                 observed[name] = ctx.get(getattr(feeder, name))
             observed["tap_column"] = [ctx.get(feeder.tap_column[m]) for m in range(CONFIG.modules)]
             observed["product"] = ctx.get(feeder.issue)
@@ -82,8 +84,10 @@ def simulate(layers, written_after):
                                  for field in ("p0", "oy0", "ox0")}
             observed["group_layer"] = ctx.get(sequencer.group.layer.out_base)
             trace.append(observed)
-            if events["issue"] and observed["bias"] and observed["weight_read"]:
-                written_at.add(cycle + written_after)
+            if events["issue"]:
+                issued[layer] += 1
+                if issued[layer] % layers[layer]["products"] == 0:        # the group's last product
+                    written_at.add(cycle + written_after)
             if observed["done"] and not observed["busy"]:
                 break
             await ctx.tick()
@@ -101,16 +105,17 @@ def groups_of(descriptor):
 
 
 def expected_products(d):
-    """Per issued product of the layer: (weight address or None, load, shift, bias)."""
+    """Per issued product of the layer: (weight address or None, load, shift, unit scalar, bias-row address or
+    None): the bias row (after the products' rows) is read with a group's first product, the seed."""
     products = []
     for _ in groups_of(d):
         for k in range(d["products"]):
             column = k % d["kernel_width"]
+            bias_row = d["weight_base"] + d["products"] if k == 0 else None
             if d["reduce"]:
-                products.append((None, 0, 0, 1))
+                products.append((None, 0, 0, 1, bias_row))
             else:
-                products.append((d["weight_base"] + k, int(column == 0), int(column != 0), 0))
-        products.append((d["weight_base"] + d["products"], 0, 0, 1))
+                products.append((d["weight_base"] + k, int(column == 0), int(column != 0), 0, bias_row))
     return products
 
 
@@ -127,25 +132,35 @@ def layer_cycles(trace, layer):
 def test_products_weights_load_shift_bias(trace, layer):
     d = LAYERS[layer]
     cycles = layer_cycles(trace, layer)
-    issued = [(entry["weight_address"] if entry["weight_read"] else None, entry["load"], entry["shift"], entry["bias"])
+    issued = [(entry["weight_address"] if entry["weight_read"] else None, entry["load"], entry["shift"],
+               entry["unit_scalar"], entry["bias_address"] if entry["bias_read"] else None)
               for entry in cycles if entry["issue"]]
     assert issued == expected_products(d)
+    assert not any(entry["bias_read"] for entry in cycles if not entry["issue"])
     # The feeder is told of each product on its issue cycle: a reduction takes its vectors from the input words;
-    # every product counts the layer's products + 1 (the bias) and carries its ReLU flag.
+    # every product counts the layer's products and carries its ReLU flag.
     for entry in cycles:
         assert entry["product"] == entry["issue"]
         if entry["issue"]:
-            assert entry["from_activations"] == int(bool(d["reduce"]) and not (entry["weight_read"] and entry["bias"]))
-            assert (entry["count"], entry["relu"]) == (d["products"] + 1, d["relu"])
+            assert entry["from_activations"] == d["reduce"]
+            assert (entry["count"], entry["relu"]) == (d["products"], d["relu"])
     assert sum(entry["product"] for entry in trace) == sum(len(expected_products(d)) for d in LAYERS)
 
 
 def test_layer_to_the_rams_and_the_writer(trace):
-    """While a layer runs the RAM selection is its in_ram / out_ram, and the writer sees its descriptor."""
-    for layer, d in enumerate(LAYERS):
-        for entry in layer_cycles(trace, layer):
-            assert entry["select"] == {"busy": entry["busy"], "in_ram": d["in_ram"], "out_ram": d["out_ram"]}
-            assert entry["group_layer"] == d["out_base"]
+    """The RAM selection is the layer's in_ram one cycle late (a read's data comes from the RAM it was read from,
+    also on the cycle after a layer's last read, when the next layer is the current one): on every cycle that reads
+    it is the reading layer's; out_ram is the layer's (all write RAM 1); the writer sees the descriptor of the
+    layer whose group it writes."""
+    busy = [index for index, entry in enumerate(trace) if entry["busy"]]
+    for index in busy[1:]:
+        entry, previous = trace[index], trace[index - 1]
+        assert entry["select"]["in_ram"] == LAYERS[previous["layer"]]["in_ram"]
+        if entry["row_read"]:
+            assert entry["select"]["in_ram"] == LAYERS[entry["layer"]]["in_ram"]
+        assert entry["select"]["busy"] == entry["busy"] and entry["select"]["out_ram"] == LAYERS[entry["layer"]]["out_ram"]
+        assert entry["group_layer"] == LAYERS[entry["layer"]]["out_base"]
+    assert {LAYERS[trace[index]["layer"]]["in_ram"] for index in busy} == {0, 1}
 
 
 @pytest.mark.parametrize("layer", [0, 1])
@@ -182,13 +197,13 @@ def test_reduction_reads_one_word_per_product(trace):
 @pytest.mark.parametrize("layer", [0, 1])
 def test_taps_and_groups(trace, layer):
     """From a group's first product on, module m taps slot (oy != oy0) and column ox * stride_x + pad_columns -
-    pad_left of its position p0 + (m >> log2 C); the group's position reaches the writer after its bias product."""
+    pad_left of its position p0 + (m >> log2 C); the group's position reaches the writer after its last product."""
     d = LAYERS[layer]
     cycles = layer_cycles(trace, layer)
     index = trace.index(cycles[0])
-    firsts = [offset for offset, entry in enumerate(cycles) if entry["issue"]][::d["products"] + 1]
-    biases = [offset for offset, entry in enumerate(cycles) if entry["issue"] and entry["bias"]]
-    for positions, first, bias in zip(groups_of(d), firsts, biases, strict=True):
+    issues = [offset for offset, entry in enumerate(cycles) if entry["issue"]]
+    firsts, lasts = issues[::d["products"]], issues[d["products"] - 1::d["products"]]
+    for positions, first, last in zip(groups_of(d), firsts, lasts, strict=True):
         taps = trace[index + first + 1]
         oy0, ox0 = divmod(positions[0], d["out_width"])
         for module in range(CONFIG.modules):
@@ -197,23 +212,33 @@ def test_taps_and_groups(trace, layer):
                 oy, ox = divmod(positions[q], d["out_width"])
                 column = ox * d["stride_x"] + CONFIG.pad_columns - d["pad_left"]
                 assert (taps["tap_slot"] >> module & 1, taps["tap_column"][module]) == (oy - oy0, column)
-        assert trace[index + bias + 1]["group"] == {"p0": positions[0], "oy0": oy0, "ox0": ox0}
+        assert trace[index + last + 1]["group"] == {"p0": positions[0], "oy0": oy0, "ox0": ox0}
 
 
 @pytest.mark.parametrize("written_after", [5, 16])
 def test_layer_timing(written_after):
     """Per layer: 1 cycle set-up, 1 to start the walk, the first group's positions to walk plus 1 to read its rows,
-    groups * (products + 1) product cycles, a stall per cycle the previous group is still being written when a
-    group's bias product is due, then the drain until the last group is written (written_after + 1)."""
+    groups * products product cycles, a stall per cycle the previous group is still being written when a group's
+    last product is due.  A layer after the first starts on the cycle after the last product of the one before,
+    whose last group is written ``written_after + 1`` cycles after it: if the layer reads the RAM being written
+    (layer 2) its first read waits for it (drain cycles, once its taps are ready), otherwise only its first group's
+    last product does (stalls).  The last layer drains until its last group is written."""
     trace = simulate(LAYERS, written_after=written_after)
     for layer, d in enumerate(LAYERS):
         cycles = layer_cycles(trace, layer)
         groups = groups_of(d)
-        stalls = (len(groups) - 1) * max(0, written_after - d["products"])
-        assert sum(entry["issue"] for entry in cycles) == len(groups) * (d["products"] + 1)
+        walk, products = len(groups[0]), d["products"]
+        stalls = (len(groups) - 1) * max(0, written_after - (products - 1))
+        wait = 0
+        if layer and d["in_ram"] == LAYERS[layer - 1]["out_ram"]:
+            wait = max(0, written_after - 2 - walk)          # PRIME from cycle 2 of the layer, taps after `walk`
+        elif layer:
+            stalls += max(0, written_after - 2 - walk - products)     # the first product on cycle 3 + walk
+        drain = written_after + 1 if layer == len(LAYERS) - 1 else 0
+        assert sum(entry["issue"] for entry in cycles) == len(groups) * products
         assert sum(entry["stall"] for entry in cycles) == stalls
-        assert sum(entry["draining"] for entry in cycles) == written_after + 1
-        assert len(cycles) == 2 + len(groups[0]) + 1 + len(groups) * (d["products"] + 1) + stalls + written_after + 1
+        assert sum(entry["draining"] for entry in cycles) == wait + drain
+        assert len(cycles) == 2 + walk + 1 + wait + len(groups) * products + stalls + drain
     assert [entry["layer"] for entry in trace if entry["busy"]][-1] == len(LAYERS) - 1
 
 

@@ -11,13 +11,13 @@ from nnaccel.models.dqn.timing import (IMAGE, PACKED, POSITION_MAJOR, _group_wri
 
 def test_a_hand_worked_pass_with_both_kinds_of_stall():
     """P = 2 positions per group, 4 positions in a 4-wide grid, 1 product, latency 6, 2 channels in image layout.
-    Group 0: first product at 0, bias at 1.  Group 1: the walker (started at 0, 2 positions) is ready at 3 (one
-    tap stall); its bias waits for group 0's writes: 1 + 6 + 2 writes + 3 = 12 (8 bias stalls).  Set-up 3 + 2,
-    13 run cycles; a reduction, its last group written on both ports: drain 6 + 1 + 3."""
+    Group 0: its one product at 0.  Group 1: the walker (started at 0, 2 positions) is ready at 3 (two tap
+    stalls); its product, also its last, waits for group 0's writes: 0 + 6 + 2 writes + 3 = 11 (8 more stalls).
+    Set-up 3 + 2, 12 run cycles; a reduction, its last group written on both ports: drain 6 + 1 + 3."""
     counters = pass_counters(positions_per_group=2, count=4, products=1, latency=6, out_channels=2, lanes=4,
                              layout=IMAGE, reduce=1, first_column=0, out_width=4)
     assert {name: int(value) for name, value in counters.items()} == {
-        "cycles": 5 + 13 + 10, "product_cycles": 4, "stall_cycles": 9, "drain_cycles": 10}
+        "cycles": 5 + 12 + 10, "product_cycles": 2, "stall_cycles": 10, "drain_cycles": 10}
 
 
 def random_passes(rng, size):
@@ -34,14 +34,14 @@ def test_the_closed_form_is_the_recurrence_where_nothing_stalls():
     rng = np.random.default_rng(12)
     passes = random_passes(rng, 20_000)
     P, count, products = passes["positions_per_group"], passes["count"], passes["products"]
-    recurrence = _stall_cycles(P, count, -(-count // P), products, passes["latency"], passes["out_channels"],
+    recurrence = _stall_cycles(P, count, -(-count // P), products - 1, passes["latency"], passes["out_channels"],
                                passes["lanes"], passes["layout"], passes["reduce"], passes["first_column"],
                                passes["out_width"])
     counters = pass_counters(**passes)
     assert np.array_equal(counters["stall_cycles"], recurrence)
     assert (recurrence == 0).sum() > 2_000 and (recurrence > 0).sum() > 2_000
     groups = -(-count // P)
-    assert np.array_equal(counters["product_cycles"], groups * (products + 1))
+    assert np.array_equal(counters["product_cycles"], groups * products)
     assert np.array_equal(counters["cycles"], 3 + np.minimum(P, count) + counters["product_cycles"]
                           + counters["stall_cycles"] + counters["drain_cycles"])
 
@@ -63,11 +63,11 @@ def test_pass_writes_sum_the_writes_of_every_group():
 
 def test_a_hand_worked_pass_with_paired_writes():
     """The pass above, not a reduction: group 0 (one row) writes its 2 channels in one cycle on both ports, so
-    group 1's bias waits for 1 + 6 + 1 + 3 = 11 (7 bias stalls), and the drain is 6 + 1 + 3."""
+    group 1's product waits for 0 + 6 + 1 + 3 = 10 (9 stalls), and the drain is 6 + 1 + 3."""
     counters = pass_counters(positions_per_group=2, count=4, products=1, latency=6, out_channels=2, lanes=4,
                              layout=IMAGE, reduce=0, first_column=0, out_width=4)
     assert {name: int(value) for name, value in counters.items()} == {
-        "cycles": 5 + 12 + 10, "product_cycles": 4, "stall_cycles": 8, "drain_cycles": 10}
+        "cycles": 5 + 11 + 10, "product_cycles": 2, "stall_cycles": 9, "drain_cycles": 10}
 
 
 def test_paired_write_cycles_halve_the_image_writes():
@@ -82,3 +82,27 @@ def test_paired_write_cycles_halve_the_image_writes():
     for layout in (PACKED, POSITION_MAJOR):
         assert np.array_equal(_group_write_cycles(layout, 0, channels, 4, 3, 0, 4),
                               _group_writes(layout, channels, 4, 3, 0, 4))
+
+
+def test_a_run_overlaps_each_pass_with_the_drain_of_the_one_before():
+    """Three passes of one run (the hand-worked pass, then twice 1 position of 20 products, latency 6): the second
+    reads the RAM the first writes: its set-up (3 + its 1-position walk) waits for the first pass's last group,
+    written 6 + 1 write cycle after its last product (two channels on one row, both ports): 6 + 1 - 1 drain
+    cycles past the walk.  The third reads the other
+    RAM: it sets up at once (3 + 1) and its last product (f_0 + 19) is later than the second pass's writes
+    (f_0 + 6 + 1 - 1 - 1): no stall.  Only the last pass drains (6 + 1 packed write + 3)."""
+    counters = pass_counters(positions_per_group=2, count=[4, 1, 1], products=[1, 20, 20], latency=6,
+                             out_channels=2, lanes=4, layout=[IMAGE, PACKED, PACKED], reduce=[1, 0, 0],
+                             first_column=0, out_width=[4, 1, 1], run=0, reads_previous=[True, True, False])
+    assert {name: values.tolist() for name, values in counters.items()} == {
+        "cycles": [5 + 12, 3 + 1 + 6 + 20, 3 + 1 + 20 + 10], "product_cycles": [2, 20, 20],
+        "stall_cycles": [10, 0, 0], "drain_cycles": [0, 6, 10]}
+    alone = pass_counters(positions_per_group=2, count=[4, 1, 1], products=[1, 20, 20], latency=6, out_channels=2,
+                          lanes=4, layout=[IMAGE, PACKED, PACKED], reduce=[1, 0, 0], first_column=0,
+                          out_width=[4, 1, 1])
+    assert alone["cycles"].tolist() == [5 + 12 + 10, 4 + 20 + 10, 4 + 20 + 10]
+    # A pass that reads the other RAM with fewer products than the writes it follows: its last product waits.
+    short = pass_counters(positions_per_group=2, count=[4, 1], products=[1, 2], latency=6, out_channels=2, lanes=4,
+                          layout=[IMAGE, PACKED], reduce=[1, 0], first_column=0, out_width=[4, 1], run=0,
+                          reads_previous=[1, 0])
+    assert short["stall_cycles"].tolist() == [10, (6 + 1 - 1 - 1) - 1]

@@ -1,9 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """hw.dqn.window_feeder.WindowFeeder on Amaranth's simulator: after a load and k shifts, module m sees element
 ``tap_column[m] + k`` of its slot's register (``pad_columns`` zeros, then the row; zero past the row's width, a
-padding row all zeros), 1.0 on the cycle after ``bias``; its vector is
-slot m of the weight word or, in a reduction step, its lanes of the input word; the product's valid, count and ReLU
-flag one cycle after its issue; the reads it asks the RAMs for are the sequencer's."""
+padding row all zeros), 1.0 on the cycle after ``unit_scalar``; its vector is
+slot m of the weight word or, in a reduction step, its lanes of the input word, its seed slot m of the bias row; the
+product's valid, count and ReLU flag one cycle after its issue; the reads it asks the RAMs for are the sequencer's."""
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ def pack(elements, bits=32):
 
 
 def run_steps(feeder, steps):
-    """``steps``: per cycle ``(row0, row1, load, shift, bias, slots, columns, width, zeros)``, ``zeros`` the
+    """``steps``: per cycle ``(row0, row1, load, shift, unit, slots, columns, width, zeros)``, ``zeros`` the
     padding flags of a row read on that cycle (for the next load); the scalars seen on the next cycle."""
     seen = []
     simulator = Simulator(feeder)
@@ -35,12 +35,12 @@ def run_steps(feeder, steps):
 
     async def testbench(ctx):
         control = feeder.control
-        for row0, row1, load, shift, bias, slots, columns, width, zeros in steps:
+        for row0, row1, load, shift, unit, slots, columns, width, zeros in steps:
             ctx.set(feeder.rows0.read_data, pack(row0))
             ctx.set(feeder.rows1.read_data, pack(row1))
             ctx.set(control.load, load)
             ctx.set(control.shift, shift)
-            ctx.set(control.bias, bias)
+            ctx.set(control.unit_scalar, unit)
             ctx.set(control.tap_slot, sum(slot << module for module, slot in enumerate(slots)))
             ctx.set(control.tap_column, columns)
             ctx.set(control.row_width, width)
@@ -78,10 +78,10 @@ def test_windows_after_load_and_shifts():
         registers = [register(rows[slot], width, zeros[slot]) for slot in range(2)]
         slots = [int(s) for s in rng.integers(0, 2, CONFIG.modules)]
         columns = [int(c) for c in rng.integers(0, taps, CONFIG.modules)]
-        for cycle in range(6):                             # a load, then 5 shifts with a bias among them
-            bias = cycle == 3
-            steps.append((rows[0], rows[1], cycle == 0, cycle > 0, bias, slots, columns, width, loads[step + 1][2]))
-            if bias:
+        for cycle in range(6):                             # a load, then 5 shifts with a unit scalar among them
+            unit = cycle == 3
+            steps.append((rows[0], rows[1], cycle == 0, cycle > 0, unit, slots, columns, width, loads[step + 1][2]))
+            if unit:
                 expected.append([ONE] * CONFIG.modules)
             else:
                 expected.append([registers[slot][column + cycle] if column + cycle < taps else 0
@@ -104,10 +104,12 @@ def test_row_inputs_are_ignored_without_load():
 def test_vectors_valid_count_and_relu(from_activations):
     """A product issued on one cycle is a valid beat on the next: module m's vector is slot m of the weight word, or
     in a reduction step elements m*lanes .. of the input word on port 1 (modules 0 to 3 of 4: 8 of 9 elements);
-    the count and ReLU flag are the issue's.  The feeder reads where the sequencer says."""
+    its seed slot m of the bias row read on the weight RAM's second port; the count and ReLU flag are the issue's.
+    The feeder reads where the sequencer says."""
     rng = np.random.default_rng(SEED + 2)
     lanes, modules = CONFIG.lanes, CONFIG.modules
     weights = [int(v) for v in rng.integers(0, 1 << 32, lanes * modules)]
+    biases = [int(v) for v in rng.integers(0, 1 << 32, lanes * modules)]
     row1 = [int(v) for v in rng.integers(0, 1 << 32, CONFIG.row_elements)]
     feeder = WindowFeeder(config=CONFIG)
     seen = {}
@@ -117,17 +119,18 @@ def test_vectors_valid_count_and_relu(from_activations):
     async def testbench(ctx):
         control = feeder.control
         for name, value in (("issue", 1), ("row_address0", 5), ("row_address1", 6), ("row_read", 1),
-                            ("weight_address", 9), ("weight_read", 1)):
+                            ("weight_address", 9), ("weight_read", 1), ("bias_address", 11), ("bias_read", 1)):
             ctx.set(getattr(control, name), value)
         ctx.set(control.product, {"vector_from_activations": from_activations, "count": 300, "relu": 1})
-        seen["reads"] = [ctx.get(port.address) for port in (feeder.rows0, feeder.rows1, feeder.weights)] + \
-            [ctx.get(port.read_enable) for port in (feeder.rows0, feeder.rows1, feeder.weights)]
+        ports = (feeder.rows0, feeder.rows1, feeder.weights, feeder.biases)
+        seen["reads"] = [ctx.get(port.address) for port in ports] + [ctx.get(port.read_enable) for port in ports]
         seen["before"] = ctx.get(feeder.operands[0].valid)
         await ctx.tick()
         ctx.set(control.issue, 0)
         ctx.set(feeder.weights.read_data, pack(weights))
+        ctx.set(feeder.biases.read_data, pack(biases))
         ctx.set(feeder.rows1.read_data, pack(row1))
-        seen["beat"] = [(ctx.get(operands.valid), ctx.get(operands.payload.vector),
+        seen["beat"] = [(ctx.get(operands.valid), ctx.get(operands.payload.vector), ctx.get(operands.payload.seed),
                          ctx.get(operands.payload.count), ctx.get(operands.payload.relu))
                         for operands in feeder.operands]
         await ctx.tick()
@@ -135,10 +138,11 @@ def test_vectors_valid_count_and_relu(from_activations):
 
     simulator.add_testbench(testbench)
     simulator.run()
-    assert seen["reads"] == [5, 6, 9, 1, 1, 1]
+    assert seen["reads"] == [5, 6, 9, 11, 1, 1, 1, 1]
     assert (seen["before"], seen["after"]) == (0, 0)
     source = row1 if from_activations else weights
-    assert seen["beat"] == [(1, source[module * lanes:(module + 1) * lanes], 300, 1) for module in range(modules)]
+    assert seen["beat"] == [(1, source[module * lanes:(module + 1) * lanes], biases[module * lanes:(module + 1) * lanes],
+                             300, 1) for module in range(modules)]
 
 
 def test_ports():
@@ -147,7 +151,8 @@ def test_ports():
     operands = stream.Signature(operand_layout(CONFIG.lanes, CONFIG.fmt, COUNT_BITS), always_ready=True)
     assert dict(feeder.signature.members) == {
         "control": In(FeederControlSignature(CONFIG)), "rows0": Out(rows), "rows1": Out(rows),
-        "weights": Out(BufferPortSignature(width=32 * 8, depth=16)), "operands": Out(operands).array(4)}
+        "weights": Out(BufferPortSignature(width=32 * 8, depth=16)),
+        "biases": Out(BufferPortSignature(width=32 * 8, depth=16)), "operands": Out(operands).array(4)}
     assert feeder.config is CONFIG
 
 

@@ -37,7 +37,7 @@ def test_dcp_on_the_dqn_network_respects_the_shared_descriptor_table(rtl_space, 
     assert rtl_space.network_violations(result.codes, layers, config) == []
     assert result.latency == sum(rtl_space.evaluate(layer, config, code[None])["latency"][0]
                                  for layer, code in zip(layers, result.codes))
-    assert result.latency >= 11905        # the best there is (rtl_space.best_network_mapping)
+    assert result.latency >= 11865        # the best there is (rtl_space.best_network_mapping; passes costed alone)
 
 
 def test_dcp_from_the_default_mapping_keeps_it_when_nothing_is_better(rtl_space, rtl_tiny_predictor):
@@ -45,7 +45,7 @@ def test_dcp_from_the_default_mapping_keeps_it_when_nothing_is_better(rtl_space,
     start = rtl_space.default_codes(layers, config)
     result = dcp_search(rtl_space, rtl_tiny_predictor, layers, config, "latency", restarts=2, steps=10,
                         start=start, progress=False)
-    assert result.trace[0][2] == 11905 == result.latency     # the best there is, from the first evaluation
+    assert result.trace[0][2] == 11865 == result.latency     # the best there is, from the first evaluation
 
 
 def test_the_answer_runs_on_the_simulator_bit_exact_in_the_predicted_cycles(rtl_space, capsys):
@@ -58,7 +58,9 @@ def test_the_answer_runs_on_the_simulator_bit_exact_in_the_predicted_cycles(rtl_
     result = evaluator.result("DCP")
     simulation = _simulate(rtl_space, [layer], REDUCED_CONFIG, result)
     assert simulation["bit_exact"] and simulation["counters_exact"] and simulation["cycles_exact"]
-    assert simulation["simulated_cycles"] == simulation["cost_model_cycles"] == result.latency
+    # The search costs each pass alone; the run overlaps a pass's set-up with the drain of the one before.
+    assert simulation["simulated_cycles"] <= simulation["cost_model_cycles"] == result.latency
+    assert simulation["total_cycles"] == simulation["model_total_cycles"]
     assert "bit-exact" in capsys.readouterr().out
 
 
@@ -74,7 +76,7 @@ def test_dataflow_on_the_rtl_family_prints_the_answer_and_the_best_there_is(tmp_
     assert "RTL 16 modules x 16 lanes, binary32" in printed and "K-split" in printed
     document = json.loads(report.read_text())
     assert [entry["method"] for entry in document["searchers"]] == ["DCP", "random", "exhaustive"]
-    assert document["searchers"][2]["best"] == document["best_any_mapping"]["best"] == 93.0
+    assert document["searchers"][2]["best"] == document["best_any_mapping"]["best"] == 91.0
     assert np.asarray(document["dcp"]["codes"]).shape == (1, 9, 7, 2)
 
 
