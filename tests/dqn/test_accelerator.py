@@ -215,7 +215,8 @@ def test_a_graph_with_lifetimes_over_several_inputs():
                (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
     plan = compile_network(REDUCED_CONFIG, layers, weights)
-    assert [layer.name for layer in plan.layers] == ["stem", "dw", "b", "shortcut", "shortcut_copy", "add", "d"]
+    assert [layer.name for layer in plan.layers] == ["stem", "dw", "b", "shortcut", "shortcut_copy [0:4]",
+                                                     "shortcut_copy [4:8]", "add", "d"]
     assert plan.overwritten
     states = rng.standard_normal((3, 2, 6, 6)).astype(np.float32)
     run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)

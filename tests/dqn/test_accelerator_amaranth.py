@@ -213,8 +213,8 @@ def test_a_resnet_like_graph_with_a_strided_shortcut():
     add = next(layer for layer in plan.layers if layer.name == "b2add")
     assert add.input.ram == plan.tensors["shortcut_copy"].ram != plan.tensors["shortcut"].ram
     assert "stem" in plan.overwritten
-    assert plan.notes == ["shortcut_copy: a copy pass: b2add reads both addends from one RAM, and no assignment of "
-                          "RAMs puts b2c2 and shortcut in one"]
+    assert plan.notes == [f"shortcut_copy [{tile}]: a copy pass: b2add reads both addends from one RAM, and no "
+                          f"assignment of RAMs puts b2c2 and shortcut in one" for tile in ("0:4", "4:8")]
     keep = compile_network(dataclasses.replace(config, activation_depth=1024), layers,
                            random_pairs(layers, np.random.default_rng(0)), allocation="keep")
     assert max(plan.activation_words) < max(keep.activation_words) and keep.overwritten == ()

@@ -25,14 +25,14 @@ from tests.dqn.test_tflite import inputs_of, logits
 # configuration, the copy passes the compiler inserts, and the activation words both RAMs need (allocation by
 # lifetimes) against the words of a compiler that never reuses a word (allocation="keep").
 FIGURES = {
-    "ic": (20, 67_513, (84, 2048, 4096, 20), ["conv_2d_5_copy", "conv_2d_9_copy"], (1024, 1025), (3168, 4105)),
-    "kws": (11, 86_715, (84, 2048, 8192, 11), [], (1601, 1600), (6455, 8000)),
-    "vww": (54, 110_355, (96, 1024, 16384, 54), [], (769, 768), (8356, 10368)),
-    "ad": (13, 2_150, (84, 1024, 4096, 13), [], (112, 33), (112, 49)),
+    "ic": (20, 66_946, (84, 2048, 4096, 20), ["conv_2d_5_copy", "conv_2d_9_copy"], (1024, 1025), (3168, 4105)),
+    "kws": (15, 86_424, (84, 2048, 8192, 15), [], (1601, 1600), (6455, 8000)),
+    "vww": (56, 108_616, (96, 1024, 16384, 56), [], (769, 768), (8356, 10368)),
+    "ad": (13, 2_034, (84, 1024, 4096, 13), [], (112, 33), (112, 49)),
 }
 
 
-MAC_USE = {"ic": 0.723, "kws": 0.120, "vww": 0.265, "ad": 0.480}
+MAC_USE = {"ic": 0.729, "kws": 0.120, "vww": 0.269, "ad": 0.507}
 
 
 def compiled(task, allocation="lifetimes"):
@@ -94,7 +94,7 @@ def test_depthwise_passes_reach_their_bound():
     group must lie in two output rows (at most 4 positions), so 12 of 16 modules idle as well."""
     _, _, config, plan = compiled("kws")
     depthwise = [layer for layer in plan.layers if layer.network_layer.startswith("depthwise")]
-    assert len(depthwise) == 4
+    assert len({layer.network_layer for layer in depthwise}) == 4
     for layer in depthwise:
         use = layer.ideal_macs / (layer.estimated_cycles * config.modules * config.lanes)
         assert use <= 1 / config.lanes
