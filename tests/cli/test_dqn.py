@@ -93,14 +93,14 @@ def test_report_of_a_bit_exact_run(thesis, tmp_path, capsys):
     assert status == 0
     printed = capsys.readouterr().out
     assert "2 states (recorded): bit-exact against the golden model (36 Q-values" in printed
-    assert "CONV_1          6435    6425       0      2  0.0644    50.9    99.5%  |     0.064    50.0" in printed
+    assert "CONV_1          6410    6400       0      2  0.0641    51.1    99.8%  |     0.064    50.0" in printed
     assert "INPUT            336" in printed
     # CONV_2 and FC_2 are split: their passes' counters add up, and each pass is listed under its layer.
-    assert "  tail            75      65       0      2" in printed and "  sum             19       9       0      2" in printed
+    assert "  tail            74      64       0      2" in printed and "  sum             18       8       0      2" in printed
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["bit_exact"] is True and report["simulator"] == "verilator"
-    assert report["total_cycles"] == 11_770 and report["ideal_cycles"] == 11_700
-    assert [layer["cycles"] for layer in report["layers"]] == [6435, 2580 + 75 + 15, 2603, 43 + 19]
+    assert report["total_cycles"] == 11_730 and report["ideal_cycles"] == 11_660
+    assert [layer["cycles"] for layer in report["layers"]] == [6410, 2570 + 74 + 14, 2602, 42 + 18]
     assert [part["name"] for part in report["layers"][3]["passes"]] == ["FC_2 partials", "FC_2 sum"]
     assert sum(layer["macs"] for layer in report["layers"]) == sum(layer.macs for layer in dqn_layers(18))
     assert report["float64_max_rel"] < 1e-5 and report["wall_seconds"] > 0
