@@ -153,14 +153,16 @@ def test_output_channels_in_tiles():
 
 def test_a_residual_block_adds_on_the_rtl():
     """conv -> conv -> add(the block's input) -> dense: the add runs one row word per group, reading the two
-    addends (the second convolution's output and the network input, both in RAM 0) step_distance words apart."""
+    addends (the second convolution's output and the network input, both in RAM 0) step_distance words apart; its
+    groups follow one another without waiting for the writer: two cycles per row word."""
     layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
               AddLayer("add", skip=""), DenseLayer("d", 4 * 6 * 6, 3, relu=False))
     plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 5)
     add = plan.layers[2]
     assert (add.input.ram, add.input.base, add.descriptor["step_distance"]) == (0, 24, 128 - 24)
     assert (add.groups, add.positions_per_group, add.descriptor["reduce"]) == (24, 1, 1)
-    assert add.predicted["stall_cycles"] > 0
+    assert (add.predicted["stall_cycles"], add.predicted["product_cycles"]) == (0, 2 * 24)
+    assert add.predicted["cycles"] == 3 + 1 + add.predicted["drain_cycles"] + 2 * 24
 
 
 def test_narrower_channel_tiles_where_the_writer_bounds_a_group():
