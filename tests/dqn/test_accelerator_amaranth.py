@@ -16,8 +16,9 @@ from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import compile_network
+from nnaccel.models.dqn.plan import compile_network, default_mapping
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
 
@@ -163,6 +164,25 @@ def test_a_residual_block_adds_on_the_rtl():
     assert (add.groups, add.positions_per_group, add.descriptor["reduce"]) == (24, 1, 1)
     assert (add.predicted["stall_cycles"], add.predicted["product_cycles"]) == (0, 2 * 24)
     assert add.predicted["cycles"] == 3 + 1 + add.predicted["drain_cycles"] + 2 * 24
+
+
+def test_adds_in_one_ram_one_after_another_and_in_segments():
+    """Two adds in a row, each reading and writing RAM 0 (a1's output is a2's first addend): a1 in two segments
+    run last-first (a later segment's first group waits for the other's words, as every pass's does), a2 waiting
+    for a1's last word; their groups pipelined (two cycles per row word), bit-exact, every counter as predicted."""
+    layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
+              AddLayer("a1", skip="", relu=False), AddLayer("a2", skip="", source="a1"),
+              DenseLayer("d", 4 * 6 * 6, 3, relu=False))
+    default = default_mapping(REDUCED_CONFIG, layers)
+    modules = REDUCED_CONFIG.modules
+    split_add = LayerMapping((Segment(10, 14, modules), Segment(0, 10, modules)))
+    mapping = DqnMapping(default.layers[:2] + (split_add,) + default.layers[3:])
+    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 8, mapping=mapping)
+    adds = [layer for layer in plan.layers if layer.network_layer in ("a1", "a2")]
+    assert [(layer.name, layer.descriptor["in_ram"], layer.descriptor["out_ram"]) for layer in adds] == [
+        ("a1 10..23", 0, 0), ("a1 0..9", 0, 0), ("a2", 0, 0)]
+    assert [int(layer.predicted["product_cycles"]) for layer in adds] == [28, 20, 48]
+    assert all(layer.predicted["stall_cycles"] == 0 for layer in adds)
 
 
 def test_narrower_channel_tiles_where_the_writer_bounds_a_group():
