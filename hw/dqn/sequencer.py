@@ -273,7 +273,7 @@ class LayerSequencer(DqnBlock):
                     with m.If(last_product):
                         # The group's results reach the writer after the matrix modules' latency; its position
                         # and layer stay on the group ports until then (the next group's last product waits
-                        # for in_flight).
+                        # for in_flight, except an add's, whose groups the port follows as they are written).
                         m.d.comb += group_issued.eq(1)
                         m.d.sync += [product.eq(0), self.group.layer.eq(layer)]
                         with m.If(in_flight_groups == self.group.written):
