@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """The streaming CapsNet accelerator running whole images from SDRAM (conv1, PrimaryCaps, step 2, routing) in
-simulation with the SDRAM model: a small configuration and network, every feature map, prediction and routing
-result bit for bit against ``models.capsnet.int8_layers`` + ``route_fixed``, every counter against the compiler's
-cycle formula with the SDRAM model in it."""
+simulation with the SDRAM model inside the simulator: a small configuration and network, every feature map,
+prediction and routing result bit for bit against ``models.capsnet.int8_layers`` + ``route_fixed``, every counter
+against the compiler's cycle formula with the SDRAM model in it; and the same run with the Python slave on the
+Avalon port (its protocol checks on every cycle): the same outputs and counters."""
 
 import numpy as np
 import pytest
@@ -54,6 +55,18 @@ def small_run():
                                 routing_shift=SQUASH_SHIFT + COUPLING_SHIFT)
     run = run_image_stream(CapsNetStreamingAccelerator(config=config), plan, images)
     return config, images, (conv1, primary, digit), plan, run
+
+
+def test_the_python_slave_gives_the_same_run(small_run):
+    """The Python slave checks the master's Avalon protocol on every cycle; the two SDRAM models are
+    cycle-identical, so every output and counter is the same."""
+    _, images, _, plan, inside = small_run
+    slave = run_image_stream(CapsNetStreamingAccelerator(config=plan.config), plan, images, sdram_inside=False)
+    for name in ("predictions", "sums", "digit_caps", "squared_lengths", "labels", "start_cycles", "total_cycles",
+                 "layer_counters"):
+        np.testing.assert_array_equal(getattr(slave, name), getattr(inside, name), err_msg=name)
+    for name in ("conv1_output", "primary"):
+        np.testing.assert_array_equal(slave.features[name], inside.features[name], err_msg=name)
 
 
 def test_every_step_bit_exact(small_run):
