@@ -40,11 +40,12 @@ def _words(rows, element_bits):
 
 
 class _Ram:
-    """A RAM the engine reads through ``port`` (``{port}__address``, ``read_enable``, ``read_data``)."""
+    """A RAM the engine reads through ``port`` (``{port}__address``, ``read_enable``, ``read_data``), as deep as the
+    port's addresses reach."""
 
-    def __init__(self, dut, port, depth):
-        self.words = [0] * depth
+    def __init__(self, dut, port):
         self._address, self._enable = getattr(dut, f"{port}__address"), getattr(dut, f"{port}__read_enable")
+        self.words = [0] * (1 << len(self._address))      # a last row group's unwritten rows read past the map
         self._data = getattr(dut, f"{port}__read_data")
         self._pending = None
         self._data.value = 0
@@ -77,10 +78,9 @@ async def tiled_layer(dut):
     slab_words = _words(stimulus["slabs"], 8)                            # (blocks, C, kernel words)
     bias_words = _words(stimulus["biases"] & 0xFFFFFFFF, 32)             # (blocks,)
     kernel_words = slab_words.shape[-1]
-    ram = {name: _Ram(dut, name, depth) for name, depth in
-           (("inputs", 2 * in_height), ("weights", 2 * kernel_words), ("biases", blocks))}
-    ram["biases"].words = list(bias_words)
-    staging = np.zeros((2 * slot_words, row_bytes), np.uint8)
+    ram = {name: _Ram(dut, name) for name in ("inputs", "weights", "biases")}
+    ram["biases"].words[:blocks] = list(bias_words)
+    staging = np.zeros((1 << len(dut.outputs__address), row_bytes), np.uint8)
     outputs = np.zeros((kernels, out_height, out_width), np.uint8)
 
     def step_position(step):
