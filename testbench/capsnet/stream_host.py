@@ -28,6 +28,7 @@ class StreamRun:
     start_cycles: np.ndarray      # (N,) the START cycle of each run
     total_cycles: np.ndarray      # (N,)
     layer_counters: np.ndarray    # (N, steps, 4): hw.capsnet.streaming_accelerator.StreamStep x LayerCounter
+    run_wall_seconds: np.ndarray  # (N,) wall time from START to done
     build_seconds: float
     run_seconds: float
     features: dict | None = None  # whole-image runs: {"conv1_output", "primary"}: (N, K, Ho, Wo) int8
@@ -71,7 +72,8 @@ def _simulate(accelerator, step2, *, descriptors, regions, image, input_region, 
         squared_lengths=_field(words, fields["squared_length"])[..., 0],
         labels=_field(words, fields["label"])[:, -1, 0],
         start_cycles=outputs["start_cycles"], total_cycles=outputs["total_cycles"],
-        layer_counters=outputs["layer_counters"], build_seconds=result.build_seconds, run_seconds=result.run_seconds), \
+        layer_counters=outputs["layer_counters"], run_wall_seconds=outputs["run_wall_seconds"],
+        build_seconds=result.build_seconds, run_seconds=result.run_seconds), \
         outputs
 
 
