@@ -70,7 +70,7 @@ class LayerSequencer(DqnBlock):
     pass drains: matrix module latency
     + the last group's writes + 3.  ``models.dqn.timing`` gives every counter.
     FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.  The overlap
-    costs the descriptor register of ``group.layer`` (262 flip-flops for the default configuration), a 1-bit
+    costs the descriptor register of ``group.layer`` (263 flip-flops for the default configuration), a 1-bit
     RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop; the handoff one AND gate.
     """
 

@@ -15,14 +15,13 @@ from amaranth.sim import Simulator
 from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
-from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.models.dqn import plan as plan_module
 from nnaccel.models.dqn.golden import golden_forward
-from nnaccel.models.dqn.handoff import handoff_slack
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import compile_network, layer_shapes, pass_shapes
+from nnaccel.models.dqn.plan import compile_network
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
+from tests.dqn.test_handoff import handoff_slacks
 
 SEED = 4043
 
@@ -221,20 +220,6 @@ def test_a_resnet_like_graph_with_a_strided_shortcut():
     keep = compile_network(dataclasses.replace(config, activation_depth=1024), layers,
                            random_pairs(layers, np.random.default_rng(0)), allocation="keep")
     assert max(plan.activation_words) < max(keep.activation_words) and keep.overwritten == ()
-
-
-def handoff_slacks(plan):
-    """Per pass of ``plan``: the handoff slack (``models.dqn.handoff.handoff_slack``) of the pass after it, as the
-    compiler computed it from the passes and their descriptors' words (None for the last pass)."""
-    config = plan.config
-    shapes = layer_shapes(config, plan.network)
-    passes = [work for shape, layer_mapping in zip(shapes, plan.mapping.layers)
-              for work in pass_shapes(config, shape, layer_mapping)]
-    latency = matrix_module_latency(config.multiplier_latency, config.adder_latency)
-    return [handoff_slack(config, work, after, out_base=layer.descriptor["out_base"],
-                          in_base=following.descriptor["in_base"], in_height=following.descriptor["in_height"],
-                          latency=latency)
-            for work, after, layer, following in zip(passes, passes[1:], plan.layers, plan.layers[1:])] + [None]
 
 
 def test_a_handoff_at_its_tightest_reads_a_word_on_the_cycle_after_its_write():
