@@ -31,8 +31,8 @@ from nnaccel.dse.rtl import area as rtl_area
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import (check_mapping, default_mapping, layer_shapes, pass_shapes, reads_previous,
-                                      with_copy_passes)
+from nnaccel.models.dqn.plan import (check_mapping, default_mapping, layer_shapes, output_offset, pass_handoffs,
+                                      pass_shapes, reads_previous, with_copy_passes)
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
@@ -91,8 +91,10 @@ def pack(cases, *, area=True, one_run=False):
     """``cases``: iterable of ``(DqnConfig, LayerMapping, LayerShape)``, mappings assumed legal; ``area``: also
     the configurations' area (needs the area table).  ``one_run``: the cases are the layers of one network, run in
     order (each pass sets up while the one before drains: the counters the hardware reads back); otherwise every
-    pass is costed as a run of its own (no overlap), so that a layer's cost is the sum of its segments'."""
-    rows, case_hardware, known, expanded = [], [], {}, {}
+    pass is costed as a run of its own (no overlap), so that a layer's cost is the sum of its segments'.  In one run
+    a layer's first pass reads the output of the pass before (a chain), and the compiler's handoffs
+    (``models.dqn.plan.pass_handoffs``) are decided on those tensors' words."""
+    rows, case_hardware, known, expanded, run = [], [], {}, {}, []
     for index, (config, layer_mapping, shape) in enumerate(cases):
         constants = known.get(id(config))      # the config is kept in the entry, so its id stays its own
         if constants is None:
@@ -112,7 +114,15 @@ def pack(cases, *, area=True, one_run=False):
                  work.kernel[0], work.reduce, reads)
                 for work, reads in zip(layer_passes, reads_previous(layer_passes))])
         rows.extend((index, *row) for row in entry[2])
+        if one_run:
+            run.extend((config, work, (work.first_in_channel * shape.in_shape[1], shape.in_shape[1],
+                                       output_offset(work, shape.out_shape, shape.dense)))
+                       for work in pass_shapes(config, shape, layer_mapping))
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
+    passes["handoff"] = np.zeros_like(passes["case"])
+    if run:
+        passes["handoff"][:] = pass_handoffs(run[0][0], [work for _, work, _ in run], passes["reads_previous"],
+                                             [words for *_, words in run])
     per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
     passes.update(zip(_HARDWARE_COLUMNS, per_case[passes["case"]].T))
     areas = dict(zip(("alms", "dsp_blocks", "m10k"), per_case[:, len(_HARDWARE_COLUMNS):].T)) if area else {}
@@ -136,7 +146,8 @@ def evaluate_batch(batch):
     counters = pass_counters(positions_per_group=p["positions_per_group"], count=p["count"], products=p["products"],
                              latency=p["latency"].astype(np.int64), out_channels=p["out_channels"], lanes=lanes,
                              layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
-                             out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"])
+                             out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"],
+                             handoff=p["handoff"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
                          first_column=p["first_column"], out_width=p["out_width"])

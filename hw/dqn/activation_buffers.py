@@ -27,8 +27,10 @@ class ActivationBuffers(DqnBlock):
         The layer's reads: port 0 and port 1 of RAM ``in_ram`` while ``busy``; ``read_data`` is that RAM's port.
     writes0, writes1 : In(BufferPortSignature)
         The layer's writes: port 0 and port 1 of RAM ``out_ram`` while ``busy``.  Port 0 belongs to
-        ``writes0`` (before ``reads0``) and port 1 to ``writes1`` while it writes (before ``reads1``): a reduction
-        layer reads and writes one RAM, reading on port 1 only, and writes on port 1 only after its last read.
+        ``writes0`` while it writes (before ``reads0``) and port 1 to ``writes1`` while it writes (before
+        ``reads1``): a reduction layer reads and writes one RAM, reading on port 1 only, and writes on port 1 only
+        after its last read; a pass handing its last group off writes it on port 1 only while the next pass reads
+        that RAM on port 0.
     host0, host1 : In(HostMemorySignature)
         The host's access to RAM 0 / 1 (through a :class:`~hw.shared.host_memory_bridge.HostMemoryBridge`) on its
         port 0 when the layer neither reads nor writes that RAM (the host control block only accesses memories
@@ -38,8 +40,8 @@ class ActivationBuffers(DqnBlock):
     until the next read of that port); the steering is combinational.
     FPGA: two RAMs of ``activation_word_bits`` x ``activation_depth`` (M20K on Stratix V: 2 x 135 blocks for the
     thesis' 2,688 x 1,024; the second write port costs no RAM: both ports of a true dual-port block) and a 3:1
-    mux per port-0 input and per port-1 input (a 2:1 before the writer used port 1) and an OR of ``writes1``'s
-    enables, in ALMs.
+    mux per port-0 input and per port-1 input (a 2:1 before the writer used port 1) and an OR of each write
+    port's enables, in ALMs.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -60,7 +62,7 @@ class ActivationBuffers(DqnBlock):
             wiring.connect(m, wiring.flipped(host), bridge.host)
             reading = select.busy & (select.in_ram == index)
             writing = select.busy & (select.out_ram == index)
-            with m.If(writing):
+            with m.If(writing & self.writes0.write_enable.any()):
                 _drive(m, ram.a, self.writes0)
             with m.Elif(reading):
                 _drive(m, ram.a, self.reads0)

@@ -62,6 +62,7 @@ def _field_widths(config):
         "step_distance": activation_address,           # words between a reduction's steps (wraps: any distance)
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
+        "handoff": 1,                                  # the next pass reads while the last group is written (port 1)
     }
 
 

@@ -49,9 +49,9 @@ class ResultWriter(DqnBlock):
     group : In(:class:`~hw.dqn.interfaces.ResultGroupSignature`)
         ``group`` (``p0``, ``oy0``, ``ox0``) and ``layer`` (the descriptor: ``out_base``, ``out_height``,
         ``out_width``, ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``,
-        ``position_major``, ``first_position``, ``reduce``, ``last`` are used), stable from the group's last
-        product until ``written`` (Out here: one cycle after the last write; an add's: with its write, and ``group``
-        then names the group being written).
+        ``position_major``, ``first_position``, ``reduce``, ``last``, ``handoff`` are used), stable from the
+        group's last product until ``written`` (Out here: one cycle after the last write; an add's: with its write,
+        and ``group`` then names the group being written).
     output0, output1 : Out(BufferPortSignature of the activation RAMs, one write-enable bit per element)
         The writes on port 0 and port 1 of the output RAM: ``address``, ``write_data`` (row_elements x width),
         ``write_enable`` (all zero = no write); ``read_enable`` is 0.  Both write on one cycle only to different
@@ -66,13 +66,16 @@ class ResultWriter(DqnBlock):
     reduction's groups before its last: ``out_channels`` times the rows, one port); ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
     add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
+    Handoff (the descriptor's ``handoff``, the pass's last group): the writes go one a cycle (``out_channels`` times
+    the rows in image layout) on port 1 alone, port 0 left to the next pass's reads (models/dqn/handoff.py).
     FPGA: a ``modules x lanes x width`` staging register; two crossbars, one per port, each per module a lanes:1
     mux and per row element a modules:1 mux of ``width`` bits, position adders and compares; the packed layouts'
     modules:1 mux of ``lanes x width`` bits; the add's word a 2:1 mux more on port 0's data (the staging register
     as it is); all in ALMs.  The second crossbar is the second port's price: Yosys
     (Cyclone V) maps the writer of 4 x 4 bfloat16 with 32-element rows to 5,248 LUTs (2,279 with one port); for
     16 x 16 binary32 with 84-element rows the area table (dse/rtl/area.py) composes 80,845 LUTs (43,222 with one
-    port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).
+    port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).  The handoff adds a 2:1 mux in
+    front of port 1's address, data and enables (``row_elements x (width + 1)`` bits plus the address) and an AND.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -106,7 +109,19 @@ class ResultWriter(DqnBlock):
         # Both ports write in image layout, in a reduction (it reads the RAM it writes on port 1) only its last
         # group's results: the sequencer reads no more while they are written.
         last_group = group.p0 + group_modules >= layer.positions
-        paired = ~layer.packed_output & (~layer.reduce | last_group)
+        # A pass handing its last group off writes it on port 1 alone, one write a cycle: the next pass reads port 0.
+        handed_off = layer.handoff & last_group
+        paired = ~layer.packed_output & (~layer.reduce | last_group) & ~handed_off
+        # The write of the one-port sequence (port 0, or port 1 when handed off) and the paired second write.
+        single_address, single_data = Signal.like(output0.address), Signal.like(output0.write_data)
+        single_enable = Signal.like(output0.write_enable)
+        paired_address, paired_data = Signal.like(output1.address), Signal.like(output1.write_data)
+        paired_enable = Signal.like(output1.write_enable)
+        m.d.comb += [output0.address.eq(single_address), output0.write_data.eq(single_data),
+                     output0.write_enable.eq(Mux(handed_off, 0, single_enable)),
+                     output1.address.eq(Mux(handed_off, single_address, paired_address)),
+                     output1.write_data.eq(Mux(handed_off, single_data, paired_data)),
+                     output1.write_enable.eq(Mux(handed_off, single_enable, paired_enable))]
         two_rows = group.ox0 + valid_positions > layer.out_width
 
         def advance(lane, block):
@@ -175,16 +190,16 @@ class ResultWriter(DqnBlock):
             with m.State("WRITE"):
                 with m.If(row_add):
                     # The row word and written on one cycle: the writer takes the next group on the next.
-                    m.d.comb += [output0.address.eq(layer.out_base + group.p0 - layer.first_position),
-                                 output0.write_data.eq(add_data), output0.write_enable.eq(add_enable),
+                    m.d.comb += [single_address.eq(layer.out_base + group.p0 - layer.first_position),
+                                 single_data.eq(add_data), single_enable.eq(add_enable),
                                  self.group.written.eq(1)]
                     m.next = "IDLE"
                 with m.Elif(layer.packed_output):
                     m.d.comb += [
-                        output0.address.eq(layer.out_base + Mux(layer.position_major,
-                                                                group.p0 - layer.first_position + packed_position,
-                                                                block)),
-                        output0.write_data.eq(packed_data), output0.write_enable.eq(packed_element_enable),
+                        single_address.eq(layer.out_base + Mux(layer.position_major,
+                                                               group.p0 - layer.first_position + packed_position,
+                                                               block)),
+                        single_data.eq(packed_data), single_enable.eq(packed_element_enable),
                         self.packed.valid.eq(layer.last),
                         self.packed.payload.values.eq(packed_lanes), self.packed.payload.mask.eq(packed_enable),
                         self.packed.payload.base_index.eq(block * lanes),
@@ -197,12 +212,12 @@ class ResultWriter(DqnBlock):
                 with m.Else():
                     row_address = layer.out_base + channel_rows + group.oy0
                     m.d.comb += [
-                        output0.address.eq(row_address + second_row),
-                        output0.write_data.eq(image_data0),
-                        output0.write_enable.eq(image_enable0),
-                        output1.address.eq(row_address + Mux(two_rows, 1, layer.out_height)),
-                        output1.write_data.eq(image_data1),
-                        output1.write_enable.eq(Mux(paired & second_exists, image_enable1, 0)),
+                        single_address.eq(row_address + second_row),
+                        single_data.eq(image_data0),
+                        single_enable.eq(image_enable0),
+                        paired_address.eq(row_address + Mux(two_rows, 1, layer.out_height)),
+                        paired_data.eq(image_data1),
+                        paired_enable.eq(Mux(paired & second_exists, image_enable1, 0)),
                     ]
                     with m.If(paired & ~two_rows):
                         # Channels n and n + 1 written: on to n + 2.

@@ -65,17 +65,20 @@ class LayerSequencer(DqnBlock):
     1``) loads its descriptor and walks its first group while the last group drains through the matrix modules
     and the writer (the writer keeps that pass's descriptor on ``group.layer``, ``select.out_ram`` stays its RAM
     while the group is in flight).  A pass that reads the RAM being written waits before its first read until
-    the group is written (``draining``: those cycles past its walk); a pass that reads the other RAM starts at
-    once, and only its first group's last product may wait (a stall).  The run's last pass drains: matrix module latency
-    + the last group's writes + 3.  A residual add (``reduce`` with ``position_major``: two products per row word)
-    waits for the writer only with its first group: the writer writes an add's word whole with its ``written``, so
-    it takes a group every two cycles, and the add's groups follow one another through the matrix modules and the
-    writer, several in flight (counted; the group port moves on to the next word as each is written).
+    the group is written (``draining``: those cycles past its walk), unless that pass has the ``handoff`` bit (its
+    last group written on port 1 alone while this pass reads on port 0: models/dqn/handoff.py); a pass that reads
+    the other RAM starts at once, and only its first group's last product may wait (a stall).  The run's last pass
+    drains: matrix module latency + the last group's writes + 3.  A residual add (``reduce`` with
+    ``position_major``: two products per row word) waits for the writer only with its first group: the writer
+    writes an add's word whole with its ``written``, so it takes a group every two cycles, and the add's groups
+    follow one another through the matrix modules and the writer, several in flight (counted; the group port moves
+    on to the next word as each is written).  An add neither gives nor takes a handoff.
     ``models.dqn.timing`` gives every counter.
     FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.  The overlap
-    costs the descriptor register of ``group.layer`` (262 flip-flops for the default configuration), a 1-bit
-    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop; the add's pipelining a 4-bit count of the
-    groups in flight, a 20-bit incrementer of the group port's ``p0`` and a compare with ``first_position``.
+    costs the descriptor register of ``group.layer`` (263 flip-flops for the default configuration), a 1-bit
+    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop; the handoff one AND gate; the add's
+    pipelining a 4-bit count of the groups in flight, a 20-bit incrementer of the group port's ``p0`` and a compare
+    with ``first_position``.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -198,8 +201,9 @@ class LayerSequencer(DqnBlock):
             with m.State("PRIME"):
                 m.d.comb += run.busy.eq(1)
                 # The previous pass's last group may still be written: a pass that reads the RAM it writes waits
-                # (a read of a word still to come, and port 0 is the writer's); another RAM is read at once.
-                writer_busy = in_flight & (self.group.layer.out_ram == layer.in_ram)
+                # (a read of a word still to come, and port 0 is the writer's) unless that pass hands the group off
+                # (written on port 1 alone; the compiler proved the reads safe); another RAM is read at once.
+                writer_busy = in_flight & (self.group.layer.out_ram == layer.in_ram) & ~self.group.layer.handoff
                 m.d.comb += run.events.draining.eq(taps_ready & writer_busy)
                 with m.If(taps_ready & ~writer_busy):
                     read_rows(next_row, 0, 0)

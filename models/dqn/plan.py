@@ -58,6 +58,7 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.models.dqn.handoff import handoff_safe
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
@@ -65,7 +66,8 @@ from nnaccel.models.shared.float_arith import from_binary32
 
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "ALLOCATION_MODES",
            "compile_network", "assign_rams", "with_copy_passes",
-           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "reads_previous", "check_mapping",
+           "check_config", "layer_shapes", "pass_shapes", "pass_timing", "pass_handoffs", "output_offset",
+           "reads_previous", "check_mapping",
            "check_segment", "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note",
            "network_weights",
            "pack_image", "unpack_image"]
@@ -610,10 +612,11 @@ def reads_previous(passes):
             for index, work in enumerate(passes)]
 
 
-def pass_timing(config, passes, reads=None):
+def pass_timing(config, passes, reads=None, handoffs=None):
     """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape, one run in the order it runs) on
     ``config``: int64 arrays.  ``reads``: per pass whether it reads the activation RAM the pass before it writes (the
-    sequencer compares the two RAMs); by default :func:`reads_previous`, a chain's answer."""
+    sequencer compares the two RAMs); by default :func:`reads_previous`, a chain's answer.  ``handoffs``: per pass
+    whether it hands its last group off to the next (:func:`pass_handoffs`); by default none."""
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
@@ -624,7 +627,24 @@ def pass_timing(config, passes, reads=None):
                          layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
                          first_column=column(lambda work: work.first[1]),
                          out_width=column(lambda work: work.grid[1]), run=0,
-                         reads_previous=reads_previous(passes) if reads is None else reads)
+                         reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs)
+
+
+def pass_handoffs(config, passes, reads, words):
+    """Per pass of a run (PassShape, in order): whether it hands its last group off to the next pass
+    (:mod:`models.dqn.handoff`): where that is safe and the next pass's predicted cycles are fewer for it.
+    ``reads`` as :func:`pass_timing`; ``words``: per pass ``(in_base, in_height, out_base)``, its input's word and
+    rows per channel and its output's word (absolute, or relative to one tensor where a pass reads the one before)."""
+    latency = matrix_module_latency(config.multiplier_latency, config.adder_latency)
+    candidates = [index + 1 < len(passes) and bool(reads[index + 1]) and handoff_safe(
+        config, work, passes[index + 1], out_base=words[index][2], in_base=words[index + 1][0],
+        in_height=words[index + 1][1], latency=latency) for index, work in enumerate(passes)]
+    if not any(candidates):
+        return [False] * len(passes)
+    alone = pass_timing(config, passes, reads)["cycles"]
+    handed = pass_timing(config, passes, reads, candidates)["cycles"]
+    return [candidate and bool(handed[index + 1] < alone[index + 1])
+            for index, candidate in enumerate(candidates)]
 
 
 # ---- Mappings: the hardware's constraints and the default ------------------------------------------------------
@@ -1008,18 +1028,20 @@ def _pass_weights(config, work, kernel, bias):
     return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
 
 
+def output_offset(work, out_shape, packed):
+    """The word of a pass's output in its layer's output tensor (``out_shape``, ``packed`` or not): a channel tile
+    writes its slice (channel n of the tile is channel first_channel + n); partial sums are a tensor of their own."""
+    if work.layout == "position_major":
+        return 0
+    return work.first_channel // out_shape[2] if packed else work.first_channel * out_shape[1]
+
+
 def _descriptor(config, work, source, output, weight_base, last, addend):
     """The descriptor of a pass; ``addend``: an add's second addend (the first is ``source``)."""
     first_position = work.first_position
     step_distance = {"add": (addend.base - source.base) % config.activation_depth if addend else 0, "sum": 1}.get(
         work.kind, 0)
-    # A word per position (partial sums; an add's row words, which the writer writes whole) or a channel tile's
-    # slice of the layer's output: channel n of the tile is channel first_channel + n.
-    position_major = work.layout in ("position_major", "row_words")
-    if output.packed and not position_major:
-        out_base = output.base + work.first_channel // output.shape[2]
-    else:
-        out_base = output.base + (0 if position_major else work.first_channel * output.shape[1])
+    out_base = output.base + output_offset(work, output.shape, output.packed)
     return dict(
         in_ram=source.ram, in_base=source.base, in_channels=work.in_channels, in_height=source.shape[1],
         in_width=source.shape[2], kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride_y=work.stride[0],
@@ -1029,8 +1051,8 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
         first_column=work.first[1] * work.stride[1], column_blocks_log2=work.column_blocks.bit_length() - 1,
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
         out_base=out_base, packed_output=int(work.layout != "image"),
-        position_major=int(position_major), reduce=int(work.reduce), step_distance=step_distance,
-        relu=int(work.relu), last=int(last))
+        position_major=int(work.layout in ("position_major", "row_words")), reduce=int(work.reduce),
+        step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0)
 
 
 def _real_macs(work, in_shape, inputs_per_output):
@@ -1125,9 +1147,8 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
     # pass's writes is decided by the RAMs, as the sequencer decides it.
     reads = [index == 0 or tensors[source].ram == tensors[placed[index - 1][2]].ram
              for index, (_, source, _, _) in enumerate(placed)]
-    timing = pass_timing(config, [work for work, *_ in placed], reads)
 
-    planned, rows, weight_base, shared = [], [], 0, {}
+    described_passes, rows, weight_base, shared = [], [], 0, {}
     for index, (work, source_name, output_name, addend_name) in enumerate(placed):
         shape = shapes_by_name[work.layer]
         source, output = tensors[source_name], tensors[output_name]
@@ -1148,6 +1169,14 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
                 shared[key] = base
         addend = tensors[addend_name] if addend_name is not None else None
         descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addend)
+        described_passes.append((work, shape, source, output, weight_words, descriptor))
+    works = [work for work, *_ in placed]
+    handoffs = pass_handoffs(config, works, reads, [(descriptor["in_base"], descriptor["in_height"],
+                                                     descriptor["out_base"]) for *_, descriptor in described_passes])
+    timing = pass_timing(config, works, reads, handoffs)
+    planned = []
+    for index, (work, shape, source, output, weight_words, descriptor) in enumerate(described_passes):
+        descriptor["handoff"] = int(handoffs[index])
         try:
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:

@@ -33,7 +33,11 @@ first product).  Counted from the pass's first cycle:
   A pass that reads the RAM the previous one writes waits for those writes (on both ports) before its first
   read: its set-up is ``3 + max(k_0, L + W')`` and the ``max(0, L + W' - k_0)`` cycles past its walk are its
   drain cycles.  A pass that reads the other RAM sets up in ``3 + k_0``; its first group's last product waits
-  for the writes (``b_0 >= f_0 + L + W' - 1 - k_0``, stall cycles).  A pass's counters run from its first cycle
+  for the writes (``b_0 >= f_0 + L + W' - 1 - k_0``, stall cycles).  A *handoff* (a descriptor bit the compiler
+  sets, :func:`models.dqn.plan.pass_handoffs`) lets a pass read the RAM its predecessor writes without waiting:
+  the predecessor writes its last group on port 1 alone, one write a cycle (``W'`` = its row writes), while the
+  pass reads on port 0; it then sets up in ``3 + k_0`` like a pass that reads the other RAM, with the same
+  earliest last product.  A pass's counters run from its first cycle
   to its last product (to its drain's end for the run's last pass), so the passes' cycles add up to TOTAL_CYCLES.
 
 :func:`pass_writes` counts the writer's row writes of a whole pass (closed form: the groups that cross an output
@@ -120,7 +124,7 @@ def _two_row_groups(P, count, groups, first_column, out_width):
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
-                  first_column, out_width, run=None, reads_previous=None):
+                  first_column, out_width, run=None, reads_previous=None, handoff=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -129,7 +133,8 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     writes, a reduction or an add: its groups before the last write on one port), ``first_column``: the output
     column of the pass's first position, ``out_width``: the output grid's width.  ``run``: which run each pass
     belongs to (the passes of a run consecutive, in the order they run; by default every pass is a run of its
-    own) and ``reads_previous``: the pass reads the activation RAM the pass before it writes (default: every pass).
+    own) and ``reads_previous``: the pass reads the activation RAM the pass before it writes (default: every pass);
+    ``handoff``: the pass hands its last group over to the next pass (default: none), which then does not wait.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1``, ``t_g`` a group's tap stall and ``s_g`` its last product's stall, the
@@ -144,6 +149,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     span = products - 1                       # a group's first product to its last
     run = np.arange(n.size) if run is None else np.broadcast_to(np.asarray(run, np.int64), shape).ravel()
     reads_previous = np.broadcast_to(np.asarray(1 if reads_previous is None else reads_previous), shape).ravel()
+    handoff = np.broadcast_to(np.asarray(0 if handoff is None else handoff), shape).ravel() != 0
     groups = -(-n // P)
     last_valid = n - (groups - 1) * P
     blocks = -(-out_channels // lanes)
@@ -155,18 +161,20 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
                               _word_write_cycles(layout, blocks, P))
     two_row_writes = np.where(paired, _image_write_cycles(out_channels, 2), 2 * out_channels)
     last_rows = 1 + last_two_rows
-    # The last group is written on both ports in image layout, a reduction's too (its reads are over).
-    last_writes = np.where(image, _image_write_cycles(out_channels, last_rows),
+    # The last group is written on both ports in image layout, a reduction's too (its reads are over); handed
+    # off, on port 1 alone, one write a cycle.
+    last_writes = np.where(image, np.where(handoff, out_channels * last_rows,
+                                           _image_write_cycles(out_channels, last_rows)),
                            _word_write_cycles(layout, blocks, last_valid))
     # Within a run: a pass sets up while the one before drains (its last group's results, L + W cycles after its
-    # last product, W on both ports); it waits for those writes before its first read if it reads that RAM,
-    # otherwise only its first group's last product may wait (b_0 = f_0 + span, no earlier than
-    # f_0 + L + W - 1 - k_0).
+    # last product, W on both ports); it waits for those writes before its first read if it reads that RAM and the
+    # pass before does not hand its last group off, otherwise only its first group's last product may wait
+    # (b_0 = f_0 + span, no earlier than f_0 + L + W - 1 - k_0).
     follows = np.concatenate([[False], run[1:] == run[:-1]])
     ends = np.concatenate([run[1:] != run[:-1], [True]])
     walk = np.minimum(P, n)
     previous_drain = latency + np.concatenate([[0], last_writes[:-1]])
-    waits = follows & (reads_previous != 0)
+    waits = follows & (reads_previous != 0) & ~np.concatenate([[False], handoff[:-1]])
     wait = np.where(waits, np.maximum(0, previous_drain - walk), 0)
     earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0)
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.

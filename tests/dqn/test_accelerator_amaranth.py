@@ -15,12 +15,14 @@ from amaranth.sim import Simulator
 from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
+from nnaccel.models.dqn import plan as plan_module
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network, default_mapping
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
+from tests.dqn.test_handoff import handoff_slacks
 
 SEED = 4043
 
@@ -232,3 +234,31 @@ def test_a_resnet_like_graph_with_a_strided_shortcut():
     keep = compile_network(dataclasses.replace(config, activation_depth=1024), layers,
                            random_pairs(layers, np.random.default_rng(0)), allocation="keep")
     assert max(plan.activation_words) < max(keep.activation_words) and keep.overwritten == ()
+
+
+def test_a_handoff_at_its_tightest_reads_a_word_on_the_cycle_after_its_write():
+    """A dense layer of 16 outputs in two tiles of 8, then a dense layer reading them: the second tile hands its
+    last group off (written on port 1 while the next pass reads port 0, no wait), and the next pass reads the word
+    of outputs 8..11 on the cycle after the writer writes it (slack 0): bit-exact, every counter as predicted."""
+    layers = (DenseLayer("a", 4, 16), DenseLayer("b", 16, 3, relu=False))
+    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 9)
+    assert [layer.descriptor["handoff"] for layer in plan.layers] == [0, 1, 0]
+    assert handoff_slacks(plan)[1] == 0
+
+
+def test_a_read_one_cycle_before_the_write_reads_the_old_word(monkeypatch):
+    """The negative control of the rule: a 1 x 2 x 2 -> 2 x 3 x 3 convolution whose dense successor reads a word
+    on the very cycle the writer writes it (slack -1, so the compiler refuses the handoff).  Forced to hand off
+    anyway, the RTL reads the word as it was before the write and the outputs differ from the golden model."""
+    layers = (ConvLayer("c", 1, 4, 2, 2, 1, relu=False), DenseLayer("d", 2 * 3 * 3, 3, relu=False))
+    rng = np.random.default_rng(SEED + 10)
+    pairs = random_pairs(layers, rng)
+    honest = compile_network(REDUCED_CONFIG, layers, pairs)
+    assert [layer.descriptor["handoff"] for layer in honest.layers] == [0, 0] and handoff_slacks(honest)[0] == -1
+    monkeypatch.setattr(plan_module, "handoff_safe", lambda *arguments, **words: True)
+    forced = compile_network(REDUCED_CONFIG, layers, pairs)
+    assert [layer.descriptor["handoff"] for layer in forced.layers] == [1, 0]
+    state = rng.standard_normal(forced.input.shape).astype(np.float32)
+    observed = run_inference(forced, state)
+    assert observed["total"] == forced.estimated_cycles < honest.estimated_cycles
+    assert not np.array_equal(forced.output_values(observed["outputs"]), golden_forward(forced, state).q_values)
