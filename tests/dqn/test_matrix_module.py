@@ -180,13 +180,19 @@ def test_three_partials_odd_reduction_tree():
                idle_seed=5)
 
 
-@pytest.mark.parametrize(("multiplier_latency", "adder_latency"), [(2, 2), (1, 3)])
-def test_max_mode(multiplier_latency, adder_latency):
+@pytest.mark.parametrize(("fmt", "multiplier_latency", "adder_latency"), [
+    (BINARY32, 2, 2),
+    pytest.param(BINARY32, 1, 3, marks=pytest.mark.extended),
+    pytest.param(BINARY16, 2, 2, marks=pytest.mark.extended),
+    pytest.param(BFLOAT16, 2, 2, marks=pytest.mark.extended),
+])
+def test_max_mode(fmt, multiplier_latency, adder_latency):
     """The max mode (max pooling): sums and maxima back to back, counts around the partials, specials in the
     vectors, with and without idle cycles; the tree of three partials carries a value."""
     counts = [1, 2, 3, 4, 5, 9, 255] + MIXED_COUNTS
     maximums = [(index // 2) % 2 for index in range(len(counts))]   # each combination of ReLU and max mode
-    module = MatrixModule(lanes=4, multiplier_latency=multiplier_latency, adder_latency=adder_latency, maximum=True)
+    module = MatrixModule(lanes=4, fmt=fmt, multiplier_latency=multiplier_latency, adder_latency=adder_latency,
+                          maximum=True)
     run_stream(module, counts, relu_pattern(len(counts)), maximums=maximums)
     run_stream(module, counts, relu_pattern(len(counts)), maximums=maximums[::-1], idle_seed=7)
 

@@ -67,7 +67,8 @@ def test_random(fmt):
     check_against_model(FloatMaximum(fmt=fmt), "result", partial(float_max, fmt), a, b)
 
 
-@pytest.mark.parametrize("latency", [0, 3], ids=lambda latency: f"latency{latency}")
+@pytest.mark.parametrize("latency", [0, pytest.param(3, marks=pytest.mark.extended)],
+                         ids=lambda latency: f"latency{latency}")
 def test_latency_with_idle_cycles(latency):
     a, b = random_maximum_operands(BINARY32, 2_000, SEED + 1)
     check_against_model(FloatMaximum(fmt=BINARY32, latency=latency), "result", partial(float_max, BINARY32), a, b,
@@ -78,8 +79,8 @@ def test_module_name():
     assert FloatMaximum(fmt=BFLOAT16, latency=1).module_name == "float_maximum_bfloat16_l1"
 
 
-@pytest.mark.parametrize("latency", [0, 2], ids=lambda latency: f"latency{latency}")
-@pytest.mark.parametrize("fmt", [BINARY32, BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)
+@pytest.mark.parametrize(("fmt", "latency"), [(BINARY32, 0), (BINARY32, 2), (BINARY16, 2), (BFLOAT16, 2)],
+                         ids=lambda value: getattr(value, "name", f"latency{value}"))
 def test_lint(fmt, latency):
     unit = FloatMaximum(fmt=fmt, latency=latency)
     assert lint_verilog(unit, unit.module_name) == []
