@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """FloatMaximum on Verilator: directed cases (signed zeros, NaNs, infinities, subnormals) independent of any model,
 edge-biased random operands of every format against ``models.shared.float_arith.float_max``, latency with idle
 cycles, lint."""
