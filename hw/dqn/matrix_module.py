@@ -104,8 +104,10 @@ class MatrixModule(wiring.Component):
     maximum of each pair.  A max-pooling pass feeds ``scalar = 1.0``, so the products are the vector's elements
     (``1.0 * x = x`` exactly; a NaN becomes the canonical NaN, which the maximum returns anyway), and seeds
     ``-inf`` (or a window's element).  Maximum rule (``models.shared.float_arith.float_max``): a NaN wins as the
-    canonical NaN; ``+0`` beats ``-0``.  The price: per lane ``P`` maximum units (comparator and mux) and a
-    result mux per adder.
+    canonical NaN; ``+0`` beats ``-0``.  The price: per lane ``P`` maximum units (comparator and mux, with
+    their ``La`` register stages) and a result mux per adder: Yosys (Cyclone V, ``sim.fpga.synth.estimate``)
+    puts a 16-lane binary32 module at 26,927 ALMs with the max mode and 22,116 without (+22 %; one maximum unit
+    105 ALMs, one adder 485).
 
     Pipeline: drain while the next accumulation starts
     --------------------------------------------------
