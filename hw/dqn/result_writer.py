@@ -35,7 +35,10 @@ class ResultWriter(DqnBlock):
     element 0 and the lanes written).  Position-major layout (``packed_output`` and ``position_major``; partial
     sums for a reduction layer): one write per valid position ``q`` and column block ``b`` (port 0): word
     ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the lanes of module
-    ``(q << log2 C) | b``.
+    ``(q << log2 C) | b``.  A residual add (``reduce`` and ``position_major``: one position per group, ``C =
+    modules``) writes its row word whole on port 0 in one cycle: word ``out_base + p0 - first_position``, element
+    ``e`` = lane ``e % lanes`` of module ``e // lanes``, enabled for ``e < out_channels`` (the row's width); no
+    ``packed`` beat (an add is never a network's last layer).
 
     Ports
     -----
@@ -47,7 +50,8 @@ class ResultWriter(DqnBlock):
         ``group`` (``p0``, ``oy0``, ``ox0``) and ``layer`` (the descriptor: ``out_base``, ``out_height``,
         ``out_width``, ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``,
         ``position_major``, ``first_position``, ``reduce``, ``last`` are used), stable from the group's last
-        product until ``written`` (Out here: one cycle after the last write).
+        product until ``written`` (Out here: one cycle after the last write; an add's: with its write, and ``group``
+        then names the group being written).
     output0, output1 : Out(BufferPortSignature of the activation RAMs, one write-enable bit per element)
         The writes on port 0 and port 1 of the output RAM: ``address``, ``write_data`` (row_elements x width),
         ``write_enable`` (all zero = no write); ``read_enable`` is 0.  Both write on one cycle only to different
@@ -60,10 +64,12 @@ class ResultWriter(DqnBlock):
     Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); ``ceil(out_channels / lanes)`` (packed), that times
-    the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``).
+    the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
+    add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
     FPGA: a ``modules x lanes x width`` staging register; two crossbars, one per port, each per module a lanes:1
     mux and per row element a modules:1 mux of ``width`` bits, position adders and compares; the packed layouts'
-    modules:1 mux of ``lanes x width`` bits; all in ALMs.  The second crossbar is the second port's price: Yosys
+    modules:1 mux of ``lanes x width`` bits; the add's word a 2:1 mux more on port 0's data (the staging register
+    as it is); all in ALMs.  The second crossbar is the second port's price: Yosys
     (Cyclone V) maps the writer of 4 x 4 bfloat16 with 32-element rows to 5,248 LUTs (2,279 with one port); for
     16 x 16 binary32 with 84-element rows the area table (dse/rtl/area.py) composes 80,845 LUTs (43,222 with one
     port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).
@@ -147,6 +153,13 @@ class ResultWriter(DqnBlock):
         packed_element_enable = Cat((e // lanes == element_block) & packed_enable[e % lanes]
                                     for e in range(config.row_elements))
 
+        # ---- A residual add (a reduction, position-major): module m's lanes are elements m*lanes .. of the one
+        # row word of the group, written whole in one cycle
+        row_add = layer.reduce & layer.position_major
+        add_elements = min(config.row_elements, modules * lanes)
+        add_data = staging[:add_elements * width]
+        add_enable = Cat(element < layer.out_channels for element in range(add_elements))
+
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.results[0].valid):
@@ -160,7 +173,13 @@ class ResultWriter(DqnBlock):
                     ]
                     m.next = "WRITE"
             with m.State("WRITE"):
-                with m.If(layer.packed_output):
+                with m.If(row_add):
+                    # The row word and written on one cycle: the writer takes the next group on the next.
+                    m.d.comb += [output0.address.eq(layer.out_base + group.p0 - layer.first_position),
+                                 output0.write_data.eq(add_data), output0.write_enable.eq(add_enable),
+                                 self.group.written.eq(1)]
+                    m.next = "IDLE"
+                with m.Elif(layer.packed_output):
                     m.d.comb += [
                         output0.address.eq(layer.out_base + Mux(layer.position_major,
                                                                 group.p0 - layer.first_position + packed_position,

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, tap_columns
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
+from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.run_control import RunSignature
 
 __all__ = ["LayerSequencer"]
@@ -66,10 +67,15 @@ class LayerSequencer(DqnBlock):
     while the group is in flight).  A pass that reads the RAM being written waits before its first read until
     the group is written (``draining``: those cycles past its walk); a pass that reads the other RAM starts at
     once, and only its first group's last product may wait (a stall).  The run's last pass drains: matrix module latency
-    + the last group's writes + 3.  ``models.dqn.timing`` gives every counter.
+    + the last group's writes + 3.  A residual add (``reduce`` with ``position_major``: two products per row word)
+    waits for the writer only with its first group: the writer writes an add's word whole with its ``written``, so
+    it takes a group every two cycles, and the add's groups follow one another through the matrix modules and the
+    writer, several in flight (counted; the group port moves on to the next word as each is written).
+    ``models.dqn.timing`` gives every counter.
     FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.  The overlap
     costs the descriptor register of ``group.layer`` (262 flip-flops for the default configuration), a 1-bit
-    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop.
+    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop; the add's pipelining a 4-bit count of the
+    groups in flight, a 20-bit incrementer of the group port's ``p0`` and a compare with ``first_position``.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -136,7 +142,13 @@ class LayerSequencer(DqnBlock):
         channel_base = Signal.like(feeder.row_address0)            # channel * in_height
         product = Signal.like(layer.products)                    # k within the group
         reduce_address = Signal.like(feeder.row_address1)        # a reduction's next word
-        in_flight = Signal()                                     # a group's results not yet written
+        # Groups whose last product is issued and whose results are not yet written: at most one, except in an
+        # add (below), whose groups follow one another through the matrix modules and the writer.
+        in_flight_groups = Signal(range(matrix_module_latency(config.multiplier_latency, config.adder_latency) + 4))
+        in_flight = Signal()
+        group_issued = Signal()                                  # a group's last product issued this cycle
+        m.d.comb += in_flight.eq(in_flight_groups != 0)
+        m.d.sync += in_flight_groups.eq(in_flight_groups + group_issued - self.group.written)
         current_group = Signal.like(self.group.group)            # the group taking products
         last_group = Signal()
         layer_count = Signal.like(run.layer_count)
@@ -153,8 +165,10 @@ class LayerSequencer(DqnBlock):
                          feeder.row_zero1.eq((second_row < 0) | (second_row >= layer.in_height)),
                          feeder.row_read.eq(1)]
 
-        with m.If(self.group.written):
-            m.d.sync += in_flight.eq(0)
+        # An add's groups in flight are consecutive row words: when one is written and another is in flight, the
+        # group port moves on to the next word (the writer writes the group on the port).
+        with m.If(self.group.written & (in_flight_groups > 1)):
+            m.d.sync += self.group.group.p0.eq(self.group.group.p0 + 1)
         # The RAM the running pass reads, one cycle late: a pass's last word read reaches the feeder on the cycle
         # after it (a reduction's vector), when the next pass may already be the current one; the next pass reads
         # no earlier than two cycles later (PRIME).
@@ -205,7 +219,10 @@ class LayerSequencer(DqnBlock):
                                  issuing_last.eq(next_p0 + group_size >= layer.positions)]
                 with m.Else():
                     m.d.comb += [issuing_group.eq(current_group), issuing_last.eq(last_group)]
-                with m.If((first_product & ~taps_ready) | (last_product & in_flight)):
+                # A residual add (a reduction with position-major output: two products per row word) after its
+                # first group does not wait for the writer, which takes an add's row word every two cycles.
+                pipelined = layer.reduce & layer.position_major & (issuing_group.p0 != layer.first_position)
+                with m.If((first_product & ~taps_ready) | (last_product & in_flight & ~pipelined)):
                     # The taps are not ready, or the previous group is still being written when this group's
                     # results would follow it.
                     m.d.comb += stall.eq(1)
@@ -256,9 +273,13 @@ class LayerSequencer(DqnBlock):
                     with m.If(last_product):
                         # The group's results reach the writer after the matrix modules' latency; its position
                         # and layer stay on the group ports until then (the next group's last product waits
-                        # for in_flight).
-                        m.d.sync += [in_flight.eq(1), product.eq(0), self.group.group.eq(issuing_group),
-                                     self.group.layer.eq(layer)]
+                        # for in_flight, except an add's, whose groups the port follows as they are written).
+                        m.d.comb += group_issued.eq(1)
+                        m.d.sync += [product.eq(0), self.group.layer.eq(layer)]
+                        with m.If(in_flight_groups == self.group.written):
+                            # No other group in flight: the port takes this one (an add's later groups follow
+                            # through the port as they are written, above).
+                            m.d.sync += self.group.group.eq(issuing_group)
                         with m.If(issuing_last & (run.layer_index + 1 == layer_count)):
                             m.next = "DRAIN"
                         with m.Elif(issuing_last):

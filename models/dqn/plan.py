@@ -509,12 +509,12 @@ class PassShape(NamedTuple):
 
     ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
     group position), "sum" (their reduction with the bias) or "add" (a residual add: one row word per position,
-    ``in_channels`` = the 2 addends).  ``grid`` and ``first`` are the output grid the
-    pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the channels read (a reduction: the
-    partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top, left)`` (the bottom and right
-    borders follow from the input's size); ``first_channel`` is the first output channel of the pass's channel
-    tile (``out_channels`` from there on); ``first_in_channel`` the first input channel it reads (a grouped
-    convolution's tile reads ``in_channels`` channels from there on)."""
+    ``in_channels`` = the 2 addends, layout "row_words": position-major, each word written whole).  ``grid`` and
+    ``first`` are the output grid the pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the
+    channels read (a reduction: the partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top,
+    left)`` (the bottom and right borders follow from the input's size); ``first_channel`` is the first output
+    channel of the pass's channel tile (``out_channels`` from there on); ``first_in_channel`` the first input
+    channel it reads (a grouped convolution's tile reads ``in_channels`` channels from there on)."""
 
     name: str
     layer: str
@@ -569,7 +569,7 @@ def pass_shapes(config, shape, layer_mapping):
                           f"{shape.name} {segment.first}..{segment.last}", layer=shape.name, kind="add",
                           segment=segment, in_channels=2, kernel=(1, 1), stride=(1, 1), padding=(0, 0), grid=grid,
                           first=(segment.first, 0), count=segment.count, column_blocks=segment.column_blocks,
-                          first_channel=0, out_channels=shape.out_channels, layout="position_major", relu=shape.relu)
+                          first_channel=0, out_channels=shape.out_channels, layout="row_words", relu=shape.relu)
                 for segment in layer_mapping.segments]
     passes, named = [], set()
     for segment in layer_mapping.segments:
@@ -1013,11 +1013,13 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
     first_position = work.first_position
     step_distance = {"add": (addend.base - source.base) % config.activation_depth if addend else 0, "sum": 1}.get(
         work.kind, 0)
-    # A channel tile writes its slice of the layer's output: channel n of the tile is channel first_channel + n.
-    if output.packed and not work.layout == "position_major":
+    # A word per position (partial sums; an add's row words, which the writer writes whole) or a channel tile's
+    # slice of the layer's output: channel n of the tile is channel first_channel + n.
+    position_major = work.layout in ("position_major", "row_words")
+    if output.packed and not position_major:
         out_base = output.base + work.first_channel // output.shape[2]
     else:
-        out_base = output.base + (0 if work.layout == "position_major" else work.first_channel * output.shape[1])
+        out_base = output.base + (0 if position_major else work.first_channel * output.shape[1])
     return dict(
         in_ram=source.ram, in_base=source.base, in_channels=work.in_channels, in_height=source.shape[1],
         in_width=source.shape[2], kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride_y=work.stride[0],
@@ -1027,7 +1029,7 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
         first_column=work.first[1] * work.stride[1], column_blocks_log2=work.column_blocks.bit_length() - 1,
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
         out_base=out_base, packed_output=int(work.layout != "image"),
-        position_major=int(work.layout == "position_major"), reduce=int(work.reduce), step_distance=step_distance,
+        position_major=int(position_major), reduce=int(work.reduce), step_distance=step_distance,
         relu=int(work.relu), last=int(last))
 
 

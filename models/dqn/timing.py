@@ -22,6 +22,10 @@ first product).  Counted from the pass's first cycle:
   of the output RAM: ``out_channels`` cycles on two rows, ``ceil(out_channels / 2)`` on one), except in a
   reduction's groups before its last (it reads the RAM it writes on port 1: one write a cycle); one write per
   channel block (packed), or one per channel block and position (position-major), one a cycle;
+* a residual add (layout :data:`ROW_WORDS`: two products per row word, one group per word) writes a group's word
+  whole on the cycle the writer says done (``W = 0``: written ``L + 2`` cycles after its last product), and its
+  groups after its first do not wait for the writer, which takes an add's word every two cycles: for them
+  ``b_g = max(f_g + 1, b_{g-1} + 2)``, two cycles per word;
 * the drain: ``L + W_{G-1} + 3`` cycles after the last product (results out of the matrix modules, the
   last group's writes, the writer's done, the sequencer's next state), paid only by a run's last pass;
 * a run's later passes start on the cycle after the previous pass's last product ``b'`` and set up while
@@ -45,10 +49,33 @@ closed form (:func:`pass_counters`); passes where both can happen are evaluated 
 
 import numpy as np
 
-__all__ = ["IMAGE", "PACKED", "POSITION_MAJOR", "LAYOUTS", "pass_counters", "pass_writes"]
+__all__ = ["IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "LAYOUTS", "pass_counters", "pass_writes"]
 
-IMAGE, PACKED, POSITION_MAJOR = 0, 1, 2
-LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR}
+# ROW_WORDS: a residual add's output, one row word per position (group), written whole in one cycle; the add's
+# groups after its first do not wait for the writer.
+IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS = 0, 1, 2, 3
+LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR, "row_words": ROW_WORDS}
+
+# A residual add's groups: the writer takes one every two cycles (capture, then the word's write with its done).
+ROW_WORDS_GAP = 2
+
+
+def _word_writes(layout, blocks, valid):
+    """Write cycles of a group of ``valid`` positions in a layout other than the image: one per channel block
+    (packed), per block and position (position-major), per position (row words)."""
+    return np.where(layout == POSITION_MAJOR, blocks * valid, np.where(layout == ROW_WORDS, valid, blocks))
+
+
+def _word_write_cycles(layout, blocks, valid):
+    """``W`` of such a group in the timing: its write cycles before the writer's done, except an add's word, written
+    on the cycle the writer says done (``W = 0``: the group is written ``L + 2`` cycles after its last product)."""
+    return np.where(layout == ROW_WORDS, 0, _word_writes(layout, blocks, valid))
+
+
+def _writer_gap(layout, latency, writes):
+    """The fewest cycles from a group's last product to the next group's: the previous group must be written
+    (``L + W + 3``), except in an add, whose writer keeps pace with its groups (:data:`ROW_WORDS_GAP`)."""
+    return np.where(layout == ROW_WORDS, ROW_WORDS_GAP, latency + writes + 3)
 
 
 def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
@@ -56,15 +83,17 @@ def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
     ``first_column`` of an output grid ``out_width`` wide."""
     blocks = -(-out_channels // lanes)
     rows = 1 + (first_column + valid > out_width)
-    return np.where(layout == IMAGE, out_channels * rows, np.where(layout == POSITION_MAJOR, blocks * valid, blocks))
+    return np.where(layout == IMAGE, out_channels * rows, _word_writes(layout, blocks, valid))
 
 
 def _group_write_cycles(layout, reduce, out_channels, lanes, valid, first_column, out_width):
     """``W_g`` of a group before a pass's last: the result writer's cycles of writes for the group of
-    :func:`_group_writes`; an image-layout group of a pass that is not a reduction writes two rows a cycle."""
+    :func:`_group_writes`; an image-layout group of a pass that is not a reduction writes two rows a cycle, an
+    add's word is written with the writer's done (:func:`_word_write_cycles`)."""
     rows = 1 + (first_column + valid > out_width)
     return np.where(_paired(layout, reduce), _image_write_cycles(out_channels, rows),
-                    _group_writes(layout, out_channels, lanes, valid, first_column, out_width))
+                    np.where(layout == IMAGE, out_channels * rows,
+                             _word_write_cycles(layout, -(-out_channels // lanes), valid)))
 
 
 def _paired(layout, reduce):
@@ -95,8 +124,8 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
-    group, ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout``
-    (:data:`IMAGE`, :data:`PACKED` or :data:`POSITION_MAJOR`), ``reduce`` (1: the pass reads the RAM it
+    group, ``latency`` of the matrix modules, ``out_channels``, ``lanes``, ``layout`` (:data:`IMAGE`,
+    :data:`PACKED`, :data:`POSITION_MAJOR` or :data:`ROW_WORDS`), ``reduce`` (1: the pass reads the RAM it
     writes, a reduction or an add: its groups before the last write on one port), ``first_column``: the output
     column of the pass's first position, ``out_width``: the output grid's width.  ``run``: which run each pass
     belongs to (the passes of a run consecutive, in the order they run; by default every pass is a run of its
@@ -123,12 +152,12 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     paired = _paired(layout, reduce)
     two_rows = np.where(image, two_rows, 0)
     one_row_writes = np.where(image, np.where(paired, _image_write_cycles(out_channels, 1), out_channels),
-                              np.where(layout == POSITION_MAJOR, blocks * P, blocks))
+                              _word_write_cycles(layout, blocks, P))
     two_row_writes = np.where(paired, _image_write_cycles(out_channels, 2), 2 * out_channels)
     last_rows = 1 + last_two_rows
     # The last group is written on both ports in image layout, a reduction's too (its reads are over).
     last_writes = np.where(image, _image_write_cycles(out_channels, last_rows),
-                           np.where(layout == POSITION_MAJOR, blocks * last_valid, blocks))
+                           _word_write_cycles(layout, blocks, last_valid))
     # Within a run: a pass sets up while the one before drains (its last group's results, L + W cycles after its
     # last product, W on both ports); it waits for those writes before its first read if it reads that RAM,
     # otherwise only its first group's last product may wait (b_0 = f_0 + span, no earlier than
@@ -141,7 +170,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     wait = np.where(waits, np.maximum(0, previous_drain - walk), 0)
     earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0)
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.
-    one_row_excess = latency + one_row_writes + 2 - span
+    one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span
     one_rows = groups - 1 - two_rows
     bias_stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
@@ -175,7 +204,7 @@ def _stall_cycles(P, n, groups, span, latency, out_channels, lanes, layout, redu
         active = group < groups
         walk = np.minimum(P, n - group * P)
         next_first = np.maximum(last + 1, first + walk + 1)
-        next_last = np.maximum(next_first + span, last + latency + previous_writes + 3)
+        next_last = np.maximum(next_first + span, last + _writer_gap(layout, latency, previous_writes))
         first = np.where(active, next_first, first)
         last = np.where(active, next_last, last)
         previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.clip(walk, 0, None),
@@ -209,4 +238,5 @@ def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, firs
     blocks = -(-out_channels // lanes)
     two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
     image = out_channels * (groups + two_rows + last_two_rows)
-    return np.where(layout == IMAGE, image, np.where(layout == POSITION_MAJOR, blocks * n, blocks * groups)).reshape(shape)
+    return np.where(layout == IMAGE, image, np.where(layout == PACKED, blocks * groups,
+                                                     _word_writes(layout, blocks, n))).reshape(shape)

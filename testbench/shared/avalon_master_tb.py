@@ -32,11 +32,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, Timer
 
-from nnaccel.models.shared.sdram import SdramModel, SdramTiming
-from nnaccel.testbench.shared.avalon_sdram import AvalonSdramSlave
-from nnaccel.testbench.shared.clocking import CLOCK_PERIOD_NS, start_clock_and_reset
+from nnaccel.models.shared.sdram import SdramTiming
+from nnaccel.testbench.shared.clocking import CLOCK_PERIOD_NS
 from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
-from nnaccel.testbench.shared.sdram_backdoor import attach_sdram_model
+from nnaccel.testbench.shared.sdram_memory import SlaveMemory, start_sdram
 
 _HOLD = {"read_command__valid": 0, "write_command__valid": 0, "write_data__valid": 0, "read_data__ready": 0}
 _POLL_CYCLES = 1024
@@ -50,18 +49,11 @@ def _pattern(seed, count, low_probability):
 
 
 async def _start(dut, config, image, word_bits):
-    """Reset, with the SDRAM holding ``image`` at ``config["image_base"]``: ``(next_cycle, backdoor, slave)``, the
-    backdoor of the model inside the simulator or the Python slave."""
-    base = config["image_base"]
-    if config.get("sdram_inside"):
-        backdoor = await attach_sdram_model(dut, {base: image}, word_bytes=word_bits // 8)
-        return await start_clock_and_reset(dut, hold=_HOLD), backdoor, None
-    model = SdramModel(timing=SdramTiming(**config.get("timing", {})), port_bits=word_bits)
-    model.memory[base:base + len(image)] = image
-    next_cycle = await start_clock_and_reset(dut, hold=_HOLD)
-    slave = AvalonSdramSlave(dut, model, max_burst=config["max_burst"])
-    slave.start(next_cycle)
-    return next_cycle, None, slave
+    """Reset, with the SDRAM holding ``image`` at ``config["image_base"]``: ``(next_cycle, memory)``
+    (:func:`testbench.shared.sdram_memory.start_sdram`: the model inside the simulator or the Python slave)."""
+    timing = SdramTiming(**config.get("timing", {}))
+    return await start_sdram(dut, {config["image_base"]: image}, inside=bool(config.get("sdram_inside")),
+                             word_bytes=word_bits // 8, hold=_HOLD, timing=timing, max_burst=config["max_burst"])
 
 
 @cocotb.test()
@@ -70,7 +62,7 @@ async def burst_master(dut):
     image = stimulus["image"].astype(np.uint8)
     base = config["image_base"]
     word_bits = len(dut.write_data__payload) * 8 // 9          # data and its byte enables
-    next_cycle, backdoor, slave = await _start(dut, config, image, word_bits)
+    next_cycle, memory = await _start(dut, config, image, word_bits)
 
     commands = {kind: [(address, words) for k, address, words in config["commands"] if k == kind]
                 for kind in ("read", "write")}
@@ -117,12 +109,11 @@ async def burst_master(dut):
         await next_cycle()
         cycle += 1
 
-    if slave is None:
-        image_after, requests, statistics = await backdoor.read(base, len(image)), [], []
-    else:
-        image_after = slave.model.memory[base:base + len(image)].copy()
-        requests = [(c, kind == "write", a, n) for c, kind, a, n in slave.requests]
-        statistics = dataclasses.astuple(slave.model.statistics)[:5]
+    image_after = await memory.read(base, len(image))
+    requests, statistics = [], []
+    if isinstance(memory, SlaveMemory):
+        requests = [(c, kind == "write", a, n) for c, kind, a, n in memory.slave.requests]
+        statistics = dataclasses.astuple(memory.slave.model.statistics)[:5]
     save_outputs(read_words=np.array(read_words, dtype=np.uint64), read_cycles=np.array(read_cycles, np.int64),
                  requests=np.array(requests, np.int64).reshape(-1, 4), image_after=image_after,
                  cycles=np.int64(cycle), statistics=np.array(statistics, np.int64))
@@ -134,7 +125,7 @@ async def burst_master(dut):
 async def streaming(dut):
     config, stimulus = load_config(), load_stimulus()
     word_bits = len(dut.write_data__payload) * 8 // 9
-    next_cycle, _, _ = await _start(dut, config, stimulus["image"].astype(np.uint8), word_bits)
+    next_cycle, _ = await _start(dut, config, stimulus["image"].astype(np.uint8), word_bits)
     address_bits = config["address_bits"]
     dut.read_data__ready.value = 1
     dut.write_data__valid.value = 1

@@ -7,14 +7,16 @@ simulation's own run directory), one hex line per word, and a rising edge on the
 (written through VPI) makes the model read or write the file.  Text files rather than VPI word by word: a
 7.1 MB parameter image is 1.8 M words, far too many single VPI writes.
 
-Use between cycles (not in a ``ReadOnly`` phase) while the Avalon port is idle: the model's memory changes at
-once, not in order with the requests in flight.  Before reset is fine (the clock need not run).
+Use between cycles (not in a ``ReadOnly`` phase) while the master makes no new request.  An access first waits
+(clock edges) until the model has put every request it accepted into its memory, so it sees the memory as the
+Python slave's model would (which applies a request when it accepts it); before reset, nothing is pending and the
+clock need not run.
 """
 
 from pathlib import Path
 
 import numpy as np
-from cocotb.triggers import Timer
+from cocotb.triggers import RisingEdge, Timer
 
 from nnaccel.testbench.shared.sdram_model import SDRAM_INSTANCE_NAME
 
@@ -85,6 +87,8 @@ class SdramBackdoor:
 
     async def _strobe(self, *, dump, first, last):
         model = self._model
+        while model.slot_pending.value.is_resolvable and int(model.slot_pending.value):
+            await RisingEdge(model.clk)
         # a time step first: the model's initial blocks (the memory's zeros) have run before the first access
         await Timer(1, unit="ps")
         model.backdoor_dump.value, model.backdoor_first.value, model.backdoor_last.value = int(dump), first, last

@@ -37,7 +37,8 @@
 // Backdoor (testbench access to the memory, see testbench/shared/sdram_backdoor.py): a rising edge on
 // backdoor_strobe loads words backdoor_first..backdoor_last from LOAD_FILE ($readmemh) or, with backdoor_dump,
 // writes them to DUMP_FILE ($writememh); file names are relative to the simulator's working directory.  The
-// backdoor registers are written by the testbench through VPI only.
+// backdoor registers are written by the testbench through VPI only; the testbench reads slot_pending to wait until
+// every accepted write is in the memory.
 //
 // FPGA mapping: none; on the board this is the SDRAM chip and Intel's SDRAM controller core.
 
@@ -103,7 +104,8 @@ module sdram_model #(
     reg signed [TIME_BITS-1:0] cycle;
 
     // ---- the controller's queue: QUEUE_DEPTH slots in acceptance order (a ring) ------------------------------
-    reg [QUEUE_DEPTH-1:0] slot_pending;                         // accepted, beats not all scheduled
+    reg [QUEUE_DEPTH-1:0] slot_pending /*verilator public_flat_rd*/;  // accepted, beats not all scheduled (the backdoor
+                                                                // waits until none is)
     reg [QUEUE_DEPTH-1:0] slot_scheduled;                       // all beats scheduled, slot_end is known
     reg slot_write [0:QUEUE_DEPTH-1];
     reg [ADDRESS_BITS-1:0] slot_address [0:QUEUE_DEPTH-1];

@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """The streaming CapsNet accelerator running whole images from SDRAM (conv1, PrimaryCaps, step 2, routing) in
-simulation with the SDRAM model: a small configuration and network, every feature map, prediction and routing
-result bit for bit against ``models.capsnet.int8_layers`` + ``route_fixed``, every counter against the compiler's
-cycle formula with the SDRAM model in it."""
+simulation with the SDRAM model inside the simulator: a small configuration and network, every feature map,
+prediction and routing result bit for bit against ``models.capsnet.int8_layers`` + ``route_fixed``, every counter
+against the compiler's cycle formula with the SDRAM model in it; and the same run with the Python slave on the
+Avalon port (its protocol checks on every cycle): the same outputs and counters."""
 
 import numpy as np
 import pytest
@@ -56,6 +57,18 @@ def small_run():
     return config, images, (conv1, primary, digit), plan, run
 
 
+def test_the_python_slave_gives_the_same_run(small_run):
+    """The Python slave checks the master's Avalon protocol on every cycle; the two SDRAM models are
+    cycle-identical, so every output and counter is the same."""
+    _, images, _, plan, inside = small_run
+    slave = run_image_stream(CapsNetStreamingAccelerator(config=plan.config), plan, images, sdram_inside=False)
+    for name in ("predictions", "sums", "digit_caps", "squared_lengths", "labels", "start_cycles", "total_cycles",
+                 "layer_counters"):
+        np.testing.assert_array_equal(getattr(slave, name), getattr(inside, name), err_msg=name)
+    for name in ("conv1_output", "primary"):
+        np.testing.assert_array_equal(slave.features[name], inside.features[name], err_msg=name)
+
+
 def test_every_step_bit_exact(small_run):
     config, images, network, _, run = small_run
     for index, image in enumerate(images):
@@ -79,6 +92,30 @@ def test_counters_match_the_cycle_formula(small_run):
         assert run.total_cycles[index] == expected.total, f"image {index}"
     for step in StreamStep:
         assert run.layer_counters[0][step][0] > 0, f"{step.name} took no cycle"
+
+
+@pytest.mark.system
+def test_the_de1soc_top_gives_the_same_run_on_both_back_ends():
+    """The full-size DE1-SoC top on one reduced-network digit: the SDRAM model inside the simulator and the Python
+    slave (its protocol checks on every cycle) give the same outputs and counters, equal to the cycle formula."""
+    from nnaccel.cli.capsnet import board_plan
+    from nnaccel.models.capsnet.golden import classify_fixed, load_capsnet, quantize_image
+    from nnaccel.models.shared.mnist import sample_digits
+
+    net = load_capsnet("reduced")
+    plan = board_plan(net)
+    image = sample_digits()[0][0]
+    accelerator = CapsNetStreamingAccelerator(config=plan.config)
+    runs = [run_image_stream(accelerator, plan, [quantize_image(image)], sdram_inside=inside) for inside in (True, False)]
+    for name in ("predictions", "digit_caps", "labels", "start_cycles", "total_cycles", "layer_counters"):
+        np.testing.assert_array_equal(getattr(runs[0], name), getattr(runs[1], name), err_msg=name)
+    np.testing.assert_array_equal(runs[0].features["primary"], runs[1].features["primary"])
+    port = TilePortModel(max_burst=plan.config.max_burst, fifo_depth=plan.config.fifo_depth)
+    expected = image_stream_cycles(plan, int(runs[0].start_cycles[0]), port)
+    assert runs[0].layer_counters[0].tolist() == [list(step) for step in expected.steps]
+    assert runs[0].total_cycles[0] == expected.total
+    golden = classify_fixed(image, net)
+    assert np.array_equal(runs[0].predictions[0], golden.predictions) and runs[0].labels[0] == golden.label
 
 
 def test_compile_errors():

@@ -139,7 +139,7 @@ CASES = {
                   "nnaccel run dqn: error: argument --split: invalid choice: 'sometimes' (choose from 'auto', "
                   "'always', 'never')"),
     "play rtl steps": ("play --rtl-steps -1",
-                       "nnaccel play: error: argument --rtl-steps: must be a non-negative integer, not '-1'"),
+                       "nnaccel play: error: argument --rtl-steps: must be a non-negative integer or 'all', not '-1'"),
     "play episodes": ("play --episodes 0", "nnaccel play: error: argument --episodes: must be a positive integer, "
                                            "not '0'"),
     "play epsilon": ("play --epsilon 1.5", "nnaccel play: error: argument --epsilon: must be a number from 0 to 1, "

@@ -31,7 +31,7 @@ def test_digits_from_a_users_idx_directory(tmp_path):
     images, labels = write_mnist_dir(tmp_path, count=4)
     chosen, chosen_labels, source = capsnet_job._images(3, tmp_path)
     assert np.array_equal(chosen, images[:3]) and np.array_equal(chosen_labels, labels[:3])
-    assert source == f"official MNIST test set ({tmp_path})"
+    assert source == f"IDX test files in {tmp_path}"          # named by its path: any corpus can be IDX files
     with pytest.raises(ValueError, match="--images 5: the test split has 4 digits"):
         capsnet_job._images(5, tmp_path)
 

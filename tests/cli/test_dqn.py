@@ -209,6 +209,27 @@ def test_play_scores_episodes_with_a_stand_in_simulator(tmp_path, monkeypatch, c
         assert gif.n_frames == 10 and gif.size == (320 + 300, 420)
 
 
+def test_play_whole_episodes_on_the_accelerator(tmp_path, monkeypatch, capsys):
+    """--rtl-steps all: the host loop is asked for every step up to --max-steps, and every step of the episode is
+    reported as chosen on the accelerator."""
+    pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")
+    from nnaccel.testbench.dqn import host as dqn_host
+
+    def stand_in(accelerator, plan, states, *, play, simulator, waves):
+        assert [len(episode["explore"]) for episode in play["episodes"]] == [6]
+        accelerator._MustUse__used = True
+        return stand_in_host_loop(plan, play)
+
+    monkeypatch.setattr(dqn_host, "run_on_accelerator", stand_in)
+    report_path = tmp_path / "play.json"
+    assert main(["play", "--rtl-steps", "all", "--max-steps", "6", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["rtl_steps"] == 6 and report["bit_exact"] is True
+    assert report["per_episode"][0]["rtl_steps"] == report["per_episode"][0]["steps"] == 6
+    assert report["accelerator"]["states"] == 6
+    assert "every step on the accelerator" in capsys.readouterr().out
+
+
 def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
     """--rtl-steps 0: no simulation; the random policy's episodes are the seeded exploration's alone."""
     pytest.importorskip("ale_py", reason="ale-py (the [atari] extra) is needed")

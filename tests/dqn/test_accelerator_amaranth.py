@@ -16,8 +16,9 @@ from nnaccel.hw.dqn.accelerator import DqnAccelerator, DqnMemory, DqnRegister
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.host_control import ControlRegister, HostTarget, LayerCounter, layer_counter_address
 from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import compile_network
+from nnaccel.models.dqn.plan import compile_network, default_mapping
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
 
@@ -151,16 +152,29 @@ def test_output_channels_in_tiles():
         ("conv [0:8]", 0, 8), ("conv [8:12]", 8, 4), ("dense [0:8]", 0, 8), ("dense [8:10]", 8, 2)]
 
 
-def test_a_residual_block_adds_on_the_rtl():
-    """conv -> conv -> add(the block's input) -> dense: the add runs one row word per group, reading the two
-    addends (the second convolution's output and the network input, both in RAM 0) step_distance words apart."""
+def test_residual_adds_on_the_rtl():
+    """conv -> conv -> a1 (+ the network input) -> a2 (a1 + the network input) -> dense.  An add runs one row word
+    per group, reading its two addends (a2: a1's output and the input, both in RAM 0) ``step_distance`` words apart
+    on port 1 and writing RAM 0 on port 0; its groups follow one another without waiting for the writer: two cycles
+    per row word.  a1 runs in two segments last-first (a later segment's first group waits for the other's words,
+    as every pass's does), a2 waits for a1's last word.  Bit-exact, every counter as predicted."""
     layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
-              AddLayer("add", skip=""), DenseLayer("d", 4 * 6 * 6, 3, relu=False))
-    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 5)
-    add = plan.layers[2]
-    assert (add.input.ram, add.input.base, add.descriptor["step_distance"]) == (0, 24, 128 - 24)
-    assert (add.groups, add.positions_per_group, add.descriptor["reduce"]) == (24, 1, 1)
-    assert add.predicted["stall_cycles"] > 0
+              AddLayer("a1", skip="", relu=False), AddLayer("a2", skip="", source="a1"),
+              DenseLayer("d", 4 * 6 * 6, 3, relu=False))
+    default = default_mapping(REDUCED_CONFIG, layers)
+    modules = REDUCED_CONFIG.modules
+    split_add = LayerMapping((Segment(10, 14, modules), Segment(0, 10, modules)))
+    mapping = DqnMapping(default.layers[:2] + (split_add,) + default.layers[3:])
+    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 5, mapping=mapping)
+    adds = [layer for layer in plan.layers if layer.network_layer in ("a1", "a2")]
+    assert [(layer.name, layer.descriptor["in_ram"], layer.descriptor["out_ram"]) for layer in adds] == [
+        ("a1 10..23", 0, 0), ("a1 0..9", 0, 0), ("a2", 0, 0)]
+    a2 = adds[-1]
+    assert (a2.input.base, a2.descriptor["step_distance"]) == (48, 128 - 48)
+    assert (a2.groups, a2.positions_per_group, a2.descriptor["reduce"]) == (24, 1, 1)
+    assert [int(layer.predicted["product_cycles"]) for layer in adds] == [28, 20, 48]
+    assert all(layer.predicted["stall_cycles"] == 0 for layer in adds)
+    assert a2.predicted["cycles"] == 3 + 1 + a2.predicted["drain_cycles"] + 2 * 24
 
 
 def test_narrower_channel_tiles_where_the_writer_bounds_a_group():

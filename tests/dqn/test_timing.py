@@ -5,8 +5,8 @@ tests/dse/test_rtl_validate.py); here its parts are checked against each other a
 
 import numpy as np
 
-from nnaccel.models.dqn.timing import (IMAGE, PACKED, POSITION_MAJOR, _group_write_cycles, _group_writes, _stall_cycles,
-                                       pass_counters, pass_writes)
+from nnaccel.models.dqn.timing import (IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, _group_write_cycles, _group_writes,
+                                       _stall_cycles, pass_counters, pass_writes)
 
 
 def test_a_hand_worked_pass_with_both_kinds_of_stall():
@@ -26,7 +26,7 @@ def random_passes(rng, size):
     return dict(positions_per_group=positions_per_group, count=rng.integers(1, 120, size),
                 products=rng.integers(1, 40, size), latency=rng.integers(1, 12, size),
                 out_channels=rng.integers(1, 24, size), lanes=rng.integers(1, 9, size),
-                layout=rng.integers(0, 3, size), reduce=rng.integers(0, 2, size), first_column=rng.integers(0, 1 << 20, size) % out_width,
+                layout=rng.integers(0, 4, size), reduce=rng.integers(0, 2, size), first_column=rng.integers(0, 1 << 20, size) % out_width,
                 out_width=out_width)
 
 
@@ -58,7 +58,7 @@ def test_pass_writes_sum_the_writes_of_every_group():
                                          min(P, count - group * P), (one["first_column"] + group * P) % width, width))
                        for group in range(-(-count // P)))
         assert got[index] == expected, one
-    assert {PACKED, POSITION_MAJOR, IMAGE} == set(passes["layout"].tolist())
+    assert {PACKED, POSITION_MAJOR, IMAGE, ROW_WORDS} == set(passes["layout"].tolist())
 
 
 def test_a_hand_worked_pass_with_paired_writes():
@@ -106,3 +106,20 @@ def test_a_run_overlaps_each_pass_with_the_drain_of_the_one_before():
                           layout=[IMAGE, PACKED], reduce=[1, 0], first_column=0, out_width=[4, 1], run=0,
                           reads_previous=[1, 0])
     assert short["stall_cycles"].tolist() == [10, (6 + 1 - 1 - 1) - 1]
+
+
+def test_a_hand_worked_add_of_row_words():
+    """A residual add of 5 row words (one per group, 2 products, latency 6): its groups follow one another every
+    two cycles (the writer writes a word whole with its done), no stall; alone: set-up 3 + 1, 10 product cycles,
+    drain 6 + 0 + 3.  The pass after it reads the RAM it writes: it waits for the last word, written 6 + 0 + 2
+    cycles after the add's last product: 6 - 1 drain cycles past its 1-position walk."""
+    add = dict(positions_per_group=1, count=5, products=2, latency=6, out_channels=8, lanes=4, layout=ROW_WORDS,
+               reduce=1, first_column=0, out_width=1)
+    assert {name: int(value) for name, value in pass_counters(**add).items()} == {
+        "cycles": 4 + 10 + 9, "product_cycles": 10, "stall_cycles": 0, "drain_cycles": 9}
+    run = pass_counters(**(add | dict(count=[5, 1], products=[2, 20], layout=[ROW_WORDS, PACKED], reduce=[1, 0],
+                                      run=0, reads_previous=[1, 1])))
+    assert run["cycles"].tolist() == [4 + 10, 3 + 1 + 5 + 20 + 6 + 2 + 3]
+    assert run["drain_cycles"].tolist() == [0, 5 + 6 + 2 + 3]
+    assert pass_writes(**{name: add[name] for name in ("positions_per_group", "count", "out_channels", "lanes",
+                                                       "layout", "first_column", "out_width")}) == 5
