@@ -107,7 +107,7 @@ class DqnAccelerator(HostPortAccelerator):
         for index in range(config.modules):
             m.submodules[f"matrix_module{index}"] = module = MatrixModule(
                 lanes=config.lanes, fmt=config.fmt, multiplier_latency=config.multiplier_latency,
-                adder_latency=config.adder_latency)
+                adder_latency=config.adder_latency, maximum=config.max_pooling)
             wiring.connect(m, feeder.operands[index], module.operands)
             wiring.connect(m, module.result, writer.results[index])
 

@@ -62,7 +62,7 @@ def _field_widths(config):
         "step_distance": activation_address,           # words between a reduction's steps (wraps: any distance)
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
-    }
+    } | ({"maximum": 1} if config.max_pooling else {})  # a max pool: the modules take the largest product
 
 
 DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))

@@ -27,9 +27,9 @@ def conv_graph(input_shape=(1, 2, 8, 8), **attributes):
     return graph
 
 
-def max_pooling(path):
+def padded_max_pooling(path):
     graph = conv_graph()
-    graph.node("MaxPool", name="pool", kernel_shape=[2, 2])
+    graph.node("MaxPool", name="pool", kernel_shape=[2, 2], pads=[1, 1, 1, 1])
     return graph.save(path)
 
 
@@ -80,8 +80,9 @@ def int8_kws(path):
 
 
 ERRORS = {
-    "max pooling": (max_pooling, "model.onnx",
-                    "op 'pool' (Pool): max pooling is not in the accelerator's hardware yet"),
+    "padded max pooling": (padded_max_pooling, "model.onnx",
+                           "op 'pool' (Pool): padded max pooling (pads (1, 1, 1, 1)) of an input that may be "
+                           "negative: the accelerator pads with +0, not -inf"),
     "padded average pooling": (padded_average_pooling, "model.onnx",
                                "op 'pool' (Pool): padded average pooling (pads (1, 1, 1, 1)) divides border windows "
                                "by fewer elements; not supported"),
