@@ -44,7 +44,7 @@ def add_arguments(parser):
     """Options of ``nnaccel run net``."""
     parser.add_argument("model", metavar="MODEL",
                         help="a TFLite (.tflite, float32) or ONNX (.onnx) model: convolutions (any padding, "
-                             "strides, depthwise), dense layers, average and global average pooling, batch norm, "
+                             "strides, depthwise), dense layers, max, average and global average pooling, batch norm, "
                              "ReLU, a final softmax (on the host) (docs/models.md)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", metavar="FILE",

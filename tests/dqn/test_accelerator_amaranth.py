@@ -94,10 +94,19 @@ def test_reduced_inference_on_amaranths_simulator():
 
 
 def random_pairs(layers, rng):
-    """Uniform float32 weights and biases; ``(None, None)`` for a layer without weights (an add)."""
-    return [(None, None) if layer.weight_shape is None else
-            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
-             rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    """Uniform float32 weights and biases; ``(None, None)`` for a layer without weights (an add); a max pool's
+    weights 1.0 and bias -inf."""
+    pairs = []
+    for layer in layers:
+        if layer.weight_shape is None:
+            pairs.append((None, None))
+        elif getattr(layer, "maximum", False):
+            pairs.append((np.ones(layer.weight_shape, np.float32),
+                          np.full(layer.weight_shape[-1], -np.inf, np.float32)))
+        else:
+            pairs.append((rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                          rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)))
+    return pairs
 
 
 def check_on_the_rtl(config, layers, *, seed, mapping=None, tiling="widest"):
@@ -232,3 +241,19 @@ def test_a_resnet_like_graph_with_a_strided_shortcut():
     keep = compile_network(dataclasses.replace(config, activation_depth=1024), layers,
                            random_pairs(layers, np.random.default_rng(0)), allocation="keep")
     assert max(plan.activation_words) < max(keep.activation_words) and keep.overwritten == ()
+
+
+def test_max_pooling_in_the_matrix_modules_max_mode():
+    """``max_pooling=True``: a padded convolution with ReLU, a 2 x 2 stride-2 max pool (4 products: both partials),
+    a padded 3 x 3 max pool (9 products, the border's +0 harmless after the ReLU) and a dense layer.  Each pool runs a
+    pass per channel with the descriptor's ``maximum`` bit; bit-exact, every counter as predicted."""
+    layers = (ConvLayer("conv", 2, 8, 3, 3, 1, padding=1), ConvLayer("pool", 3, 8, 3, 2, 2, relu=False, groups=3,
+                                                                     maximum=True),
+              ConvLayer("pool3", 3, 4, 3, 3, 1, relu=False, padding=1, groups=3, maximum=True),
+              DenseLayer("d", 3 * 4 * 4, 3, relu=False))
+    config = dataclasses.replace(REDUCED_CONFIG, weight_depth=512, max_layers=16, max_pooling=True)
+    plan = check_on_the_rtl(config, layers, seed=SEED + 9)
+    pools = [layer for layer in plan.layers if layer.descriptor["maximum"]]
+    assert [(layer.name, layer.out_channels, layer.products) for layer in pools] == [
+        (f"{name} [{channel}:{channel + 1}]", 1, products) for name, products in (("pool", 4), ("pool3", 9))
+        for channel in range(3)]
