@@ -19,6 +19,7 @@ from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network, default_mapping
+from nnaccel.sim.lint import lint_verilog
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
 
@@ -257,3 +258,10 @@ def test_max_pooling_in_the_matrix_modules_max_mode():
     assert [(layer.name, layer.out_channels, layer.products) for layer in pools] == [
         (f"{name} [{channel}:{channel + 1}]", 1, products) for name, products in (("pool", 4), ("pool3", 9))
         for channel in range(3)]
+
+
+def test_the_max_pooling_build_is_lint_clean():
+    """The accelerator with ``max_pooling`` (its modules' max mode, the descriptor's ``maximum`` bit) lints clean."""
+    accelerator = DqnAccelerator(config=dataclasses.replace(REDUCED_CONFIG, max_pooling=True))
+    assert accelerator.module_name.endswith("_max")
+    assert lint_verilog(accelerator, accelerator.module_name) == []
