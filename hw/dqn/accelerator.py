@@ -53,7 +53,8 @@ class DqnAccelerator(HostPortAccelerator):
     (`nnaccel run dqn`).
 
     Blocks (docs/dqn_accelerator.md): :class:`HostControl`, :class:`LayerSequencer`, :class:`WindowFeeder`,
-    ``modules`` x :class:`MatrixModule`, :class:`ResultWriter`, :class:`FloatArgmax`, :class:`WeightBuffer` and
+    ``modules`` x :class:`MatrixModule` (with their max mode where ``config.max_pooling``: max-pool passes, the
+    descriptor's ``maximum`` bit), :class:`ResultWriter`, :class:`FloatArgmax`, :class:`WeightBuffer` and
     :class:`ActivationBuffers`, joined by their named interfaces (``wiring.connect``).
 
     FPGA (Stratix V, default configuration): 256 DSP blocks for the multipliers (one binary32

@@ -62,7 +62,8 @@ class WindowFeeder(DqnBlock):
         check_config(config)
         rows = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
                                    granularity=config.fmt.width)
-        operands = stream.Signature(operand_layout(config.lanes, config.fmt, COUNT_BITS, config.max_pooling), always_ready=True)
+        operands = stream.Signature(operand_layout(config.lanes, config.fmt, COUNT_BITS, config.max_pooling),
+                                    always_ready=True)
         super().__init__(config, {
             "control": In(FeederControlSignature(config)),
             "rows0": Out(rows), "rows1": Out(rows),

@@ -33,8 +33,9 @@ layers and the compiler allocates activation memory by lifetimes:
 ``Softmax`` (last)
     the host: the accelerator's outputs are the logits; :func:`softmax` turns them into probabilities.
 
-Refused with one line naming the op (:class:`~models.shared.input_files.InputError`): padded max pooling of an input
-that may be negative, padded average pooling, an op after a ``Softmax``, and a graph whose output is not its last layer's.
+Refused with one line naming the op (:class:`~models.shared.input_files.InputError`): padded max pooling of an
+input that may be negative, padded average pooling, an op after a ``Softmax``, and a graph whose output is not its
+last layer's.
 """
 
 from dataclasses import dataclass, replace
@@ -76,7 +77,8 @@ class LoweredNetwork:
         for layer in self.layers:
             ops = " + ".join(self.sources[layer.name])
             if isinstance(layer, ConvLayer):
-                shape = (f"{'max pool' if layer.maximum else 'conv'} {layer.in_channels}x{layer.in_height}x{layer.in_width} -> {layer.out_channels}x"
+                kind = "max pool" if layer.maximum else "conv"
+                shape = (f"{kind} {layer.in_channels}x{layer.in_height}x{layer.in_width} -> {layer.out_channels}x"
                          f"{layer.out_height}x{layer.out_width}, kernel {layer.kernel_height}x{layer.kernel_width}, "
                          f"stride {layer.stride_y}x{layer.stride_x}")
                 pads = (layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right)
