@@ -54,7 +54,7 @@ def describe_config(config):
     """The configuration a model was compiled for, in words."""
     return (f"{config.modules} x {config.lanes} {config.fmt.name} MACs, {config.row_elements}-element rows, "
             f"activation RAMs of {config.activation_depth} words, weight RAM of {config.weight_depth} words, "
-            f"{config.max_layers} descriptors")
+            f"{config.max_layers} descriptors" + (", max mode (max pooling)" if config.max_pooling else ""))
 
 
 def grouped_notes(notes):

@@ -44,7 +44,7 @@ def add_arguments(parser):
     """Options of ``nnaccel run net``."""
     parser.add_argument("model", metavar="MODEL",
                         help="a TFLite (.tflite, float32) or ONNX (.onnx) model: convolutions (any padding, "
-                             "strides, depthwise), dense layers, average and global average pooling, batch norm, "
+                             "strides, depthwise), dense layers, max, average and global average pooling, batch norm, "
                              "ReLU, a final softmax (on the host) (docs/models.md)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", metavar="FILE",
@@ -152,7 +152,8 @@ def run(arguments):
             "job": "net", "model": arguments.model, "runtime": runtime, "simulator": arguments.simulator,
             "config": {"modules": config.modules, "lanes": config.lanes, "format": fmt.name,
                        "row_elements": config.row_elements, "activation_depth": config.activation_depth,
-                       "weight_depth": config.weight_depth, "max_layers": config.max_layers},
+                       "weight_depth": config.weight_depth, "max_layers": config.max_layers,
+                       "max_pooling": config.max_pooling},
             "split": arguments.split, "ops": lowered.describe(), "notes": [*lowered.notes, *plan.notes],
             "inputs": len(inputs), "inputs_source": source,
             "total_cycles": total, "model_macs": macs, "model_mac_use": macs / (total * config.macs),

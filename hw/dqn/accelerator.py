@@ -53,7 +53,8 @@ class DqnAccelerator(HostPortAccelerator):
     (`nnaccel run dqn`).
 
     Blocks (docs/dqn_accelerator.md): :class:`HostControl`, :class:`LayerSequencer`, :class:`WindowFeeder`,
-    ``modules`` x :class:`MatrixModule`, :class:`ResultWriter`, :class:`FloatArgmax`, :class:`WeightBuffer` and
+    ``modules`` x :class:`MatrixModule` (with their max mode where ``config.max_pooling``: max-pool passes, the
+    descriptor's ``maximum`` bit), :class:`ResultWriter`, :class:`FloatArgmax`, :class:`WeightBuffer` and
     :class:`ActivationBuffers`, joined by their named interfaces (``wiring.connect``).
 
     FPGA (Stratix V, default configuration): 256 DSP blocks for the multipliers (one binary32
@@ -107,7 +108,7 @@ class DqnAccelerator(HostPortAccelerator):
         for index in range(config.modules):
             m.submodules[f"matrix_module{index}"] = module = MatrixModule(
                 lanes=config.lanes, fmt=config.fmt, multiplier_latency=config.multiplier_latency,
-                adder_latency=config.adder_latency)
+                adder_latency=config.adder_latency, maximum=config.max_pooling)
             wiring.connect(m, feeder.operands[index], module.operands)
             wiring.connect(m, module.result, writer.results[index])
 

@@ -63,7 +63,7 @@ def _field_widths(config):
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
         "handoff": 1,                                  # the next pass reads while the last group is written (port 1)
-    }
+    } | ({"maximum": 1} if config.max_pooling else {})  # a max pool: the modules take the largest product
 
 
 DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))

@@ -15,11 +15,13 @@ from nnaccel.hw.dqn.matrix_module import COUNT_BITS
 __all__ = ["FeederControlSignature", "ResultGroupSignature", "ActivationSelectSignature", "product_layout"]
 
 
-def product_layout():
+def product_layout(config):
     """What the matrix modules need to know of a product besides its operands: ``vector_from_activations`` (take
     the vector from the activation RAM's word, a reduction step, rather than from the weight RAM), and the
-    accumulation's ``count`` (products, sampled with its first product) and ``relu``."""
-    return data.StructLayout({"vector_from_activations": 1, "count": COUNT_BITS, "relu": 1})
+    accumulation's ``count`` (products, sampled with its first product) and ``relu``; with
+    ``config.max_pooling`` also ``maximum`` (the accumulation is a maximum: a max-pooling pass)."""
+    fields = {"vector_from_activations": 1, "count": COUNT_BITS, "relu": 1}
+    return data.StructLayout(fields | ({"maximum": 1} if check_config(config).max_pooling else {}))
 
 
 class _ConfigSignature(wiring.Signature):
@@ -58,7 +60,7 @@ class FeederControlSignature(_ConfigSignature):
     def __init__(self, config):
         activation_address = (check_config(config).activation_depth - 1).bit_length()
         super().__init__(config, {
-            "issue": Out(1), "product": Out(product_layout()),
+            "issue": Out(1), "product": Out(product_layout(config)),
             "load": Out(1), "shift": Out(1), "unit_scalar": Out(1),
             "tap_slot": Out(config.modules),
             "tap_column": Out(data.ArrayLayout(range(tap_columns(config)), config.modules)),

@@ -186,6 +186,8 @@ class LayerSequencer(DqnBlock):
                      # While a group is in flight the writer writes its pass's output RAM (the next pass may
                      # already walk, or read another RAM); otherwise the running pass's.
                      self.select.out_ram.eq(Mux(in_flight, self.group.layer.out_ram, layer.out_ram))]
+        if config.max_pooling:
+            m.d.comb += feeder.product.maximum.eq(layer.maximum)      # a max pool's accumulations are maxima
 
         with m.FSM():
             with m.State("IDLE"):

@@ -46,7 +46,8 @@ class WindowFeeder(DqnBlock):
         ``weight_address`` on ``weight_read``.
     biases : Out(BufferPortSignature) of the weight RAM's second port: reads of ``bias_address`` on ``bias_read``.
     operands : Out(always-ready stream of :func:`~hw.dqn.matrix_module.operand_layout`) x ``modules``: module
-        ``m``'s product: ``scalar``, ``vector``, ``seed``, ``count``, ``relu``.
+        ``m``'s product: ``scalar``, ``vector``, ``seed``, ``count``, ``relu`` (and ``maximum`` with
+        ``config.max_pooling``).
 
     Timing: a product issued on cycle n (``issue``) is a valid ``operands`` beat on cycle n+1, with the scalars
     of ``load``/``shift``/``unit_scalar`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
@@ -61,7 +62,8 @@ class WindowFeeder(DqnBlock):
         check_config(config)
         rows = BufferPortSignature(width=config.activation_word_bits, depth=config.activation_depth,
                                    granularity=config.fmt.width)
-        operands = stream.Signature(operand_layout(config.lanes, config.fmt, COUNT_BITS), always_ready=True)
+        operands = stream.Signature(operand_layout(config.lanes, config.fmt, COUNT_BITS, config.max_pooling),
+                                    always_ready=True)
         super().__init__(config, {
             "control": In(FeederControlSignature(config)),
             "rows0": Out(rows), "rows1": Out(rows),
@@ -96,7 +98,7 @@ class WindowFeeder(DqnBlock):
             with m.Elif(control.shift):
                 m.d.sync += register.eq(register >> width)
         unit_scalar, valid = Signal(), Signal()
-        product = Signal(product_layout())
+        product = Signal(product_layout(config))
         m.d.sync += [unit_scalar.eq(control.unit_scalar), valid.eq(control.issue), product.eq(control.product)]
 
         one = Const(config.fmt.bias << config.fmt.mantissa_bits, width)
@@ -117,4 +119,6 @@ class WindowFeeder(DqnBlock):
                          operands.payload.vector.eq(vector), operands.payload.seed.eq(bias_slot),
                          operands.payload.count.eq(product.count),
                          operands.payload.relu.eq(product.relu)]
+            if config.max_pooling:
+                m.d.comb += operands.payload.maximum.eq(product.maximum)
         return m

@@ -12,6 +12,8 @@ position, distance 1; a residual add: one row word per position, the addends ``s
 ReLU), vectorised over all positions of the pass; channels past the output count are computed and dropped,
 as the result writer drops them.  Results are stored as the writer stores them (image, packed or
 position-major layout) into RAMs that start as all ``+0``: elements never written read as ``+0``.
+A max-pooling pass (descriptor bit ``maximum``) takes the
+largest product instead of the sum, from the same seed (its bias row: ``-inf``).
 The action is the argmax over the last pass's outputs (for a layer in channel tiles: over the last tile's, indexed
 within it) by the hardware's total order on the encodings (``-0 < +0``; ties -> lowest index).  A convolution
 reads its padding (rows above and below the image, columns left of it and past its width) as ``+0``.
@@ -97,7 +99,7 @@ def golden_pass(config, layer, rams):
         products = float_mul(fmt, scalars.T[:, :, None], vectors[:-1])
     # The bias row (the weight row after the products) is the accumulation's seed: partial 0 starts from it.
     return accumulate_products(fmt, products, adder_latency=config.adder_latency, relu=bool(d["relu"]),
-                               seed=vectors[-1])
+                               seed=vectors[-1], maximum=bool(d.get("maximum", 0)))
 
 
 def _store(config, layer, results, rams):

@@ -16,6 +16,12 @@ layers and the compiler allocates activation memory by lifetimes:
 ``Pool`` (average, no padding)
     a depthwise convolution whose every weight is ``1 / (kh * kw)`` rounded to float32: the products are summed in
     the adder tree's order, so the mean differs from a divide-after-sum by float32 rounding.
+``Pool`` (max)
+    a max pool (:class:`ConvLayer` with ``maximum``): a depthwise pass per channel (one lane of each module busy)
+    with weights 1.0 and bias ``-inf``, the matrix modules taking the largest product instead of the sum; it needs
+    ``DqnConfig(max_pooling=True)`` (the compiler refuses it otherwise, naming the option).  The feeder pads with
+    ``+0``, not ``-inf``: a padded max pool is taken only on a non-negative input (after a ReLU or another max pool
+    of one).
 ``Pool`` (average over the whole map) or ``GlobalAveragePool``, read only by [``Flatten``] ``Dense``
     folded into the dense layer: ``dense(mean(x)) = sum_c,y,x x[c, y, x] * W[n, c] / (H * W)``, a dense layer over
     the ``[C, H, W]`` image with weights ``W[n, c] / (H * W)`` (float32).  Otherwise the global mean is a
@@ -27,8 +33,9 @@ layers and the compiler allocates activation memory by lifetimes:
 ``Softmax`` (last)
     the host: the accelerator's outputs are the logits; :func:`softmax` turns them into probabilities.
 
-Refused with one line naming the op (:class:`~models.shared.input_files.InputError`): max pooling, padded
-average pooling, an op after a ``Softmax``, and a graph whose output is not its last layer's.
+Refused with one line naming the op (:class:`~models.shared.input_files.InputError`): padded max pooling of an
+input that may be negative, padded average pooling, an op after a ``Softmax``, and a graph whose output is not its
+last layer's.
 """
 
 from dataclasses import dataclass, replace
@@ -70,13 +77,14 @@ class LoweredNetwork:
         for layer in self.layers:
             ops = " + ".join(self.sources[layer.name])
             if isinstance(layer, ConvLayer):
-                shape = (f"conv {layer.in_channels}x{layer.in_height}x{layer.in_width} -> {layer.out_channels}x"
+                kind = "max pool" if layer.maximum else "conv"
+                shape = (f"{kind} {layer.in_channels}x{layer.in_height}x{layer.in_width} -> {layer.out_channels}x"
                          f"{layer.out_height}x{layer.out_width}, kernel {layer.kernel_height}x{layer.kernel_width}, "
                          f"stride {layer.stride_y}x{layer.stride_x}")
                 pads = (layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right)
                 if any(pads):
                     shape += f", pad {'/'.join(map(str, pads))} (top/bottom/left/right)"
-                if layer.groups > 1:
+                if layer.groups > 1 and not layer.maximum:
                     shape += f", {layer.groups} groups"
             elif isinstance(layer, AddLayer):
                 shape = f"add {layer.source or 'input'} + {layer.skip or 'input'}"
@@ -119,6 +127,7 @@ class _Lowering:
         self.graph = graph
         self.layers, self.weights, self.sources, self.notes, self.host_ops = [], [], {}, [], []
         self.producer = {graph.inputs[0].name: ""}      # graph tensor -> the layer that holds it ("" the input)
+        self.non_negative = set()                       # layers whose outputs are >= 0 (ReLU, max pool of those)
 
     def add(self, layer, weight, bias, ops, note=None):
         if layer.name in self.sources:
@@ -127,6 +136,8 @@ class _Lowering:
         self.weights.append((None if weight is None else np.asarray(weight, np.float32),
                              None if bias is None else np.asarray(bias, np.float32)))
         self.sources[layer.name] = tuple(op.name for op in ops)
+        if layer.relu:
+            self.non_negative.add(layer.name)
         self.producer[ops[-1].output] = layer.name
         if note:
             self.notes.append(f"{layer.name}: {note}")
@@ -151,6 +162,20 @@ class _Lowering:
                           groups=channels, source=self.producer[op.inputs[0]])
         self.add(layer, weight, bias, [op], f"average pooling as a depthwise convolution with weights "
                                             f"1/{kernel[0] * kernel[1]} (float32)")
+
+    def max_pool(self, op, shape):
+        channels, height, width = shape
+        source = self.producer[op.inputs[0]]
+        if any(op.pads) and source not in self.non_negative:
+            raise _refuse(self.graph, op, f"padded max pooling (pads {tuple(op.pads)}) of an input that may be "
+                                          f"negative: the accelerator pads with +0, not -inf")
+        layer = ConvLayer(_layer_name(op), channels, (height, width), channels, tuple(op.kernel), tuple(op.stride),
+                          relu=False, padding=tuple(op.pads), groups=channels, source=source, maximum=True)
+        weight = np.ones((1, *op.kernel, channels), np.float32)
+        self.add(layer, weight, np.full(channels, -np.inf, np.float32), [op],
+                 "max pooling in the matrix modules' max mode, one channel per pass (weights 1.0, seed -inf)")
+        if source in self.non_negative:
+            self.non_negative.add(self.layers[-1].name)
 
     def dense(self, op, inputs, folded=None):
         weight = op.weight.T
@@ -222,7 +247,7 @@ def lower_graph(graph):
                                          f"by fewer elements; not supported")
             lowering.mean_pool(op, shape, tuple(op.kernel), tuple(op.stride))
         elif isinstance(op, g.Pool):
-            raise _refuse(graph, op, "max pooling is not in the accelerator's hardware yet")
+            lowering.max_pool(op, shape)
         elif isinstance(op, g.Flatten):
             lowering.producer[op.output] = lowering.producer[op.inputs[0]]
         elif isinstance(op, g.Softmax):

@@ -74,7 +74,10 @@ class ConvLayer:
     ``weight_shape = (in_channels / groups, kh, kw, out_channels)``; ``macs`` counts the products with real input
     elements (none with padding).  ``source``: the layer whose output it reads (``None``: the previous layer,
     ``""``: the network input).  A list given for a pair is kept as a tuple.  The compiler (``models.dqn.plan``)
-    checks the geometry: :meth:`check_geometry`.
+    checks the geometry: :meth:`check_geometry`.  ``maximum``: a max pool (depthwise, ``groups = in_channels =
+    out_channels``, every weight 1.0 and the bias ``-inf``): each output is the largest product of its window instead
+    of their sum (the matrix modules' max mode, ``DqnConfig(max_pooling=True)``); padding reads as ``+0``, so a
+    padded max pool is exact only on a non-negative input.
     """
 
     name: str
@@ -87,6 +90,7 @@ class ConvLayer:
     padding: object = 0
     groups: int = 1
     source: str = None
+    maximum: bool = False
 
     def __post_init__(self):
         for field_name in ("in_size", "kernel", "stride", "padding"):
@@ -105,6 +109,9 @@ class ConvLayer:
         for item in self.border:
             check_int(f"{self.name}: padding", item, 0)
         check_int(f"{self.name}: groups", self.groups, 1)
+        if self.maximum and not self.groups == self.in_channels == self.out_channels:
+            raise ValueError(f"{self.name}: a max pool is depthwise: groups = in_channels = out_channels, not "
+                             f"{self.groups}, {self.in_channels}, {self.out_channels}")
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(f"{self.name}: {self.groups} groups do not divide {self.in_channels} input and "
                              f"{self.out_channels} output channels")

@@ -288,6 +288,7 @@ class LayerShape:
     skip: str = ""            # its second addend: the output of this layer ("" = the network input)
     source: str = ""          # the tensor it reads (an add: its first addend): that layer's output, "" the input
     groups: int = 1           # a grouped convolution: a channel tile reads only its groups' input channels
+    maximum: bool = False     # a max pool: one channel per tile, the modules' max mode
 
     @property
     def positions(self):
@@ -405,7 +406,18 @@ def _layer_shape(config, layer, source, in_shape, in_packed, in_elements):
                        out_shape=out_shape, relu=layer.relu,
                        min_column_blocks=min_column_blocks(config, min(out_channels, tile_size)), tile_size=tile_size,
                        source=source, groups=groups)
+    if isinstance(layer, ConvLayer) and layer.maximum:
+        return _max_pool_tiles(config, replace(shape, maximum=True))
     return _fastest_group_tiles(config, shape) if groups > 1 else shape
+
+
+def _max_pool_tiles(config, shape):
+    """A max pool in tiles of one channel: a tile of several would put its block-diagonal zero products into the
+    maximum.  Its pass computes one lane per module (``1 / lanes`` of the MACs), every module on output positions."""
+    if not config.max_pooling:
+        raise ValueError(f"{shape.name}: max pooling needs the matrix modules' max mode, which this configuration "
+                         f"lacks (DqnConfig(max_pooling=True))")
+    return _with_tile(config, shape, 1)
 
 
 def check_config(config):
@@ -535,6 +547,7 @@ class PassShape(NamedTuple):
     layout: str
     relu: bool
     first_in_channel: int = 0
+    maximum: bool = False
 
     @property
     def products(self):
@@ -581,7 +594,7 @@ def pass_shapes(config, shape, layer_mapping):
         first_in_channel, in_channels = shape.tile_inputs(segment.tile)
         common = dict(layer=shape.name, segment=segment, in_channels=in_channels, padding=(top, left),
                       column_blocks=segment.column_blocks, first_channel=first_channel, out_channels=out_channels,
-                      first_in_channel=first_in_channel)
+                      first_in_channel=first_in_channel, maximum=shape.maximum)
         if segment.split == 1:
             name = f"{shape.name}{tile_suffix}"
             name = name if name not in named else f"{name} {segment.first}..{segment.last}"
@@ -796,10 +809,13 @@ def default_mapping(config, layers, *, split="auto"):
 
 
 def pass_note(config, shape, work):
-    """A line for the report when a pass of output positions leaves modules idle beyond its last group: fewer
-    positions per group than its channels allow, and why; "" otherwise."""
+    """A line for the report when a pass of output positions leaves modules idle beyond its last group (fewer
+    positions per group than its channels allow, and why) or lanes idle (a max pool); "" otherwise."""
     if work.kind != "positions":
         return ""
+    if work.maximum:
+        return (f"{work.name}: max pooling, one channel per pass (a wider tile would put its zero weights' products "
+                f"into the maximum): 1 of {config.lanes} lanes busy")
     needed = min_column_blocks(config, work.out_channels)
     if work.column_blocks == needed:
         return ""
@@ -1052,7 +1068,8 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
         out_base=out_base, packed_output=int(work.layout != "image"),
         position_major=int(work.layout in ("position_major", "row_words")), reduce=int(work.reduce),
-        step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0)
+        step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0,
+        **({"maximum": int(work.maximum)} if config.max_pooling else {}))
 
 
 def _real_macs(work, in_shape, inputs_per_output):

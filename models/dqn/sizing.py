@@ -33,7 +33,8 @@ def _widest_row(layers):
 
 
 def fitting_config(base, layers, weights, *, split="auto", allocation="lifetimes"):
-    """``base`` (a :class:`DqnConfig`) grown to hold ``layers``: ``(config, plan)``, compiled with ``allocation``
+    """``base`` (a :class:`DqnConfig`) grown to hold ``layers`` (with ``max_pooling`` if they have a max pool):
+    ``(config, plan)``, compiled with ``allocation``
     (:func:`models.dqn.plan.compile_network`).  Raises the compiler's ValueError (naming the layer) when even the
     largest RAMs cannot hold the network."""
     if not isinstance(base, DqnConfig):
@@ -42,6 +43,8 @@ def fitting_config(base, layers, weights, *, split="auto", allocation="lifetimes
     if widest > LARGEST["row_elements"]:
         raise ValueError(f"rows of {widest} elements are wider than the largest activation word "
                          f"({LARGEST['row_elements']} elements)")
+    if any(isinstance(layer, ConvLayer) and layer.maximum for layer in layers):
+        base = replace(base, max_pooling=True)          # max pools run in the matrix modules' max mode
     roomy = replace(base, row_elements=widest, activation_depth=LARGEST["activation_depth"],
                     weight_depth=LARGEST["weight_depth"], max_layers=LARGEST["max_layers"])
     plan = compile_network(roomy, layers, weights, split=split, allocation=allocation)

@@ -30,7 +30,7 @@ import numpy as np
 from nnaccel.hw.shared.float_adder import GUARD_BITS
 from nnaccel.hw.shared.float_format import BFLOAT16, BINARY16, BINARY32
 
-__all__ = ["float_mul", "float_add", "bitlevel_mul", "bitlevel_add", "from_binary32", "to_binary32", "is_nan", "bits_dtype"]
+__all__ = ["float_mul", "float_add", "float_max", "bitlevel_mul", "bitlevel_add", "from_binary32", "to_binary32", "is_nan", "bits_dtype"]
 
 _NATIVE = {BINARY32: (np.float32, np.uint32), BINARY16: (np.float16, np.uint16)}
 
@@ -62,6 +62,19 @@ def float_add(fmt, a, b, *, flush_to_zero=False):
     if not flush_to_zero and fmt == BFLOAT16:
         return _bfloat16_via_float32(np.add, a, b)
     return bitlevel_add(fmt, a, b, flush_to_zero=flush_to_zero)
+
+
+def float_max(fmt, a, b):
+    """The larger of ``a`` and ``b`` (encoded values of ``fmt``), bit-exact with
+    :class:`hw.shared.float_maximum.FloatMaximum`: the format's canonical NaN if either is a NaN, else the larger
+    in the order ``-inf < ... < -0 < +0 < ... < +inf`` (``+0`` beats ``-0``; equal encodings give that encoding).
+    """
+    dtype = bits_dtype(fmt)
+    a, b = (np.asarray(x).astype(np.int64) for x in (a, b))
+    sign_bit = 1 << (fmt.width - 1)
+    keys = [np.where(x & sign_bit, ~x & _mask(fmt.width), x | sign_bit) for x in (a, b)]
+    larger = np.where(keys[0] >= keys[1], a, b)
+    return np.where(is_nan(fmt, a) | is_nan(fmt, b), fmt.canonical_nan, larger).astype(dtype)
 
 
 def _native(fmt, operation, a, b):

@@ -15,7 +15,7 @@ from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.testbench.dqn import host as dqn_host
 from tests.cli import stand_in_simulator
-from tests.dqn.onnx_models import GraphBuilder, small_cnn
+from tests.dqn.onnx_models import GraphBuilder, lenet5, small_cnn
 from tests.dqn.tflite_models import conv_model, lstm_model
 
 SMALL = ("--modules", "2", "--lanes", "4")
@@ -27,9 +27,9 @@ def conv_graph(input_shape=(1, 2, 8, 8), **attributes):
     return graph
 
 
-def max_pooling(path):
+def padded_max_pooling(path):
     graph = conv_graph()
-    graph.node("MaxPool", name="pool", kernel_shape=[2, 2])
+    graph.node("MaxPool", name="pool", kernel_shape=[2, 2], pads=[1, 1, 1, 1])
     return graph.save(path)
 
 
@@ -80,8 +80,9 @@ def int8_kws(path):
 
 
 ERRORS = {
-    "max pooling": (max_pooling, "model.onnx",
-                    "op 'pool' (Pool): max pooling is not in the accelerator's hardware yet"),
+    "padded max pooling": (padded_max_pooling, "model.onnx",
+                           "op 'pool' (Pool): padded max pooling (pads (1, 1, 1, 1)) of an input that may be "
+                           "negative: the accelerator pads with +0, not -inf"),
     "padded average pooling": (padded_average_pooling, "model.onnx",
                                "op 'pool' (Pool): padded average pooling (pads (1, 1, 1, 1)) divides border windows "
                                "by fewer elements; not supported"),
@@ -225,13 +226,28 @@ def test_the_job_end_to_end_with_a_stand_in_simulator(tmp_path, monkeypatch, cap
     assert report["counters_as_predicted"] is (fault != "wrong_counter")
     assert report["total_cycles"] == report["predicted_cycles"] == plan.estimated_cycles
     assert report["config"] == {"modules": 2, "lanes": 4, "format": "binary32", "row_elements": 84,
-                                "activation_depth": 1024, "weight_depth": 4096, "max_layers": 8}
+                                "activation_depth": 1024, "weight_depth": 4096, "max_layers": 8,
+                                "max_pooling": False}
     assert [row["name"] for row in report["layers"]] == [layer.name for layer in plan.layers]
     assert len(report["ops"]) == 3 and report["inputs"] == 3 and report["inputs_source"].startswith("from ")
     first = report["per_input"][0]
     assert first["golden_q_bits"] == [f"0x{int(bits):08X}" for bits in golden_forward(plan, states[0]).q_values]
     assert len(first["reference_values"]) == 5 and report["reference_compared"] == "logits"
     assert 0 < report["reference_max_rel"] < 2e-6 or fault == "wrong_output"
+
+
+def test_lenet5_picks_the_max_mode(tmp_path, monkeypatch, capsys):
+    """LeNet-5's max pools: the job compiles for a configuration with ``max_pooling`` and says where they run."""
+    pytest.importorskip("torch")
+    runs = stand_in_simulator.install(monkeypatch)
+    assert main(["run", "net", str(lenet5(tmp_path / "lenet5.onnx")), "--random", "1", "--json",
+                 str(tmp_path / "report.json"), "--modules", "4", "--lanes", "4"]) == 0
+    printed = capsys.readouterr().out
+    (plan, _), = runs
+    assert plan.config.max_pooling and ", max mode (max pooling)" in printed
+    assert "max pool 6x28x28 -> 6x14x14, kernel 2x2, stride 2x2" in printed
+    assert "bit-exact against the golden model (10 outputs)" in printed
+    assert json.loads((tmp_path / "report.json").read_text())["config"]["max_pooling"] is True
 
 
 def test_a_tflite_model_with_softmax_on_the_host(monkeypatch, capsys):

@@ -20,6 +20,7 @@ from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network, default_mapping
+from nnaccel.sim.lint import lint_verilog
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
 from tests.dqn.test_handoff import handoff_slacks
@@ -96,10 +97,19 @@ def test_reduced_inference_on_amaranths_simulator():
 
 
 def random_pairs(layers, rng):
-    """Uniform float32 weights and biases; ``(None, None)`` for a layer without weights (an add)."""
-    return [(None, None) if layer.weight_shape is None else
-            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
-             rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+    """Uniform float32 weights and biases; ``(None, None)`` for a layer without weights (an add); a max pool's
+    weights 1.0 and bias -inf."""
+    pairs = []
+    for layer in layers:
+        if layer.weight_shape is None:
+            pairs.append((None, None))
+        elif getattr(layer, "maximum", False):
+            pairs.append((np.ones(layer.weight_shape, np.float32),
+                          np.full(layer.weight_shape[-1], -np.inf, np.float32)))
+        else:
+            pairs.append((rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                          rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)))
+    return pairs
 
 
 def check_on_the_rtl(config, layers, *, seed, mapping=None, tiling="widest"):
@@ -262,3 +272,26 @@ def test_a_read_one_cycle_before_the_write_reads_the_old_word(monkeypatch):
     observed = run_inference(forced, state)
     assert observed["total"] == forced.estimated_cycles < honest.estimated_cycles
     assert not np.array_equal(forced.output_values(observed["outputs"]), golden_forward(forced, state).q_values)
+
+
+def test_max_pooling_in_the_matrix_modules_max_mode():
+    """``max_pooling=True``: a padded convolution with ReLU, a 2 x 2 stride-2 max pool (4 products: both partials),
+    a padded 3 x 3 max pool (9 products, the border's +0 harmless after the ReLU) and a dense layer.  Each pool runs a
+    pass per channel with the descriptor's ``maximum`` bit; bit-exact, every counter as predicted."""
+    layers = (ConvLayer("conv", 2, 8, 3, 3, 1, padding=1), ConvLayer("pool", 3, 8, 3, 2, 2, relu=False, groups=3,
+                                                                     maximum=True),
+              ConvLayer("pool3", 3, 4, 3, 3, 1, relu=False, padding=1, groups=3, maximum=True),
+              DenseLayer("d", 3 * 4 * 4, 3, relu=False))
+    config = dataclasses.replace(REDUCED_CONFIG, weight_depth=512, max_layers=16, max_pooling=True)
+    plan = check_on_the_rtl(config, layers, seed=SEED + 9)
+    pools = [layer for layer in plan.layers if layer.descriptor["maximum"]]
+    assert [(layer.name, layer.out_channels, layer.products) for layer in pools] == [
+        (f"{name} [{channel}:{channel + 1}]", 1, products) for name, products in (("pool", 4), ("pool3", 9))
+        for channel in range(3)]
+
+
+def test_the_max_pooling_build_is_lint_clean():
+    """The accelerator with ``max_pooling`` (its modules' max mode, the descriptor's ``maximum`` bit) lints clean."""
+    accelerator = DqnAccelerator(config=dataclasses.replace(REDUCED_CONFIG, max_pooling=True))
+    assert accelerator.module_name.endswith("_max")
+    assert lint_verilog(accelerator, accelerator.module_name) == []

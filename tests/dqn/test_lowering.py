@@ -15,10 +15,11 @@ from nnaccel.models.dqn.graph import reference
 from nnaccel.models.dqn.lowering import lower_graph
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.onnx_import import read_onnx
+from nnaccel.models.dqn.plan import unpack_image
 from nnaccel.models.dqn.sizing import fitting_config
 from nnaccel.models.dqn.tflite_import import read_tflite
 from nnaccel.models.shared.input_files import InputError
-from tests.dqn.onnx_models import EVERYDAY_MODELS
+from tests.dqn.onnx_models import EVERYDAY_MODELS, GraphBuilder
 from tests.dqn.test_tflite import inputs_of, logits
 
 # Per model: passes, predicted cycles, (row elements, activation words, weight words, descriptors) of the fitting
@@ -102,7 +103,7 @@ def test_depthwise_passes_reach_their_bound():
 
 
 LOWERED = {"padded_conv_chain", "conv_bn_relu", "conv_bn_relu_unfolded", "global_average_pooling",
-           "residual_block", "rectangular_kws", "one_conv_stride2"}
+           "residual_block", "rectangular_kws", "one_conv_stride2", "lenet5"}
 
 
 @pytest.mark.parametrize("name", sorted(LOWERED))
@@ -122,7 +123,6 @@ def test_everyday_pytorch_models_lower_and_compile(tmp_path, name):
 
 
 @pytest.mark.parametrize("name, fault", [
-    ("lenet5", "op '/MaxPool' \\(Pool\\): max pooling is not in the accelerator's hardware yet"),
     ("depthwise_separable", "\\(Pool\\): padded average pooling \\(pads \\(1, 1, 1, 1\\)\\)"),
 ])
 def test_refusals_name_the_op(tmp_path, name, fault):
@@ -131,3 +131,35 @@ def test_refusals_name_the_op(tmp_path, name, fault):
     with pytest.raises(InputError, match=fault) as error:
         lower_graph(graph)
     assert "\n" not in str(error.value) and str(graph.source) in str(error.value)
+
+
+def _padded_max_pool(path, relu):
+    graph = GraphBuilder((1, 2, 7, 7), seed=3)
+    graph.conv(3, 2, 3, name="conv")
+    if relu:
+        graph.node("Relu", name="relu")
+    graph.node("MaxPool", name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    return read_onnx(graph.save(path, output_shape=(1, 3, 4, 4)))
+
+
+def test_padded_max_pooling_only_of_a_non_negative_input(tmp_path):
+    """The feeder pads with +0: a padded max pool after a ReLU is exact (the golden model's pool output is the
+    maximum of its conv output's windows padded with -inf, as ONNX pads, and the graph's float32 reference within
+    reordering of the conv's sums); without the ReLU it is refused in one line naming the op."""
+    graph = _padded_max_pool(tmp_path / "relu.onnx", relu=True)
+    lowered = lower_graph(graph)
+    pool = lowered.layers[-1]
+    assert isinstance(pool, ConvLayer) and pool.maximum and pool.border == (1, 1, 1, 1)
+    _, plan = fitting_config(DqnConfig(modules=4, lanes=4), lowered.layers, lowered.weights)
+    assert plan.config.max_pooling
+    x = np.random.default_rng(7).standard_normal((2, 2, 7, 7)).astype(np.float32)
+    for state, row in zip(x, reference(graph, x).reshape(len(x), -1)):
+        run = golden_forward(plan, state)
+        conv = unpack_image(plan.layers[0].output, run.activations[0]).view(np.float32)
+        windows = np.pad(conv, ((0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+        pooled = np.lib.stride_tricks.sliding_window_view(windows, (3, 3), axis=(1, 2))[:, ::2, ::2].max(axis=(3, 4))
+        assert run.q_values.view(np.float32).tolist() == pooled.ravel().tolist()
+        assert np.abs(pooled.ravel() - row).max() <= 2e-6 * np.abs(row).max()
+    with pytest.raises(InputError, match=r"op 'pool' \(Pool\): padded max pooling \(pads \(1, 1, 1, 1\)\) of an "
+                                         r"input that may be negative: the accelerator pads with \+0, not -inf$"):
+        lower_graph(_padded_max_pool(tmp_path / "plain.onnx", relu=False))

@@ -31,6 +31,7 @@ MIXED_COUNTS = [3, 1, 1, 2, 7, 1, 4, 0, 5, 2, 1, 16, 6, 1, 3]
     ({"multiplier_latency": -1}, ValueError, "multiplier_latency must be a non-negative integer, not -1"),
     ({"adder_latency": True}, ValueError, "adder_latency must be a non-negative integer, not True"),
     ({"count_bits": 0}, ValueError, "count_bits must be a positive integer, not 0"),
+    ({"maximum": 1}, TypeError, "maximum must be a bool, not 1"),
 ])
 def test_rejects_bad_parameters(arguments, error, message):
     with pytest.raises(error, match=f"^{message}$"):
@@ -44,6 +45,8 @@ def test_parameters_are_read_only_properties():
     assert module.module_name == "matrix_module_w4_binary16_m1_a3_c12"
     with pytest.raises(AttributeError):
         module.lanes = 8
+    assert not module.maximum
+    assert MatrixModule(lanes=4, maximum=True).module_name == "matrix_module_w4_binary32_m2_a2_c16_max"
 
 
 @pytest.mark.parametrize(("multiplier_latency", "adder_latency", "partials", "latency"), [
@@ -67,6 +70,9 @@ def test_ports():
     assert dict(module.signature.members) == {
         "operands": In(stream.Signature(operands, always_ready=True)),
         "result": Out(stream.Signature(data.ArrayLayout(32, 4), always_ready=True))}
+    with_maximum = MatrixModule(lanes=4, count_bits=12, maximum=True)
+    assert dict(with_maximum.signature.members)["operands"] == In(stream.Signature(
+        data.StructLayout({name: field.shape for name, field in operands} | {"maximum": 1}), always_ready=True))
 
 
 # ---- Simulation ----------------------------------------------------------------------------------------------
@@ -82,8 +88,9 @@ def random_floats(rng, fmt, shape):
     return values.astype(native).view(bits_dtype(fmt))
 
 
-def accumulation_stream(rng, module, counts, relus):
-    """Stimulus for back-to-back accumulations: ``count``, ``relu`` and ``seed`` are garbage except on first
+def accumulation_stream(rng, module, counts, relus, maximums=None):
+    """Stimulus for back-to-back accumulations: ``count``, ``relu`` and ``seed`` (and ``maximum``, for a module with
+    the max mode: then the vectors also hold signed zeros, infinities and NaNs) are garbage except on first
     products.
 
     Returns the stimulus dict, the index of each accumulation's last product and the number of the accumulation
@@ -104,6 +111,13 @@ def accumulation_stream(rng, module, counts, relus):
         "count": count,
         "relu": relu,
     }
+    if maximums is not None:
+        stimulus["maximum"] = rng.integers(0, 2, size=total, dtype=np.uint64)
+        stimulus["maximum"][firsts] = maximums
+        specials = np.array([0, 1 << (fmt.width - 1), fmt.infinity(0), fmt.infinity(1), fmt.canonical_nan],
+                            dtype=np.uint64)
+        special = rng.random(stimulus["vector"].shape) < 0.02
+        stimulus["vector"][special] = rng.choice(specials, size=int(special.sum()))
     # The last accumulation of 3 or more products without ReLU has only -0 products (+0 times negative values) and
     # a -0 seed: its sum must be -0, not +0.
     zero_sum = int(np.flatnonzero((lengths >= 3) & (relus == 0))[-1])
@@ -114,26 +128,29 @@ def accumulation_stream(rng, module, counts, relus):
     return stimulus, firsts + lengths - 1, zero_sum
 
 
-def run_stream(module, counts, relus, *, idle_seed=None, seed=SEED):
-    """Simulate back-to-back accumulations; check every result bit for bit and every latency."""
+def run_stream(module, counts, relus, *, maximums=None, idle_seed=None, seed=SEED):
+    """Simulate back-to-back accumulations (sums, or with ``maximums`` for a module with the max mode, each a sum or
+    a maximum); check every result bit for bit and every latency."""
     rng = np.random.default_rng(seed)
     fmt = module.fmt
     counts, relus = np.asarray(counts, dtype=np.uint64), np.asarray(relus, dtype=np.uint64)
-    stimulus, lasts, zero_sum = accumulation_stream(rng, module, counts, relus)
+    stimulus, lasts, zero_sum = accumulation_stream(rng, module, counts, relus, maximums)
     config = stream_config(module, input="operands", output="result", expect=len(counts), idle_seed=idle_seed)
     result = simulate(module, name=module.module_name, test_module="nnaccel.testbench.shared.stream_tb",
                       stimulus=stimulus, config=config)
 
     firsts = np.concatenate([[0], lasts[:-1] + 1])
-    for number, (first, last, relu) in enumerate(zip(firsts, lasts, relus)):
+    maximums = np.zeros(len(counts), dtype=bool) if maximums is None else np.asarray(maximums, dtype=bool)
+    for number, (first, last, relu, maximum) in enumerate(zip(firsts, lasts, relus, maximums)):
         expected = matrix_accumulate(fmt, stimulus["scalar"][first:last + 1], stimulus["vector"][first:last + 1],
-                                     adder_latency=module.adder_latency, relu=bool(relu), seed=stimulus["seed"][first])
+                                     adder_latency=module.adder_latency, relu=bool(relu), seed=stimulus["seed"][first],
+                                     maximum=bool(maximum))
         assert np.array_equal(result.outputs["result"][number].astype(expected.dtype), expected), (
-            f"accumulation {number} (count {counts[number]}, relu {relus[number]}): "
+            f"accumulation {number} (count {counts[number]}, relu {relus[number]}, maximum {maximum}): "
             f"{result.outputs['result'][number]} != {expected}")
     latencies = result.outputs["cycle"] - result.outputs["in_cycle"][lasts]
     assert np.all(latencies == module.latency), f"measured latencies {sorted(set(latencies))}"
-    assert np.all(result.outputs["result"][zero_sum] == 1 << (fmt.width - 1)), "a sum of -0 products is -0"
+    assert np.all(result.outputs["result"][zero_sum] == 1 << (fmt.width - 1)), "a sum (or max) of -0 products is -0"
     return result
 
 
@@ -163,6 +180,23 @@ def test_three_partials_odd_reduction_tree():
                idle_seed=5)
 
 
+@pytest.mark.parametrize(("fmt", "multiplier_latency", "adder_latency"), [
+    (BINARY32, 2, 2),
+    pytest.param(BINARY32, 1, 3, marks=pytest.mark.extended),
+    pytest.param(BINARY16, 2, 2, marks=pytest.mark.extended),
+    pytest.param(BFLOAT16, 2, 2, marks=pytest.mark.extended),
+])
+def test_max_mode(fmt, multiplier_latency, adder_latency):
+    """The max mode (max pooling): sums and maxima back to back, counts around the partials, specials in the
+    vectors, with and without idle cycles; the tree of three partials carries a value."""
+    counts = [1, 2, 3, 4, 5, 9, 255] + MIXED_COUNTS
+    maximums = [(index // 2) % 2 for index in range(len(counts))]   # each combination of ReLU and max mode
+    module = MatrixModule(lanes=4, fmt=fmt, multiplier_latency=multiplier_latency, adder_latency=adder_latency,
+                          maximum=True)
+    run_stream(module, counts, relu_pattern(len(counts)), maximums=maximums)
+    run_stream(module, counts, relu_pattern(len(counts)), maximums=maximums[::-1], idle_seed=7)
+
+
 @pytest.mark.extended
 @pytest.mark.parametrize(("fmt", "multiplier_latency", "adder_latency"), [
     (BINARY32, 0, 0),     # combinational units: one accumulator register, result on the last product's cycle
@@ -183,4 +217,9 @@ def test_other_latencies_and_formats(fmt, multiplier_latency, adder_latency):
 @pytest.mark.parametrize("lanes", [4, 16])
 def test_lint_clean(lanes):
     module = MatrixModule(lanes=lanes)
+    assert lint_verilog(module, module.module_name) == []
+
+
+def test_lint_clean_max_mode():
+    module = MatrixModule(lanes=4, maximum=True)
     assert lint_verilog(module, module.module_name) == []

@@ -156,3 +156,31 @@ def test_accumulate_products_rejects_no_products():
 def test_rejects_bad_arguments(scalars, vectors, arguments, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
         matrix_accumulate(BINARY32, scalars, vectors, **{"adder_latency": 2, **arguments})
+
+
+@pytest.mark.parametrize("adder_latency", [1, 2, 3])
+def test_max_mode_is_the_largest_product(adder_latency):
+    """The max mode's result does not depend on the order (the maximum is a total order with NaN on top): NumPy's
+    largest product, +0 where the largest is a zero and some product is +0, the canonical NaN where any is NaN;
+    the default seed is -inf, so a window of -inf products gives -inf; ReLU after it."""
+    rng = np.random.default_rng(SEED)
+    values = rng.standard_normal((7, 64)).astype(np.float32)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)
+    special = rng.random(values.shape) < 0.1
+    values[special] = rng.choice(specials, size=int(special.sum()))
+    values[:, :3] = -0.0                                  # all -0; -0 with a +0 in the middle, then first
+    values[3, 1] = values[0, 2] = 0.0
+    values[:, 3] = -np.inf
+    values[:, 4] = np.float32(1e-45) * -np.arange(1, 8)   # negative subnormals: the one nearest zero wins
+    products = float32_bits(values)
+    got = accumulate_products(BINARY32, products, adder_latency=adder_latency, maximum=True)
+    with np.errstate(invalid="ignore"):
+        largest = np.nanmax(np.where(np.isnan(values), -np.inf, values), axis=0)
+    positive_zero = (largest == 0) & np.any(float32_bits(values) == 0, axis=0)
+    expected = float32_bits(np.where(positive_zero, np.float32(0.0), largest))
+    expected[np.any(np.isnan(values), axis=0)] = 0x7FC00000
+    assert np.array_equal(got, expected)
+    assert got[0] == NEGATIVE_ZERO and got[1] == got[2] == 0 and got[3] == 0xFF800000
+    assert got[4] == float32_bits(np.float32(-1e-45))
+    with_relu = accumulate_products(BINARY32, products, adder_latency=adder_latency, maximum=True, relu=True)
+    assert np.array_equal(with_relu, np.where(expected >> 31, 0, expected))

@@ -144,8 +144,36 @@ def test_models_on_the_rtl_are_bit_exact_with_every_counter_as_predicted(tmp_pat
     assert_within_reordering(graph, run.q_values, inputs)
 
 
+# LeNet-5 (28-element rows, 39 passes) on 4 x 4 modules and lanes with the max mode: its max pools run in hardware.
+LENET_BASE = replace(RTL_BASE, modules=4, lanes=4, row_elements=28, weight_depth=8192, max_layers=64,
+                     max_pooling=True)
+
+
+def test_lenet5_max_pooling_on_the_rtl(tmp_path):
+    """LeNet-5 as PyTorch exports it (two 2 x 2 max pools): on the RTL with the matrix modules' max mode, the golden
+    model's bits, every pass's counters as predicted, ONNX Runtime's outputs within float32 reordering."""
+    pytest.importorskip("torch")
+    graph, lowered, plan = lowered_plan(EVERYDAY_MODELS["lenet5"](tmp_path / "lenet5.onnx"), LENET_BASE)
+    assert plan.config == LENET_BASE
+    pools = [layer for layer in plan.layers if layer.descriptor["maximum"]]
+    assert len(pools) == 6 + 16 and all(layer.out_channels == 1 for layer in pools)
+    inputs = random_inputs(lowered.input_shape, 2, seed=5)
+    run = run_on_accelerator(DqnAccelerator(config=plan.config), plan, inputs)
+    assert run.q_values.tobytes() == golden_outputs(plan, inputs).tobytes()
+    assert_counters_as_predicted(plan, run)
+    assert_within_reordering(graph, run.q_values, inputs)
+
+
+def test_max_pooling_needs_the_max_mode(tmp_path):
+    """Without ``max_pooling`` the compiler refuses a max pool in one line naming the layer and the option."""
+    pytest.importorskip("torch")
+    lowered = lower_graph(read_onnx(EVERYDAY_MODELS["lenet5"](tmp_path / "lenet5.onnx")))
+    with pytest.raises(ValueError, match=r"^/MaxPool: max pooling needs the matrix modules' max mode, which this "
+                                         r"configuration lacks \(DqnConfig\(max_pooling=True\)\)$"):
+        compile_network(replace(LENET_BASE, max_pooling=False), lowered.layers, lowered.weights)
+
+
 LOWERING_REFUSES = {
-    "lenet5": "op '/MaxPool' (Pool): max pooling is not in the accelerator's hardware yet",
     "depthwise_separable": "op '/6/AveragePool' (Pool): padded average pooling (pads (1, 1, 1, 1)) divides border "
                            "windows by fewer elements; not supported",
 }
@@ -153,8 +181,7 @@ LOWERING_REFUSES = {
 
 @pytest.mark.parametrize("name", LOWERING_REFUSES, ids=list(LOWERING_REFUSES))
 def test_what_lowering_still_refuses(tmp_path, name):
-    """LeNet-5's max pooling and padded average pooling: one line naming the op (these move to the RTL tests when
-    the lowering takes them)."""
+    """Padded average pooling: one line naming the op (it moves to the RTL tests when the lowering takes it)."""
     pytest.importorskip("torch")
     graph = read_onnx(EVERYDAY_MODELS[name](tmp_path / f"{name}.onnx"))
     with pytest.raises(InputError) as error:

@@ -1,0 +1,98 @@
+"""Depthwise layers of the MLPerf Tiny models: today's predicted cycles against the product cycles of two
+lanes-over-positions mappings (a design study for the second dataflow; nothing here is built).
+
+    python benchmarks/dqn/depthwise_bounds.py [--model kws|vww ...]
+
+For each depthwise layer (groups == channels) of the model, compiled as ``nnaccel run mlperf-tiny`` compiles it
+(``cli.dqn.accelerator_run.compile_model``: the smallest configuration like 16 x 16 binary32 that holds it):
+
+``today``     the compiler's predicted cycles of the layer's passes (block-diagonal channel tiles, set-up and
+              drain included): what ``nnaccel run mlperf-tiny --no-rtl`` counts;
+``two rows``  lanes over the positions of one channel's output row, modules over row segments of the two output
+              rows the feeder's two row registers serve: ``C * ceil(H / 2) * ceil(2 * ceil(W / lanes) / modules)``
+              groups of ``kh * kw`` product cycles;
+``flat map``  lanes over the positions of one channel's output map in raster order (``H * W`` positions over
+              ``ceil(H * W / lanes)`` module slots), as many channels per group as fill the modules (or a channel
+              over several groups): ``kh * kw`` product cycles per group, and at least half the row words the
+              group's modules read (the input rows of its positions, ``floor(row_elements / in_width)`` of them a
+              flattened word) when the two read ports are the bound.
+
+Prints, per layer, its MACs and each mapping's cycles and MAC use; per model, the whole model's cycles and MAC use
+with the depthwise layers as today and as with the flat map (set-up and drain of the new passes not counted), and the
+depthwise cycles the model could spend for 80 % MAC use.
+"""
+
+import argparse
+import math
+
+from nnaccel.cli.dqn.accelerator_run import compile_model, model_macs
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.mlperf_tiny import model_path
+from nnaccel.models.dqn.network import ConvLayer
+
+
+def two_rows_cycles(layer, config):
+    segments = math.ceil(layer.out_width / config.lanes)
+    groups = layer.out_channels * math.ceil(layer.out_height / 2) * math.ceil(2 * segments / config.modules)
+    return groups * layer.kernel_height * layer.kernel_width
+
+
+def flat_map_cycles(layer, config):
+    taps = layer.kernel_height * layer.kernel_width
+    positions = layer.out_height * layer.out_width
+    slots = math.ceil(positions / config.lanes)
+    rows_per_word = max(1, config.row_elements // layer.in_width)
+    if slots <= config.modules:
+        channels = config.modules // slots
+        groups = math.ceil(layer.out_channels / channels)
+        words = channels * math.ceil(layer.in_height / rows_per_word)
+    else:
+        group_positions = config.modules * config.lanes
+        groups = layer.out_channels * math.ceil(positions / group_positions)
+        out_rows = math.ceil(group_positions / layer.out_width) + 1
+        in_rows = (out_rows - 1) * layer.stride_y + layer.kernel_height
+        words = math.ceil(in_rows / rows_per_word) + 1
+    return groups * max(taps, math.ceil(words / 2))
+
+
+def layer_passes(plan, name):
+    return [planned for planned in plan.layers if planned.name == name or planned.name.startswith(name + " ")]
+
+
+def report(task):
+    graph, lowered, plan = compile_model(model_path(task), DqnConfig())
+    config = plan.config
+    macs_per_cycle = config.modules * config.lanes
+    rows = []
+    today_total = flat_total = 0
+    for layer in lowered.layers:
+        if not isinstance(layer, ConvLayer) or layer.groups != layer.in_channels or layer.groups == 1:
+            continue
+        macs = layer.out_channels * layer.out_height * layer.out_width * layer.kernel_height * layer.kernel_width
+        today = sum(planned.predicted["cycles"] for planned in layer_passes(plan, layer.name))
+        two_rows, flat = two_rows_cycles(layer, config), flat_map_cycles(layer, config)
+        today_total += today
+        flat_total += flat
+        rows.append(f"  {layer.name:<22} {layer.in_channels:>4} x {layer.out_height:>2} x {layer.out_width:>2} "
+                    f"{layer.kernel_height}x{layer.kernel_width}/{layer.stride_y} {macs:>9,} MACs  "
+                    + "  ".join(f"{label} {cycles:>6,} ({macs / (cycles * macs_per_cycle):6.1%})"
+                                for label, cycles in (("today", today), ("two rows", two_rows), ("flat map", flat))))
+    total, macs = plan.estimated_cycles, model_macs(graph)
+    with_flat = total - today_total + flat_total
+    budget = macs / (0.8 * macs_per_cycle) - (total - today_total)
+    print(f"{task}: {config.modules} x {config.lanes} {config.fmt.name}, {total:,} cycles predicted, "
+          f"{macs / (total * macs_per_cycle):.1%} MAC use; depthwise layers {today_total:,} cycles")
+    print("\n".join(rows))
+    print(f"  with the flat map: {with_flat:,} cycles, {macs / (with_flat * macs_per_cycle):.1%} MAC use; "
+          f"80 % MAC use leaves the depthwise layers {budget:,.0f} cycles")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", action="append", choices=("kws", "vww"))
+    for task in parser.parse_args().model or ("kws", "vww"):
+        report(task)
+
+
+if __name__ == "__main__":
+    main()
