@@ -44,10 +44,11 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
 
     Step 2 and routing
     ------------------
-    Tile ``k = t*G + y`` is grid row ``y`` of capsule type ``t`` (``G = grid``): its ``G*J*N`` weight words, and
-    with ``y = 0`` the type's ``N*G`` input rows.  The matrix-vector engine
-    (:class:`~hw.capsnet.matvec_engine.CapsNetMatvecEngine`) runs each tile as one layer (one capsule
-    type of one grid row: ``G*J*N`` product cycles) on the tile RAMs; its prediction vectors go to the
+    Tile ``k = (t*G + y)*P + p`` is part ``p`` of grid row ``y`` of capsule type ``t`` (``G = grid``, ``P =
+    row_tiles``: capsules ``p*X .. p*X + X - 1`` of the row, ``X = tile_columns``): its ``X*J*N`` weight words,
+    and with ``y = p = 0`` the type's ``N*G`` input rows.  The matrix-vector engine
+    (:class:`~hw.capsnet.matvec_engine.CapsNetMatvecEngine`) runs each tile as one layer (``X*J*N`` product
+    cycles, ``column_base = p*X``) on the tile RAMs; its prediction vectors go to the
     prediction tile RAM and, as a stream, to the routing engine
     (:class:`~hw.capsnet.routing_engine.CapsNetRoutingEngine`).  Double buffering: weights and predictions in two
     slots (tile parity), inputs in two slots (type parity).  Port program (one
@@ -87,7 +88,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     ------------------------
     The tile RAMs in M10K (step 1: inputs ``2*max_map_rows`` x ``8*conv_row_bytes`` bits, slabs
     ``2*max_kernel_words`` x ``8*M``, staging ``2*M*conv_rows`` x ``8*conv_row_bytes``, biases ``max_blocks`` x
-    ``32*M``; step 2: weights ``2*G*J*N`` x ``8*D``, inputs ``2*N*G`` x ``8*row_bytes``, predictions ``2*G*J`` x
+    ``32*M``; step 2: weights ``2*X*J*N`` x ``8*D``, inputs ``2*N*G`` x ``8*row_bytes``, predictions ``2*X*J`` x
     ``8*D``, routing results ``J`` words); the master's read FIFO; the engines' multipliers in DSP blocks or
     ALMs; counters in ALMs.
     """

@@ -77,6 +77,10 @@ def test_lint_clean(config):
     ({"row_bytes": 4}, "row_bytes must be a multiple of 4 of at least grid \\(6\\), not 4"),
     ({"multipliers": "lut"}, "multipliers must be one of \\('dsp', 'logic'\\), not 'lut'"),
     ({"classes": 0}, "classes must be an integer from 1 to 64, not 0"),
+    ({"tile_columns": 4}, "tile_columns must divide grid \\(6\\), not 4"),
+    ({"tile_columns": 7}, "tile_columns must be an integer from 1 to 6, not 7"),
+    ({"requantize_cycles": 3}, "requantize_cycles must divide digit_dims \\(16\\), not 3"),
+    ({"requantize_cycles": 16}, "requantize_cycles must be an integer from 1 to 8, not 16"),
 ])
 def test_config_errors(kwargs, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
