@@ -150,6 +150,25 @@ class CapsNetStreamConfig:
                              max_layers=2)
 
     @property
+    def tile_rams(self):
+        """``{name: (width bits, depth)}`` of the tile RAMs with byte enables (the accelerator builds its RAMs from
+        this; the routing results and the tile port's FIFO come on top): step 1's input maps, kernel slabs, biases
+        and output staging (the inputs as deep as the staging: one engine address), step 2's input rows, weights
+        and predictions."""
+        conv = self.conv_config
+        return {"conv_inputs": (8 * self.conv_row_bytes, conv.activation_depth),
+                "conv_slabs": (8 * self.conv_modules, 2 * self.max_kernel_words),
+                "conv_biases": (32 * self.conv_modules, max(2, self.max_blocks)),
+                "conv_staging": (8 * self.conv_row_bytes, conv.activation_depth),
+                "inputs": (8 * self.row_bytes, 2 * self.type_rows),
+                "weights": (8 * self.vector_bytes, 2 * self.tile_weight_words),
+                "predictions": (8 * self.vector_bytes, 2 * self.tile_predictions)}
+
+    @property
+    def tile_ram_bits(self):
+        return sum(width * depth for width, depth in self.tile_rams.values())
+
+    @property
     def staging_words(self):
         """Words of the output staging RAM: two slots of ``conv_modules * conv_rows`` rows."""
         return 2 * self.conv_modules * self.conv_rows
