@@ -29,8 +29,9 @@ class CapsNetMatvecEngine(wiring.Component):
     --------------
     Capsule ``i = (t*H + y)*W + x`` (``t < capsule_types``, ``y < grid_height``, ``x < grid_width``) has ``N =
     in_dims`` elements; element ``k`` is element ``column_base + x`` of activation word ``in_base + t*type_words +
-    k*dim_words + y`` (``column_base``: 0, or the first column of a tile of a grid row), i.e. the PrimaryCaps convolution output read in place (channel-major image layout: ``type_words =
-    N*H``, ``dim_words = H`` when channel ``t*N + k`` holds dimension ``k`` of capsule type ``t``).
+    k*dim_words + y`` (``column_base``: 0, or the first column of a tile of a grid row), i.e. the PrimaryCaps
+    convolution output read in place (channel-major image layout: ``type_words = N*H``, ``dim_words = H`` when
+    channel ``t*N + k`` holds dimension ``k`` of capsule type ``t``).
 
     Order and memories
     ------------------

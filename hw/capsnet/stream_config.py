@@ -180,8 +180,9 @@ class CapsNetStreamConfig:
 
     @property
     def name(self):
-        return (f"capsnet_stream_j{self.classes}_d{self.digit_dims}_n{self.primary_dims}_g{self.grid}x{self.tile_columns}"
-                f"_r{self.row_bytes}_t{self.max_types}_{self.multipliers}_q{self.requantize_cycles}_c{self.conv_modules}x{self.conv_lanes}x{self.conv_rows}"
+        return (f"capsnet_stream_j{self.classes}_d{self.digit_dims}_n{self.primary_dims}"
+                f"_g{self.grid}x{self.tile_columns}_r{self.row_bytes}_t{self.max_types}_{self.multipliers}"
+                f"_q{self.requantize_cycles}_c{self.conv_modules}x{self.conv_lanes}x{self.conv_rows}"
                 f"{self.conv_multipliers}_w{self.conv_row_bytes}_m{self.max_map_rows}_k{self.max_kernel_words}"
                 f"_o{self.max_blocks}_b{self.max_burst}_f{self.fifo_depth}_a{self.address_bits}")
 

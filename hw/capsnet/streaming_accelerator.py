@@ -174,8 +174,8 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         return m
 
     def _tile_rams(self, m, *names):
-        """The tile RAMs ``names`` of :attr:`CapsNetStreamConfig.tile_rams <hw.capsnet.stream_config.CapsNetStreamConfig>`,
-        added as submodules in that order."""
+        """The tile RAMs ``names`` of the configuration's
+        :attr:`~hw.capsnet.stream_config.CapsNetStreamConfig.tile_rams`, added as submodules in that order."""
         rams = []
         for name in names:
             width, depth = self._config.tile_rams[name]

@@ -226,8 +226,8 @@ def _compile_matvec(config, spec, tensor):
               "matvec_weight_base": 0, "prediction_base": 0}
     plan = LayerPlan(name=spec.name, kind=LayerKind.MATVEC, descriptor=fields,
                      encoded=_encode(config, spec.name, fields), input=tensor, output=None,
-                     macs=capsules * out_capsules * rows * dims, product_cycles=capsules * out_capsules * dims, writes=1,
-                     result_latency=matvec_result_latency(config))
+                     macs=capsules * out_capsules * rows * dims, product_cycles=capsules * out_capsules * dims,
+                     writes=1, result_latency=matvec_result_latency(config))
     return plan, weight_words, (capsules, out_capsules, rows)
 
 

@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """CapsNetMatvecEngine: parameter check, ports, lint.  Its behaviour is simulated inside the accelerators, where its
 memories are: tests/capsnet/test_accelerator.py (a requantizer per lane: random layers bit for bit against
-models.capsnet.int8_layers, cycle counters against the compiler's formula) and tests/capsnet/test_streaming_accelerator.py
-(shared requantizers, 2 cycles per result: predictions bit for bit, counters against the cycle formula)."""
+models.capsnet.int8_layers, cycle counters against the compiler's formula) and
+tests/capsnet/test_streaming_accelerator.py (shared requantizers, 2 cycles per result: predictions bit for bit,
+counters against the cycle formula)."""
 
 import dataclasses
 
