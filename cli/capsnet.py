@@ -314,6 +314,41 @@ def _board_resources(config):
                             cached_only=True)
 
 
+def _paper_comparison(rows, step1_cycles, image_cycles, step1_gops, dsp, resources):
+    """The paper's every column beside this run's: ``[(name, ours, paper, lower_is_better)]``; ``ours`` None when
+    the Yosys estimate is not cached, ``paper`` None where the paper publishes no figure (its M10K count)."""
+    step_ms = {row["step"]: row["ms"] for row in rows}
+    total = resources.total if resources is not None else None
+    return [
+        ("step 1 ms", step1_cycles / CLOCK_HZ * 1e3, PAPER_STEP_MS["step 1"], True),
+        ("step 2 ms", step_ms["step 2"], PAPER_STEP_MS["step 2"], True),
+        ("steps 3-6 ms", step_ms["steps 3-6"], PAPER_STEP_MS["steps 3-6"], True),
+        ("image ms", image_cycles / CLOCK_HZ * 1e3, PAPER_IMAGE_MS, True),
+        ("GOP/s (step 1)", step1_gops, PAPER_GOPS, False),
+        ("GOP/s per DSP block", step1_gops / dsp, PAPER_GOPS_PER_DSP, False),
+        ("GOP/s per thousand ALMs", step1_gops / total.alms * 1e3 if total else None, PAPER_GOPS / PAPER_ALMS * 1e3,
+         False),
+        ("M10K blocks", total.m10k if total else None, None, True),
+        ("memory Kbit", total.memory_bits / 1024 if total else None, PAPER_MEMORY_KBIT, True),
+    ]
+
+
+def _print_paper_comparison(comparison):
+    print(f"\n{'against the paper':<26}{'this run':>12}{'paper':>10}  better")
+    for name, ours, paper, lower in comparison:
+        ours_text = "-" if ours is None else f"{ours:,.0f}" if name == "M10K blocks" else f"{ours:,.3f}"
+        paper_text = "-" if paper is None else f"{paper:,.2f}"
+        verdict = ("(not published)" if paper is None else "(no Yosys estimate)" if ours is None
+                   else "yes" if (ours < paper if lower else ours > paper) else "NO")
+        print(f"{name:<26}{ours_text:>12}{paper_text:>10}  {verdict}")
+    published = [(ours, paper, lower) for _, ours, paper, lower in comparison if paper is not None]
+    better = sum(ours is not None and (ours < paper if lower else ours > paper) for ours, paper, lower in published)
+    unknown = sum(ours is None for ours, _, _ in published)
+    print(f"better than the paper in {better} of {len(published)} published columns"
+          + (" at once" if better == len(published) else
+             f" ({unknown} without the Yosys estimate of `nnaccel synth capsnet`)" if unknown else ""))
+
+
 def _run_board(arguments, net, images, labels, source, start):
     from nnaccel.hw.capsnet.config import cyclone_v_dsp_blocks
     from nnaccel.hw.capsnet.streaming_accelerator import CapsNetStreamingAccelerator
@@ -392,6 +427,8 @@ def _run_board(arguments, net, images, labels, source, start):
               f"{PAPER_MEMORY_KBIT} Kbit, {PAPER_DSP} DSP: {PAPER_GOPS / PAPER_ALMS * 1e3:.2f})")
     else:
         print("Yosys estimate of this top: not in the cache; `nnaccel synth capsnet` makes it (long)")
+    comparison = _paper_comparison(rows, step1_cycles, image_cycles, step1_gops, dsp, resources)
+    _print_paper_comparison(comparison)
 
     exact = not mismatches and not formula_mismatches
     verdict = "bit-exact" if not mismatches else "MISMATCH"
@@ -417,6 +454,8 @@ def _run_board(arguments, net, images, labels, source, start):
             "image_cycles": image_cycles, "step1_gops": step1_gops, "dsp_blocks": dsp,
             "step1_gops_per_dsp": step1_gops / dsp,
             "resources": resources.as_dict() if resources is not None else None,
+            "paper_comparison": [{"column": name, "ours": ours, "paper": paper, "lower_is_better": lower}
+                                 for name, ours, paper, lower in comparison],
             "layer_counters": run.layer_counters.tolist(), "total_cycles": run.total_cycles.tolist(),
             "sdram_bytes_read": traffic.bytes_read, "sdram_bytes_written": traffic.bytes_written,
             "paper": {"step_ms": PAPER_STEP_MS, "image_ms": PAPER_IMAGE_MS, "gops": PAPER_GOPS, "dsp": PAPER_DSP,

@@ -38,6 +38,11 @@ class CapsNetConfig:
     matvec_lanes
         The matrix-vector engine (step 2): one integer matrix module of ``matvec_lanes`` lanes (default 16 =
         the DigitCaps dimension): one row of a prediction matrix per lane.
+    matvec_requantize_cycles
+        Cycles the matrix-vector engine takes to requantize one result: ``matvec_lanes / matvec_requantize_cycles``
+        requantizers shared by the lanes (1: one per lane, inside the matrix module).  Sharing saves most of the
+        engine's logic (a requantizer is several times a lane's MAC) and needs a result no more often than every
+        ``matvec_requantize_cycles`` cycles (``in_dims`` of every matrix-vector layer at least that).
     conv_multipliers, matvec_multipliers
         How each engine builds its 8x8 multipliers: ``"dsp"``, a ``*`` that synthesis maps to a DSP multiplier
         (three per Cyclone V DSP block); ``"logic"``, explicit shift-and-add partial products in ALMs, no DSP
@@ -60,6 +65,7 @@ class CapsNetConfig:
     conv_rows: int = 1
     conv_tiled: bool = False
     matvec_lanes: int = 16
+    matvec_requantize_cycles: int = 1
     conv_multipliers: str = "dsp"
     matvec_multipliers: str = "dsp"
     row_elements: int = 28
@@ -77,6 +83,10 @@ class CapsNetConfig:
         if not isinstance(self.conv_tiled, bool):
             raise TypeError(f"conv_tiled must be a bool, not {self.conv_tiled!r}")
         check_int("matvec_lanes", self.matvec_lanes, 1, 64)
+        check_int("matvec_requantize_cycles", self.matvec_requantize_cycles, 1, self.matvec_lanes)
+        if self.matvec_lanes % self.matvec_requantize_cycles:
+            raise ValueError(f"matvec_requantize_cycles must divide matvec_lanes ({self.matvec_lanes}), "
+                             f"not {self.matvec_requantize_cycles!r}")
         for name in ("conv_multipliers", "matvec_multipliers"):
             if getattr(self, name) not in MULTIPLIER_STYLES:
                 raise ValueError(f"{name} must be one of {MULTIPLIER_STYLES}, not {getattr(self, name)!r}")
@@ -137,7 +147,8 @@ class CapsNetConfig:
     @property
     def module_name(self):
         """Verilog module name of an accelerator built from this config: every size that changes the hardware."""
-        return (f"{self.name}_a{self.activation_depth}_w{self.conv_weight_depth}_b{self.bias_depth}_"
+        requantizers = "" if self.matvec_requantize_cycles == 1 else f"_q{self.matvec_requantize_cycles}"
+        return (f"{self.name}{requantizers}_a{self.activation_depth}_w{self.conv_weight_depth}_b{self.bias_depth}_"
                 f"m{self.matvec_weight_depth}_p{self.prediction_depth}_d{self.max_layers}")
 
 

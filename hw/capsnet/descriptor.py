@@ -58,6 +58,7 @@ def _field_widths(config):
         "capsule_types": 8,                              # T: input capsule i = (type, y, x), type-major
         "grid_height": 8,                                # H
         "grid_width": 8,                                 # W
+        "column_base": _bits_for(config.row_elements - 1),   # grid column of the first capsule (x = base + 0 ..)
         "type_words": activation_address,                # word step between capsule types
         "dim_words": activation_address,                 # word step between the dimensions of one capsule
         "in_dims": 7,                                    # N: products per matrix-vector product

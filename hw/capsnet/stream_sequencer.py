@@ -155,34 +155,35 @@ class CapsNetStreamSequencer(wiring.Component):
         """Step 2 and routing: the port program, the tiles on the matrix-vector engine, the routing engine's feed."""
         config, run, port = self._config, self.run, self.port
         grid, classes = config.grid, config.classes
+        type_tiles = grid * config.row_tiles           # tiles of one capsule type
 
         # ---- Run control ----------------------------------------------------------------------------------
         params = Signal(stream_descriptor_layout(config))
         active, routing_done = Signal(), Signal()       # step 2 or routing is the current step
         routing_phase = step == StreamStep.ROUTING
-        tiles = Signal(range(config.max_types * grid + 1))
+        tiles = Signal(range(config.max_types * type_tiles + 1))
         tile_bits = len(tiles)
         loaded, stored, computed = Signal(tile_bits), Signal(tile_bits), Signal(tile_bits)
         starting = step_start & (step == StreamStep.PREDICTIONS)
         descriptor = run.descriptor.matvec
         with m.If(starting):
-            m.d.sync += [params.eq(descriptor), tiles.eq(descriptor.capsule_types * grid), active.eq(1),
+            m.d.sync += [params.eq(descriptor), tiles.eq(descriptor.capsule_types * type_tiles), active.eq(1),
                          routing_done.eq(0)]
         with m.If(active & routing_done & (stored == tiles)):
             m.d.sync += [running.eq(0), done.eq(1), active.eq(0)]
 
-        # ---- Port program: load k (inputs with a type's first row, then weights), store k, load k + 2 ------
+        # ---- Port program: load k (inputs with a type's first tile, then weights), store k, load k + 2 -----
         type_bytes = config.type_rows * config.row_bytes
         tile_weight_bytes = config.tile_weight_words * config.vector_bytes
         tile_prediction_bytes = config.tile_predictions * config.vector_bytes
-        load_row = Signal(range(grid))
+        load_tile = Signal(range(type_tiles))            # the next load's tile within its capsule type
         load_type_parity, inputs_loaded = Signal(), Signal()
         input_address, weight_address, store_address = (Signal(config.address_bits) for _ in range(3))
         loading_inputs, loading_weights = Signal(), Signal()      # the command in flight
         want_load = (loaded < tiles) & (loaded < stored + 2)
         can_store = (stored < tiles) & (computed > stored)
         vector_beats = config.vector_bytes // BUS_BYTES
-        with m.If(want_load & (load_row == 0) & ~inputs_loaded):
+        with m.If(want_load & (load_tile == 0) & ~inputs_loaded):
             m.d.comb += [command.address.eq(input_address), command.beats.eq(type_bytes // BUS_BYTES),
                          command.ram_base.eq(Mux(load_type_parity, config.type_rows, 0)),
                          command.beats_per_word.eq(config.row_bytes // BUS_BYTES)]
@@ -197,34 +198,35 @@ class CapsNetStreamSequencer(wiring.Component):
                          command.beats_per_word.eq(vector_beats)]
         m.d.comb += command_valid.eq(active & (want_load | can_store))
         with m.If(command_valid & port.command.ready):
-            m.d.sync += [loading_inputs.eq(want_load & (load_row == 0) & ~inputs_loaded),
-                         loading_weights.eq(want_load & ~((load_row == 0) & ~inputs_loaded))]
+            m.d.sync += [loading_inputs.eq(want_load & (load_tile == 0) & ~inputs_loaded),
+                         loading_weights.eq(want_load & ~((load_tile == 0) & ~inputs_loaded))]
         step2_port = active & ~(step < StreamStep.PREDICTIONS)
         with m.If(port.finished & step2_port):
             with m.If(loading_inputs):
                 m.d.sync += [inputs_loaded.eq(1), input_address.eq(input_address + type_bytes)]
             with m.Elif(loading_weights):
                 m.d.sync += [loaded.eq(loaded + 1), weight_address.eq(weight_address + tile_weight_bytes),
-                             load_row.eq(Mux(load_row == grid - 1, 0, load_row + 1)), inputs_loaded.eq(0)]
-                with m.If(load_row == grid - 1):
+                             load_tile.eq(Mux(load_tile == type_tiles - 1, 0, load_tile + 1)), inputs_loaded.eq(0)]
+                with m.If(load_tile == type_tiles - 1):
                     m.d.sync += load_type_parity.eq(~load_type_parity)
             with m.Else():
                 m.d.sync += [stored.eq(stored + 1), store_address.eq(store_address + tile_prediction_bytes)]
         with m.If(starting):
-            m.d.sync += [loaded.eq(0), stored.eq(0), load_row.eq(0), load_type_parity.eq(0), inputs_loaded.eq(0),
+            m.d.sync += [loaded.eq(0), stored.eq(0), load_tile.eq(0), load_type_parity.eq(0), inputs_loaded.eq(0),
                          loading_inputs.eq(0), loading_weights.eq(0), input_address.eq(descriptor.primary_base),
                          weight_address.eq(descriptor.weights_base), store_address.eq(descriptor.predictions_base)]
         m.d.comb += self.step2_load_target.eq(~loading_inputs)
 
         # ---- Compute: tile ``computed`` on the matrix-vector engine once loaded ----------------------------
-        compute_row = Signal(range(grid))
+        compute_row, compute_part = Signal(range(grid)), Signal(range(config.row_tiles))
         compute_type_parity = Signal()
         matvec = self.matvec
         layer = matvec.layer
         m.d.comb += [
             layer.kind.eq(LayerKind.MATVEC), layer.shift.eq(params.shift),
             layer.in_base.eq(Mux(compute_type_parity, config.type_rows, 0) + compute_row),
-            layer.capsule_types.eq(1), layer.grid_height.eq(1), layer.grid_width.eq(grid),
+            layer.capsule_types.eq(1), layer.grid_height.eq(1), layer.grid_width.eq(config.tile_columns),
+            layer.column_base.eq(compute_part * config.tile_columns),
             layer.dim_words.eq(grid), layer.in_dims.eq(config.primary_dims), layer.out_capsules.eq(classes),
             layer.matvec_weight_base.eq(Mux(computed[0], config.tile_weight_words, 0)),
             layer.prediction_base.eq(Mux(computed[0], config.tile_predictions, 0)),
@@ -232,13 +234,16 @@ class CapsNetStreamSequencer(wiring.Component):
         ]
         last_tile = computed + 1 == tiles
         with m.If(matvec.run.done):
-            m.d.sync += [computed.eq(computed + 1), compute_row.eq(Mux(compute_row == grid - 1, 0, compute_row + 1))]
-            with m.If(compute_row == grid - 1):
-                m.d.sync += compute_type_parity.eq(~compute_type_parity)
+            last_part = compute_part == config.row_tiles - 1
+            m.d.sync += [computed.eq(computed + 1), compute_part.eq(Mux(last_part, 0, compute_part + 1))]
+            with m.If(last_part):
+                m.d.sync += compute_row.eq(Mux(compute_row == grid - 1, 0, compute_row + 1))
+                with m.If(compute_row == grid - 1):
+                    m.d.sync += compute_type_parity.eq(~compute_type_parity)
             with m.If(last_tile):
                 m.d.sync += step.eq(StreamStep.ROUTING)
         with m.If(starting):
-            m.d.sync += [computed.eq(0), compute_row.eq(0), compute_type_parity.eq(0)]
+            m.d.sync += [computed.eq(0), compute_row.eq(0), compute_part.eq(0), compute_type_parity.eq(0)]
         with m.If(~(step < StreamStep.PREDICTIONS)):
             # Stall: the engine idle in step 2 (waiting for a tile).
             m.d.comb += [run.events.issue.eq(matvec.events.issue), run.events.draining.eq(matvec.events.draining),

@@ -44,10 +44,11 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
 
     Step 2 and routing
     ------------------
-    Tile ``k = t*G + y`` is grid row ``y`` of capsule type ``t`` (``G = grid``): its ``G*J*N`` weight words, and
-    with ``y = 0`` the type's ``N*G`` input rows.  The matrix-vector engine
-    (:class:`~hw.capsnet.matvec_engine.CapsNetMatvecEngine`) runs each tile as one layer (one capsule
-    type of one grid row: ``G*J*N`` product cycles) on the tile RAMs; its prediction vectors go to the
+    Tile ``k = (t*G + y)*P + p`` is part ``p`` of grid row ``y`` of capsule type ``t`` (``G = grid``, ``P =
+    row_tiles``: capsules ``p*X .. p*X + X - 1`` of the row, ``X = tile_columns``): its ``X*J*N`` weight words,
+    and with ``y = p = 0`` the type's ``N*G`` input rows.  The matrix-vector engine
+    (:class:`~hw.capsnet.matvec_engine.CapsNetMatvecEngine`) runs each tile as one layer (``X*J*N`` product
+    cycles, ``column_base = p*X``) on the tile RAMs; its prediction vectors go to the
     prediction tile RAM and, as a stream, to the routing engine
     (:class:`~hw.capsnet.routing_engine.CapsNetRoutingEngine`).  Double buffering: weights and predictions in two
     slots (tile parity), inputs in two slots (type parity).  Port program (one
@@ -87,7 +88,7 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
     ------------------------
     The tile RAMs in M10K (step 1: inputs ``2*max_map_rows`` x ``8*conv_row_bytes`` bits, slabs
     ``2*max_kernel_words`` x ``8*M``, staging ``2*M*conv_rows`` x ``8*conv_row_bytes``, biases ``max_blocks`` x
-    ``32*M``; step 2: weights ``2*G*J*N`` x ``8*D``, inputs ``2*N*G`` x ``8*row_bytes``, predictions ``2*G*J`` x
+    ``32*M``; step 2: weights ``2*X*J*N`` x ``8*D``, inputs ``2*N*G`` x ``8*row_bytes``, predictions ``2*X*J`` x
     ``8*D``, routing results ``J`` words); the master's read FIFO; the engines' multipliers in DSP blocks or
     ALMs; counters in ALMs.
     """
@@ -130,28 +131,15 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
         m.submodules.conv_program = program = ConvTileProgram(
             address_bits=config.address_bits, ram_address_bits=port_ram_address_bits(config),
             beats_bits=PORT_BEATS_BITS, beats_per_word_bits=beats_per_word_bits(config))
-        # Inputs and staging as deep as the engine's activation address (the larger of the two needs).
-        m.submodules.conv_inputs = conv_inputs = DualPortBuffer(
-            width=8 * config.conv_row_bytes, depth=conv_config.activation_depth, granularity=8)
-        m.submodules.conv_slabs = conv_slabs = DualPortBuffer(
-            width=8 * config.conv_modules, depth=2 * config.max_kernel_words, granularity=8)
-        m.submodules.conv_biases = conv_biases = DualPortBuffer(
-            width=32 * config.conv_modules, depth=max(2, config.max_blocks), granularity=8)
-        m.submodules.conv_staging = conv_staging = DualPortBuffer(
-            width=8 * config.conv_row_bytes, depth=conv_config.activation_depth, granularity=8)
+        conv_inputs, conv_slabs, conv_biases, conv_staging = self._tile_rams(
+            m, "conv_inputs", "conv_slabs", "conv_biases", "conv_staging")
 
         # ---- Step 2 and routing: the matrix-vector and routing engines, their tile RAMs, the result RAM -------
         m.submodules.matvec = matvec = CapsNetMatvecEngine(config=config.matvec_config)
         m.submodules.routing = routing = CapsNetRoutingEngine(
             classes=config.classes, dims=config.digit_dims, max_capsules=config.max_capsules,
             multipliers=config.multipliers)
-        vector_bits = 8 * config.vector_bytes
-        m.submodules.inputs = inputs = DualPortBuffer(width=8 * config.row_bytes, depth=2 * config.type_rows,
-                                                      granularity=8)
-        m.submodules.weights = weights = DualPortBuffer(width=vector_bits, depth=2 * config.tile_weight_words,
-                                                        granularity=8)
-        m.submodules.predictions = predictions = DualPortBuffer(width=vector_bits, depth=2 * config.tile_predictions,
-                                                                granularity=8)
+        inputs, weights, predictions = self._tile_rams(m, "inputs", "weights", "predictions")
         m.submodules.results = results = DualPortBuffer(width=self._routing_word.size, depth=max(2, config.classes))
         m.submodules.results_host = results_host = HostMemoryBridge(buffer=results.b.signature.flip())
 
@@ -184,6 +172,16 @@ class CapsNetStreamingAccelerator(HostPortAccelerator):
                                                step2_loads + sequencer.step2_load_target)),
                      stores_demux.select.eq(sequencer.port_owner)]
         return m
+
+    def _tile_rams(self, m, *names):
+        """The tile RAMs ``names`` of the configuration's
+        :attr:`~hw.capsnet.stream_config.CapsNetStreamConfig.tile_rams`, added as submodules in that order."""
+        rams = []
+        for name in names:
+            width, depth = self._config.tile_rams[name]
+            m.submodules[name] = ram = DualPortBuffer(width=width, depth=depth, granularity=8)
+            rams.append(ram)
+        return rams
 
     @staticmethod
     def _demultiplexer(m, name, initiator, rams):

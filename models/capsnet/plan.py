@@ -30,6 +30,7 @@ import numpy as np
 from nnaccel.hw.capsnet.config import CapsNetConfig
 from nnaccel.hw.capsnet.descriptor import LayerKind, encode_descriptor
 from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
+from nnaccel.hw.capsnet.matvec_engine import matvec_result_latency
 
 __all__ = ["ConvSpec", "MatvecSpec", "Tensor", "LayerPlan", "CapsNetPlan", "compile_layers", "compile_capsnet",
            "fitted_config", "pack_int8_rows", "unpack_int8_rows", "LAUNCH_CYCLES"]
@@ -84,13 +85,14 @@ class LayerPlan:
     macs: int                 # the layer's multiply-accumulates
     product_cycles: int       # cycles the engine takes a product
     writes: int               # result writes of the last group (convolution) or 1
+    result_latency: int = INT_MATRIX_MODULE_LATENCY    # module input to result write (hw.capsnet.matvec_engine)
 
     @property
     def expected_cycles(self):
         """Cycles the per-layer counter shows, from the layer's launch to its engine's done (no stalls)."""
         if self.kind == LayerKind.CONV:
             return LAUNCH_CYCLES + 1 + self.product_cycles + 1 + INT_MATRIX_MODULE_LATENCY + self.writes + 1
-        return LAUNCH_CYCLES + self.product_cycles + 1 + INT_MATRIX_MODULE_LATENCY
+        return LAUNCH_CYCLES + self.product_cycles + 1 + self.result_latency
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,9 @@ def _compile_matvec(config, spec, tensor):
         _fail(spec.name, f"weights for {capsules} capsules of {dims} elements do not match the input {tensor.shape}")
     if rows > config.matvec_lanes:
         _fail(spec.name, f"{rows} rows per matrix exceed the {config.matvec_lanes} lanes")
+    if dims < config.matvec_requantize_cycles:
+        _fail(spec.name, f"{dims}-element capsules come faster than the {config.matvec_requantize_cycles} cycles "
+                         f"the shared requantizers take per result")
     if capsules * out_capsules > config.prediction_depth:
         _fail(spec.name, f"{capsules * out_capsules} predictions exceed the prediction RAM ({config.prediction_depth})")
     padded = np.zeros((capsules, out_capsules, config.matvec_lanes, dims), np.int64)
@@ -221,7 +226,8 @@ def _compile_matvec(config, spec, tensor):
               "matvec_weight_base": 0, "prediction_base": 0}
     plan = LayerPlan(name=spec.name, kind=LayerKind.MATVEC, descriptor=fields,
                      encoded=_encode(config, spec.name, fields), input=tensor, output=None,
-                     macs=capsules * out_capsules * rows * dims, product_cycles=capsules * out_capsules * dims, writes=1)
+                     macs=capsules * out_capsules * rows * dims, product_cycles=capsules * out_capsules * dims,
+                     writes=1, result_latency=matvec_result_latency(config))
     return plan, weight_words, (capsules, out_capsules, rows)
 
 

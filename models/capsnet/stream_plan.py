@@ -8,10 +8,11 @@ bytes, byte ``r`` = ``W[i, j, r, k]``; ``predictions`` word ``i*J + j`` of ``D``
 
 Cycles (:func:`stream_cycles`), from the START cycle ``s``: the port program of the accelerator's docstring on
 :class:`models.shared.tile_port.TilePortModel` (commands taken from ``s + 1``, each on the cycle after the
-previous one finished, a store no earlier than the cycle after its tile's products are done); tile ``k``'s
-products start on the cycle after it is loaded and the engine is idle and end ``G*J*N + 1 + 3`` cycles later
-(:func:`LayerPlan.expected_cycles <models.capsnet.plan.LayerPlan>` without the launch: run, read-to-module,
-module latency), its last prediction vector on that last cycle; the routing engine's last class
+previous one finished, a store no earlier than the cycle after its tile's products are done); tile ``k`` (capsules
+``tile_columns`` of one grid row) starts on the cycle after it is loaded and the engine is idle and ends
+``tile_columns*J*N + 1 + latency`` cycles later (:func:`LayerPlan.expected_cycles <models.capsnet.plan.LayerPlan>`
+without the launch: run, read-to-module, :func:`~hw.capsnet.matvec_engine.matvec_result_latency`: the module's 3
+and the shared requantizers' cycles), its last prediction vector on that last cycle; the routing engine's last class
 :func:`~hw.capsnet.routing_engine.routing_finish_cycles` later; the run ends on the cycle after both the
 routing and the last store have finished.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnaccel.hw.capsnet.int_matrix_module import INT_MATRIX_MODULE_LATENCY
+from nnaccel.hw.capsnet.matvec_engine import matvec_result_latency
 from nnaccel.hw.capsnet.routing_engine import routing_finish_cycles
 from nnaccel.hw.capsnet.stream_config import BUS_BYTES, CapsNetStreamConfig
 from nnaccel.hw.capsnet.stream_descriptor import stream_descriptor_layout
@@ -40,7 +41,7 @@ class StreamPlan:
 
     @property
     def tiles(self):
-        return self.capsule_types * self.config.grid
+        return self.capsule_types * self.config.grid * self.config.row_tiles
 
     @property
     def capsules(self):
@@ -115,13 +116,14 @@ def stream_cycles(plan, start, port):
     :class:`~models.shared.tile_port.TilePortModel` that has timed everything before; runs of one simulation
     share it)."""
     config = plan.config
-    grid, tiles = config.grid, plan.tiles
+    type_tiles, tiles = config.grid * config.row_tiles, plan.tiles
     (primary, _), (weights, _), (predictions, _) = (plan.regions[name] for name in ("primary", "weights", "predictions"))
     type_beats = config.type_rows * config.row_bytes // BUS_BYTES
     weight_beats = config.tile_weight_words * config.vector_bytes // BUS_BYTES
     prediction_beats = config.tile_predictions * config.vector_bytes // BUS_BYTES
     product_cycles = config.tile_weight_words
-    compute_cycles = product_cycles + 1 + INT_MATRIX_MODULE_LATENCY      # start .. done, after the start cycle
+    drain_cycles = 1 + matvec_result_latency(config.matvec_config)
+    compute_cycles = product_cycles + drain_cycles        # start .. done, after the start cycle
     read_before, written_before = port.bytes_read, port.bytes_written
 
     free = start + 1                 # the first cycle the next command can be taken
@@ -135,8 +137,8 @@ def stream_cycles(plan, start, port):
 
     def load(tile):
         nonlocal free
-        capsule_type, row = divmod(tile, grid)
-        if row == 0:
+        capsule_type, index = divmod(tile, type_tiles)
+        if index == 0:
             free = port.load(free, primary + capsule_type * type_beats * BUS_BYTES, type_beats) + 1
         loaded.append(port.load(free, weights + tile * weight_beats * BUS_BYTES, weight_beats))
         free = loaded[-1] + 1
@@ -158,7 +160,7 @@ def stream_cycles(plan, start, port):
     end = max(routing_end + 1, free)
     busy = [(done[-1] - start), (end - done[-1])]
     engine_busy = tiles * compute_cycles
-    steps = ((busy[0], tiles * product_cycles, busy[0] - engine_busy, tiles * (1 + INT_MATRIX_MODULE_LATENCY)),
+    steps = ((busy[0], tiles * product_cycles, busy[0] - engine_busy, tiles * drain_cycles),
              (busy[1], 0, 0, 0))
     return StreamCycles(total=end - start, steps=steps, end=end, bytes_read=port.bytes_read - read_before,
                         bytes_written=port.bytes_written - written_before)

@@ -10,6 +10,8 @@ from nnaccel.hw.capsnet.descriptor import DESCRIPTOR_FIELDS, descriptor_bits, de
     ({"conv_modules": 0}, "conv_modules must be an integer from 1 to 64, not 0"),
     ({"conv_lanes": 33}, "conv_lanes must be an integer from 1 to 32, not 33"),
     ({"matvec_lanes": 4.0}, "matvec_lanes must be an integer from 1 to 64, not 4.0"),
+    ({"matvec_requantize_cycles": 17}, "matvec_requantize_cycles must be an integer from 1 to 16, not 17"),
+    ({"matvec_requantize_cycles": 3}, "matvec_requantize_cycles must divide matvec_lanes \\(16\\), not 3"),
     ({"conv_multipliers": "alm"}, r"conv_multipliers must be one of \('dsp', 'logic'\), not 'alm'"),
     ({"matvec_multipliers": None}, r"matvec_multipliers must be one of \('dsp', 'logic'\), not None"),
     ({"row_elements": 0}, "row_elements must be an integer from 1 to 256, not 0"),

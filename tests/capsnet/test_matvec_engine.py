@@ -1,13 +1,17 @@
 # amaranth: UnusedElaboratable=no
-"""CapsNetMatvecEngine: parameter check, ports, lint.  Its behaviour is simulated inside the accelerator
-(tests/capsnet/test_accelerator.py: random layers bit for bit against models.capsnet.int8_layers, cycle counters against
-the compiler's formula), where its memories are."""
+"""CapsNetMatvecEngine: parameter check, ports, lint.  Its behaviour is simulated inside the accelerators, where its
+memories are: tests/capsnet/test_accelerator.py (a requantizer per lane: random layers bit for bit against
+models.capsnet.int8_layers, cycle counters against the compiler's formula) and
+tests/capsnet/test_streaming_accelerator.py (shared requantizers, 2 cycles per result: predictions bit for bit,
+counters against the cycle formula)."""
+
+import dataclasses
 
 import pytest
 
 from nnaccel.hw.capsnet.descriptor import descriptor_layout
 from nnaccel.hw.capsnet.engine_control import EngineControlSignature
-from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine
+from nnaccel.hw.capsnet.matvec_engine import CapsNetMatvecEngine, matvec_result_latency
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
 from nnaccel.sim.lint import lint_verilog
 from nnaccel.hw.capsnet.config import SMALL_CONFIG
@@ -29,5 +33,12 @@ def test_ports():
         assert members[name].signature == BufferPortSignature(width=width, depth=depth, granularity=8), name
 
 
-def test_lint_clean():
-    assert lint_verilog(CapsNetMatvecEngine(config=SMALL_CONFIG), "capsnet_matvec_engine_small") == []
+@pytest.mark.parametrize("requantize_cycles", [1, 2, 4])
+def test_lint_clean(requantize_cycles):
+    config = dataclasses.replace(SMALL_CONFIG, matvec_requantize_cycles=requantize_cycles)
+    assert lint_verilog(CapsNetMatvecEngine(config=config), f"capsnet_matvec_engine_small_q{requantize_cycles}") == []
+
+
+def test_latency_with_shared_requantizers():
+    assert matvec_result_latency(SMALL_CONFIG) == 3
+    assert matvec_result_latency(dataclasses.replace(SMALL_CONFIG, matvec_requantize_cycles=4)) == 3 + 4

@@ -72,11 +72,23 @@ def test_lint_clean(config):
     assert lint_verilog(accelerator, accelerator.module_name) == []
 
 
+def test_tile_rams_of_the_de1soc_configuration():
+    """Half-row step-2 tiles: 2 x 240 weight words and 2 x 30 predictions; step 1's inputs as deep as the staging."""
+    rams = CapsNetStreamConfig().tile_rams
+    assert rams == {"conv_inputs": (224, 96), "conv_slabs": (64, 162), "conv_biases": (256, 32),
+                    "conv_staging": (224, 96), "inputs": (64, 96), "weights": (128, 480), "predictions": (128, 60)}
+    assert CapsNetStreamConfig().tile_ram_bits == 136_832
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"digit_dims": 6}, "digit_dims must be a multiple of 4, not 6"),
     ({"row_bytes": 4}, "row_bytes must be a multiple of 4 of at least grid \\(6\\), not 4"),
     ({"multipliers": "lut"}, "multipliers must be one of \\('dsp', 'logic'\\), not 'lut'"),
     ({"classes": 0}, "classes must be an integer from 1 to 64, not 0"),
+    ({"tile_columns": 4}, "tile_columns must divide grid \\(6\\), not 4"),
+    ({"tile_columns": 7}, "tile_columns must be an integer from 1 to 6, not 7"),
+    ({"requantize_cycles": 3}, "requantize_cycles must divide digit_dims \\(16\\), not 3"),
+    ({"requantize_cycles": 16}, "requantize_cycles must be an integer from 1 to 8, not 16"),
 ])
 def test_config_errors(kwargs, message):
     with pytest.raises(ValueError, match=f"^{message}$"):

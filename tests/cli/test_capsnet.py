@@ -68,6 +68,12 @@ def test_reduced_capsnet_on_the_de1soc(tmp_path, capsys):
     assert [row["product_cycles"] for row in report["steps"]] == [31_104, 124_416, 23_040, 0]
     assert report["image_cycles"] == sum(row["cycles"] for row in report["steps"])
     assert report["dsp_blocks"] == 6 and report["step1_gops_per_dsp"] > report["paper"]["gops_per_dsp"]
+    # The paper's every column beside this run's (resources only when `nnaccel synth capsnet` has run).
+    assert "against the paper" in printed
+    comparison = {row["column"]: row for row in report["paper_comparison"]}
+    assert comparison["image ms"]["ours"] == pytest.approx(report["image_cycles"] / 1e5)
+    assert comparison["GOP/s per DSP block"]["ours"] == pytest.approx(report["step1_gops_per_dsp"])
+    assert comparison["M10K blocks"]["paper"] is None and comparison["memory Kbit"]["paper"] == 163
 
 
 @pytest.mark.extended
