@@ -6,6 +6,7 @@ them: the cached estimate (:func:`cached_estimate`) in one line (:func:`resource
 
 import json
 from dataclasses import fields, replace
+from pathlib import Path
 
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import DqnConfig
@@ -46,7 +47,7 @@ def read_config_file(path):
     binary32, bfloat16, binary16; fields left out keep the thesis' values); InputError naming the file and the
     fault."""
     try:
-        document = json.loads(open(path, encoding="utf-8").read())
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -168,7 +168,8 @@ class SynthReport:
     def m20k(self):
         """Stratix V M20K blocks the memories would take in true dual-port mode (:func:`sim.fpga.devices.
         block_count`; Yosys maps to Cyclone V's M10K only)."""
-        return sum(block_count(width, depth, groups, M20K_MODES) * count for width, depth, groups, count in self.memories)
+        return sum(block_count(width, depth, groups, M20K_MODES) * count
+                   for width, depth, groups, count in self.memories)
 
     def as_dict(self):
         return {"name": self.name, "note": ESTIMATE_NOTE, "seconds": round(self.seconds, 1),
