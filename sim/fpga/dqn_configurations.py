@@ -80,6 +80,7 @@ def cached_estimate(config):
     design it synthesized in the Verilog cache)."""
     accelerator = DqnAccelerator(config=config)
     if not has_cached_design(accelerator, accelerator.module_name):
+        accelerator._MustUse__used = True       # never elaborated: nothing to look up (as sim.verilog's cache does)
         return None
     return estimate(accelerator, accelerator.module_name, cached_only=True)
 
