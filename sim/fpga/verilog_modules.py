@@ -13,7 +13,8 @@ logic (two DQN configurations with different RAM depths share their matrix modul
 
 A module's key holds its own text and the port declarations of the modules it instantiates (synthesized as black
 boxes: their widths are all the parent sees of them), not their contents: a change inside the feeder re-runs the
-feeder alone.
+feeder alone.  A design's top is synthesized as a top and every other module under a wrapper
+(:mod:`sim.fpga.synth`); the two never share a key, as the top's own name is the one replaced by ``TOP``.
 """
 
 import hashlib
