@@ -88,6 +88,6 @@ def cached_estimate(config):
 def resources_summary(report):
     """One line of a :class:`sim.fpga.synth.SynthReport`'s totals and whether it fits each of :data:`DEVICES`."""
     total = report.total
-    fits = "; ".join(fit_summary(report, device).split(": ", 1)[1] for device in DEVICES)
+    fits = "; ".join(f"{device['name']}: {fit_summary(report, device).split(': ', 1)[1]}" for device in DEVICES)
     return (f"{total.alms:,} ALMs (est.), {total.dsp_blocks:g} DSP blocks, {total.m10k:,} M10K ({report.m20k:,} M20K), "
             f"{total.memory_bits:,} memory bits; {fits}")

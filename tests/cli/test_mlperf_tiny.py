@@ -120,7 +120,8 @@ def test_the_cached_resources_of_the_configuration(folder, tmp_path, capsys, mon
     printed = capsys.readouterr().out
     total = stand_in.total
     assert (f"resources of {config.module_name}: {total.alms:,} ALMs (est.), {total.dsp_blocks:g} DSP blocks, "
-            f"{total.m10k} M10K ({stand_in.m20k} M20K), {total.memory_bits:,} memory bits; fits: ALMs") in printed
+            f"{total.m10k} M10K ({stand_in.m20k} M20K), {total.memory_bits:,} memory bits; Cyclone V 5CSEMA5: fits: "
+            f"ALMs") in printed
     summary = printed[printed.index("\nsummary"):]
     assert f"  {total.alms:,}  " in summary and "5CSEMA5, 5SGXEA7" in summary
     resources = json.loads(report_path.read_text())["models"][0]["resources"]
