@@ -3,20 +3,24 @@
 import argparse
 from pathlib import Path
 
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.models.dqn.mlperf_tiny import MODELS, TASKS, mlperf_tiny_dir
+from nnaccel.models.shared.input_files import InputError
+from nnaccel.sim.fpga.devices import CYCLONE_V_5CSEMA5, DEVICES, fit_summary, over_capacity
+from nnaccel.sim.fpga.dqn_configurations import config_fields, describe, mlperf_config, read_config_file
 from nnaccel.sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_project
 from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
 from nnaccel.sim.fpga.systems import SYSTEMS, system
 
-from nnaccel.cli.report import (EXIT_DONE, add_json_argument, make_output_directory, output_directory, write_json,
-                                writing)
+from nnaccel.cli.report import (EXIT_DONE, add_json_argument, make_output_directory, output_directory, positive_int,
+                                progress, text_table, write_json, writing)
 
 __all__ = ["add_verilog_arguments", "add_synth_arguments", "run_verilog", "run_synth", "CYCLONE_V_5CSEMA5",
            "fit_summary", "JSON_SCHEMA"]
 
-JSON_SCHEMA = "nnaccel.synth/1"
+ALL_MODELS = "all"
 
-# The DE1-SoC's device (Cyclone V SE 5CSEMA5, Cyclone V Device Overview): ALMs, DSP blocks, M10K blocks.
-CYCLONE_V_5CSEMA5 = {"name": "Cyclone V 5CSEMA5", "alms": 32_070, "dsp_blocks": 87, "m10k": 397}
+JSON_SCHEMA = "nnaccel.synth/1"
 
 
 def add_verilog_arguments(parser):
@@ -49,6 +53,19 @@ def _system_name(text):
 def add_synth_arguments(parser):
     parser.add_argument("systems", nargs="*", metavar="SYSTEM", type=_system_name,
                         help=f"one or more of {', '.join(SYSTEMS)} (default: all)")
+    parser.add_argument("--model", nargs="+", choices=[*TASKS, ALL_MODELS], metavar="TASK",
+                        help=f"with dqn: the configuration each MLPerf Tiny model runs on (16 x 16 binary32 grown to "
+                             f"the smallest RAMs that hold it, as `nnaccel run mlperf-tiny` sizes it): "
+                             f"{', '.join(f'{task} ({MODELS[task].title})' for task in TASKS)}, or {ALL_MODELS}")
+    parser.add_argument("--dir", metavar="DIR",
+                        help="with --model: the MLPerf Tiny folder (default: $NNACCEL_MLPERF_TINY_DIR, else "
+                             "../shared/mlperf_tiny beside the checkout)")
+    parser.add_argument("--dqn-config", metavar="FILE.json",
+                        help="with dqn: the configuration in a JSON object of DqnConfig fields (modules, lanes, fmt, "
+                             "row_elements, activation_depth, weight_depth, max_layers, ...; others as the thesis')")
+    parser.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                        help="Yosys runs at a time (each module of a design is synthesized and cached on its own; "
+                             "default 1)")
     add_json_argument(parser, "the estimate")
 
 
@@ -71,37 +88,81 @@ def run_verilog(arguments):
     return EXIT_DONE
 
 
-def fit_summary(report, device=CYCLONE_V_5CSEMA5):
-    """One line: whether ``report``'s total fits ``device``, and by how much each resource is used."""
-    total = report.total
-    used = {"ALMs": (total.alms, device["alms"]), "DSP blocks": (total.dsp_blocks, device["dsp_blocks"]),
-            "M10K": (total.m10k, device["m10k"])}
-    over = [kind for kind, (need, have) in used.items() if need > have]
-    shares = ", ".join(f"{kind} {need:,.0f}/{have:,} ({100 * need / have:.0f}%)" for kind, (need, have) in used.items())
-    verdict = "fits" if not over else f"does NOT fit ({', '.join(over)} exceeded)"
-    return f"{report.name} on {device['name']}: {verdict}: {shares}"
+def _dqn_configurations(arguments):
+    """``[(label, DqnConfig)]`` that ``--model`` and ``--dqn-config`` ask for (empty: the thesis' only)."""
+    chosen = []
+    if arguments.dqn_config is not None:
+        chosen.append((arguments.dqn_config, read_config_file(arguments.dqn_config)))
+    if arguments.model:
+        tasks = TASKS if ALL_MODELS in arguments.model else dict.fromkeys(arguments.model)
+        folder = mlperf_tiny_dir(arguments.dir)
+        chosen += [(f"MLPerf Tiny {task} ({MODELS[task].title})", mlperf_config(task, folder)) for task in tasks]
+    return chosen
+
+
+def _configurations_table(documents, reports):
+    """Lines of one table of the DQN configurations: totals, and whether each fits the devices."""
+    header = ["configuration", "RAMs (row elements / activation / weight words / descriptors)", "ALMs (est.)",
+              "DSP", "M10K", "memory bits", "M20K", *(f"fits {device['name'].split(' ')[-1]}" for device in DEVICES)]
+    rows = []
+    for document, report in zip(documents, reports):
+        config, total = document["config"], report.total
+        rows.append([document["label"].removeprefix("dqn, "),
+                     f"{config['row_elements']} / {config['activation_depth']:,} / {config['weight_depth']:,} / "
+                     f"{config['max_layers']}", f"{total.alms:,}", f"{total.dsp_blocks:g}", f"{total.m10k:,}",
+                     f"{total.memory_bits:,}", f"{report.m20k:,}",
+                     *("yes" if not over_capacity(report, device) else f"no ({', '.join(over_capacity(report, device))})"
+                       for device in DEVICES)])
+    return text_table(header, rows)
+
+
+def _check_synth_options(arguments):
+    """InputError for options that do not go together."""
+    if arguments.dir is not None and not arguments.model:
+        raise InputError("--dir: names the MLPerf Tiny folder of --model, which is not given")
+    if (arguments.model or arguments.dqn_config) and arguments.systems not in ([], ["dqn"]):
+        raise InputError(f"--model / --dqn-config: configurations of the dqn system, not of "
+                         f"{', '.join(name for name in arguments.systems if name != 'dqn')}")
 
 
 def run_synth(arguments):
-    names = arguments.systems or list(SYSTEMS)
-    chosen = [system(name) for name in names]
-    reports = []
-    for entry in chosen:
-        component = entry.build()
+    _check_synth_options(arguments)
+    configurations = _dqn_configurations(arguments)
+    if configurations:
+        designs = [(f"dqn, {label}", SYSTEMS["dqn"], DqnAccelerator(config=config)) for label, config in configurations]
+    else:
+        designs = [(name, system(name), None) for name in arguments.systems or list(SYSTEMS)]
+    reports, documents = [], []
+    for label, entry, component in designs:
+        component = component if component is not None else entry.build()
         module_name = component.module_name
-        print(f"nnaccel: {entry.name}: Yosys on {module_name} (cached after the first run) ...", flush=True)
-        reports.append(estimate(component, module_name))
+        print(f"nnaccel: {label}: Yosys on {module_name}, module by module (each cached) ...", flush=True)
+        with progress("modules"):
+            report = estimate(component, module_name, jobs=arguments.jobs)
+        print(f"nnaccel: {label}: {len(report.synthesized)} modules synthesized now, the others from the cache",
+              flush=True)
+        reports.append(report)
+        config = getattr(component, "config", None)
+        documents.append({"system": entry.name, "label": label, "description": entry.description,
+                          "reference": entry.reference, "fit": fit_summary(report),
+                          "fits": {device["name"]: fit_summary(report, device) for device in DEVICES},
+                          **({"configuration": describe(config), "config": config_fields(config)}
+                             if configurations else {}),
+                          **report.as_dict()})
     print()
     print(format_table(reports))
     print()
-    for entry, report in zip(chosen, reports):
-        if entry.reference:
-            print(f"{entry.name}: published: {entry.reference}")
-        print(fit_summary(report))
+    for document, report in zip(documents, reports):
+        if "configuration" in document:
+            print(f"{document['label']}: {report.name}: {document['configuration']}")
+        elif document["reference"]:
+            print(f"{document['system']}: published: {document['reference']}")
+        for device in DEVICES if configurations or document["system"] == "dqn" else (CYCLONE_V_5CSEMA5,):
+            print(f"    {fit_summary(report, device)}")
+    if configurations:
+        print()
+        print("\n".join(_configurations_table(documents, reports)))
     if arguments.json:
-        document = {"note": ESTIMATE_NOTE, "device": CYCLONE_V_5CSEMA5,
-                    "systems": [{"system": entry.name, "description": entry.description, "reference": entry.reference,
-                                 "fit": fit_summary(report), **report.as_dict()}
-                                for entry, report in zip(chosen, reports)]}
-        write_json(arguments.json, document, schema=JSON_SCHEMA)
+        write_json(arguments.json, {"note": ESTIMATE_NOTE, "device": CYCLONE_V_5CSEMA5, "devices": list(DEVICES),
+                                    "systems": documents}, schema=JSON_SCHEMA)
     return EXIT_DONE

@@ -10,6 +10,7 @@
     nnaccel run capsnet --board de1soc [--variant V] [--images N]      ... on the DE1-SoC design: SDRAM, routing on chip
     nnaccel verilog SYSTEM --board B [--out DIR] [--clock-mhz F]       Verilog + Quartus project for a board
     nnaccel synth [SYSTEM ...] [--json FILE]                           Yosys resource estimate (Cyclone V)
+    nnaccel synth dqn --model ic kws vww ad | all | --dqn-config F.json  ... of other DQN configurations
     nnaccel dse dataflow [--layer L | --network dqn] [--space rtl --simulate] ...  DCP dataflow search
     nnaccel dse predictor [--epochs N] [--out F]                       DCP's predictor: label, train, accuracy
     nnaccel dse cosearch --cost edap|latency|energy|balanced [--json F]  DANCE's co-search on MNIST
@@ -47,7 +48,7 @@ from nnaccel.cli.report import (EXIT_BAD_INPUT, EXIT_DONE, EXIT_INTERNAL_ERROR, 
 from nnaccel.models.shared.cache import cache_root
 from nnaccel.models.shared.input_files import InputError
 from nnaccel.models.shared.mnist import MnistError
-from nnaccel.sim.fpga.synth import YosysNotFound
+from nnaccel.sim.fpga.synth import YosysError
 from nnaccel.sim.harness import SimulationError
 from nnaccel.sim.toolchain import SIMULATORS, SimulatorNotFound, simulator_environment, simulator_version
 from nnaccel.testbench.shared.testfloat import TestFloatError
@@ -55,7 +56,7 @@ from nnaccel.testbench.shared.testfloat import TestFloatError
 __all__ = ["main", "build_parser", "TOOL_FAILURES"]
 
 # A tool, the simulator or a data source the job needs failed or is missing: exit 3, the message names its log.
-TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysNotFound, TestFloatError, MnistError, ToolError)
+TOOL_FAILURES = (SimulationError, SimulatorNotFound, YosysError, TestFloatError, MnistError, ToolError)
 EXIT_BROKEN_PIPE = 128 + 13         # as a process killed by SIGPIPE
 # Packages of the optional extras (pyproject.toml) a job imports when it needs them: extra -> packages.
 OPTIONAL_PACKAGES = {"ebp": ("sklearn", "matplotlib"), "atari": ("ale_py",), "train": ("torch",),
@@ -138,7 +139,9 @@ _COMMANDS = (
      fpga_job.add_verilog_arguments, fpga_job.run_verilog),
     ("synth", "resource estimate by Yosys for Cyclone V (not a Quartus fit)",
      "Estimate ALMs, DSP blocks and M10K blocks of each system with Yosys' Cyclone V flow (an estimate, not a "
-     "Quartus fit) and whether it fits a DE1-SoC's 5CSEMA5.",
+     "Quartus fit; each Verilog module synthesized and cached on its own) and whether it fits a DE1-SoC's 5CSEMA5 "
+     "(the DQN accelerator also the DE5-Net's 5SGXEA7). With dqn, --model and --dqn-config choose other "
+     "configurations: the ones the MLPerf Tiny models run on, or one from a JSON file.",
      fpga_job.add_synth_arguments, fpga_job.run_synth),
     ("dse", "design-space exploration: DCP, DANCE, the RTL family's cost model and its check against the RTL",
      "Design-space exploration. dataflow: DCP, a layer's dataflow by back-propagation through a learned "

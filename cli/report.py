@@ -24,7 +24,7 @@ from nnaccel.sim.progress import (PLAIN_PROGRESS_SECONDS, PLAIN_QUIET_SECONDS, P
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "non_negative_int", "probability", "output_file", "output_directory",
            "make_output_directory", "writing", "json_output", "add_json_argument",
-           "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float", "progress"]
+           "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float", "text_table", "progress"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
 
@@ -175,6 +175,15 @@ def json_float(value):
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     return value
+
+
+def text_table(header, rows):
+    """Lines of a table whose columns are as wide as their widest cell: the first left-aligned, the others right."""
+    cells = [header, *rows]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) if column == 0 else cell.rjust(width)
+                       for column, (cell, width) in enumerate(zip(row, widths))) for row in cells]
+    return [lines[0], "-" * len(lines[0]), *lines[1:]]
 
 
 # ---- Progress ----------------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from nnaccel.models.shared.cache import cache_root
 
 from .separate_modules import SeparateModules, component_ports
 
-__all__ = ["GeneratedDesign", "generate_design", "generate_verilog", "check_module_name", "HIERARCHY_CHOICES"]
+__all__ = ["GeneratedDesign", "generate_design", "has_cached_design", "generate_verilog", "check_module_name",
+           "HIERARCHY_CHOICES"]
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Which separately generated modules a Verilator build compiles as hierarchical blocks: those the design asks
@@ -83,6 +84,13 @@ def generate_design(component, name):
         partial.write_text(json.dumps(asdict(design)))
         partial.replace(cached)
     return design
+
+
+def has_cached_design(component, name):
+    """Whether :func:`generate_design` would find ``component``'s design in the cache (it has a
+    ``verilog_cache_key`` and was generated with the current hardware sources), without generating it."""
+    cache_key = getattr(component, "verilog_cache_key", None)
+    return cache_key is not None and _verilog_cache_path(name, cache_key).exists()
 
 
 def generate_verilog(component, name):

@@ -26,12 +26,14 @@ from nnaccel.models.dqn.model_files import reference_outputs
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError
+from nnaccel.sim.fpga.devices import DEVICES, fit_summary, over_capacity
+from nnaccel.sim.fpga.dqn_configurations import cached_estimate, config_fields, resources_summary
 
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
                                              describe_config, golden_mismatches, grouped_notes, layer_rows,
                                              layer_table, model_macs, runtime_difference, simulate_dqn_plan)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
-                                positive_int, progress, write_json)
+                                positive_int, progress, text_table, write_json)
 
 __all__ = ["add_arguments", "run", "JSON_SCHEMA"]
 
@@ -126,15 +128,6 @@ def _formats_check(task, path, graph, lowered, plan, folder, formats, count):
     return rows
 
 
-def text_table(header, rows):
-    """Lines of a table whose columns are as wide as their widest cell: the first left-aligned, the others right."""
-    cells = [header, *rows]
-    widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) if column == 0 else cell.rjust(width)
-                       for column, (cell, width) in enumerate(zip(row, widths))) for row in cells]
-    return [lines[0], "-" * len(lines[0]), *lines[1:]]
-
-
 def _formats_table(rows):
     """The golden model per number format against LiteRT, one line each."""
     header = ["golden model", "inputs", "max |diff| vs LiteRT", "relative"]
@@ -164,6 +157,19 @@ def _comparison_table(task, config, cycles, use):
     rows += [[f"{row['flow']} {row['model']}, {row['board'].split(' (')[0]}", "-", "-", f"{row['latency_us']:,}",
               row["quality"]] for row in _published(task)]
     return text_table(["design", "cycles", "MAC use", "latency us @ 100 MHz", "quality"], rows)
+
+
+def _resources(task, config, base):
+    """The cached synthesis estimate of ``config`` as a JSON object: the totals and fits, or how to make them."""
+    report = cached_estimate(config)
+    if report is None:
+        how = (f"nnaccel synth dqn --model {task}" if base == DqnConfig() else
+               f"nnaccel synth dqn --dqn-config FILE.json, FILE.json holding {config_fields(config)}")
+        return {"synthesized": False, "hint": f"not synthesized: run {how}"}
+    return {"synthesized": True, "module": report.name, "summary": resources_summary(report),
+            "total": report.as_dict()["total"], "fits": {device["name"]: not over_capacity(report, device)
+                                                         for device in DEVICES},
+            "fit_lines": [fit_summary(report, device) for device in DEVICES]}
 
 
 def _run_model(arguments, task, folder, base):
@@ -209,12 +215,24 @@ def _run_model(arguments, task, folder, base):
     latency_us = cycles / DQN_CLOCK_HZ * 1e6
     print(f"\n{task}: {macs:,} MACs of the model on {config.macs} MACs")
     print("\n".join(_comparison_table(task, config, (cycles, not arguments.no_rtl), use)))
+    resources = _resources(task, config, base)
+    print(f"resources of {config.module_name}: {resources.get('summary', resources.get('hint'))}")
     formats = _formats_check(task, path, graph, lowered, plan, folder, arguments.formats, arguments.inputs)
     print()
     print("\n".join(_formats_table(formats)))
     report |= {"cycles": cycles, "mac_use": use, "latency_us_100mhz": latency_us, "published": _published(task),
-               "formats": formats}
+               "formats": formats, "resources": resources}
     return report, failures
+
+
+def _resource_cells(resources):
+    """The summary table's resource cells: ALMs, DSP blocks, M10K, M20K, the devices it fits ("-": not synthesized)."""
+    if not resources["synthesized"]:
+        return ["-", "-", "-", "-", "not synthesized"]
+    total = resources["total"]
+    fitting = [name.split(" ")[-1] for name, fits in resources["fits"].items() if fits]
+    return [f"{total['alms']:,}", f"{total['dsp_blocks']:g}", f"{total['m10k']:,}", f"{total['m20k_stratix_v']:,}",
+            ", ".join(fitting) or "neither"]
 
 
 def run(arguments):
@@ -235,8 +253,10 @@ def run(arguments):
         verdict = ("-" if "bit_exact" not in report else
                    "bit-exact" if report["bit_exact"] and report["counters_as_predicted"] else "MISMATCH")
         rows.append([report["task"], f"{report['cycles']:,}", f"{report['mac_use']:.1%}",
-                     f"{report['latency_us_100mhz']:,.1f} us", verdict, published])
-    print("\n".join(text_table(["model", "cycles", "MAC use", "latency", "RTL", "published"], rows)))
+                     f"{report['latency_us_100mhz']:,.1f} us", verdict, *_resource_cells(report["resources"]),
+                     published])
+    print("\n".join(text_table(["model", "cycles", "MAC use", "latency", "RTL", "ALMs (est.)", "DSP", "M10K", "M20K",
+                                 "fits", "published"], rows)))
     if arguments.json:
         write_json(arguments.json, {"job": "mlperf-tiny", "folder": str(folder), "simulator": arguments.simulator,
                                     "rtl": not arguments.no_rtl, "models": models,

@@ -7,12 +7,21 @@ M10K in simple dual-port mode, so block RAMs are first mapped by ``memory_libmap
 description in ``yosys/m10k_tdp.txt`` (the mode Quartus uses for :class:`hw.shared.dual_port_buffer.DualPortBuffer`).
 
 The design is synthesized hierarchically (``-noflatten``): every distinct Verilog module (``sim.verilog``
-already emits identical modules once) is mapped once and its counts are multiplied by its instance count.
-That keeps the 256-MAC DQN accelerator tractable (45 minutes on a busy 2-core machine, most of it Yosys'
-generic optimisation of the top level's wide multiplexers); it forgoes optimisation across module boundaries
-(a constant input is not propagated into a module), so the estimate leans high.  Quartus also packs LUTs
-and flip-flops into ALMs, which Yosys does not: :attr:`Resources.alms` is an estimate from the cell counts
-(see there).  Results are cached by a hash of the Verilog, the Yosys version and the mapping files.
+already emits identical modules once) is mapped once and its counts are multiplied by its instance count.  It
+forgoes optimisation across module boundaries (a constant input is not propagated into a module), so the estimate
+leans high.  Quartus also packs LUTs and flip-flops into ALMs, which Yosys does not: :attr:`Resources.alms` is an
+estimate from the cell counts (see there).
+
+Each module is synthesized in a Yosys run of its own (:func:`estimate_verilog`), under a wrapper that passes its
+ports through (so that it is mapped as a module of a hierarchy, as in the whole design), the modules it
+instantiates read as black boxes (ports only); the top's totals are composed from the modules' counts along the
+instance tree.  Each module's counts are cached under its logic (:meth:`sim.fpga.verilog_modules.VerilogModules.
+logic_key`: its text without the top's name and Amaranth's global port numbers, its children's ports, the Yosys
+version, the mapping files and the script), so two designs that share a module (two DQN configurations with
+different RAM depths share their matrix modules, writer, argmax ...; a design before and after a change to one of
+its blocks) synthesize it once: the 256-MAC DQN accelerator took 45 minutes in one run on a busy 2-core machine,
+and a change to one block re-runs that block.  ``per_module=False`` runs the whole design in one Yosys run instead
+(cached by the whole text), the cross-check of the composition (``tests/sim/test_synth.py``).
 """
 
 import hashlib
@@ -23,15 +32,21 @@ import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, fields
 from functools import cache
 from pathlib import Path
 
 from nnaccel.models.shared.cache import cache_root
 from nnaccel.sim.build_cache import build_key
+from nnaccel.sim.progress import current_listener, report_stage
 from nnaccel.sim.verilog import generate_verilog
 
-__all__ = ["Resources", "SynthReport", "YosysNotFound", "estimate", "estimate_verilog", "format_table"]
+from .devices import M20K_MODES, block_count
+from .verilog_modules import VerilogModules
+
+__all__ = ["Resources", "SynthReport", "YosysError", "YosysNotFound", "estimate", "estimate_verilog",
+           "format_table"]
 
 _LIBRARY = Path(__file__).with_name("yosys")
 _M10K_RULES = _LIBRARY / "m10k_tdp.txt"
@@ -42,10 +57,16 @@ ESTIMATE_NOTE = ("Yosys estimate (synth_intel_alm -family cyclonev, hierarchical
                  "estimated from LUT, carry and flip-flop counts; Quartus packing and optimisation will differ.")
 
 # Part of the cache key: bump when what is kept from a Yosys run changes.
-_RESULT_FORMAT = 2
+_RESULT_FORMAT = 3
+# The module that passes a module's ports through when it is synthesized on its own.
+_WRAPPER = "nnaccel_synth_wrapper"
 
 
-class YosysNotFound(RuntimeError):
+class YosysError(RuntimeError):
+    """Yosys failed (the message holds the end of its log)."""
+
+
+class YosysNotFound(YosysError):
     """Yosys is not on PATH; the message says how to install it."""
 
 
@@ -129,24 +150,40 @@ class SynthRow:
 
 @dataclass(frozen=True)
 class SynthReport:
-    """Yosys' Cyclone V estimate of a design: one row per kind of submodule of the top, the top's own logic, total."""
+    """Yosys' Cyclone V estimate of a design: one row per kind of submodule of the top, the top's own logic, total.
+
+    ``memories``: ``(width, depth, write-enable groups, instances)`` of every block-RAM memory (for the M20K count
+    of a Stratix V, :attr:`m20k`); ``seconds``: Yosys' time for all of it (the runs that made the cached results
+    included); ``synthesized``: the modules Yosys ran on in this call (the others came from the cache).
+    """
 
     name: str
     rows: tuple
     total: Resources
     seconds: float
+    memories: tuple = ()
+    synthesized: tuple = ()
+
+    @property
+    def m20k(self):
+        """Stratix V M20K blocks the memories would take in true dual-port mode (:func:`sim.fpga.devices.
+        block_count`; Yosys maps to Cyclone V's M10K only)."""
+        return sum(block_count(width, depth, groups, M20K_MODES) * count
+                   for width, depth, groups, count in self.memories)
 
     def as_dict(self):
         return {"name": self.name, "note": ESTIMATE_NOTE, "seconds": round(self.seconds, 1),
+                "synthesized_now": list(self.synthesized),
                 "rows": [{"label": r.label, "module": r.module, "count": r.count, **r.resources.as_dict()}
                          for r in self.rows],
-                "total": self.total.as_dict()}
+                "total": {**self.total.as_dict(), "m20k_stratix_v": self.m20k}}
 
 
-def _script(name, workdir, library):
+def _script(name, workdir, library, *, black_boxes=False):
     common = f"-family cyclonev -top {name} -noiopad -noclkbuf -noflatten"
     return "\n".join([
         f"read_verilog {workdir / 'design.v'}",
+        *([f"read_verilog -lib {workdir / 'black_boxes.v'}"] if black_boxes else []),
         f"read_verilog -lib {library / _M10K_CELLS.name}",
         f"synth_intel_alm {common} -run begin:map_bram",
         f"write_json {workdir / 'memories.json'}",
@@ -166,16 +203,19 @@ def _parse_stat(path):
     return json.loads("\n".join(line for line in path.read_text().splitlines() if not _HIERARCHY_LINE.match(line)))
 
 
-def _memory_bits(netlist_path):
-    """``{module: bits}`` of the memories (``$mem_v2`` cells) each module holds itself, counting those with a
-    clocked read port (block RAM candidates), not the small asynchronous ROMs Yosys makes of case statements."""
-    bits = {}
+def _memories(netlist_path):
+    """``{module: [[width, depth, write-enable groups], ...]}`` of the memories (``$mem_v2`` cells) each module
+    holds itself, counting those with a clocked read port (block RAM candidates), not the small asynchronous ROMs
+    Yosys makes of case statements.  The groups are the distinct enable bits of the first write port (a
+    :class:`hw.shared.dual_port_buffer.DualPortBuffer` with a granularity writes its words in parts)."""
+    memories = {}
     for module, body in json.loads(netlist_path.read_text())["modules"].items():
         for cell in body.get("cells", {}).values():
             if cell["type"] == "$mem_v2" and "1" in cell["parameters"]["RD_CLK_ENABLE"]:
                 size, width = (int(cell["parameters"][key], 2) for key in ("SIZE", "WIDTH"))
-                bits[_module_name(module)] = bits.get(_module_name(module), 0) + size * width
-    return bits
+                enables = cell["connections"].get("WR_EN", [])[:width]
+                memories.setdefault(_module_name(module), []).append([width, size, max(1, len(set(map(str, enables))))])
+    return memories
 
 
 # An all-zero memory initialisation as Amaranth writes it ("initial begin", one "mem[i] = N'h0;" per word,
@@ -188,48 +228,60 @@ def without_zero_memory_init(verilog_text):
     return _ZERO_MEMORY_INIT.sub("", verilog_text)
 
 
-def _run_yosys(verilog_text, name):
+def _run_yosys(verilog_text, name, black_boxes=""):
+    """Yosys on ``verilog_text`` with top ``name`` (``black_boxes``: Verilog read for its modules' ports only):
+    ``{"modules": {module: {cell type: count}}, "memories": {module: [...]}}`` (names as Yosys writes them)."""
     with tempfile.TemporaryDirectory(prefix="nnaccel-synth-") as directory:
         workdir = Path(directory)
         (workdir / "design.v").write_text(without_zero_memory_init(verilog_text))
-        (workdir / "script.ys").write_text(_script(name, workdir, _LIBRARY))
+        (workdir / "black_boxes.v").write_text(black_boxes)
+        (workdir / "script.ys").write_text(_script(name, workdir, _LIBRARY, black_boxes=bool(black_boxes)))
         result = subprocess.run([yosys_command(), "-q", "-l", str(workdir / "yosys.log"), "-s",
                                  str(workdir / "script.ys")], capture_output=True, text=True, cwd=workdir)
         if result.returncode != 0 or not (workdir / "stat.json").exists():
             log = (workdir / "yosys.log").read_text() if (workdir / "yosys.log").exists() else result.stderr
-            raise RuntimeError(f"Yosys failed on {name} (exit {result.returncode}):\n"
-                               + "\n".join(log.splitlines()[-25:]))
+            raise YosysError(f"Yosys failed on {name} (exit {result.returncode}):\n"
+                             + "\n".join(log.splitlines()[-25:]))
         modules = _parse_stat(workdir / "stat.json")["modules"]
-        memory_bits = _memory_bits(workdir / "memories.json")
-    return {"modules": {module: body["num_cells_by_type"] for module, body in modules.items()},
-            "memory_bits": memory_bits}
+        memories = _memories(workdir / "memories.json")
+    return {"modules": {_module_name(module): {_module_name(cell_type): count
+                                               for cell_type, count in body["num_cells_by_type"].items()}
+                        for module, body in modules.items()},
+            "memories": memories}
 
 
 def _module_name(yosys_name):
     return yosys_name[1:] if yosys_name.startswith("\\") else yosys_name
 
 
-def _report(name, stats, seconds):
-    # stat names a module "\\name" and an instance's cell type "name"
-    cells = {_module_name(module): {_module_name(cell_type): count for cell_type, count in types.items()}
-             for module, types in stats["modules"].items()}
-    totals = {}
+def _report(name, stats, seconds, synthesized=()):
+    """The :class:`SynthReport` of top ``name`` from ``stats``: ``{"modules": {module: {cell type: count}},
+    "memories": {module: [[width, depth, groups], ...]}}``, every module of the design's tree in it."""
+    cells = stats["modules"]
+    totals, memories = {}, {}
+
+    def own_memory_bits(module):
+        return sum(width * depth for width, depth, _ in stats["memories"].get(module, []))
 
     def total(module):
         if module not in totals:
-            resources = Resources(memory_bits=stats["memory_bits"].get(module, 0))
+            resources = Resources(memory_bits=own_memory_bits(module))
+            shapes = {}
+            for shape in stats["memories"].get(module, []):
+                shapes[tuple(shape)] = shapes.get(tuple(shape), 0) + 1
             for cell_type, count in cells[module].items():
                 if cell_type in cells:
                     resources += total(cell_type) * count
+                    for shape, instances in memories[cell_type].items():
+                        shapes[shape] = shapes.get(shape, 0) + instances * count
                 elif (own := _cell_resources(cell_type, count)) is not None:
                     resources += own
-            totals[module] = resources
+            totals[module], memories[module] = resources, shapes
         return totals[module]
 
-    top = name
     rows = []
-    own = Resources(memory_bits=stats["memory_bits"].get(name, 0))
-    for cell_type, count in cells[top].items():
+    own = Resources(memory_bits=own_memory_bits(name))
+    for cell_type, count in cells[name].items():
         if cell_type in cells:
             rows.append(SynthRow(cell_type, cell_type, count, total(cell_type) * count))
         elif (resources := _cell_resources(cell_type, count)) is not None:
@@ -237,18 +289,101 @@ def _report(name, stats, seconds):
     rows.sort(key=lambda row: row.label)
     if rows:
         rows.append(SynthRow(f"{name} (own logic)", name, 1, own))
-    return SynthReport(name=name, rows=tuple(rows), total=total(top), seconds=seconds)
+    top_total = total(name)
+    return SynthReport(name=name, rows=tuple(rows), total=top_total, seconds=seconds,
+                       memories=tuple((*shape, count) for shape, count in sorted(memories[name].items())),
+                       synthesized=tuple(synthesized))
 
 
-def estimate_verilog(verilog_text, name, *, cached_only=False):
-    """:class:`SynthReport` for the Verilog ``verilog_text`` with top module ``name``; cached by content.  With
-    ``cached_only``, ``None`` instead of a Yosys run when the cache does not hold it."""
-    # The mapping files by content and the script with placeholder directories: every checkout of the same
-    # sources finds the same entry, wherever it lives.
-    key = build_key(verilog_text, yosys=yosys_version(), format=_RESULT_FORMAT,
-                    library=hashlib.sha256(b"".join(p.read_bytes() for p in (_M10K_RULES, _M10K_CELLS, _M10K_MAP)))
-                    .hexdigest(), script=_script(name, Path("/"), Path("/")))
-    cached = cache_root() / "synth" / f"{name}-{key}.json"
+def _context(name):
+    """What besides the Verilog decides a Yosys result: the version, the mapping files by content and the script
+    with placeholder directories (every checkout of the same sources finds the same entry, wherever it lives)."""
+    library = hashlib.sha256(b"".join(p.read_bytes() for p in (_M10K_RULES, _M10K_CELLS, _M10K_MAP))).hexdigest()
+    return {"yosys": yosys_version(), "format": _RESULT_FORMAT, "library": library,
+            "script": _script(name, Path("/"), Path("/"), black_boxes=True)}
+
+
+def _cache_file(kind, name, key):
+    return cache_root() / "synth" / kind / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:120]}-{key}.json"
+
+
+def _store(path, document):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.partial")
+    partial.write_text(json.dumps(document))
+    partial.replace(path)
+
+
+def _wrapped(modules, module):
+    """Verilog of ``module`` under :data:`_WRAPPER`, a top with the same ports that only instantiates it."""
+    text = modules.texts[module]
+    header = re.search(r"^module (?:\\\S+|[\w$]+)\s*\((.*?)\);", text, re.M | re.S)
+    ports = [port.strip() for port in header.group(1).split(",") if port.strip()]
+    escaped = module if re.fullmatch(r"[A-Za-z_][\w$]*", module) else f"\\{module} "
+    return "\n".join([f"module {_WRAPPER}({', '.join(f'{port} ' for port in ports)});",
+                      modules.port_declarations(module, canonical=False),
+                      f"  {escaped} wrapped (" + ", ".join(f".{port} ({port} )" for port in ports) + ");",
+                      "endmodule", text])
+
+
+def _synthesize_module(modules, module):
+    """Yosys on one module, its children black boxes: ``(cells, memories, seconds)``, cell types canonical."""
+    start = time.perf_counter()
+    children = "\n".join(modules.texts[child] for child in modules.children(module))
+    if module == modules.top:
+        stats = _run_yosys(modules.texts[module], module, children)
+    else:
+        stats = _run_yosys(_wrapped(modules, module), _WRAPPER, children)
+    cells = {modules.canonical_name(cell_type): count for cell_type, count in stats["modules"][module].items()}
+    return cells, stats["memories"].get(module, []), time.perf_counter() - start
+
+
+def _per_module_stats(modules, *, cached_only, jobs):
+    """``(stats for _report, Yosys seconds, modules synthesized now)`` of every module in the design's tree, each
+    from the cache or a Yosys run of its own (``jobs`` at a time); ``None`` if ``cached_only`` and one is missing."""
+    tree = modules.tree()
+    entries, missing = {}, []
+    for module in tree:
+        if modules.is_black_box(module):
+            entries[module] = {"cells": {}, "memories": [], "seconds": 0.0}
+            continue
+        path = _cache_file("modules", modules.canonical_name(module), modules.logic_key(module, **_context(_WRAPPER)))
+        if path.exists():
+            entries[module] = json.loads(path.read_text())
+        else:
+            missing.append((module, path))
+    if missing and cached_only:
+        return None
+    if missing:
+        report_stage(f"Yosys, {len(missing)} of {len(tree)} modules", len(missing))
+        listener = current_listener()
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            runs = {pool.submit(_synthesize_module, modules, module): (module, path) for module, path in missing}
+            for done, run in enumerate(as_completed(runs), 1):
+                module, path = runs[run]
+                cells, memories, seconds = run.result()
+                entries[module] = {"cells": cells, "memories": memories, "seconds": seconds}
+                _store(path, entries[module])
+                if listener is not None:
+                    listener.update(done, len(missing))
+    actual = {modules.canonical_name(module): module for module in tree}
+    stats = {"modules": {module: {actual.get(cell_type, cell_type): count
+                                  for cell_type, count in entries[module]["cells"].items()} for module in tree},
+             "memories": {module: entries[module]["memories"] for module in tree}}
+    return stats, sum(entry["seconds"] for entry in entries.values()), tuple(module for module, _ in missing)
+
+
+def estimate_verilog(verilog_text, name, *, cached_only=False, per_module=True, jobs=1):
+    """:class:`SynthReport` for the Verilog ``verilog_text`` with top module ``name``: per module, each cached by
+    its logic (``jobs`` Yosys runs at a time), or with ``per_module=False`` in one Yosys run cached by the whole
+    text.  With ``cached_only``, ``None`` instead of a Yosys run when the cache does not hold it all."""
+    if per_module:
+        found = _per_module_stats(VerilogModules(verilog_text, name), cached_only=cached_only, jobs=jobs)
+        if found is None:
+            return None
+        stats, seconds, synthesized = found
+        return _report(name, stats, seconds, synthesized)
+    cached = _cache_file("whole", name, build_key(verilog_text, **_context(name)))
     if cached.exists():
         stored = json.loads(cached.read_text())
         return _report(name, stored["stats"], stored["seconds"])
@@ -257,16 +392,14 @@ def estimate_verilog(verilog_text, name, *, cached_only=False):
     start = time.perf_counter()
     stats = _run_yosys(verilog_text, name)
     seconds = time.perf_counter() - start
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_name(cached.name + ".partial")
-    partial.write_text(json.dumps({"stats": stats, "seconds": seconds}))
-    partial.replace(cached)
-    return _report(name, stats, seconds)
+    _store(cached, {"stats": stats, "seconds": seconds})
+    return _report(name, stats, seconds, tuple(stats["modules"]))
 
 
-def estimate(component, name):
-    """:class:`SynthReport` for an Amaranth component, its Verilog generated by :mod:`sim.verilog`."""
-    return estimate_verilog(generate_verilog(component, name), name)
+def estimate(component, name, **options):
+    """:class:`SynthReport` for an Amaranth component, its Verilog generated by :mod:`sim.verilog`; ``options``
+    as :func:`estimate_verilog`'s."""
+    return estimate_verilog(generate_verilog(component, name), name, **options)
 
 
 _COLUMNS = (("ALMs (est.)", lambda r: r.alms), ("LUTs", lambda r: r.luts), ("carry", lambda r: r.carry),

@@ -80,6 +80,9 @@ def files(tmp_path_factory):
     infinite_features[2, 2] = np.inf
     np.savez(directory / "inf.npz", features=infinite_features, labels=np.zeros(10))
     np.savez(directory / "strings_data.npz", features=np.array([["a", "b"], ["c", "d"]]), labels=np.zeros(2))
+    (directory / "dqn_rows.json").write_text('{"rows": 96}')
+    (directory / "dqn_lanes.json").write_text('{"lanes": 0, "fmt": "binary32"}')
+    (directory / "dqn_list.json").write_text('[16, 16]')
     return directory
 
 
@@ -239,6 +242,28 @@ CASES = {
     "synth system": ("synth bogus",
                      "nnaccel synth: error: argument SYSTEM: unknown system 'bogus'; choose from fmul, fadd, "
                      "matrix_module, pe_ring, dqn, capsnet_conv, capsnet_matvec, capsnet"),
+    "synth dqn config missing": ("synth dqn --dqn-config {d}/none.json",
+                                 "nnaccel: error: {d}/none.json: cannot read: No such file or directory"),
+    "synth dqn config not json": ("synth dqn --dqn-config {d}/notnpy.txt",
+                                  "nnaccel: error: {d}/notnpy.txt: not a JSON file: Expecting value: line 1 column 1 "
+                                  "(char 0)"),
+    "synth dqn config not an object": ("synth dqn --dqn-config {d}/dqn_list.json",
+                                       "nnaccel: error: {d}/dqn_list.json: must hold a JSON object of configuration "
+                                       "fields, not list"),
+    "synth dqn config field": ("synth dqn --dqn-config {d}/dqn_rows.json",
+                               "nnaccel: error: {d}/dqn_rows.json: unknown field 'rows' (fields: activation_depth, "
+                               "adder_latency, fmt, lanes, max_layers, modules, multiplier_latency, pad_columns, "
+                               "row_elements, weight_depth)"),
+    "synth dqn config value": ("synth dqn --dqn-config {d}/dqn_lanes.json",
+                               "nnaccel: error: {d}/dqn_lanes.json: lanes must be an integer from 1 to 64, not 0"),
+    "synth model of another system": ("synth fmul --model ad",
+                                      "nnaccel: error: --model / --dqn-config: configurations of the dqn system, not "
+                                      "of fmul"),
+    "synth dir without model": ("synth dqn --dir {d}",
+                                "nnaccel: error: --dir: names the MLPerf Tiny folder of --model, which is not given"),
+    "synth model unknown": ("synth dqn --model resnet",
+                            "nnaccel synth: error: argument --model: invalid choice: 'resnet' (choose from 'ic', "
+                            "'kws', 'vww', 'ad', 'all')"),
     "verilog clock": ("verilog dqn --board de1soc --clock-mhz 0",
                       "nnaccel verilog: error: argument --clock-mhz: must be a number of MHz from 1 to 1000, not '0'"),
     "verilog board": ("verilog dqn", "nnaccel verilog: error: the following arguments are required: --board"),

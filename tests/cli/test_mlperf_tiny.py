@@ -8,6 +8,7 @@ import pytest
 
 from nnaccel.cli.main import main
 from nnaccel.models.dqn import mlperf_tiny
+from nnaccel.sim.fpga.synth import estimate
 from tests.cli import stand_in_simulator
 
 KWS_SAMPLES = 3
@@ -38,20 +39,25 @@ def no_simulation(monkeypatch):
     monkeypatch.setattr(stand_in_simulator.dqn_host, "run_on_accelerator", refuse)
 
 
-def test_kws_without_the_rtl(folder, tmp_path, capsys, no_simulation):
+def test_kws_without_the_rtl(folder, tmp_path, capsys, no_simulation, monkeypatch):
     """The compiler's prediction, the golden model per format against LiteRT and the accuracy on every KWS sample of
-    the folder, FINN beside; JSON ``nnaccel.mlperf_tiny/1``."""
+    the folder, FINN beside; JSON ``nnaccel.mlperf_tiny/1``; in an empty cache, no resources and how to get them."""
+    monkeypatch.setenv("NNACCEL_CACHE_DIR", str(tmp_path / "cache"))
     report_path = tmp_path / "report.json"
     assert main(["run", "mlperf-tiny", "--model", "kws", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
                  "--json", str(report_path)]) == 0
     printed = capsys.readouterr().out
     assert "=== kws: keyword spotting, DS-CNN (kws_dscnn_float32.tflite) ===" in printed
     assert "nnaccel 16 x 16 binary32 (predicted)" in printed and "FINN KWS-W3A3, Pynq-Z2" in printed
+    assert ("resources of dqn_m16_l16_binary32_r84_p4_a2048_w8192_d15_ml2_al2: not synthesized: run nnaccel synth dqn "
+            "--model kws") in printed
+    assert not (tmp_path / "cache").exists()            # neither Verilog generated nor Yosys run
     assert printed.count("depthwise convolution in channel tiles of whole groups") == 1 and "(host)" in printed
     report = json.loads(report_path.read_text())
     assert report["schema"] == "nnaccel.mlperf_tiny/1" and report["rtl"] is False
     kws, = report["models"]
     assert kws["task"] == "kws" and kws["cycles"] == kws["predicted_cycles"] and "bit_exact" not in kws
+    assert kws["resources"] == {"synthesized": False, "hint": "not synthesized: run nnaccel synth dqn --model kws"}
     assert kws["mac_use"] == pytest.approx(kws["macs"] / (kws["cycles"] * 256))
     assert kws["latency_us_100mhz"] == pytest.approx(kws["cycles"] / 100)
     assert {row["flow"] for row in kws["published"]} == {"FINN"}
@@ -94,6 +100,33 @@ def test_ad_with_a_stand_in_simulator(folder, tmp_path, capsys, monkeypatch, fau
     assert ("counters MISMATCH" in printed) is (fault is not None)
     assert "nnaccel 16 x 16 binary32 (simulated RTL)" in printed
     assert ad["litert_max_rel"] < 1e-4 and [row["name"] for row in ad["layers"]][0] == "fully_connected_0"
+
+
+def test_the_cached_resources_of_the_configuration(folder, tmp_path, capsys, monkeypatch, no_simulation):
+    """With the synthesis cache holding the configuration: its totals and fits in the model's section, the summary
+    table and the JSON (a small design's estimate stands in for the accelerator's)."""
+    from nnaccel.cli.dqn import mlperf_tiny as job
+    from tests.sim.test_synth_modules import BufferedMultipliers
+
+    stand_in = estimate(BufferedMultipliers(), "synth_buffered")
+    configs = []
+    monkeypatch.setattr(job, "cached_estimate", lambda config: configs.append(config) or stand_in)
+    report_path = tmp_path / "report.json"
+    assert main(["run", "mlperf-tiny", "--model", "ad", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
+                 "--json", str(report_path)]) == 0
+    [config] = configs
+    assert (config.row_elements, config.activation_depth, config.weight_depth, config.max_layers) == (84, 1024, 4096,
+                                                                                                       13)
+    printed = capsys.readouterr().out
+    total = stand_in.total
+    assert (f"resources of {config.module_name}: {total.alms:,} ALMs (est.), {total.dsp_blocks:g} DSP blocks, "
+            f"{total.m10k} M10K ({stand_in.m20k} M20K), {total.memory_bits:,} memory bits; Cyclone V 5CSEMA5: fits: "
+            f"ALMs") in printed
+    summary = printed[printed.index("\nsummary"):]
+    assert f"  {total.alms:,}  " in summary and "5CSEMA5, 5SGXEA7" in summary
+    resources = json.loads(report_path.read_text())["models"][0]["resources"]
+    assert resources["synthesized"] and resources["total"]["alms"] == total.alms
+    assert resources["fits"] == {"Cyclone V 5CSEMA5": True, "Stratix V 5SGXEA7": True}
 
 
 def test_a_folder_without_models(tmp_path, capsys):

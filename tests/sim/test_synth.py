@@ -1,6 +1,7 @@
 """sim.fpga.synth: Yosys maps buffers to M10K block RAM and multipliers to DSP blocks; hierarchy, cache, messages."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -139,3 +140,45 @@ def test_only_all_zero_memory_initialisation_is_dropped():
     assert "initial begin" in zeros and "initial begin" not in without_zero_memory_init(zeros)
     loaded = generate_verilog(DualPortBuffer(width=8, depth=4, init=np.arange(4, dtype=np.uint8)), "synth_loaded")
     assert without_zero_memory_init(loaded) == loaded
+
+
+def test_cli_synthesizes_the_mlperf_and_a_json_configuration(tmp_path, capsys, monkeypatch):
+    """``synth dqn --dqn-config F --model ad``: each configuration built and estimated (a small design's estimate
+    stands in for Yosys on the accelerator), named in words, fitted to both devices, in one table and the JSON."""
+    from nnaccel.cli import fpga as job
+    from nnaccel.hw.dqn.config import REDUCED_CONFIG
+    from nnaccel.sim.fpga.dqn_configurations import config_fields
+
+    stand_in = estimate(RegisteredProduct(), "synth_product_16x16")
+    built = []
+
+    def stand_in_estimate(component, name, **options):
+        component._MustUse__used = True         # never elaborated here: tell Amaranth (as sim.verilog's cache does)
+        built.append((component.config, name, options))
+        return stand_in
+
+    monkeypatch.setattr(job, "estimate", stand_in_estimate)
+    config_file = tmp_path / "reduced.json"
+    config_file.write_text(json.dumps(config_fields(REDUCED_CONFIG)))
+    path = tmp_path / "estimate.json"
+    assert main(["synth", "dqn", "--dqn-config", str(config_file), "--model", "ad", "--jobs", "2", "--json",
+                 str(path)]) == 0
+    (reduced, reduced_name, options), (ad, ad_name, _) = built
+    assert reduced == REDUCED_CONFIG and reduced_name == REDUCED_CONFIG.module_name and options == {"jobs": 2}
+    assert (ad.modules, ad.lanes, ad.row_elements, ad.activation_depth, ad.weight_depth, ad.max_layers) == (
+        16, 16, 84, 1024, 4096, 13)
+    printed = capsys.readouterr().out
+    assert ("dqn, MLPerf Tiny ad (anomaly detection, dense autoencoder): synth_product_16x16: 16 x 16 binary32 MACs, "
+            "84-element rows, 2 activation RAMs of 1,024 x 2,688 bits, weight RAM of 4,096 x 8,192 bits, 13 "
+            "descriptors") in printed
+    assert "synth_product_16x16 on Stratix V 5SGXEA7: fits: ALMs" in printed
+    table = [re.split(r"\s{2,}", line) for line in printed[printed.index("configuration  "):].splitlines()]
+    total = stand_in.total
+    row = [f"{total.alms:,}", f"{total.dsp_blocks:g}", str(total.m10k), f"{total.memory_bits:,}", str(stand_in.m20k),
+           "yes", "yes"]
+    assert table[2] == [str(config_file), "12 / 128 / 256 / 8", *row]
+    assert table[3] == ["MLPerf Tiny ad (anomaly detection, dense autoencoder)", "84 / 1,024 / 4,096 / 13", *row]
+    document = json.loads(path.read_text())
+    assert [entry["config"] for entry in document["systems"]] == [config_fields(REDUCED_CONFIG), config_fields(ad)]
+    assert {device["name"] for device in document["devices"]} == {"Cyclone V 5CSEMA5", "Stratix V 5SGXEA7"}
+    assert document["systems"][1]["fits"]["Stratix V 5SGXEA7"].startswith("synth_product_16x16 on Stratix V 5SGXEA7")
