@@ -1,7 +1,7 @@
 """Depthwise layers of the MLPerf Tiny models: today's predicted cycles against the product cycles of two
 lanes-over-positions mappings (a design study for the second dataflow; nothing here is built).
 
-    python benchmarks/dqn/depthwise_bounds.py [--model kws|vww ...]
+    python benchmarks/dqn/bench_depthwise_bounds.py [--model kws|vww ...]
 
 For each depthwise layer (groups == channels) of the model, compiled as ``nnaccel run mlperf-tiny`` compiles it
 (``cli.dqn.accelerator_run.compile_model``: the smallest configuration like 16 x 16 binary32 that holds it):
