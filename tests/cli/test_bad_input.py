@@ -252,7 +252,7 @@ CASES = {
                                        "fields, not list"),
     "synth dqn config field": ("synth dqn --dqn-config {d}/dqn_rows.json",
                                "nnaccel: error: {d}/dqn_rows.json: unknown field 'rows' (fields: activation_depth, "
-                               "adder_latency, fmt, lanes, max_layers, modules, multiplier_latency, pad_columns, "
+                               "adder_latency, fmt, lanes, max_layers, max_pooling, modules, multiplier_latency, pad_columns, "
                                "row_elements, weight_depth)"),
     "synth dqn config value": ("synth dqn --dqn-config {d}/dqn_lanes.json",
                                "nnaccel: error: {d}/dqn_lanes.json: lanes must be an integer from 1 to 64, not 0"),
