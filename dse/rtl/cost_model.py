@@ -119,10 +119,10 @@ def pack(cases, *, area=True, one_run=False):
                                        output_offset(work, shape.out_shape, shape.dense)))
                        for work in pass_shapes(config, shape, layer_mapping))
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
-    passes["handoff"] = np.zeros_like(passes["case"])
+    passes["handoff"], passes["start_delay"] = np.zeros_like(passes["case"]), np.zeros_like(passes["case"])
     if run:
-        passes["handoff"][:] = pass_handoffs(run[0][0], [work for _, work, _ in run], passes["reads_previous"],
-                                             [words for *_, words in run])
+        passes["handoff"][:], passes["start_delay"][:] = pass_handoffs(
+            run[0][0], [work for _, work, _ in run], passes["reads_previous"], [words for *_, words in run])
     per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
     passes.update(zip(_HARDWARE_COLUMNS, per_case[passes["case"]].T))
     areas = dict(zip(("alms", "dsp_blocks", "m10k"), per_case[:, len(_HARDWARE_COLUMNS):].T)) if area else {}
@@ -147,7 +147,7 @@ def evaluate_batch(batch):
                              latency=p["latency"].astype(np.int64), out_channels=p["out_channels"], lanes=lanes,
                              layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
                              out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"],
-                             handoff=p["handoff"])
+                             handoff=p["handoff"], start_delay=p["start_delay"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
                          first_column=p["first_column"], out_width=p["out_width"])

@@ -22,9 +22,12 @@ class ActivationBuffers(DqnBlock):
     Ports
     -----
     select : In(:class:`~hw.dqn.interfaces.ActivationSelectSignature`)
-        ``busy`` (a run owns the RAMs), ``in_ram`` (the RAM the layer reads), ``out_ram`` (the RAM it writes).
+        ``busy`` (a run owns the RAMs), ``read_ram`` (the RAM the layer reads this cycle), ``in_ram`` (the RAM of
+        the read data: ``read_ram`` of the cycle before), ``out_ram`` (the RAM it writes).
     reads0, reads1 : In(BufferPortSignature)
-        The layer's reads: port 0 and port 1 of RAM ``in_ram`` while ``busy``; ``read_data`` is that RAM's port.
+        The layer's reads: port 0 and port 1 of RAM ``read_ram`` while ``busy``; ``read_data`` is RAM ``in_ram``'s
+        port (a pass's first read may come on its first cycle, while the previous pass's last read data, one
+        cycle old, is still taken from its RAM).
     writes0, writes1 : In(BufferPortSignature)
         The layer's writes: port 0 and port 1 of RAM ``out_ram`` while ``busy``.  Port 0 belongs to
         ``writes0`` while it writes (before ``reads0``) and port 1 to ``writes1`` while it writes (before
@@ -60,7 +63,7 @@ class ActivationBuffers(DqnBlock):
                 width=config.activation_word_bits, depth=config.activation_depth, granularity=config.fmt.width)
             m.submodules[f"host_bridge{index}"] = bridge = HostMemoryBridge(host=self._host, buffer=self._port)
             wiring.connect(m, wiring.flipped(host), bridge.host)
-            reading = select.busy & (select.in_ram == index)
+            reading = select.busy & (select.read_ram == index)
             writing = select.busy & (select.out_ram == index)
             with m.If(writing & self.writes0.write_enable.any()):
                 _drive(m, ram.a, self.writes0)

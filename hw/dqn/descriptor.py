@@ -11,11 +11,12 @@ from amaranth.lib import data
 from nnaccel.hw.dqn.config import DqnConfig
 
 __all__ = ["descriptor_layout", "descriptor_bits", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
-           "POSITION_BITS", "STRIDE_BITS", "tap_columns"]
+           "POSITION_BITS", "STRIDE_BITS", "START_DELAY_BITS", "tap_columns"]
 
 GEOMETRY_BITS = 12      # an output height, width, row or column; a channel count
 POSITION_BITS = 20      # an output position (oy * out_width + ox)
 STRIDE_BITS = 4
+START_DELAY_BITS = 6    # a pass's first read on its cycle start_delay - 1 (models/dqn/handoff.py)
 
 
 def _bits_for(limit):
@@ -63,6 +64,7 @@ def _field_widths(config):
         "relu": 1,
         "last": 1,                                     # the network's last layer: argmax over its outputs
         "handoff": 1,                                  # the next pass reads while the last group is written (port 1)
+        "start_delay": START_DELAY_BITS,               # 0: wait for the last pass's writes; d: first read on cycle d-1
     } | ({"maximum": 1} if config.max_pooling else {})  # a max pool: the modules take the largest product
 
 

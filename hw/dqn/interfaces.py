@@ -89,11 +89,12 @@ class ResultGroupSignature(_ConfigSignature):
 
 class ActivationSelectSignature(wiring.Signature):
     """Which activation RAM the running layer reads and which it writes: ``busy`` Out(1) (a run owns the RAMs;
-    otherwise the host does), ``in_ram`` Out(1), ``out_ram`` Out(1) (RAM 0 or 1; the same one in a reduction
-    layer, which reads on port 1 only)."""
+    otherwise the host does), ``read_ram`` Out(1) (the RAM whose ports take this cycle's read addresses),
+    ``in_ram`` Out(1) (the RAM whose read data the layer takes: ``read_ram`` one cycle later), ``out_ram`` Out(1)
+    (RAM 0 or 1; the same one in a reduction layer, which reads on port 1 only)."""
 
     def __init__(self):
-        super().__init__({"busy": Out(1), "in_ram": Out(1), "out_ram": Out(1)})
+        super().__init__({"busy": Out(1), "read_ram": Out(1), "in_ram": Out(1), "out_ram": Out(1)})
 
     def __eq__(self, other):
         return type(other) is ActivationSelectSignature

@@ -29,9 +29,10 @@ class LayerSequencer(DqnBlock):
     step are read (addresses ``row_address0/1``, ``row_read``), so the row registers of the feeder reload
     without a bubble; within a step the feeder shifts one element per product.
 
-    Group taps: a position walker computes, one position per cycle in the background, each
+    Group taps: a position walker computes, in one cycle (on a group's first product, for the next group), each
     module's tap (row slot and first window column ``ox*stride_x + pad_columns - pad_left`` of the feeder's row
-    registers) for the next group; the taps switch on the group's first product.
+    registers: module ``m`` takes position ``i = m >> column_blocks_log2`` of the group, column ``ox0 + i``, one row
+    down past the grid's width); the taps switch on the group's first product.
 
     Zero padding: step ``(c, kh)`` of a group whose first output row is ``oy0`` reads input rows ``oy0*stride_y +
     kh - pad_top`` (slot 0) and that ``+ stride_y`` (slot 1); a row outside ``0 .. in_height - 1`` is read with
@@ -44,41 +45,43 @@ class LayerSequencer(DqnBlock):
     run : In(:class:`~hw.shared.run_control.RunSignature`) from the host control block: ``start`` with
         ``layer_count``; ``descriptor`` (the current layer's fields) for ``layer_index``; ``busy``, ``done``;
         ``events`` for the performance counters: ``issue`` (a product issued), ``stall`` (a product could not
-        issue: the writer still holds the previous group, or the taps are not ready), ``draining`` (waiting at
-        the end of a layer for its last writes).
+        issue: the writer still holds the previous group), ``draining`` (waiting before a pass's first read for
+        the previous pass's writes, or its start delay, and at the end of the run for its last writes).
     feeder : Out(:class:`~hw.dqn.interfaces.FeederControlSignature`): per product ``issue`` and ``product``
         (the matrix modules take it on the next cycle), the row registers' ``load``/``shift``/``unit_scalar``,
         the taps, and the reads of the input rows (``row_address0``, ``row_address1``, ``row_read``), weights
         (``weight_address``, ``weight_read``) and bias rows (``bias_address``, ``bias_read``).
-    select : Out(:class:`~hw.dqn.interfaces.ActivationSelectSignature`): ``busy`` and the layer's ``in_ram``
-        (registered: one cycle after the layer's, so that a read's data comes from the RAM it was read from) and
+    select : Out(:class:`~hw.dqn.interfaces.ActivationSelectSignature`): ``busy``, the layer's ``in_ram`` as
+        ``read_ram`` and registered as ``in_ram`` (one cycle later, so that a read's data comes from the RAM it was
+        read from, also a pass's last read, taken on the next pass's first cycle) and
         ``out_ram`` (the writer's while a group is in flight).
     group : Out(:class:`~hw.dqn.interfaces.ResultGroupSignature`): the group the writer writes next and its
         layer; ``written`` when the writer is done with it.
 
-    Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
-    positions) to walk the first group, 1 cycle
-    to read its first rows, ``groups * products`` product cycles plus stalls.  Stalls: the last product of a
-    group waits until the previous group is written (never in the thesis network: a group is >= 256 cycles, its
-    writes <= 64), the first until its taps are walked.  Passes overlap: on the cycle after a pass's last product
-    the next pass (``layer_index +
-    1``) loads its descriptor and walks its first group while the last group drains through the matrix modules
-    and the writer (the writer keeps that pass's descriptor on ``group.layer``, ``select.out_ram`` stays its RAM
-    while the group is in flight).  A pass that reads the RAM being written waits before its first read until
-    the group is written (``draining``: those cycles past its walk), unless that pass has the ``handoff`` bit (its
-    last group written on port 1 alone while this pass reads on port 0: models/dqn/handoff.py); a pass that reads
-    the other RAM starts at once, and only its first group's last product may wait (a stall).  The run's last pass
+    Timing per layer: 1 cycle to load the descriptor, compute its first group's taps and read its first rows
+    (SETUP), ``groups * products`` product cycles plus stalls.  Stalls: the last product of a group waits until
+    the previous group is written (never in the thesis network: a group is >= 8 cycles, its writes <= 64 and
+    the groups of its longer passes 256).  Passes overlap: on the cycle after a pass's last product the next pass
+    (``layer_index + 1``) starts while the last group drains through the matrix modules and the writer (the
+    writer keeps that pass's descriptor on ``group.layer``, ``select.out_ram`` stays its RAM while the group is in
+    flight).  A pass that reads the RAM being written and has no ``start_delay`` (0) waits in PRIME until the
+    group is written (``draining``), then reads; with a start delay ``d`` it reads on its cycle ``d - 1``, where
+    the compiler proved every read after its write on a port the writer leaves free (the previous pass's
+    ``handoff`` bit writes its last group on port 1 alone while a convolution reads on port 0; a sum reads its
+    partial sums on port 1 while they are written on port 0: models/dqn/handoff.py); a pass that reads the other
+    RAM starts at once, and only its first group's last product may wait (a stall).  The run's last pass
     drains: matrix module latency + the last group's writes + 3.  A residual add (``reduce`` with
     ``position_major``: two products per row word) waits for the writer only with its first group: the writer
     writes an add's word whole with its ``written``, so it takes a group every two cycles, and the add's groups
     follow one another through the matrix modules and the writer, several in flight (counted; the group port moves
     on to the next word as each is written).  An add neither gives nor takes a handoff.
     ``models.dqn.timing`` gives every counter.
-    FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs.  The overlap
-    costs the descriptor register of ``group.layer`` (263 flip-flops for the default configuration), a 1-bit
-    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop; the handoff one AND gate; the add's
-    pipelining a 4-bit count of the groups in flight, a 20-bit incrementer of the group port's ``p0`` and a compare
-    with ``first_position``.
+    FPGA: counters and adders of <= 24 bits and the per-module tap registers, in ALMs; no DSPs (the walker's
+    products with a 4-bit stride are shifted adds: per module a 12-bit compare and two adders).  The overlap
+    costs the descriptor register of ``group.layer`` (269 flip-flops for the default configuration), a 1-bit
+    RAM compare, a 2:1 mux of ``out_ram`` and the ``in_ram`` flip-flop; the start delay a 6-bit counter and
+    compare; the add's pipelining a 4-bit count of the groups in flight, a 20-bit incrementer of the group port's
+    ``p0`` and a compare with ``first_position``.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -101,40 +104,57 @@ class LayerSequencer(DqnBlock):
         column_origin = Signal(range(config.pad_columns + 1))    # tap column of output column 0
         m.d.comb += column_origin.eq(config.pad_columns - layer.pad_left)
 
-        # ---- Position walker: taps of the next group ---------------------------------------------
+        # ---- Position walker: the taps of the next group, all in one cycle -----------------------------
+        # walk_*: the origin of the group after the one whose taps are computed next (its position, row, column,
+        # its tap column ox*stride_x + column_origin and row oy*stride_y).  On start_walk the next group's taps are
+        # computed from that origin (position index i = module >> log2 C: column ox0 + i, one row down past the
+        # grid's width, as a group lies in two output rows) and the origin moves on by P positions (at most two
+        # rows: P <= 2 * out_width).  reset_walk takes the pass's first group from the descriptor in the same cycle.
         walk_position = Signal.like(layer.positions)
         walk_oy, walk_ox = Signal.like(layer.first_oy), Signal.like(layer.first_ox)
-        walk_column = Signal(GEOMETRY_BITS)                      # walk_ox * stride_x + column_origin: its tap
-        walk_row = Signal.like(layer.first_row)                  # walk_oy * stride_y
-        walk_active, walk_step = Signal(), Signal(range(modules + 1))
+        walk_column = Signal(GEOMETRY_BITS)
+        walk_row = Signal.like(layer.first_row)
         next_p0, next_oy0, next_ox0 = Signal.like(walk_position), Signal.like(walk_oy), Signal.like(walk_ox)
         next_row = Signal.like(walk_row)
         next_slot = Signal(modules)
         next_column = Signal(data.ArrayLayout(range(tap_columns(config)), modules))
         start_walk = Signal()
         reset_walk = Signal()
-
+        origin_position, origin_oy, origin_ox = Signal.like(walk_position), Signal.like(walk_oy), Signal.like(walk_ox)
+        origin_column, origin_row = Signal.like(walk_column), Signal.like(walk_row)
         with m.If(reset_walk):
-            m.d.sync += [walk_position.eq(layer.first_position), walk_oy.eq(layer.first_oy),
-                         walk_ox.eq(layer.first_ox), walk_column.eq(layer.first_column + column_origin),
-                         walk_row.eq(layer.first_row)]
-        with m.Elif(start_walk):
-            m.d.sync += [next_p0.eq(walk_position), next_oy0.eq(walk_oy), next_ox0.eq(walk_ox), next_row.eq(walk_row),
-                         walk_active.eq(1), walk_step.eq(0)]
-        with m.Elif(walk_active):
+            m.d.comb += [origin_position.eq(layer.first_position), origin_oy.eq(layer.first_oy),
+                         origin_ox.eq(layer.first_ox), origin_column.eq(layer.first_column + column_origin),
+                         origin_row.eq(layer.first_row)]
+        with m.Else():
+            m.d.comb += [origin_position.eq(walk_position), origin_oy.eq(walk_oy), origin_ox.eq(walk_ox),
+                         origin_column.eq(walk_column), origin_row.eq(walk_row)]
+
+        def times_stride(value, stride):
+            """``value * stride`` as shifted adds (a 4-bit stride: no multiplier)."""
+            return sum(Mux(stride[bit], value << bit, 0) for bit in range(len(stride)))
+
+        row_columns = Signal(GEOMETRY_BITS + len(layer.stride_x))   # out_width * stride_x: a row's tap columns
+        m.d.comb += row_columns.eq(times_stride(layer.out_width, layer.stride_x))
+        advanced_ox = Signal(GEOMETRY_BITS + 1)
+        m.d.comb += advanced_ox.eq(origin_ox + group_size)
+        rows_down = Signal(range(3))                             # output rows from this group's origin to the next's
+        m.d.comb += rows_down.eq((advanced_ox >= layer.out_width) + (advanced_ox >= 2 * layer.out_width))
+        with m.If(start_walk):
+            m.d.sync += [next_p0.eq(origin_position), next_oy0.eq(origin_oy), next_ox0.eq(origin_ox),
+                         next_row.eq(origin_row),
+                         walk_position.eq(origin_position + group_size), walk_oy.eq(origin_oy + rows_down),
+                         walk_ox.eq(advanced_ox - times_stride(layer.out_width, rows_down)),
+                         walk_row.eq(origin_row + times_stride(layer.stride_y, rows_down)),
+                         walk_column.eq(origin_column + times_stride(group_size, layer.stride_x)
+                                        - times_stride(row_columns, rows_down))]
             for module in range(modules):
-                with m.If((module >> layer.column_blocks_log2) == walk_step):
-                    m.d.sync += [next_slot[module].eq(walk_oy != next_oy0),
-                                 next_column[module].eq(walk_column)]
-            m.d.sync += [walk_position.eq(walk_position + 1), walk_step.eq(walk_step + 1)]
-            with m.If(walk_ox + 1 == layer.out_width):
-                m.d.sync += [walk_ox.eq(0), walk_column.eq(column_origin), walk_oy.eq(walk_oy + 1),
-                             walk_row.eq(walk_row + layer.stride_y)]
-            with m.Else():
-                m.d.sync += [walk_ox.eq(walk_ox + 1), walk_column.eq(walk_column + layer.stride_x)]
-            with m.If((walk_step + 1 == group_size) | (walk_position + 1 == layer.positions)):
-                m.d.sync += walk_active.eq(0)
-        taps_ready = ~walk_active
+                index = Signal(range(modules), name=f"position_index{module}")
+                m.d.comb += index.eq(module >> layer.column_blocks_log2)
+                wrapped = origin_ox + index >= layer.out_width
+                m.d.sync += [next_slot[module].eq(wrapped),
+                             next_column[module].eq(origin_column + times_stride(index, layer.stride_x)
+                                                    - Mux(wrapped, row_columns, 0))]
 
         # ---- Current group and step --------------------------------------------------------------
         # Counters as wide as the descriptor fields they run up to; the channel's word offset as wide as an
@@ -155,6 +175,7 @@ class LayerSequencer(DqnBlock):
         current_group = Signal.like(self.group.group)            # the group taking products
         last_group = Signal()
         layer_count = Signal.like(run.layer_count)
+        pass_cycle = Signal.like(layer.start_delay)              # the pass's cycles before its first read
         issue, stall = run.events.issue, run.events.stall
 
         def read_rows(row_base, channel_rows, kernel_row_value):
@@ -168,6 +189,12 @@ class LayerSequencer(DqnBlock):
                          feeder.row_zero1.eq((second_row < 0) | (second_row >= layer.in_height)),
                          feeder.row_read.eq(1)]
 
+        def first_read(row_base):
+            # The pass's first step's rows; its products from the next cycle.
+            read_rows(row_base, 0, 0)
+            m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0), product.eq(0)]
+            m.next = "RUN"
+
         # An add's groups in flight are consecutive row words: when one is written and another is in flight, the
         # group port moves on to the next word (the writer writes the group on the port).
         with m.If(self.group.written & (in_flight_groups > 1)):
@@ -176,6 +203,7 @@ class LayerSequencer(DqnBlock):
         # after it (a reduction's vector), when the next pass may already be the current one; the next pass reads
         # no earlier than two cycles later (PRIME).
         m.d.sync += self.select.in_ram.eq(layer.in_ram)
+        m.d.comb += self.select.read_ram.eq(layer.in_ram)
         # The product issued this cycle; its count and ReLU flag are the layer's (the modules sample them with
         # an accumulation's first product).
         m.d.comb += [feeder.issue.eq(issue),
@@ -194,24 +222,28 @@ class LayerSequencer(DqnBlock):
                 with m.If(run.start):
                     m.d.sync += [run.layer_index.eq(0), layer_count.eq(run.layer_count), run.done.eq(0)]
                     m.next = "SETUP"
+            # The previous pass's last group may still be written.  A pass without a start delay that reads the RAM
+            # being written waits until it is written (a read of a word still to come, and the writer's ports); with
+            # one, d (the compiler proved every read after its write, on a port the writer leaves free:
+            # models/dqn/handoff.py), it reads first on its cycle d - 1; a pass that reads another RAM at once.
+            writer_busy = in_flight & (self.group.layer.out_ram == layer.in_ram) & (layer.start_delay == 0)
             with m.State("SETUP"):
-                m.d.comb += [run.busy.eq(1), reset_walk.eq(1)]
-                m.next = "FIRST_WALK"
-            with m.State("FIRST_WALK"):
-                m.d.comb += [run.busy.eq(1), start_walk.eq(1)]
-                m.next = "PRIME"
+                # The descriptor's first group: its taps computed on this cycle (ready on the next), its first
+                # rows read if the pass need not wait.
+                m.d.comb += [run.busy.eq(1), reset_walk.eq(1), start_walk.eq(1)]
+                with m.If(~writer_busy & (layer.start_delay <= 1)):
+                    first_read(origin_row)
+                with m.Else():
+                    m.d.sync += pass_cycle.eq(1)
+                    m.next = "PRIME"
             with m.State("PRIME"):
                 m.d.comb += run.busy.eq(1)
-                # The previous pass's last group may still be written: a pass that reads the RAM it writes waits
-                # (a read of a word still to come, and port 0 is the writer's) unless that pass hands the group off
-                # (written on port 1 alone; the compiler proved the reads safe); another RAM is read at once.
-                writer_busy = in_flight & (self.group.layer.out_ram == layer.in_ram) & ~self.group.layer.handoff
-                m.d.comb += run.events.draining.eq(taps_ready & writer_busy)
-                with m.If(taps_ready & ~writer_busy):
-                    read_rows(next_row, 0, 0)
-                    m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0),
-                                 product.eq(0)]
-                    m.next = "RUN"
+                delayed = pass_cycle + 1 < layer.start_delay
+                m.d.comb += run.events.draining.eq(writer_busy | delayed)
+                with m.If(delayed):
+                    m.d.sync += pass_cycle.eq(pass_cycle + 1)
+                with m.If(~writer_busy & ~delayed):
+                    first_read(next_row)
             with m.State("RUN"):
                 m.d.comb += run.busy.eq(1)
                 first_product = product == 0
@@ -228,9 +260,8 @@ class LayerSequencer(DqnBlock):
                 # A residual add (a reduction with position-major output: two products per row word) after its
                 # first group does not wait for the writer, which takes an add's row word every two cycles.
                 pipelined = layer.reduce & layer.position_major & (issuing_group.p0 != layer.first_position)
-                with m.If((first_product & ~taps_ready) | (last_product & in_flight & ~pipelined)):
-                    # The taps are not ready, or the previous group is still being written when this group's
-                    # results would follow it.
+                with m.If(last_product & in_flight & ~pipelined):
+                    # The previous group is still being written when this group's results would follow it.
                     m.d.comb += stall.eq(1)
                 with m.Else():
                     m.d.comb += issue.eq(1)

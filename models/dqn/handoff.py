@@ -1,27 +1,32 @@
-"""Handoffs between passes of the DQN accelerator: when a pass may read the RAM whose last rows are still written.
+"""Handoffs and start delays between passes of the DQN accelerator: when a pass may read the RAM whose last group is
+still written.
 
 A run's pass starts on the cycle after the previous pass's last product ``b'``, while that pass's last group drains
-through the matrix modules and the result writer.  Without a handoff, a pass that reads the RAM being written waits
-until the group is written (the writer owns both ports of that RAM).  With one (the previous pass's descriptor bit
-``handoff``), the writer writes that last group on port 1 alone, one write a cycle, and the next pass reads on port
-0 at once.  The compiler sets the bit only where it has proved, cycle by cycle, that this reads what a wait would:
+through the matrix modules and the result writer.  Without a start delay (the descriptor field ``start_delay`` 0), a
+pass that reads the RAM being written waits until the group is written.  With one, ``d``, it reads first on its
+cycle ``d`` whatever the writer does; the compiler sets it only where it has proved, cycle by cycle, that this reads
+what a wait would:
 
-* the next pass is a convolution (a reduction reads on port 1) whose first group lies in one output row (its
-  second row slot, read on port 1, is not used);
-* every word it reads on port 0 before the writes end is read after its last write (the reads and writes of both
-  passes are fixed: :func:`handoff_safe` lists them);
-* its second group's rows, read on port 1 at the start of its first group's last step, are read after the writes.
+* a convolution reads on port 0 while its predecessor hands its last group off (the predecessor's descriptor bit
+  ``handoff``: written on port 1 alone, one write a cycle); its first group lies in one output row (its second row
+  slot, read on port 1, is not used), and its second group's rows, read on port 1 at the start of its first group's
+  last step, are read after the writes;
+* a sum (a K-split's reduction) reads its partial sums on port 1 while they are written on port 0, one a cycle;
+* every word either reads before the writes end is read after its last write (the reads and writes of both passes
+  are fixed: :func:`start_delay` lists them).
 
 Cycles, counted from ``b'``: the last group's results reach the writer on ``L + 1`` (``L``: the matrix modules'
-latency) and write ``i`` of the group is on ``L + 2 + i``; the next pass loads its descriptor on 1, walks its first
-group's ``k_0`` positions, reads its first step's rows on ``3 + k_0`` and issues its first product on ``f = 4 + k_0``;
-step ``j >= 1`` of its first group is read on ``f + (j - 1) * kernel_width`` (the sequencer reads a step's rows on the
-first product of the step before).  A read on cycle ``t`` sees a write on a cycle before ``t``.
+latency) and write ``i`` of the group is on ``L + 2 + i``; the next pass loads its descriptor and its first group's
+taps on 1, reads its first step's rows on ``d`` and issues its first product on ``f = 1 + d``; step ``j >= 1``
+of its first group is read on ``f + (j - 1) * kernel_width`` (the sequencer reads a step's rows on the first product
+of the step before), a sum's step ``k`` on ``f + k``.  A read on cycle ``t`` sees a write on a cycle before ``t``.
 """
 
 import math
 
-__all__ = ["handoff_safe", "handoff_slack", "last_group_writes"]
+from nnaccel.hw.dqn.descriptor import START_DELAY_BITS
+
+__all__ = ["start_delay", "last_group_writes"]
 
 
 def last_group_writes(config, producer, out_base):
@@ -46,43 +51,55 @@ def last_group_writes(config, producer, out_base):
     return {word % config.activation_depth: index for index, word in enumerate(words)}
 
 
-def handoff_slack(config, producer, consumer, *, out_base, in_base, in_height, latency):
-    """The fewest cycles by which pass ``consumer``, following pass ``producer`` (PassShapes of one run) under a
-    handoff, reads after the cycle the rules of the module docstring allow (negative: too early), over its reads of
-    the words the producer's last group writes and its second group's first read on port 1; ``None`` where the
-    consumer cannot take a handoff (a reduction, or a first group on two output rows) or the producer give one (an add); infinity where no read is
-    bound.  ``out_base``: the producer's output word (as :func:`last_group_writes`),
-    ``in_base`` and ``in_height``: the consumer's input word and rows per channel, in the same RAM; ``latency``: the
-    matrix modules'."""
-    if consumer.reduce or producer.layout == "row_words":     # an add reads, and writes its words, on its own rule
+def _slack(config, producer, consumer, *, handoff, out_base, in_base, in_height, latency):
+    """The fewest cycles by which pass ``consumer``, following pass ``producer`` (PassShapes of one run) with start
+    delay 1, reads after the cycle the rules of the module docstring allow (negative: too early), over its reads of
+    the words the producer's last group writes; ``None`` where it cannot start early: a convolution after a
+    producer that does not hand off, or whose first group lies on two output rows (its row slot 1 is read on port
+    1), a sum after one that does (it reads on port 1), an add; infinity where no read is bound."""
+    if consumer.kind == "add" or producer.layout == "row_words":     # an add reads, and writes, on its own rule
         return None
-    walk = min(config.modules // consumer.column_blocks, consumer.count)
-    first_oy, first_ox = consumer.first
-    if first_ox + walk > consumer.grid[1]:
-        return None
+    if consumer.reduce == handoff or consumer.reduce and producer.layout == "image":
+        return None                        # a sum reads port 1, a convolution port 0: the writer takes the other
     writes = last_group_writes(config, producer, out_base)
     writes_end = latency + 2 + len(writes)            # the first cycle after the last write
-    kernel_height, kernel_width = consumer.kernel
-    first = 4 + walk
+    first = 2                                          # the first product, start delay 1
+    if consumer.reduce:                                # step k reads word in_base + k on the product's cycle
+        reads = [(first + step, in_base + step) for step in range(consumer.products)]
+    else:
+        walk = min(config.modules // consumer.column_blocks, consumer.count)
+        first_oy, first_ox = consumer.first
+        if first_ox + walk > consumer.grid[1]:
+            return None
+        kernel_height, kernel_width = consumer.kernel
+        reads = []
+        for step in range(consumer.in_channels * kernel_height):
+            read = first - 1 if step == 0 else first + (step - 1) * kernel_width
+            if read >= writes_end:
+                break
+            channel, kernel_row = divmod(step, kernel_height)
+            row = first_oy * consumer.stride[0] + kernel_row - consumer.padding[0]
+            if 0 <= row < in_height:
+                reads.append((read, in_base + channel * in_height + row))
     slack = math.inf
-    if consumer.count > walk:
-        slack = first + consumer.products - kernel_width - writes_end
-    for step in range(consumer.in_channels * kernel_height):
-        read = first - 1 if step == 0 else first + (step - 1) * kernel_width
-        if read >= writes_end:
-            break
-        channel, kernel_row = divmod(step, kernel_height)
-        row = first_oy * consumer.stride[0] + kernel_row - consumer.padding[0]
-        if not 0 <= row < in_height:
-            continue
-        index = writes.get((in_base + channel * in_height + row) % config.activation_depth)
+    if not consumer.reduce and consumer.count > min(config.modules // consumer.column_blocks, consumer.count):
+        slack = first + consumer.products - consumer.kernel[1] - writes_end    # the second group's rows, port 1
+    for read, word in reads:
+        index = writes.get(word % config.activation_depth)
         if index is not None:
             slack = min(slack, read - (latency + 3 + index))
     return slack
 
 
-def handoff_safe(config, producer, consumer, **words):
-    """Whether pass ``consumer`` may follow pass ``producer`` under a handoff: :func:`handoff_slack` (same
-    arguments) is at least 0."""
-    slack = handoff_slack(config, producer, consumer, **words)
-    return slack is not None and slack >= 0
+def start_delay(config, producer, consumer, *, handoff, **words):
+    """The fewest cycles ``d >= 1`` on which pass ``consumer``, following pass ``producer`` (PassShapes of one run),
+    may read first while the producer's last group is written (``handoff``: the producer writes it on port 1, the
+    consumer a convolution reading port 0; otherwise on port 0, the consumer a sum reading port 1), every word it
+    reads after its write; ``None`` where it cannot, or the delay does not fit the descriptor field.  ``words``:
+    ``out_base`` (the producer's output word, as :func:`last_group_writes`), ``in_base`` and ``in_height`` (the
+    consumer's input word and rows per channel, in the same RAM), ``latency`` (the matrix modules')."""
+    slack = _slack(config, producer, consumer, handoff=handoff, **words)
+    if slack is None:
+        return None
+    delay = 1 if slack == math.inf else max(1, 1 - slack)
+    return delay if delay < 1 << START_DELAY_BITS else None

@@ -58,7 +58,7 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
-from nnaccel.models.dqn.handoff import handoff_safe
+from nnaccel.models.dqn.handoff import start_delay
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters
@@ -68,7 +68,8 @@ __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODE
            "compile_network", "assign_rams", "with_copy_passes",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "pass_handoffs", "output_offset",
            "reads_previous", "check_mapping",
-           "check_segment", "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note",
+           "check_segment", "split_chunk",
+           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note",
            "network_weights",
            "pack_image", "unpack_image"]
 
@@ -603,14 +604,19 @@ def pass_shapes(config, shape, layer_mapping):
                                     stride=shape.stride, grid=grid, first=first, count=segment.count, layout=layout,
                                     relu=shape.relu, **common))
             continue
-        chunk = shape.kernel_width // segment.split
+        chunk_height, chunk_width = split_chunk(shape, segment.split)
         _, in_height, in_width = shape.in_shape
         partials_name, sum_name = _split_names(shape, segment, tile_suffix)
+        if chunk_height == shape.kernel_height:     # column chunks: a row of the grid of stride chunk_width
+            chunk_grid = (shape.out_height, (in_width + left + right - chunk_width) // chunk_width + 1)
+            chunk_first = (first[0], first[1] * stride_x // chunk_width)
+        else:                                       # two rows of column chunks, the kernel's halves, one per row
+            chunk_grid = ((in_height + top + bottom - chunk_height) // chunk_height + 1, segment.split // 2)
+            chunk_first = (first[0] * stride_y // chunk_height, 0)
         passes.append(PassShape(
-            name=partials_name, kind="partials", kernel=(shape.kernel_height, chunk), stride=(stride_y, chunk),
-            grid=(shape.out_height, (in_width + left + right - chunk) // chunk + 1),
-            first=(first[0], first[1] * stride_x // chunk), count=segment.split, layout="position_major",
-            relu=False, **common))
+            name=partials_name, kind="partials", kernel=(chunk_height, chunk_width),
+            stride=(stride_y if chunk_height == shape.kernel_height else chunk_height, chunk_width), grid=chunk_grid,
+            first=chunk_first, count=segment.split, layout="position_major", relu=False, **common))
         passes.append(PassShape(name=sum_name, kind="sum", kernel=(1, 1), stride=(1, 1), grid=grid, first=first,
                                 count=1, layout=layout, relu=shape.relu,
                                 **(common | dict(in_channels=segment.split, padding=(0, 0)))))
@@ -625,11 +631,12 @@ def reads_previous(passes):
             for index, work in enumerate(passes)]
 
 
-def pass_timing(config, passes, reads=None, handoffs=None):
+def pass_timing(config, passes, reads=None, handoffs=None, delays=None):
     """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape, one run in the order it runs) on
     ``config``: int64 arrays.  ``reads``: per pass whether it reads the activation RAM the pass before it writes (the
     sequencer compares the two RAMs); by default :func:`reads_previous`, a chain's answer.  ``handoffs``: per pass
-    whether it hands its last group off to the next (:func:`pass_handoffs`); by default none."""
+    whether it hands its last group off to the next, ``delays`` its start delay (:func:`pass_handoffs`); by default
+    none."""
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
@@ -640,24 +647,34 @@ def pass_timing(config, passes, reads=None, handoffs=None):
                          layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
                          first_column=column(lambda work: work.first[1]),
                          out_width=column(lambda work: work.grid[1]), run=0,
-                         reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs)
+                         reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs,
+                         start_delay=delays)
 
 
 def pass_handoffs(config, passes, reads, words):
-    """Per pass of a run (PassShape, in order): whether it hands its last group off to the next pass
-    (:mod:`models.dqn.handoff`): where that is safe and the next pass's predicted cycles are fewer for it.
-    ``reads`` as :func:`pass_timing`; ``words``: per pass ``(in_base, in_height, out_base)``, its input's word and
-    rows per channel and its output's word (absolute, or relative to one tensor where a pass reads the one before)."""
+    """Per pass of a run (PassShape, in order): whether it hands its last group off to the next pass, and its start
+    delay (:mod:`models.dqn.handoff`; 0: none): ``(handoffs, delays)``, where they are safe and the predicted cycles
+    are fewer for them.  ``reads`` as :func:`pass_timing`; ``words``: per pass ``(in_base, in_height, out_base)``,
+    its input's word and rows per channel and its output's word (absolute, or relative to one tensor where a pass
+    reads the one before)."""
     latency = matrix_module_latency(config.multiplier_latency, config.adder_latency)
-    candidates = [index + 1 < len(passes) and bool(reads[index + 1]) and handoff_safe(
-        config, work, passes[index + 1], out_base=words[index][2], in_base=words[index + 1][0],
-        in_height=words[index + 1][1], latency=latency) for index, work in enumerate(passes)]
-    if not any(candidates):
-        return [False] * len(passes)
+    handoffs, delays = [False] * len(passes), [0] * len(passes)
+    for index in range(1, len(passes)):
+        if not reads[index]:
+            continue
+        for handoff in (False, True):
+            delay = start_delay(config, passes[index - 1], passes[index], handoff=handoff,
+                                out_base=words[index - 1][2], in_base=words[index][0], in_height=words[index][1],
+                                latency=latency)
+            if delay is not None:
+                handoffs[index - 1], delays[index] = handoff, delay
+    if not any(delays):
+        return handoffs, delays
     alone = pass_timing(config, passes, reads)["cycles"]
-    handed = pass_timing(config, passes, reads, candidates)["cycles"]
-    return [candidate and bool(handed[index + 1] < alone[index + 1])
-            for index, candidate in enumerate(candidates)]
+    early = pass_timing(config, passes, reads, handoffs, delays)["cycles"]
+    keep = [bool(delay) and early[index] < alone[index] for index, delay in enumerate(delays)]
+    return ([handoff and keep[index + 1] for index, handoff in enumerate(handoffs[:-1])] + [False],
+            [delay if keep[index] else 0 for index, delay in enumerate(delays)])
 
 
 # ---- Mappings: the hardware's constraints and the default ------------------------------------------------------
@@ -729,19 +746,38 @@ def check_segment(config, shape, segment):
     if segment.count != 1:
         raise ValueError(f"{where}: a K-split (S{segment.split}) takes a single-position segment, not "
                          f"{segment.count} positions")
-    if shape.kernel_width % segment.split:
-        raise ValueError(f"{where}: {segment.split} chunks do not divide the kernel width {shape.kernel_width}")
+    chunk = split_chunk(shape, segment.split)
+    if chunk is None:
+        raise ValueError(f"{where}: {segment.split} chunks divide neither the kernel width {shape.kernel_width} nor "
+                         f"its two row halves ({shape.kernel_height} x {shape.kernel_width} kernel)")
     if segment.split > positions_per_group:
         raise ValueError(f"{where}: {segment.split} partial sums need {segment.split} position slots, "
                          f"{blocks} column blocks leave {positions_per_group} ({config.modules} modules)")
     if blocks * config.lanes > config.row_elements:
         raise ValueError(f"{where}: a partial sum of {blocks} column blocks x {config.lanes} lanes does not fit a "
                          f"word of {config.row_elements} elements (row_elements)")
-    chunk = shape.kernel_width // segment.split
-    column = segment.first % shape.out_width * shape.stride[1]
-    if column % chunk:
-        raise ValueError(f"{where}: chunks of {chunk} kernel columns run at stride {chunk}, so the window must "
-                         f"start on a multiple of {chunk}; it starts at (padded) input column {column}")
+    chunk_height, chunk_width = chunk
+    oy, ox = divmod(segment.first, shape.out_width)
+    column, row = ox * shape.stride[1], oy * shape.stride[0]
+    if chunk_height == shape.kernel_height and column % chunk_width:
+        raise ValueError(f"{where}: chunks of {chunk_width} kernel columns run at stride {chunk_width}, so the window "
+                         f"must start on a multiple of {chunk_width}; it starts at (padded) input column {column}")
+    if chunk_height != shape.kernel_height and (column or row % chunk_height):
+        raise ValueError(f"{where}: the kernel's row halves run as two rows of a grid {segment.split // 2} chunks "
+                         f"wide, so the window must start at (padded) input column 0 and on a multiple of "
+                         f"{chunk_height} rows; it starts at row {row}, column {column}")
+
+
+def split_chunk(shape, split):
+    """The kernel chunk ``(rows, columns)`` of each partial sum of a K-split in ``split`` chunks of layer ``shape``:
+    the kernel columns in ``split`` chunks, or, where ``split`` does not divide them, the kernel's two row halves
+    each in ``split / 2`` column chunks (partial sum ``q``: half ``q // (split / 2)``, column chunk ``q % (split /
+    2)``; the two halves are two rows of the group, the second row slot at stride ``Kh / 2``); None if neither."""
+    if shape.kernel_width % split == 0:
+        return shape.kernel_height, shape.kernel_width // split
+    if split % 2 == 0 and shape.kernel_height % 2 == 0 and shape.kernel_width % (split // 2) == 0:
+        return shape.kernel_height // 2, shape.kernel_width // (split // 2)
+    return None
 
 
 def check_mapping(config, shapes, mapping):
@@ -765,20 +801,35 @@ def group_column_blocks(config, shape, blocks):
     return blocks
 
 
-def _split_candidate(config, shape, blocks):
-    """The compiler's K-split of a layer run with ``blocks`` column blocks, or None: a dense layer's kernel columns
-    in as many equal chunks as fit the idle position slots; a convolution's last position alone in its group, one
-    chunk per kernel column."""
+def _split_candidates(config, shape, blocks):
+    """The compiler's K-splits of a layer run with ``blocks`` column blocks: a dense layer's kernel columns in as many
+    equal chunks as fit the idle position slots; a convolution's last position alone in its group, one chunk per
+    kernel column, or its first position, the kernel's row halves times its columns (:func:`split_chunk`)."""
     slots = config.modules // blocks
     if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add or shape.groups > 1:
-        return None
+        return []
     width, positions = shape.kernel_width, shape.positions
     if shape.dense:
         chunks = max(divisor for divisor in range(1, min(slots, width) + 1) if width % divisor == 0)
-        return LayerMapping.whole(1, blocks, chunks) if chunks >= 2 else None
-    if positions % slots != 1 or positions == 1 or not 2 <= width <= slots:
-        return None
-    return LayerMapping((Segment(0, positions - 1, blocks), Segment(positions - 1, 1, blocks, width)))
+        return [LayerMapping.whole(1, blocks, chunks)] if chunks >= 2 else []
+    if positions % slots != 1 or positions == 1:
+        return []
+    candidates = []
+    if 2 <= width <= slots:
+        candidates.append(LayerMapping((Segment(0, positions - 1, blocks), Segment(positions - 1, 1, blocks, width))))
+    if 2 * width <= slots and shape.kernel_height % 2 == 0:
+        # The other positions first: their first group lies in one row and may take the previous layer's handoff
+        # (the partial sums' group spans two).
+        candidates.append(LayerMapping((Segment(1, positions - 1, blocks), Segment(0, 1, blocks, 2 * width))))
+    legal = []
+    for candidate in candidates:
+        try:
+            for segment in candidate.segments:
+                check_segment(config, shape, segment)
+        except ValueError:
+            continue
+        legal.append(candidate)
+    return legal
 
 
 def _default_layer_mapping(config, shape, split):
@@ -787,14 +838,12 @@ def _default_layer_mapping(config, shape, split):
         blocks = shape.min_column_blocks if shape.add else min_column_blocks(config, shape.tile_channels(tile)[1])
         segments.append(Segment(0, shape.positions, group_column_blocks(config, shape, blocks), tile=tile))
     whole = LayerMapping(tuple(segments))
-    candidate = None if split == "never" else _split_candidate(config, shape, segments[0].column_blocks)
-    if candidate is None:
+    candidates = [] if split == "never" else _split_candidates(config, shape, segments[0].column_blocks)
+    if not candidates:
         return whole
-    if split == "auto":
-        split_cycles = pass_timing(config, pass_shapes(config, shape, candidate))["cycles"].sum()
-        if split_cycles >= pass_timing(config, pass_shapes(config, shape, whole))["cycles"].sum():
-            return whole
-    return candidate
+    options = candidates if split == "always" else [whole, *candidates]
+    cycles = [pass_timing(config, pass_shapes(config, shape, mapping))["cycles"].sum() for mapping in options]
+    return options[int(np.argmin(cycles))]
 
 
 def default_mapping(config, layers, *, split="auto"):
@@ -1037,8 +1086,10 @@ def _pass_weights(config, work, kernel, bias):
     if work.kind == "positions":
         return _slots(config, blocks, np.concatenate([kernel.reshape(-1, out_channels), bias[None, :]]), out_channels)
     if work.kind == "partials":
-        chunk = work.kernel[1]
-        chunks = [kernel[:, :, q * chunk:(q + 1) * chunk].reshape(-1, out_channels) for q in range(work.count)]
+        (height, width), columns = work.kernel, kernel.shape[2] // work.kernel[1]
+        chunks = [kernel[:, q // columns * height:(q // columns + 1) * height,
+                         q % columns * width:(q % columns + 1) * width].reshape(-1, out_channels)
+                  for q in range(work.count)]
         return _chunk_slots(config, blocks, chunks, out_channels)
     unused = np.zeros((work.in_channels, out_channels), np.uint32)          # a reduction's vectors come from RAM
     return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
@@ -1068,7 +1119,7 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
         out_base=out_base, packed_output=int(work.layout != "image"),
         position_major=int(work.layout in ("position_major", "row_words")), reduce=int(work.reduce),
-        step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0,
+        step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0, start_delay=0,
         **({"maximum": int(work.maximum)} if config.max_pooling else {}))
 
 
@@ -1188,12 +1239,13 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
         descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addend)
         described_passes.append((work, shape, source, output, weight_words, descriptor))
     works = [work for work, *_ in placed]
-    handoffs = pass_handoffs(config, works, reads, [(descriptor["in_base"], descriptor["in_height"],
-                                                     descriptor["out_base"]) for *_, descriptor in described_passes])
-    timing = pass_timing(config, works, reads, handoffs)
+    handoffs, delays = pass_handoffs(config, works, reads, [(descriptor["in_base"], descriptor["in_height"],
+                                                             descriptor["out_base"])
+                                                            for *_, descriptor in described_passes])
+    timing = pass_timing(config, works, reads, handoffs, delays)
     planned = []
     for index, (work, shape, source, output, weight_words, descriptor) in enumerate(described_passes):
-        descriptor["handoff"] = int(handoffs[index])
+        descriptor["handoff"], descriptor["start_delay"] = int(handoffs[index]), delays[index]
         try:
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:

@@ -9,15 +9,15 @@ The sequencer (hw/dqn/sequencer.py) runs a pass of ``n`` positions in ``G = ceil
 positions; group ``g`` takes ``products`` product cycles (the bias is the accumulations' seed, read with the
 first product).  Counted from the pass's first cycle:
 
-* set-up: ``3 + k_0`` cycles: load the descriptor, start the position walker, wait while it walks the ``k_0 =
-  min(P, n)`` positions of the first group, read the first rows;
+* set-up: 2 cycles: load the descriptor and compute the first group's taps (the position walker computes a
+  group's taps in one cycle), then read the first rows;
 * group ``g``'s first product ``f_g`` and last product ``b_g`` (``f_0`` = the set-up's end, ``b_0 = f_0 +
   products - 1``)::
 
-      f_g = max(b_{g-1} + 1, f_{g-1} + k_g + 1)                # the walker, started at f_{g-1}, needs k_g cycles
+      f_g = b_{g-1} + 1                                          # the taps, computed on f_{g-1}, are ready
       b_g = max(f_g + products - 1, b_{g-1} + L + W_{g-1} + 3)  # group g-1 must be written: latency L, W writes
 
-  where ``k_g = min(P, n - g*P)`` and ``W_g`` is the result writer's write cycles of group ``g``: in image layout
+  where ``W_g`` is the result writer's write cycles of group ``g``: in image layout
   one row write per output channel and output row the group touches (one or two rows), two a cycle (both ports
   of the output RAM: ``out_channels`` cycles on two rows, ``ceil(out_channels / 2)`` on one), except in a
   reduction's groups before its last (it reads the RAM it writes on port 1: one write a cycle); one write per
@@ -30,35 +30,37 @@ first product).  Counted from the pass's first cycle:
   last group's writes, the writer's done, the sequencer's next state), paid only by a run's last pass;
 * a run's later passes start on the cycle after the previous pass's last product ``b'`` and set up while
   its last group drains (its ``L + W'`` cycles, ``W'`` that group's write cycles; written on ``b' + L + W' + 2``).
-  A pass that reads the RAM the previous one writes waits for those writes (on both ports) before its first
-  read: its set-up is ``3 + max(k_0, L + W')`` and the ``max(0, L + W' - k_0)`` cycles past its walk are its
-  drain cycles.  A pass that reads the other RAM sets up in ``3 + k_0``; its first group's last product waits
-  for the writes (``b_0 >= f_0 + L + W' - 1 - k_0``, stall cycles).  A *handoff* (a descriptor bit the compiler
-  sets, :func:`models.dqn.plan.pass_handoffs`) lets a pass read the RAM its predecessor writes without waiting:
-  the predecessor writes its last group on port 1 alone, one write a cycle (``W'`` = its row writes), while the
-  pass reads on port 0; it then sets up in ``3 + k_0`` like a pass that reads the other RAM, with the same
-  earliest last product.  A pass's counters run from its first cycle
+  A pass that reads the RAM the previous one writes and has no start delay waits for those writes (on both
+  ports) before its first read: ``L + W' + 1`` drain cycles after its first cycle.  A pass with a *start delay*
+  ``d`` (a descriptor field the compiler sets, :func:`models.dqn.plan.pass_handoffs`: every word it reads is read
+  after its write, on a port the writer leaves free; :mod:`models.dqn.handoff`) reads first on its cycle ``d``:
+  ``d - 1`` drain cycles.  Its predecessor may *hand off* its last group (a descriptor bit): written on port 1
+  alone, one write a cycle (``W'`` = its row writes), while the pass reads on port 0.  A pass that reads the
+  other RAM starts at once.  A pass's first group's last product waits for the previous pass's writes
+  (``b_0 >= b' + L + W' + 3``, stall cycles).  A pass's counters run from its first cycle
   to its last product (to its drain's end for the run's last pass), so the passes' cycles add up to TOTAL_CYCLES.
 
 :func:`pass_writes` counts the writer's row writes of a whole pass (closed form: the groups that cross an output
 row are counted with floor sums), for the energy model: as many with one write port as with two.
 
-Product cycles are ``G * products``; stall cycles are the cycles the recurrences add to them (a first product
-waiting for its taps, a last product waiting for the writer).  A pass without stalls (``k_g <= products - 1`` and
-``L + W_g + 3 <= products`` for every group, always the case for the thesis network) run alone takes ``3 + k_0 +
-G * products + L + W_{G-1} + 3`` cycles.  The ``reduce`` flag only matters for a reduction in image layout (the
-sum of a split convolution) with more than one group.  Where only one kind of stall can happen the stalls are a
-closed form (:func:`pass_counters`); passes where both can happen are evaluated group by group, vectorized over them.
+Product cycles are ``G * products``; stall cycles are the cycles the rules add to them (a last product waiting
+for the writer), a closed form over the one- and two-row groups.  A pass without stalls (``L + W_g + 3 <=
+products`` for every group, always the case for the thesis network) run alone takes ``2 + G * products + L +
+W_{G-1} + 3`` cycles.  The ``reduce`` flag only matters for a reduction in image layout (the sum of a split
+convolution) with more than one group.
 """
 
 import numpy as np
 
-__all__ = ["IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "LAYOUTS", "pass_counters", "pass_writes"]
+__all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "LAYOUTS", "pass_counters", "pass_writes"]
 
 # ROW_WORDS: a residual add's output, one row word per position (group), written whole in one cycle; the add's
 # groups after its first do not wait for the writer.
 IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS = 0, 1, 2, 3
 LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR, "row_words": ROW_WORDS}
+
+# A pass's cycles before its first product: the descriptor, its first group's taps and its first rows' read.
+SET_UP_CYCLES = 1
 
 # A residual add's groups: the writer takes one every two cycles (capture, then the word's write with its done).
 ROW_WORDS_GAP = 2
@@ -80,24 +82,6 @@ def _writer_gap(layout, latency, writes):
     """The fewest cycles from a group's last product to the next group's: the previous group must be written
     (``L + W + 3``), except in an add, whose writer keeps pace with its groups (:data:`ROW_WORDS_GAP`)."""
     return np.where(layout == ROW_WORDS, ROW_WORDS_GAP, latency + writes + 3)
-
-
-def _group_writes(layout, out_channels, lanes, valid, first_column, out_width):
-    """Result-writer row writes of a group of ``valid`` positions whose first position is in column
-    ``first_column`` of an output grid ``out_width`` wide."""
-    blocks = -(-out_channels // lanes)
-    rows = 1 + (first_column + valid > out_width)
-    return np.where(layout == IMAGE, out_channels * rows, _word_writes(layout, blocks, valid))
-
-
-def _group_write_cycles(layout, reduce, out_channels, lanes, valid, first_column, out_width):
-    """``W_g`` of a group before a pass's last: the result writer's cycles of writes for the group of
-    :func:`_group_writes`; an image-layout group of a pass that is not a reduction writes two rows a cycle, an
-    add's word is written with the writer's done (:func:`_word_write_cycles`)."""
-    rows = 1 + (first_column + valid > out_width)
-    return np.where(_paired(layout, reduce), _image_write_cycles(out_channels, rows),
-                    np.where(layout == IMAGE, out_channels * rows,
-                             _word_write_cycles(layout, -(-out_channels // lanes), valid)))
 
 
 def _paired(layout, reduce):
@@ -124,7 +108,7 @@ def _two_row_groups(P, count, groups, first_column, out_width):
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
-                  first_column, out_width, run=None, reads_previous=None, handoff=None):
+                  first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -134,15 +118,14 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     column of the pass's first position, ``out_width``: the output grid's width.  ``run``: which run each pass
     belongs to (the passes of a run consecutive, in the order they run; by default every pass is a run of its
     own) and ``reads_previous``: the pass reads the activation RAM the pass before it writes (default: every pass);
-    ``handoff``: the pass hands its last group over to the next pass (default: none), which then does not wait.
+    ``handoff``: the pass hands its last group over to the next pass (default: none): written on port 1 alone;
+    ``start_delay``: the pass's descriptor field (default 0: it waits for the previous pass's writes where it reads
+    their RAM; ``d``: its first read on its cycle ``d``).
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
-    With ``span = products - 1``, ``t_g`` a group's tap stall and ``s_g`` its last product's stall, the
-    recurrences read ``t_g = max(0, k_g - span - s_{g-1})`` and ``s_g = max(0, L + W_{g-1} + 2 - span - t_g)``.
-    Where no group's walk outlasts its products (``P <= span``) every ``t_g`` is 0, and where no group's writes do
-    (``L + W + 2 <= span``) every ``s_g`` is; both sums are then closed forms over the one- and two-row groups.
-    Only passes where both stalls can happen, or whose first group's last product waits for the previous pass's
-    writes, are evaluated group by group.
+    With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
+    writer (an add's ``max(0, 1 - span)``), a sum over the one- and two-row groups; the first group's for the
+    previous pass's writes.
     """
     shape, (P, n, products, latency, out_channels, lanes, layout, reduce, first_column, out_width) = _pass_arrays((
         positions_per_group, count, products, latency, out_channels, lanes, layout, reduce, first_column, out_width))
@@ -150,6 +133,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     run = np.arange(n.size) if run is None else np.broadcast_to(np.asarray(run, np.int64), shape).ravel()
     reads_previous = np.broadcast_to(np.asarray(1 if reads_previous is None else reads_previous), shape).ravel()
     handoff = np.broadcast_to(np.asarray(0 if handoff is None else handoff), shape).ravel() != 0
+    start_delay = np.broadcast_to(np.asarray(0 if start_delay is None else start_delay, np.int64), shape).ravel()
     groups = -(-n // P)
     last_valid = n - (groups - 1) * P
     blocks = -(-out_channels // lanes)
@@ -166,58 +150,29 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     last_writes = np.where(image, np.where(handoff, out_channels * last_rows,
                                            _image_write_cycles(out_channels, last_rows)),
                            _word_write_cycles(layout, blocks, last_valid))
-    # Within a run: a pass sets up while the one before drains (its last group's results, L + W cycles after its
-    # last product, W on both ports); it waits for those writes before its first read if it reads that RAM and the
-    # pass before does not hand its last group off, otherwise only its first group's last product may wait
-    # (b_0 = f_0 + span, no earlier than f_0 + L + W - 1 - k_0).
+    # Within a run: a pass sets up while the one before drains (its last group written L + W + 2 cycles after its
+    # last product).  Without a start delay, a pass that reads that RAM waits for the writes (L + W + 1 drain cycles
+    # from its cycle 1), then reads; with one, d, it reads on its cycle d - 1 (d - 2 drain cycles from cycle 1);
+    # otherwise it reads on its cycle 0.  Its first group's last product comes no earlier than b' + L + W + 3.
     follows = np.concatenate([[False], run[1:] == run[:-1]])
     ends = np.concatenate([run[1:] != run[:-1], [True]])
-    walk = np.minimum(P, n)
     previous_drain = latency + np.concatenate([[0], last_writes[:-1]])
-    waits = follows & (reads_previous != 0) & ~np.concatenate([[False], handoff[:-1]])
-    wait = np.where(waits, np.maximum(0, previous_drain - walk), 0)
-    earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0)
-    # The excess of a full group's writes (one row, two rows) and of its walk over the products.
+    waits = follows & (reads_previous != 0) & (start_delay == 0)
+    draining = np.where(waits, previous_drain + 1, np.maximum(0, start_delay - 2))
+    wait = np.where(waits, previous_drain + 2, np.maximum(0, start_delay - 1))    # and the first read's cycle
+    earliest_last = np.where(follows, previous_drain + 1 - wait, 0)
+    # The excess of a full group's writes (one row, two rows) over the products.
     one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span
     one_rows = groups - 1 - two_rows
-    bias_stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
-    walk_stalls = np.maximum(0, groups - 2) * np.maximum(0, P - span) + \
-        (groups >= 2) * np.maximum(0, last_valid - span)
-    no_bias_stall = ((one_rows == 0) | (one_row_excess <= 0)) & ((two_rows == 0) | (two_row_excess <= 0))
-    stalls = np.where(P <= span, bias_stalls, np.where(no_bias_stall, walk_stalls, 0))
-    recurrence = np.flatnonzero(((P > span) & ~no_bias_stall) | (earliest_last > span))
-    if recurrence.size:
-        stalls[recurrence] = _stall_cycles(*(array[recurrence] for array in (
-            P, n, groups, span, latency, out_channels, lanes, layout, reduce, first_column, out_width,
-            earliest_last)))
+    stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess) + \
+        np.maximum(0, earliest_last - span)
     product_cycles = groups * products
     drain = np.where(ends, latency + last_writes + 3, 0)
-    cycles = 3 + walk + wait + product_cycles + stalls + drain
+    cycles = SET_UP_CYCLES + wait + product_cycles + stalls + drain
     return {name: values.reshape(shape) for name, values in (
         ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls),
-        ("drain_cycles", wait + drain))}
-
-
-def _stall_cycles(P, n, groups, span, latency, out_channels, lanes, layout, reduce, first_column, out_width,
-                  earliest_last=0):
-    """The recurrences of the module docstring, group by group, for passes that may stall; ``span``: a group's
-    last product after its first (``products - 1``); ``earliest_last``: the first group's last product's earliest
-    cycle relative to its first (the previous pass's writes)."""
-    first = np.zeros_like(n)                  # f_g relative to f_0
-    last = np.maximum(first + span, earliest_last)   # b_g
-    previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.minimum(P, n),
-                                          first_column % out_width, out_width)
-    for group in range(1, int(groups.max())):
-        active = group < groups
-        walk = np.minimum(P, n - group * P)
-        next_first = np.maximum(last + 1, first + walk + 1)
-        next_last = np.maximum(next_first + span, last + _writer_gap(layout, latency, previous_writes))
-        first = np.where(active, next_first, first)
-        last = np.where(active, next_last, last)
-        previous_writes = _group_write_cycles(layout, reduce, out_channels, lanes, np.clip(walk, 0, None),
-                                              (first_column + group * P) % out_width, out_width)
-    return last + 1 - groups * (span + 1)
+        ("drain_cycles", draining + drain))}
 
 
 def _floor_sum(n, m, a, b):

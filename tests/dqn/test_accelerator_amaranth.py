@@ -23,7 +23,6 @@ from nnaccel.models.dqn.plan import compile_network, default_mapping
 from nnaccel.sim.lint import lint_verilog
 from nnaccel.testbench.dqn.accelerator_tb import int_to_words, words_to_ints
 from tests.dqn.test_accelerator import reduced_plan
-from tests.dqn.test_handoff import handoff_slacks
 
 SEED = 4043
 
@@ -186,7 +185,7 @@ def test_residual_adds_on_the_rtl():
     assert (a2.groups, a2.positions_per_group, a2.descriptor["reduce"]) == (24, 1, 1)
     assert [int(layer.predicted["product_cycles"]) for layer in adds] == [28, 20, 48]
     assert all(layer.predicted["stall_cycles"] == 0 for layer in adds)
-    assert a2.predicted["cycles"] == 3 + 1 + a2.predicted["drain_cycles"] + 2 * 24
+    assert a2.predicted["cycles"] == 1 + a2.predicted["drain_cycles"] + 1 + 2 * 24     # set-up, wait, read
 
 
 def test_narrower_channel_tiles_where_the_writer_bounds_a_group():
@@ -246,31 +245,35 @@ def test_a_resnet_like_graph_with_a_strided_shortcut():
     assert max(plan.activation_words) < max(keep.activation_words) and keep.overwritten == ()
 
 
-def test_a_handoff_at_its_tightest_reads_a_word_on_the_cycle_after_its_write():
+def test_a_start_delay_at_its_tightest_reads_a_word_on_the_cycle_after_its_write():
     """A dense layer of 16 outputs in two tiles of 8, then a dense layer reading them: the second tile hands its
-    last group off (written on port 1 while the next pass reads port 0, no wait), and the next pass reads the word
-    of outputs 8..11 on the cycle after the writer writes it (slack 0): bit-exact, every counter as predicted."""
+    last group off (written on port 1 while the next pass reads port 0) and the next pass reads first on the
+    earliest cycle of its start delay, a word on the cycle after the writer writes it: bit-exact, every counter as
+    predicted."""
     layers = (DenseLayer("a", 4, 16), DenseLayer("b", 16, 3, relu=False))
     plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 9)
     assert [layer.descriptor["handoff"] for layer in plan.layers] == [0, 1, 0]
-    assert handoff_slacks(plan)[1] == 0
+    assert [layer.descriptor["start_delay"] for layer in plan.layers] == [0, 0, 3]
 
 
 def test_a_read_one_cycle_before_the_write_reads_the_old_word(monkeypatch):
-    """The negative control of the rule: a 1 x 2 x 2 -> 2 x 3 x 3 convolution whose dense successor reads a word
-    on the very cycle the writer writes it (slack -1, so the compiler refuses the handoff).  Forced to hand off
-    anyway, the RTL reads the word as it was before the write and the outputs differ from the golden model."""
+    """The negative control of the rule: a 1 x 2 x 2 -> 2 x 3 x 3 convolution whose dense successor starts one cycle
+    earlier than its start delay allows, so that it reads a word on the very cycle the writer writes it: the RTL
+    reads the word as it was before the write and the outputs differ from the golden model."""
     layers = (ConvLayer("c", 1, 4, 2, 2, 1, relu=False), DenseLayer("d", 2 * 3 * 3, 3, relu=False))
     rng = np.random.default_rng(SEED + 10)
     pairs = random_pairs(layers, rng)
     honest = compile_network(REDUCED_CONFIG, layers, pairs)
-    assert [layer.descriptor["handoff"] for layer in honest.layers] == [0, 0] and handoff_slacks(honest)[0] == -1
-    monkeypatch.setattr(plan_module, "handoff_safe", lambda *arguments, **words: True)
+    delay = honest.layers[1].descriptor["start_delay"]
+    assert honest.layers[0].descriptor["handoff"] == 1 and delay > 1
+    early = plan_module.start_delay
+    monkeypatch.setattr(plan_module, "start_delay",
+                        lambda *arguments, **words: None if early(*arguments, **words) is None else delay - 1)
     forced = compile_network(REDUCED_CONFIG, layers, pairs)
-    assert [layer.descriptor["handoff"] for layer in forced.layers] == [1, 0]
+    assert [layer.descriptor["start_delay"] for layer in forced.layers] == [0, delay - 1]
     state = rng.standard_normal(forced.input.shape).astype(np.float32)
     observed = run_inference(forced, state)
-    assert observed["total"] == forced.estimated_cycles < honest.estimated_cycles
+    assert observed["total"] == forced.estimated_cycles == honest.estimated_cycles - 1
     assert not np.array_equal(forced.output_values(observed["outputs"]), golden_forward(forced, state).q_values)
 
 

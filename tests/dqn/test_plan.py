@@ -55,7 +55,7 @@ def test_thesis_network_compiles_to_the_documented_table(thesis_plan):
     assert thesis_plan.overwritten == ("",) and thesis_plan.activation_words == (338, 336)
     assert [layer.ideal_macs for layer in thesis_plan.layers] == [1_638_400, 663_552, 663_552, 4_608]
     assert sum(layer.product_cycles for layer in thesis_plan.layers) == 12_064
-    assert sum(layer.estimated_cycles for layer in thesis_plan.layers) == 12_134
+    assert sum(layer.estimated_cycles for layer in thesis_plan.layers) == 12_087
     assert [layer.descriptor["weight_base"] for layer in thesis_plan.layers] == [0, 257, 514, 3107]
     assert thesis_plan.weight_image.shape == (3364, 256) and thesis_plan.weight_image.dtype == np.uint32
     assert [layer.descriptor["last"] for layer in thesis_plan.layers] == [0, 0, 0, 1]
@@ -74,7 +74,7 @@ def descriptor_widths(*, activation_address, row_element, tap_column, pad_left, 
             ("first_column", tap_column), ("column_blocks_log2", column_blocks_log2), ("out_channels", 12),
             ("products", 24), ("weight_base", weight_address), ("out_ram", 1), ("out_base", activation_address),
             ("packed_output", 1), ("position_major", 1), ("reduce", 1), ("step_distance", activation_address),
-            ("relu", 1), ("last", 1), ("handoff", 1)]
+            ("relu", 1), ("last", 1), ("handoff", 1), ("start_delay", 6)]
 
 
 # The default configuration: activation addresses 10 bits for 1,024 words, 7 bits for 84 elements per row and for
@@ -114,12 +114,15 @@ def test_descriptor_words_decode_to_the_thesis_layers(thesis_plan):
         "in_channels": 4, "in_height": 84, "in_width": 84, "kernel_height": 8, "kernel_width": 8, "stride_y": 4, "stride_x": 4, "out_height": 20,
         "out_width": 20, "positions": 400, "out_channels": 16, "products": 4 * 8 * 8, "out_ram": 1, "relu": 1,
         "handoff": 1}
+    # FC_2 reads FC_1's packed words while FC_1 hands them off: word 0 written 6 + 2 cycles after FC_1's last
+    # product, read on FC_2's cycle 8 (start delay 9: tests/dqn/test_handoff.py).
     # FC_2: FC_1's 256 outputs as 16 packed words of 16 (RAM 1 from word 320) -> 18 Q-values, 2 column blocks,
     # weights after CONV_1, CONV_2 (257 words each) and FC_1 (2,593), no ReLU, the last layer.
     assert fc2 == dict.fromkeys(fc2, 0) | {
         "in_ram": 1, "in_base": 320, "in_channels": 16, "in_height": 1, "in_width": 16, "kernel_height": 1, "kernel_width": 16,
         "stride_y": 1, "stride_x": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 18,
-        "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 336, "packed_output": 1, "last": 1}
+        "products": 256, "weight_base": 257 + 257 + 2593, "out_base": 336, "packed_output": 1, "last": 1,
+        "start_delay": 9}
 
 
 def test_the_tiny_networks_descriptors_worked_by_hand():
@@ -140,57 +143,63 @@ def test_the_tiny_networks_descriptors_worked_by_hand():
         # weight rows 19..35 (16 products and the bias).
         zero | {"in_ram": 1, "in_channels": 4, "in_height": 4, "in_width": 4, "kernel_height": 2, "kernel_width": 2, "stride_y": 1, "stride_x": 1,
                 "out_height": 3, "out_width": 3, "positions": 9, "column_blocks_log2": 1, "out_channels": 6,
-                "products": 16, "weight_base": 19, "out_base": 20, "relu": 1},
+                "products": 16, "weight_base": 19, "out_base": 20, "relu": 1, "handoff": 1, "start_delay": 1},
         # d1: a 3 x 3 kernel over the whole 6 x 3 x 3 input -> 7 outputs packed 4 per word in RAM 1 after c1's output
         # (words 16, 17); weight rows 36..90 (54 products and the bias).
         zero | {"in_base": 20, "in_channels": 6, "in_height": 3, "in_width": 3, "kernel_height": 3, "kernel_width": 3, "stride_y": 1, "stride_x": 1,
                 "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1, "out_channels": 7,
-                "products": 54, "weight_base": 36, "out_ram": 1, "out_base": 16, "packed_output": 1, "relu": 1},
+                "products": 54, "weight_base": 36, "out_ram": 1, "out_base": 16, "packed_output": 1, "relu": 1,
+                "handoff": 1, "start_delay": 5},
         # d2: the 2 packed words of 4 (7 inputs and a padding element) -> 5 outputs packed in RAM 0 after c2's output
         # (word 38); 8 products; weight rows 91..99; no ReLU; the last layer.
         zero | {"in_ram": 1, "in_base": 16, "in_channels": 2, "in_height": 1, "in_width": 4, "kernel_height": 1, "kernel_width": 4,
                 "stride_y": 1, "stride_x": 1, "out_height": 1, "out_width": 1, "positions": 1, "column_blocks_log2": 1,
-                "out_channels": 5, "products": 8, "weight_base": 91, "out_base": 38, "packed_output": 1, "last": 1},
+                "out_channels": 5, "products": 8, "weight_base": 91, "out_base": 38, "packed_output": 1, "last": 1,
+                "start_delay": 9},
     ]
     assert [decode(word, SMALL_WIDTHS) for word in plan.descriptors] == expected
     assert plan.descriptors == [encode(fields, SMALL_WIDTHS) for fields in expected]
     assert plan.weight_image.shape[0] == 100
 
 
-def test_the_compiler_splits_conv2s_last_position_and_fc2(split_plan):
-    """CONV_2's 81st position (alone in its group) and FC_2 (one position, 8 idle slots) become partial sums on
-    idle modules plus a reduction: 11,660 product cycles instead of 12,064."""
+def test_the_compiler_splits_conv2s_first_position_and_fc2(split_plan):
+    """CONV_2's 81 positions are 10 groups of 8 and one: its position 0 runs as 8 partial sums on idle modules (its
+    kernel's two row halves times its 4 columns, 32 products each) plus a reduction, after the other 80; FC_2 (one
+    position, 8 idle slots) as 8 partial sums of 2 kernel columns: 11,632 product cycles instead of 12,064."""
     rows = [(layer.name, layer.network_layer, layer.descriptor["first_position"], layer.descriptor["positions"],
              layer.groups, layer.product_cycles, layer.reduce, layer.descriptor["position_major"],
              layer.output.describe()) for layer in split_plan.layers]
     assert rows == [
         ("CONV_1", "CONV_1", 0, 400, 25, 6400, False, 0, "RAM1 @0 image [16,20,20]"),
-        ("CONV_2", "CONV_2", 0, 80, 10, 2560, False, 0, "RAM0 @0 image [32,9,9]"),
-        ("CONV_2 tail", "CONV_2", 8 * 20 + 16, 8 * 20 + 20, 1, 64, False, 1, "RAM0 @288 packed [4,1,32]"),
-        ("CONV_2 sum", "CONV_2", 80, 81, 1, 4, True, 0, "RAM0 @0 image [32,9,9]"),
+        ("CONV_2", "CONV_2", 1, 81, 10, 2560, False, 0, "RAM0 @0 image [32,9,9]"),
+        ("CONV_2 @0 partials", "CONV_2", 0, 8, 1, 32, False, 1, "RAM0 @288 packed [8,1,32]"),
+        ("CONV_2 @0 sum", "CONV_2", 0, 1, 1, 8, True, 0, "RAM0 @0 image [32,9,9]"),
         ("FC_1", "FC_1", 0, 1, 1, 2592, False, 0, "RAM1 @320 packed [16,1,16]"),
         ("FC_2 partials", "FC_2", 0, 8, 1, 32, False, 1, "RAM0 @0 packed [8,1,32]"),
         ("FC_2 sum", "FC_2", 0, 1, 1, 8, True, 0, "RAM0 @336 packed [2,1,16]"),
     ]
-    assert sum(layer.product_cycles for layer in split_plan.layers) == 11_660
+    assert sum(layer.product_cycles for layer in split_plan.layers) == 11_632
     # With set-up and drains (the sequencer's timing, checked against the counters in test_dqn_accelerator): each
-    # pass sets up while the one before drains, the tail at once (it reads CONV_1's output, not CONV_2's); CONV_1
-    # hands its last group off to CONV_2 and the sum to FC_1 (written on port 1 while they read port 0: no wait).
-    assert [layer.estimated_cycles for layer in split_plan.layers] == [6419, 2571, 71, 21, 2596, 43, 44]
+    # pass reads on its first cycle while the one before drains, or on its start delay's cycle
+    # (tests/dqn/test_handoff.py): CONV_1 hands its last group off to CONV_2 and the sum to FC_1 (written on port 1
+    # while they read port 0), the sums read their partial sums on port 1 while they are written on port 0.
+    assert [layer.estimated_cycles for layer in split_plan.layers] == [6401, 2561, 33, 25, 2601, 41, 36]
     assert [layer.descriptor["handoff"] for layer in split_plan.layers] == [1, 0, 0, 1, 1, 0, 0]
-    assert sum(layer.estimated_cycles for layer in split_plan.layers) == 11_765
+    assert sum(layer.estimated_cycles for layer in split_plan.layers) == 11_698
     assert sum(layer.ideal_macs for layer in split_plan.layers) == sum(layer.macs for layer in dqn_layers(18))
     weights, lanes = seeded_weights(), 16
-    tail, tail_sum, fc2_partials, fc2_sum = (split_plan.layers[i] for i in (2, 3, 5, 6))
-    # The tail: kernel column q of every (c, kh) step on group position q (modules 2q, 2q + 1); no bias.
-    slots = tail.weight_words.reshape(-1, 16, lanes)
-    assert [tail.descriptor[field] for field in ("kernel_height", "kernel_width", "stride_y", "stride_x")] == [4, 1, 2, 1]
-    assert np.array_equal(slots[5, 2 * 3 + 1], weights["conv2_w"][1, 1, 3, 16:].view(np.uint32))
-    assert not slots[-1].any() and not slots[:, 8:].any()
+    partials, partials_sum, fc2_partials, fc2_sum = (split_plan.layers[i] for i in (2, 3, 5, 6))
+    # Position 0's partial sums: a 2 x 1 kernel at stride 2 x 1 on a grid 4 wide, so that group position q = 4r + x
+    # (modules 2q, 2q + 1) is kernel rows 2r, 2r + 1 of kernel column x; step (c, kh) of q is kernel row 2r + kh.
+    slots = partials.weight_words.reshape(-1, 16, lanes)
+    assert [partials.descriptor[field] for field in ("kernel_height", "kernel_width", "stride_y", "stride_x",
+                                                     "out_width", "first_row", "first_column")] == [2, 1, 2, 1, 4, 0, 0]
+    assert np.array_equal(slots[5 * 2 + 1, 2 * (4 + 3) + 1], weights["conv2_w"][5, 3, 3, 16:].view(np.uint32))
+    assert not slots[-1].any()
     # The reductions: the bias row last, in_channels = number of partial sums, reading the partials' RAM.
-    assert (tail_sum.descriptor["in_channels"], tail_sum.descriptor["in_base"], tail_sum.descriptor["in_ram"]) == \
-        (4, 288, 0)
-    assert np.array_equal(tail_sum.weight_words[-1, :32], weights["conv2_b"].view(np.uint32))
+    assert (partials_sum.descriptor["in_channels"], partials_sum.descriptor["in_base"],
+            partials_sum.descriptor["in_ram"]) == (8, 288, 0)
+    assert np.array_equal(partials_sum.weight_words[-1, :32], weights["conv2_b"].view(np.uint32))
     assert (fc2_sum.descriptor["in_channels"], fc2_sum.descriptor["last"], fc2_partials.descriptor["stride_x"]) == (8, 1, 2)
     fc2_slots = fc2_partials.weight_words.reshape(-1, 16, lanes)     # step (c, kw): input c*16 + q*2 + kw
     assert np.array_equal(fc2_slots[5 * 2 + 1, 2 * 6, :], weights["fc2_w"][5 * 16 + 6 * 2 + 1, :16].view(np.uint32))
@@ -352,7 +361,7 @@ def test_the_default_mapping_is_the_compilers_rule(split_plan, thesis_plan):
     layers = dqn_layers(18)
     assert thesis_plan.mapping == default_mapping(DqnConfig(), layers, split="never")
     assert thesis_plan.mapping.describe() == "0..399 C1 | 0..80 C2 | 0 C16 | 0 C2"
-    assert split_plan.mapping.describe() == "0..399 C1 | 0..79 C2 + 80 C2 S4 | 0 C16 | 0 C2 S8"
+    assert split_plan.mapping.describe() == "0..399 C1 | 1..80 C2 + 0 C2 S8 | 0 C16 | 0 C2 S8"
     given = compile_network(DqnConfig(), layers, seeded_weights(), mapping=split_plan.mapping)
     assert given.descriptors == split_plan.descriptors
     assert np.array_equal(given.weight_image, split_plan.weight_image)
@@ -402,7 +411,7 @@ def test_segments_with_the_same_column_blocks_share_weight_rows():
     ([Segment(0, 26, 1)], r"c1: the segments end at position 25, the layer has 25 \(0..24\)"),
     ([Segment(0, 25, 3)], r"c1: segment 0..24 C3: column_blocks 3 is not a power of two"),
     ([Segment(0, 25, 4)], r"c1: segment 0..24 C4: 4 column blocks exceed the 2 matrix modules"),
-    ([Segment(0, 24, 1), Segment(24, 1, 1, 3)], r"c1: segment 24 C1 S3: 3 chunks do not divide the kernel width 2"),
+    ([Segment(0, 24, 1), Segment(24, 1, 1, 3)], r"c1: segment 24 C1 S3: 3 chunks divide neither the kernel width 2 nor its two row halves"),
     ([Segment(0, 24, 1), Segment(24, 1, 2, 2)],
      r"c1: segment 24 C2 S2: 2 partial sums need 2 position slots, 2 column blocks leave 1 \(2 modules\)"),
     ([Segment(0, 23, 1), Segment(23, 2, 1, 2)], r"c1: segment 23..24 C1 S2: a K-split \(S2\) takes a single-position "
@@ -470,7 +479,7 @@ def test_mapping_objects_check_their_fields_and_round_trip_through_json():
 
 def test_a_configuration_whose_host_port_cannot_carry_a_descriptor_is_refused():
     narrow = dataclasses.replace(REDUCED_CONFIG, fmt=BINARY16)          # 12 x 16 bits < a 238-bit descriptor
-    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_p2_a128_w256_d8_ml2_al2: a descriptor of 238 bits does "
+    with pytest.raises(ValueError, match=r"dqn_m2_l4_binary16_r12_p2_a128_w256_d8_ml2_al2: a descriptor of 244 bits does "
                                          r"not fit the host data port of 192 bits"):
         layer_shapes(narrow, tiny_layers())
     layer_shapes(dataclasses.replace(narrow, row_elements=16), tiny_layers())
@@ -526,13 +535,14 @@ def test_mlperf_shapes_compile_on_the_mlperf_configuration():
 def test_fastest_tiling_narrows_the_tiles_of_writer_bound_layers():
     """A MobileNet-like 1 x 1 convolution (32 -> 64 channels on 24 x 24): one tile of 64 channels runs 4 positions
     per group of 32 products and waits for 32 to 64 write cycles per group (64 to 128 row writes, two a cycle);
-    two tiles of 32 run 8 positions per group, never on two rows, without a stall (4,608 cycles of MACs).  The
-    thesis network keeps its tiles (none narrower is faster)."""
+    four tiles of 16 run 16 positions per group, whose 8 to 16 write cycles never make them wait (4,608 cycles of
+    MACs; a pass sets up in one cycle, so the extra tiles cost little).  The thesis network keeps its tiles (none
+    narrower is faster)."""
     layers = (ConvLayer("pw", 32, 24, 64, 1, 1),)
     widest = compile_network(MLPERF_CONFIG, layers, random_pairs(layers))
     fastest = compile_network(MLPERF_CONFIG, layers, random_pairs(layers), tiling="fastest")
-    assert [layer.name for layer in fastest.layers] == ["pw [0:32]", "pw [32:64]"]
-    assert (widest.estimated_cycles, fastest.estimated_cycles) == (5_943, 4_655)
+    assert [layer.name for layer in fastest.layers] == ["pw [0:16]", "pw [16:32]", "pw [32:48]", "pw [48:64]"]
+    assert (widest.estimated_cycles, fastest.estimated_cycles) == (5_937, 4_629)
     assert sum(int(layer.predicted["stall_cycles"]) for layer in fastest.layers) == 0
     assert sum(layer.ideal_macs for layer in fastest.layers) == layers[0].macs
     thesis = compile_network(DqnConfig(), dqn_layers(18), seeded_weights(), tiling="fastest")
