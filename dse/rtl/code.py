@@ -8,12 +8,14 @@ sequencer runs, over ``DIMS = (N, K, C, Y, X, R, S)``, in three levels (outermos
 * ``groups`` (the sequencer's group loop, operands from the RAMs): parallel ``X`` x ``P`` (the group's output
   positions over the matrix modules' position slots, ``P = modules / C``), then the loops ``N 1, K 1, C 1,
   Y n, R 1, S 1``: ``Y`` counts the segment's ``n`` output positions, walked row-major over the output grid
-  (flattened) in ``ceil(n / P)`` groups.  A K-split segment (one position cut into ``S`` kernel-column chunks)
+  (flattened) in ``ceil(n / P)`` groups.  A K-split segment (one position cut into ``split`` kernel chunks:
+  :func:`models.dqn.plan.split_chunk`, column chunks or the kernel's row halves times column chunks)
   has parallel ``S`` x ``split`` instead (the chunks over the position slots) and loops ``N 1, K 1, C 1, Y 1, X 1,
   R 1``; its reduction pass is implied;
 * ``modules``: parallel ``K`` x ``C`` (the column blocks over the matrix modules), loops all 1;
 * ``lanes`` (inside a matrix module, one product per cycle): parallel ``K`` x ``lanes``, then the loops
-  ``N 1, Y 1, X 1, C Cin, R Kh, S Kw / split``: the sequencer's step order ``c, kh, kw`` innermost.
+  ``N 1, Y 1, X 1, C Cin, R Kh, S Kw`` (a K-split: its chunk's rows and columns): the sequencer's step order ``c,
+  kh, kw`` innermost.
 
 Sizes are tile sizes of the hardware, not exact factors: ``C x lanes`` may exceed the output channels and
 ``P`` the positions (idle lanes and modules).  ``Cin, Kh, Kw`` are the compiler's view of the layer
@@ -26,6 +28,7 @@ import numpy as np
 
 from nnaccel.dse.shared.layer import DIM_INDEX, DIMS
 from nnaccel.models.dqn.mapping import LayerMapping, Segment
+from nnaccel.models.dqn.plan import split_chunk
 
 __all__ = ["RTL_LEVELS", "segment_code", "layer_mapping_from_code"]
 
@@ -45,8 +48,8 @@ def segment_code(config, shape, segment):
     else:
         groups = _level(("S", segment.split), {}, [dim for dim in DIMS if dim != "S"])
     modules = _level(("K", segment.column_blocks), {}, [dim for dim in DIMS if dim != "K"])
-    lanes = _level(("K", config.lanes), {"C": shape.in_shape[0], "R": shape.kernel_height,
-                                         "S": shape.kernel_width // segment.split}, _LANE_ORDER)
+    chunk_height, chunk_width = split_chunk(shape, segment.split)
+    lanes = _level(("K", config.lanes), {"C": shape.in_shape[0], "R": chunk_height, "S": chunk_width}, _LANE_ORDER)
     return np.array([groups, modules, lanes], dtype=np.int64)
 
 

@@ -3,7 +3,8 @@ a layer onto the hardware it runs on.
 
 What a mapping decides on this hardware (``models.dqn.mapping``): the layer's output positions cut into segments
 (one pass each), per segment its column blocks ``C`` (positions per group ``P = modules / C``) and, for a
-single-position segment, a K-split ``S`` (the kernel columns in ``S`` chunks on ``S`` position slots, then a
+single-position segment, a K-split ``S`` (the kernel in ``S`` chunks on ``S`` position slots: its columns, or its row
+halves times its columns, :func:`models.dqn.plan.split_chunk`; then a
 reduction pass).  The hardware fixes the rest: the loop order inside a group (``c, kh, kw``), channel blocks over
 the modules, output channels over the lanes.
 
@@ -64,7 +65,7 @@ from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.network import dqn_layers as network_dqn_layers
-from nnaccel.models.dqn.plan import check_mapping, check_segment, default_mapping, layer_shapes, pass_shapes
+from nnaccel.models.dqn.plan import check_mapping, check_segment, default_mapping, layer_shapes, pass_shapes, split_chunk
 
 __all__ = ["SEGMENT_SLOTS", "LEVELS", "IDLE_SEGMENT", "NETWORKS", "RtlDataflowSpace", "rtl_network", "layer_shape",
            "mapping_code", "code_mapping", "weight_rows", "mapping_table", "best_network_mapping"]
@@ -198,7 +199,7 @@ def _budget_violations(config, name, passes, rows):
 def _segment_options(config, shape, first, count):
     """Every legal Segment over positions ``first .. first + count - 1``: each column-block count, and for a single
     position each K-split the hardware runs."""
-    splits = [1] + ([s for s in range(2, shape.kernel_width + 1) if shape.kernel_width % s == 0] if count == 1
+    splits = [1] + ([s for s in range(2, 2 * shape.kernel_width + 1) if split_chunk(shape, s)] if count == 1
                     else [])
     options = []
     for blocks, split in product(block_choices(config, shape), splits):

@@ -148,7 +148,7 @@ def _sample_segment(rng, config, shape, first, count, tile, *, split=True):
     options = [Segment(first, count, blocks, tile=tile) for blocks in choices]
     if split and count == 1 and rng.random() < 0.8:
         splits = [Segment(first, 1, blocks, chunks, tile) for blocks in choices
-                  for chunks in range(2, shape.kernel_width + 1)]
+                  for chunks in range(2, 2 * shape.kernel_width + 1)]
         options = [segment for segment in splits if _runs(config, shape, segment)] or options
     options = [segment for segment in options if _runs(config, shape, segment)]
     return options[int(rng.integers(len(options)))]

@@ -443,19 +443,43 @@ def _with_tile(config, shape, tile_size):
                    min_column_blocks=min_column_blocks(config, min(shape.out_channels, tile_size)))
 
 
+def _group_tile_sizes(config, shape):
+    """A grouped convolution's channel tiles, narrowest first: whole groups, as many as fill ``C`` column blocks for
+    ``C = 1, 2, 4 .. modules``."""
+    per_group = shape.out_channels // shape.groups
+    sizes, blocks = [], 1
+    while blocks <= config.modules:
+        tile_size = max(1, min(shape.groups, blocks * config.lanes // per_group)) * per_group
+        if tile_size <= config.modules * config.lanes and tile_size not in sizes:
+            sizes.append(tile_size)
+        blocks *= 2
+    return sizes
+
+
 def _fastest_group_tiles(config, shape):
     """A grouped convolution with the channel tile of fewest predicted cycles: tiles of whole groups, as many as
     fill ``C`` column blocks for ``C = 1, 2, 4 .. modules``.  A depthwise layer's tile of ``k`` channels reads
     ``k`` input channels: ``k * Kh * Kw`` products per group, ``1 / k`` of them with a non-zero weight, so the
     narrowest tile that fills a block's lanes (``k = lanes``, ``C = 1``) is usually fastest."""
-    per_group = shape.out_channels // shape.groups
-    candidates, blocks = [], 1
-    while blocks <= config.modules:
-        tile_size = max(1, min(shape.groups, blocks * config.lanes // per_group)) * per_group
-        if tile_size <= config.modules * config.lanes and tile_size not in candidates:
-            candidates.append(tile_size)
-        blocks *= 2
-    return min((_with_tile(config, shape, size) for size in candidates), key=lambda item: _shape_cycles(config, item))
+    return min((_with_tile(config, shape, size) for size in _group_tile_sizes(config, shape)),
+               key=lambda item: _shape_cycles(config, item))
+
+
+def _within_the_table(config, shapes):
+    """``shapes`` with the grouped convolutions' tiles widened, the layer of most tiles first, until the tiles fit
+    the descriptor table (``max_layers``) or none can widen: the fastest tiles are the narrowest where a pass sets
+    up in a cycle, and a network of many depthwise layers would need more passes than the table holds."""
+    shapes = list(shapes)
+    while sum(shape.tiles for shape in shapes) > config.max_layers:
+        wider = [(shape.tiles, index) for index, shape in enumerate(shapes)
+                 if shape.groups > 1 and shape.tile_size < _group_tile_sizes(config, shape)[-1]]
+        if not wider:
+            break
+        index = max(wider)[1]
+        shape = shapes[index]
+        sizes = _group_tile_sizes(config, shape)
+        shapes[index] = _with_tile(config, shape, sizes[sizes.index(shape.tile_size) + 1])
+    return tuple(shapes)
 
 
 def _fastest_tiles(config, shape):
@@ -513,7 +537,7 @@ def layer_shapes(config, layers, *, tiling="widest"):
                       and shape.groups == 1 else shape)
         outputs[layer.name] = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
         previous = layer.name
-    return tuple(shapes)
+    return _within_the_table(config, shapes)
 
 
 # ---- Passes: what a layer's mapping makes the hardware run -----------------------------------------------------

@@ -217,28 +217,28 @@ def test_taps_and_groups(trace, layer):
 
 @pytest.mark.parametrize("written_after", [5, 16])
 def test_layer_timing(written_after):
-    """Per layer: 1 cycle set-up, 1 to start the walk, the first group's positions to walk plus 1 to read its rows,
-    groups * products product cycles, a stall per cycle the previous group is still being written when a group's
-    last product is due.  A layer after the first starts on the cycle after the last product of the one before,
-    whose last group is written ``written_after + 1`` cycles after it: if the layer reads the RAM being written
-    (layer 2) its first read waits for it (drain cycles, once its taps are ready), otherwise only its first group's
-    last product does (stalls).  The last layer drains until its last group is written."""
+    """Per layer: 1 cycle set-up (the descriptor, the first group's taps and its first rows' read), groups * products
+    product cycles, a stall per cycle the previous group is still being written when a group's last product is due.
+    A layer after the first starts on the cycle after the last product of the one before, whose last group is
+    written ``written_after`` cycles after it: if the layer reads the RAM being written (layer 2, no start delay)
+    it waits for it from its cycle 1 (drain cycles), then reads, otherwise only its first group's last product
+    does (stalls).  The last layer drains until its last group is written."""
     trace = simulate(LAYERS, written_after=written_after)
     for layer, d in enumerate(LAYERS):
         cycles = layer_cycles(trace, layer)
         groups = groups_of(d)
-        walk, products = len(groups[0]), d["products"]
+        products = d["products"]
         stalls = (len(groups) - 1) * max(0, written_after - (products - 1))
-        wait = 0
+        wait = read = 0
         if layer and d["in_ram"] == LAYERS[layer - 1]["out_ram"]:
-            wait = max(0, written_after - 2 - walk)          # PRIME from cycle 2 of the layer, taps after `walk`
+            wait, read = written_after - 1, 1          # written on cycle written_after - 1 of the layer
         elif layer:
-            stalls += max(0, written_after - 2 - walk - products)     # the first product on cycle 3 + walk
+            stalls += max(0, written_after - products)     # the first product on cycle 1
         drain = written_after + 1 if layer == len(LAYERS) - 1 else 0
         assert sum(entry["issue"] for entry in cycles) == len(groups) * products
         assert sum(entry["stall"] for entry in cycles) == stalls
         assert sum(entry["draining"] for entry in cycles) == wait + drain
-        assert len(cycles) == 2 + walk + 1 + wait + len(groups) * products + stalls + drain
+        assert len(cycles) == 1 + wait + read + len(groups) * products + stalls + drain
     assert [entry["layer"] for entry in trace if entry["busy"]][-1] == len(LAYERS) - 1
 
 

@@ -33,8 +33,10 @@ def test_the_thesis_mapping_as_codes():
         ["X16", "N1", "K1", "C1", "Y400", "R1", "S1"], ["K1", "N1", "C1", "Y1", "X1", "R1", "S1"],
         ["K16", "N1", "Y1", "X1", "C4", "R8", "S8"]]
     conv2 = layer_code(config, shapes[1], mapping.layers[1])
-    assert [entries(level)[:1] for level in conv2[1]] == [["S4"], ["K2"], ["K16"]]
-    assert entries(conv2[1][2])[-3:] == ["C16", "R4", "S1"]
+    # CONV_2's position 0 (first in position order) as 8 partial sums: the kernel's row halves x its 4 columns.
+    assert [entries(level)[:1] for level in conv2[0]] == [["S8"], ["K2"], ["K16"]]
+    assert entries(conv2[0][2])[-3:] == ["C16", "R2", "S1"]
+    assert entries(conv2[1][0])[:5] == ["X8", "N1", "K1", "C1", "Y80"]
     fc2 = segment_code(config, shapes[3], mapping.layers[3].segments[0])
     assert entries(fc2[0])[0] == "S8" and entries(fc2[2])[-3:] == ["C16", "R1", "S2"]
 
