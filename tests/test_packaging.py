@@ -120,5 +120,5 @@ def test_a_job_runs_from_another_folder_on_the_shipped_tables(installed, elsewhe
     assert result.returncode == 0, result.stderr
     report = json.loads((elsewhere / "cost.json").read_text())
     assert report["schema"].startswith("nnaccel.dse.cost/")
-    assert report["total"]["latency_cycles"] == 11_765      # the thesis network's cycles, as the RTL counts them
+    assert report["total"]["latency_cycles"] == 11_698      # the thesis network's cycles, as the RTL counts them
     assert sorted(path.name for path in elsewhere.iterdir()) == ["cost.json", "models"]

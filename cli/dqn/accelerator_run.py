@@ -172,7 +172,11 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
     def number(value, digits):
         return f"{value:.{digits}f}" if value is not None else "-"
 
-    width = max([12, *(len(row["name"]) + 1 for row in rows)])
+    def pass_label(row, part):
+        return "  " + (part["name"][len(row["name"]):].strip() or "main")
+
+    width = max([12, *(len(row["name"]) + 1 for row in rows),
+                 *(len(pass_label(row, part)) + 1 for row in rows if len(row["passes"]) > 1 for part in row["passes"])])
 
     def counts(name, row):
         return (f"{name:<{width}}{row['cycles']:>8}{row['ideal_cycles']:>8}{row['stall_cycles']:>8}"
@@ -194,7 +198,7 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
                      + side(number(row.get("thesis_ms"), 3), number(row.get("thesis_gflops"), 1)))
         if len(row["passes"]) > 1:
             for part in row["passes"]:
-                lines.append(counts("  " + (part["name"][len(row["name"]):].strip() or "main"), part))
+                lines.append(counts(pass_label(row, part), part))
     total = int(run.total_cycles[0])
     macs = sum(layer.ideal_macs for layer in plan.layers)
     lines.append("-" * len(header))
@@ -206,10 +210,11 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
     compared = (f"; {reference['name']} total {reference['total'][2]:,} cycles; input {load} cycles vs the "
                 f"{reference['name']}' {reference['input']:,}") if reference else ""
     lines.append(f"(cycles: TOTAL_CYCLES and the per-pass counters of the first inference; a split layer's passes are "
-                 f"listed under it (main, tail / partials: partial sums on idle modules, sum: their reduction); "
-                 f"ideal = groups x products; stalls = cycles a product waited for the writer or the taps; "
-                 f"drain = cycles a pass waited for the previous pass's last writes before its first read (a pass "
-                 f"sets up while the one before drains) and the last pass's final drain{compared})")
+                 f"listed under it (main, tail / partials: partial sums on idle modules, @p: of position p, sum: their "
+                 f"reduction); ideal = groups x products; stalls = cycles a product waited for the writer; "
+                 f"drain = cycles a pass waited for the previous pass's last writes, or its start delay, before its "
+                 f"first read (a pass sets up while the one before drains) and the last pass's final "
+                 f"drain{compared})")
     return lines
 
 

@@ -34,8 +34,8 @@ from nnaccel.models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers
 from nnaccel.models.dqn.plan import SPLIT_MODES, compile_network
 from nnaccel.models.shared.input_files import InputError, load_single_array
 
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, golden_mismatches, layer_rows, layer_table,
-                                             q_value_fields, simulate_dqn_plan, timing_notes)
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, counter_mismatches, golden_mismatches, layer_rows,
+                                             layer_table, q_value_fields, simulate_dqn_plan, timing_notes)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, ToolError, add_json_argument, add_simulator_argument,
                                 json_float, non_negative_int, output_file, positive_int, probability, write_json,
                                 writing)
@@ -256,6 +256,11 @@ def _check_and_print(arguments, plan, weights, weights_note, states, source, run
           f"({len(states) * plan.actions} Q-values, {shown})")
     for line in check.mismatches[:20]:
         print(f"    {line}")
+    counters = counter_mismatches(plan, run)
+    print(f"counters: {'every pass and TOTAL_CYCLES as the compiler predicted' if not counters else 'MISMATCH'} "
+          f"({plan.estimated_cycles:,} cycles predicted)")
+    for line in counters[:20]:
+        print(f"    {line}")
     print(f"weights: {weights_note}")
     print(f"golden model vs float64 reference: max |dQ| = {check.float64_max_abs:.3g} "
           f"(relative to max |Q|: {check.float64_max_rel:.3g})")
@@ -267,19 +272,21 @@ def _check_and_print(arguments, plan, weights, weights_note, states, source, run
         "states": len(states), "states_source": source, "weights": weights_note,
         "total_cycles": int(run.total_cycles[0]), "total_cycles_per_state": run.total_cycles.tolist(),
         "ideal_cycles": sum(layer.product_cycles for layer in plan.layers),
-        "load_cycles": int(run.load_cycles[0]), "bit_exact": check.bit_exact, "mismatches": check.mismatches,
+        "load_cycles": int(run.load_cycles[0]), "bit_exact": check.bit_exact, "counters_as_predicted": not counters,
+        "mismatches": check.mismatches + counters,
         "actions": run.actions.tolist(), "golden_actions": check.golden_actions,
         "per_state": _state_rows(run, check), "layers": rows,
         "float64_max_abs": json_float(check.float64_max_abs), "float64_max_rel": json_float(check.float64_max_rel),
         "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
         "simulation_seconds": run.run_seconds}
-    return (EXIT_DONE if check.bit_exact else EXIT_MISMATCH), fields
+    return (EXIT_DONE if check.bit_exact and not counters else EXIT_MISMATCH), fields
 
 
 # ---- The jobs -------------------------------------------------------------------------------------------------
 
 def run(arguments):
-    """``nnaccel run dqn``; returns the exit status (0: every Q-value bit-exact, 1: a mismatch)."""
+    """``nnaccel run dqn``; returns the exit status (0: every Q-value bit-exact and every counter as predicted, 1: a
+    mismatch)."""
     start = time.perf_counter()
     if arguments.states_file:
         states, source = load_states_file(arguments.states_file), f"from {arguments.states_file}"

@@ -49,7 +49,7 @@ class DqnAccelerator(HostPortAccelerator):
     weight RAM's second port), groups back to back, the results written two row words a cycle (both ports of the
     output RAM); per pass a few cycles of set-up, overlapping the previous pass's drain, and the run's last drain
     (matrix module latency + the last group's writes).
-    The thesis network: 11,765 cycles per inference with the default configuration, as the compiler predicts them
+    The thesis network: 11,698 cycles per inference with the default configuration, as the compiler predicts them
     (`nnaccel run dqn`).
 
     Blocks (docs/dqn_accelerator.md): :class:`HostControl`, :class:`LayerSequencer`, :class:`WindowFeeder`,

@@ -10,7 +10,7 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import TRAINED_WEIGHTS, dqn_layers, load_weights, save_weights, seeded_weights
-from nnaccel.models.dqn.plan import compile_network
+from nnaccel.models.dqn.plan import COUNTERS, compile_network
 from nnaccel.cli.dqn import atari as dqn_job
 from nnaccel.cli.main import main
 from nnaccel.testbench.dqn.host import AcceleratorRun
@@ -62,15 +62,18 @@ def test_weights_files(tmp_path):
     assert note == f"from {tmp_path / 'w.npz'}" and all(np.array_equal(loaded[k], weights[k]) for k in weights)
 
 
-def fake_run(plan, states, *, corrupt=False):
-    """What the testbench would return for a bit-exact accelerator taking exactly the ideal cycles."""
+def fake_run(plan, states, *, corrupt=False, slow=False):
+    """What the testbench would return for a bit-exact accelerator whose counters are the compiler's prediction
+    (``corrupt``: a Q-value bit flipped; ``slow``: the last pass one cycle late)."""
     goldens = [golden_forward(plan, state) for state in states]
     q_values = np.stack([golden.q_values for golden in goldens])
     if corrupt:
         q_values[1, 3] ^= 1
-    counters = np.array([[[layer.product_cycles + 10, layer.product_cycles, 0, 2] for layer in plan.layers]] *
-                        len(states))
-    total = sum(layer.product_cycles + 10 for layer in plan.layers)
+    counters = np.array([[[layer.predicted[name] for name in COUNTERS] for layer in plan.layers]] * len(states))
+    total = plan.estimated_cycles
+    if slow:
+        counters[:, -1, 0] += 1
+        total += 1
     return AcceleratorRun(q_values=q_values, output_words=None, actions=np.array([g.action for g in goldens]),
                           action_values=np.array([g.action_value for g in goldens], np.uint32),
                           total_cycles=np.full(len(states), total), layer_counters=counters,
@@ -93,17 +96,30 @@ def test_report_of_a_bit_exact_run(thesis, tmp_path, capsys):
     assert status == 0
     printed = capsys.readouterr().out
     assert "2 states (recorded): bit-exact against the golden model (36 Q-values" in printed
-    assert "CONV_1          6410    6400       0      2  0.0641    51.1    99.8%  |     0.064    50.0" in printed
-    assert "INPUT            336" in printed
+    assert "CONV_1            6401    6400       0      0  0.0640    51.2   100.0%  |     0.064    50.0" in printed
+    assert "INPUT              336" in printed
     # CONV_2 and FC_2 are split: their passes' counters add up, and each pass is listed under its layer.
-    assert "  tail            74      64       0      2" in printed and "  sum             18       8       0      2" in printed
+    assert "  @0 partials       33      32       0      0" in printed
+    assert "  @0 sum            25       8       1     14" in printed
+    assert "counters: every pass and TOTAL_CYCLES as the compiler predicted (11,698 cycles predicted)" in printed
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["bit_exact"] is True and report["simulator"] == "verilator"
-    assert report["total_cycles"] == 11_730 and report["ideal_cycles"] == 11_660
-    assert [layer["cycles"] for layer in report["layers"]] == [6410, 2570 + 74 + 14, 2602, 42 + 18]
+    assert report["total_cycles"] == 11_698 and report["ideal_cycles"] == 11_632
+    assert report["counters_as_predicted"] is True
+    assert [layer["cycles"] for layer in report["layers"]] == [6401, 2561 + 33 + 25, 2601, 41 + 36]
     assert [part["name"] for part in report["layers"][3]["passes"]] == ["FC_2 partials", "FC_2 sum"]
     assert sum(layer["macs"] for layer in report["layers"]) == sum(layer.macs for layer in dqn_layers(18))
     assert report["float64_max_rel"] < 1e-5 and report["wall_seconds"] > 0
+
+
+def test_a_counter_off_the_prediction_is_a_mismatch(thesis, capsys):
+    weights, plan, states = thesis
+    status = dqn_job._report(parse(), plan, weights, "seeded", states, "recorded",
+                             fake_run(plan, states, slow=True), 0.0, job="dqn")
+    printed = capsys.readouterr().out
+    assert status == 1 and "bit-exact against the golden model" in printed
+    assert "counters: MISMATCH (11,698 cycles predicted)" in printed
+    assert "input 0: TOTAL_CYCLES 11699, predicted 11698" in printed and "input 0: FC_2 sum cycles 37, predicted 36" in printed
 
 
 def test_report_of_a_mismatch(thesis, capsys):

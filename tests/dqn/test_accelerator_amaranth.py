@@ -253,7 +253,7 @@ def test_a_start_delay_at_its_tightest_reads_a_word_on_the_cycle_after_its_write
     layers = (DenseLayer("a", 4, 16), DenseLayer("b", 16, 3, relu=False))
     plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 9)
     assert [layer.descriptor["handoff"] for layer in plan.layers] == [0, 1, 0]
-    assert [layer.descriptor["start_delay"] for layer in plan.layers] == [0, 0, 3]
+    assert [layer.descriptor["start_delay"] for layer in plan.layers] == [0, 0, 4]
 
 
 def test_a_read_one_cycle_before_the_write_reads_the_old_word(monkeypatch):
