@@ -11,9 +11,10 @@ and a mapping decides, per network layer:
 * per segment the column blocks ``C`` (a power of two, ``C * lanes >= out_channels``, ``C <= modules``): the
   positions per group ``P = modules / C``; more blocks than needed leave modules idle (a residual add always
   runs with ``C = modules``: one row word per group);
-* per single-position segment a *K-split* ``S``: the position's kernel columns cut into ``S`` chunks of ``Kw /
-  S`` columns, computed as ``S`` partial sums on ``S`` position slots of one group (a pass of its own), then
-  summed with the bias by a reduction pass;
+* per single-position segment a *K-split* ``S``: the position's kernel cut into ``S`` chunks (its columns in chunks
+  of ``Kw / S``, or, where ``S`` does not divide ``Kw``, its two row halves times ``S / 2`` column chunks:
+  ``models.dqn.plan.split_chunk``), computed as ``S`` partial sums on ``S`` position slots of one group (a pass of
+  its own), then summed with the bias by a reduction pass;
 * the order of the segments' passes (any order: the passes write disjoint outputs; a split segment's partial
   sums come right before their reduction);
 * for a layer with more output channels than ``modules * lanes``, the *channel tiles*: segment ``tile`` ``t``
@@ -43,8 +44,8 @@ def _items(items, kind, what):
 @dataclass(frozen=True)
 class Segment:
     """Output positions ``first .. first + count - 1`` of a layer, run with ``column_blocks`` channel blocks;
-    ``split > 1`` (a single position only) computes the position as ``split`` kernel-column partial sums and
-    their reduction; ``tile``: the channel tile (output channels ``tile * modules * lanes ..``)."""
+    ``split > 1`` (a single position only) computes the position as ``split`` partial sums of kernel chunks
+    (``models.dqn.plan.split_chunk``) and their reduction; ``tile``: the channel tile (output channels ``tile * modules * lanes ..``)."""
 
     first: int
     count: int

@@ -39,8 +39,10 @@ Passes (:func:`pass_shapes`).  Each segment of a layer's mapping is one pass ove
 ``S`` ways (a single position), a partial-sum pass and a reduction pass (docs/dqn_accelerator.md, "Splitting a
 layer"): the position's kernel columns are cut into ``S`` chunks of ``w = Kw / S`` columns; chunk ``q`` runs on
 group position ``q`` as a ``Kh x w`` convolution at stride ``w`` (position ``q`` of that grid reads input
-columns ``ox*stride + q*w ..``), written position-major into partial sums placed in the layer's output RAM
-after the tensors placed so far; the reduction adds them and the bias into the layer's output.
+columns ``ox*stride + q*w ..``); or (:func:`split_chunk`: ``S`` does not divide ``Kw``) the kernel's two row halves
+times ``S / 2`` column chunks run as a ``Kh/2 x w`` convolution at strides ``Kh/2 x w`` on a grid ``S / 2`` wide,
+the halves on the group's two rows.  The partial sums are written position-major into the layer's output RAM after
+the tensors placed so far; the reduction adds them and the bias into the layer's output.
 
 Weight image.  A pass's weights start at its ``weight_base``: word ``k`` (``k = (c*Kh + kh)*Kw + kw``) holds, in
 slot ``m`` (elements ``m*lanes .. m*lanes + lanes - 1``), the weights of output channels ``(m % C)*lanes ..`` for
@@ -874,7 +876,7 @@ def default_mapping(config, layers, *, split="auto"):
     """The compiler's mapping of ``layers``: per layer and channel tile the fewest column blocks that hold its
     output channels and keep every group in two output rows (docs/dqn_accelerator.md, "Mapping a layer") and, with
     ``split`` "auto", the K-split of idle modules where the predicted cycles say it pays ("always": wherever
-    possible, "never": none)."""
+    possible, the fastest of the splits; "never": none)."""
     if split not in SPLIT_MODES:
         raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
     shapes = layers if all(isinstance(layer, LayerShape) for layer in layers) else layer_shapes(config, layers)

@@ -125,6 +125,20 @@ def check_on_the_rtl(config, layers, *, seed, mapping=None, tiling="widest"):
     return plan
 
 
+def test_a_k_split_into_the_kernels_row_halves():
+    """A 4 x 1 kernel padded one row above and below, 3 x 3 positions at 2 per group: position 0 runs alone as 2
+    partial sums, the kernel's upper and lower halves on the group's two rows (a 2 x 1 convolution at stride 2 x 1 on a
+    grid 1 wide, the second row slot 2 rows further down, the first half over the padding row), after the other 8
+    positions, then their sum; a dense layer reads the map.  Bit-exact, every counter as predicted."""
+    layers = (ConvLayer("c", 2, (4, 3), 4, (4, 1), 1, padding=(1, 1, 0, 0)), DenseLayer("d", 4 * 3 * 3, 3, relu=False))
+    mapping = DqnMapping((LayerMapping((Segment(1, 8, 1), Segment(0, 1, 1, 2))), LayerMapping.whole(1, 1)))
+    plan = check_on_the_rtl(REDUCED_CONFIG, layers, seed=SEED + 11, mapping=mapping)
+    partials = plan.layers[1]
+    assert [layer.name for layer in plan.layers] == ["c", "c @0 partials", "c @0 sum", "d"]
+    assert [partials.descriptor[field] for field in ("kernel_height", "kernel_width", "stride_y", "out_width",
+                                                     "pad_top", "positions")] == [2, 1, 2, 1, 1, 2]
+
+
 def test_uneven_same_padding_at_stride_2():
     """TFLite's SAME at stride 2 pads unevenly: 11 x 12 input, 4 x 3 kernel -> 6 x 6 (rows 1 above, 2 below;
     columns 0 left, 1 right), then a 3 x 3 convolution padded 1 all round and a dense layer."""
