@@ -199,9 +199,9 @@ class LayerSequencer(DqnBlock):
         # group port moves on to the next word (the writer writes the group on the port).
         with m.If(self.group.written & (in_flight_groups > 1)):
             m.d.sync += self.group.group.p0.eq(self.group.group.p0 + 1)
-        # The RAM the running pass reads, one cycle late: a pass's last word read reaches the feeder on the cycle
-        # after it (a reduction's vector), when the next pass may already be the current one; the next pass reads
-        # no earlier than two cycles later (PRIME).
+        # The RAM the running pass reads: its addresses at once (read_ram), its data one cycle late (in_ram): a
+        # pass's last word read reaches the feeder on the cycle after it (a reduction's vector), when the next pass,
+        # already the current one, may read its first rows from the other RAM.
         m.d.sync += self.select.in_ram.eq(layer.in_ram)
         m.d.comb += self.select.read_ram.eq(layer.in_ram)
         # The product issued this cycle; its count and ReLU flag are the layer's (the modules sample them with

@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
-"""hw.dqn.activation_buffers.ActivationBuffers on Amaranth's simulator: while busy the layer's reads come from RAM
-``in_ram`` (both ports), its writes go to RAM ``out_ram`` (both ports), a reduction reads one RAM on port 1 while it
-writes it on port 0, and on port 1 after its reads; while idle the host reads and writes each RAM."""
+"""hw.dqn.activation_buffers.ActivationBuffers on Amaranth's simulator: while busy the layer's reads go to RAM
+``read_ram`` and come from RAM ``in_ram`` (both ports), its writes go to RAM ``out_ram`` (both ports), a reduction
+reads one RAM on port 1 while it writes it on port 0, and on port 1 after its reads; while idle the host reads and
+writes each RAM."""
 
 import pytest
 from amaranth.sim import Simulator
@@ -44,6 +45,7 @@ def test_layer_reads_in_ram_and_writes_out_ram(in_ram, out_ram):
                 await host_access(ctx, ram, address, word(ram, address))
         select = buffers.select
         ctx.set(select.busy, 1)
+        ctx.set(select.read_ram, in_ram)       # the addresses' RAM; its data's (in_ram) is the same, a cycle later
         ctx.set(select.in_ram, in_ram)
         ctx.set(select.out_ram, out_ram)
         for port, address in ((buffers.reads0, 1), (buffers.reads1, 2)):
