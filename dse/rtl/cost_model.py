@@ -31,8 +31,8 @@ from nnaccel.dse.rtl import area as rtl_area
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import (check_mapping, default_mapping, layer_shapes, output_offset, pass_handoffs,
-                                      pass_shapes, reads_previous, with_copy_passes)
+from nnaccel.models.dqn.plan import (assign_rams, check_mapping, default_mapping, layer_shapes, output_offset,
+                                      pass_handoffs, pass_shapes, reads_previous, with_copy_passes)
 from nnaccel.models.dqn.timing import LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
@@ -92,8 +92,10 @@ def pack(cases, *, area=True, one_run=False):
     the configurations' area (needs the area table).  ``one_run``: the cases are the layers of one network, run in
     order (each pass sets up while the one before drains: the counters the hardware reads back); otherwise every
     pass is costed as a run of its own (no overlap), so that a layer's cost is the sum of its segments'.  In one run
-    a layer's first pass reads the output of the pass before (a chain), and the compiler's handoffs
-    (``models.dqn.plan.pass_handoffs``) are decided on those tensors' words."""
+    (the cases a network's layers, its copy passes included) whether a pass reads the RAM the pass before writes is
+    decided by the RAMs the compiler assigns (``models.dqn.plan.assign_rams``: an add's later segments may read the
+    RAM its earlier ones write), and the compiler's handoffs and start delays (``models.dqn.plan.pass_handoffs``) on
+    a chain's tensor-relative words."""
     rows, case_hardware, known, expanded, run = [], [], {}, {}, []
     for index, (config, layer_mapping, shape) in enumerate(cases):
         constants = known.get(id(config))      # the config is kept in the entry, so its id stays its own
@@ -116,18 +118,32 @@ def pack(cases, *, area=True, one_run=False):
         rows.extend((index, *row) for row in entry[2])
         if one_run:
             run.extend((config, work, (work.first_in_channel * shape.in_shape[1], shape.in_shape[1],
-                                       output_offset(work, shape.out_shape, shape.dense)))
+                                       output_offset(work, shape.out_shape, shape.dense)), shape)
                        for work in pass_shapes(config, shape, layer_mapping))
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
     passes["handoff"], passes["start_delay"] = np.zeros_like(passes["case"]), np.zeros_like(passes["case"])
     if run:
+        passes["reads_previous"][:] = _run_reads(run)
         passes["handoff"][:], passes["start_delay"][:] = pass_handoffs(
-            run[0][0], [work for _, work, _ in run], passes["reads_previous"], [words for *_, words in run])
+            run[0][0], [work for _, work, _, _ in run], passes["reads_previous"], [words for _, _, words, _ in run])
     per_case = np.array(case_hardware, dtype=np.float64).reshape(len(case_hardware), -1)
     passes.update(zip(_HARDWARE_COLUMNS, per_case[passes["case"]].T))
     areas = dict(zip(("alms", "dsp_blocks", "m10k"), per_case[:, len(_HARDWARE_COLUMNS):].T)) if area else {}
     passes["run"] = np.zeros_like(passes["case"]) if one_run else np.arange(len(passes["case"]))
     return PassBatch(cases=len(case_hardware), passes=passes, area=areas)
+
+
+def _run_reads(run):
+    """Per pass of ``run`` (``(config, PassShape, words, LayerShape)`` in the order they run): whether it reads the
+    activation RAM the pass before writes, as the compiler's RAMs decide (a sum reads its partial sums, in its
+    layer's output RAM; every other pass its layer's source)."""
+    rams = assign_rams(list({shape.name: shape for *_, shape in run}.values()))[0]
+    reads, previous = [], None
+    for _, work, _, shape in run:
+        source = rams[work.layer] if work.kind == "sum" else rams[shape.source]
+        reads.append(previous is None or source == previous)
+        previous = rams[work.layer]
+    return reads
 
 
 def _per_case(batch, values):
