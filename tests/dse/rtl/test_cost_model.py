@@ -14,9 +14,10 @@ from nnaccel.dse.rtl.sampler import sample_config, sample_layer_mapping
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
-from nnaccel.models.dqn.mapping import LayerMapping, Segment
-from nnaccel.models.dqn.network import ConvLayer, dqn_layers
-from nnaccel.models.dqn.plan import default_mapping, layer_shapes
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
+from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer, dqn_layers
+from nnaccel.models.dqn.plan import compile_network, default_mapping, layer_shapes
+from tests.dqn.test_accelerator_amaranth import random_pairs
 
 SEED = 1313
 
@@ -118,3 +119,18 @@ def test_cases_outside_the_family_are_refused():
         evaluate(REDUCED_CONFIG, LayerMapping((Segment(0, 16, 3),)), shape)
     with pytest.raises(ValueError, match="the area table has no matrix module for binary32 with multiplier latency 5"):
         evaluate(dataclasses.replace(REDUCED_CONFIG, multiplier_latency=5), LayerMapping((Segment(0, 16, 1),)), shape)
+
+
+def test_a_graph_with_an_add_in_two_segments_costs_what_the_compiler_predicts():
+    """The residual graph of tests/dqn/test_accelerator_amaranth.py (whose RTL counters equal the compiler's
+    prediction), its first add in two segments, the later one first: the add's second pass reads the RAM its first
+    writes (both addends and the sum in RAM 0), which the cost model takes from the compiler's RAMs, not a chain's."""
+    layers = (ConvLayer("c1", 4, 6, 4, 3, 1, padding=1), ConvLayer("c2", 4, 6, 4, 3, 1, padding=1, relu=False),
+              AddLayer("a1", skip="", relu=False), AddLayer("a2", skip="", source="a1"),
+              DenseLayer("d", 4 * 6 * 6, 3, relu=False))
+    default = default_mapping(REDUCED_CONFIG, layers)
+    split_add = LayerMapping((Segment(10, 14, REDUCED_CONFIG.modules), Segment(0, 10, REDUCED_CONFIG.modules)))
+    mapping = DqnMapping(default.layers[:2] + (split_add,) + default.layers[3:])
+    plan = compile_network(REDUCED_CONFIG, layers, random_pairs(layers, np.random.default_rng(SEED)), mapping=mapping)
+    _, _, totals = evaluate_network(REDUCED_CONFIG, layers, mapping, area=False)
+    assert totals["latency_cycles"] == plan.estimated_cycles
