@@ -49,7 +49,7 @@ def test_kws_without_the_rtl(folder, tmp_path, capsys, no_simulation, monkeypatc
     printed = capsys.readouterr().out
     assert "=== kws: keyword spotting, DS-CNN (kws_dscnn_float32.tflite) ===" in printed
     assert "nnaccel 16 x 16 binary32 (predicted)" in printed and "FINN KWS-W3A3, Pynq-Z2" in printed
-    assert ("resources of dqn_m16_l16_binary32_r84_p4_a2048_w8192_d15_ml2_al2: not synthesized: run nnaccel synth dqn "
+    assert ("resources of dqn_m16_l16_binary32_r84_p4_a2048_w8192_d23_ml2_al2: not synthesized: run nnaccel synth dqn "
             "--model kws") in printed
     assert not (tmp_path / "cache").exists()            # neither Verilog generated nor Yosys run
     assert printed.count("depthwise convolution in channel tiles of whole groups") == 1 and "(host)" in printed
