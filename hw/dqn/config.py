@@ -40,6 +40,11 @@ class DqnConfig:
         Build the matrix modules with their max mode (``MatrixModule(maximum=True)``) and give the descriptor its
         ``maximum`` bit: max pooling runs on the accelerator (default False: no max mode, none of its area; the
         matrix module docstring gives the cost, +22 % ALMs per 16-lane binary32 module).
+    external_weights
+        Keep the weights in external memory behind an Avalon-MM master (the ``avalon`` port) instead of loading
+        them through the host port: the weight RAM becomes two halves of ``weight_depth / 2`` words, each pass's
+        weights a tile loaded into one half while the pass before computes from the other
+        (:class:`~hw.dqn.streamed_weights.StreamedWeights`; default False: on-chip weights, the build unchanged).
     """
 
     modules: int = 16
@@ -53,6 +58,7 @@ class DqnConfig:
     weight_depth: int = 4096
     max_layers: int = 8
     max_pooling: bool = False
+    external_weights: bool = False
 
     def __post_init__(self):
         check_int("modules", self.modules, 1, 64)
@@ -70,6 +76,11 @@ class DqnConfig:
         check_int("max_layers", self.max_layers, 1, 64)
         if not isinstance(self.max_pooling, bool):
             raise TypeError(f"max_pooling must be a bool, not {self.max_pooling!r}")
+        if not isinstance(self.external_weights, bool):
+            raise TypeError(f"external_weights must be a bool, not {self.external_weights!r}")
+        if self.external_weights and (self.weight_depth % 2 or self.weight_word_bits % 32):
+            raise ValueError(f"external weights need an even weight_depth and weight words of whole 32-bit bus "
+                             f"words, not {self.weight_depth} words of {self.weight_word_bits} bits")
 
     @property
     def macs(self):
@@ -88,6 +99,11 @@ class DqnConfig:
         return self.modules * self.lanes * self.fmt.width
 
     @property
+    def weight_half_depth(self):
+        """Words of one half of the weight RAM with external weights: the largest tile (a pass's weights)."""
+        return self.weight_depth // 2
+
+    @property
     def host_data_bits(self):
         """Width of the host data port: the widest memory word."""
         return max(self.activation_word_bits, self.weight_word_bits)
@@ -101,7 +117,7 @@ class DqnConfig:
         """Verilog module name of an accelerator built from this config: every size that changes the hardware."""
         return (f"{self.name}_r{self.row_elements}_p{self.pad_columns}_a{self.activation_depth}_w{self.weight_depth}_"
                 f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}"
-                + ("_max" if self.max_pooling else ""))
+                + ("_max" if self.max_pooling else "") + ("_ext" if self.external_weights else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick

@@ -8,6 +8,7 @@ from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, tap_columns
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
+from nnaccel.hw.dqn.weight_handshake import WeightTileSignature
 from nnaccel.hw.shared.run_control import RunSignature
 
 __all__ = ["LayerSequencer"]
@@ -55,6 +56,10 @@ class LayerSequencer(DqnBlock):
         ``out_ram`` (the writer's while a group is in flight).
     group : Out(:class:`~hw.dqn.interfaces.ResultGroupSignature`): the group the writer writes next and its
         layer; ``written`` when the writer is done with it.
+    weights : Out(:class:`~hw.dqn.weight_handshake.WeightTileSignature`), with ``config.external_weights`` only:
+        a run's ``start`` and ``passes`` to the weight-tile loader; a pass's first read waits for ``ready`` (its
+        tile loaded; the cycles it waits with its taps ready and no writes to wait for count as ``stall``), and its
+        last product gives ``release``.
 
     Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
     positions) to walk the first group, 1 cycle
@@ -88,6 +93,7 @@ class LayerSequencer(DqnBlock):
             "feeder": Out(FeederControlSignature(config)),
             "select": Out(ActivationSelectSignature()),
             "group": Out(ResultGroupSignature(config)),
+            **({"weights": Out(WeightTileSignature(config))} if config.external_weights else {}),
         })
 
     def elaborate(self, platform):
@@ -193,6 +199,8 @@ class LayerSequencer(DqnBlock):
             with m.State("IDLE"):
                 with m.If(run.start):
                     m.d.sync += [run.layer_index.eq(0), layer_count.eq(run.layer_count), run.done.eq(0)]
+                    if config.external_weights:
+                        m.d.comb += [self.weights.start.eq(1), self.weights.passes.eq(run.layer_count)]
                     m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.comb += [run.busy.eq(1), reset_walk.eq(1)]
@@ -207,7 +215,11 @@ class LayerSequencer(DqnBlock):
                 # (written on port 1 alone; the compiler proved the reads safe); another RAM is read at once.
                 writer_busy = in_flight & (self.group.layer.out_ram == layer.in_ram) & ~self.group.layer.handoff
                 m.d.comb += run.events.draining.eq(taps_ready & writer_busy)
-                with m.If(taps_ready & ~writer_busy):
+                may_read = taps_ready & ~writer_busy
+                if config.external_weights:          # and the pass's weight tile is loaded
+                    m.d.comb += stall.eq(may_read & ~self.weights.ready)
+                    may_read = may_read & self.weights.ready
+                with m.If(may_read):
                     read_rows(next_row, 0, 0)
                     m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0),
                                  product.eq(0)]
@@ -282,6 +294,8 @@ class LayerSequencer(DqnBlock):
                         # for in_flight, except an add's, whose groups the port follows as they are written).
                         m.d.comb += group_issued.eq(1)
                         m.d.sync += [product.eq(0), self.group.layer.eq(layer)]
+                        if config.external_weights:  # the pass's last weight read: its tile's half is free
+                            m.d.comb += self.weights.release.eq(issuing_last)
                         with m.If(in_flight_groups == self.group.written):
                             # No other group in flight: the port takes this one (an add's later groups follow
                             # through the port as they are written, above).

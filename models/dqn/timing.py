@@ -124,7 +124,7 @@ def _two_row_groups(P, count, groups, first_column, out_width):
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
-                  first_column, out_width, run=None, reads_previous=None, handoff=None):
+                  first_column, out_width, run=None, reads_previous=None, handoff=None, weight_ready=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -135,6 +135,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     belongs to (the passes of a run consecutive, in the order they run; by default every pass is a run of its
     own) and ``reads_previous``: the pass reads the activation RAM the pass before it writes (default: every pass);
     ``handoff``: the pass hands its last group over to the next pass (default: none), which then does not wait.
+    ``weight_ready``: with external weights, the earliest first product of each pass counted from its first cycle
+    (its weight tile is loaded; :mod:`models.dqn.weight_stream`); the cycles its first product waits past its
+    set-up for it are stall cycles (default: none).
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1``, ``t_g`` a group's tap stall and ``s_g`` its last product's stall, the
@@ -176,7 +179,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     previous_drain = latency + np.concatenate([[0], last_writes[:-1]])
     waits = follows & (reads_previous != 0) & ~np.concatenate([[False], handoff[:-1]])
     wait = np.where(waits, np.maximum(0, previous_drain - walk), 0)
-    earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0)
+    weight_ready = np.broadcast_to(np.asarray(0 if weight_ready is None else weight_ready), shape).ravel()
+    weight_wait = np.maximum(0, weight_ready - (3 + walk + wait))
+    earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0) - weight_wait
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.
     one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span
@@ -193,6 +198,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
             earliest_last)))
     product_cycles = groups * products
     drain = np.where(ends, latency + last_writes + 3, 0)
+    stalls = stalls + weight_wait
     cycles = 3 + walk + wait + product_cycles + stalls + drain
     return {name: values.reshape(shape) for name, values in (
         ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls),
