@@ -13,7 +13,7 @@ from nnaccel.hw.dqn.float_argmax import FloatArgmax
 from nnaccel.hw.dqn.matrix_module import MatrixModule
 from nnaccel.hw.dqn.result_writer import ResultWriter, packed_index_bits
 from nnaccel.hw.dqn.sequencer import LayerSequencer
-from nnaccel.hw.dqn.streamed_weights import StreamedWeights, tile_entry_layout
+from nnaccel.hw.dqn.streamed_weights import StreamedWeights, load_entry_layout
 from nnaccel.hw.dqn.weight_buffer import WeightBuffer
 from nnaccel.hw.dqn.window_feeder import WindowFeeder
 from nnaccel.hw.shared.buffer_port_mux import BufferPortMux
@@ -30,7 +30,7 @@ class DqnMemory(MemoryTarget):
     WEIGHTS = enum.auto()
     ACTIVATIONS0 = enum.auto()
     ACTIVATIONS1 = enum.auto()
-    WEIGHT_TILES = enum.auto()       # external weights: the tile table (hw.dqn.streamed_weights) instead of WEIGHTS
+    WEIGHT_LOADS = enum.auto()       # external weights: the load table (hw.dqn.streamed_weights) instead of WEIGHTS
 
 
 class DqnRegister(SystemRegister):
@@ -66,7 +66,7 @@ class DqnAccelerator(HostPortAccelerator):
 
     With ``config.external_weights`` the weights are in external memory behind the ``avalon`` port (Out
     :class:`~hw.shared.avalon_master.AvalonMMSignature`): :class:`StreamedWeights` takes the weight RAM's place and
-    the host writes the tile table (target ``WEIGHT_TILES``) instead of weight words (docs/dqn_accelerator.md,
+    the host writes the load table (target ``WEIGHT_LOADS``) instead of weight words (docs/dqn_accelerator.md,
     "Weights in external memory").
     """
 
@@ -78,7 +78,7 @@ class DqnAccelerator(HostPortAccelerator):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        weight_memory = ({DqnMemory.WEIGHT_TILES: tile_entry_layout(config).size} if config.external_weights else
+        weight_memory = ({DqnMemory.WEIGHT_LOADS: load_entry_layout(config).size} if config.external_weights else
                          {DqnMemory.WEIGHTS: config.weight_word_bits})
         m.submodules.control = control = HostControl(
             data_bits=config.host_data_bits, max_layers=config.max_layers, descriptor_layout=descriptor_layout(config),
@@ -145,10 +145,10 @@ class DqnAccelerator(HostPortAccelerator):
         """External weights: :class:`StreamedWeights` as ``m.submodules.weights`` on the tile table's host port,
         the sequencer's tile handshake and the ``avalon`` port; its port b (the bias rows) is returned."""
         m.submodules.weights = weights = StreamedWeights(config=self._config)
-        table_port = BufferPortSignature(width=tile_entry_layout(self._config).size, depth=self._config.max_layers)
-        m.submodules.tile_table_host = table_host = HostMemoryBridge(host=control.memory.weight_tiles.signature,
+        table_port = BufferPortSignature(width=load_entry_layout(self._config).size, depth=self._config.weight_loads)
+        m.submodules.load_table_host = table_host = HostMemoryBridge(host=control.memory.weight_loads.signature,
                                                                      buffer=table_port)
-        wiring.connect(m, control.memory.weight_tiles, table_host.host)
+        wiring.connect(m, control.memory.weight_loads, table_host.host)
         wiring.connect(m, table_host.buffer, weights.table)
         wiring.connect(m, sequencer.weights, weights.tiles)
         wiring.connect(m, weights.avalon, wiring.flipped(self.avalon))

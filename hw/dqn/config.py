@@ -11,7 +11,7 @@ from amaranth.lib import wiring
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 from nnaccel.hw.shared.parameters import check_int
 
-__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DqnBlock", "check_config"]
+__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DE1_SOC_CONFIG", "DqnBlock", "check_config"]
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,12 @@ class DqnConfig:
         matrix module docstring gives the cost, +22 % ALMs per 16-lane binary32 module).
     external_weights
         Keep the weights in external memory behind an Avalon-MM master (the ``avalon`` port) instead of loading
-        them through the host port: the weight RAM becomes two halves of ``weight_depth / 2`` words, each pass's
-        weights a tile loaded into one half while the pass before computes from the other
+        them through the host port: the weight RAM becomes two halves of ``weight_depth / 2`` words (a power of
+        two), each pass's weights a tile loaded into one half while the pass before computes from the other, or,
+        for a one-group pass larger than a half, streamed through its half as a ring
         (:class:`~hw.dqn.streamed_weights.StreamedWeights`; default False: on-chip weights, the build unchanged).
+    weight_loads
+        With external weights: entries of the load table (the tile loads of a run, a few per streamed pass).
     """
 
     modules: int = 16
@@ -59,6 +62,7 @@ class DqnConfig:
     max_layers: int = 8
     max_pooling: bool = False
     external_weights: bool = False
+    weight_loads: int = 64
 
     def __post_init__(self):
         check_int("modules", self.modules, 1, 64)
@@ -78,9 +82,11 @@ class DqnConfig:
             raise TypeError(f"max_pooling must be a bool, not {self.max_pooling!r}")
         if not isinstance(self.external_weights, bool):
             raise TypeError(f"external_weights must be a bool, not {self.external_weights!r}")
-        if self.external_weights and (self.weight_depth % 2 or self.weight_word_bits % 32):
-            raise ValueError(f"external weights need an even weight_depth and weight words of whole 32-bit bus "
-                             f"words, not {self.weight_depth} words of {self.weight_word_bits} bits")
+        check_int("weight_loads", self.weight_loads, 1, 1 << 12)
+        if self.external_weights and (self.weight_depth & (self.weight_depth - 1) or self.weight_depth < 4
+                                      or self.weight_word_bits % 32):
+            raise ValueError(f"external weights need a weight_depth of a power of two from 4 and weight words of whole "
+                             f"32-bit bus words, not {self.weight_depth} words of {self.weight_word_bits} bits")
 
     @property
     def macs(self):
@@ -100,8 +106,13 @@ class DqnConfig:
 
     @property
     def weight_half_depth(self):
-        """Words of one half of the weight RAM with external weights: the largest tile (a pass's weights)."""
+        """Words of one half of the weight RAM with external weights: the largest tile loaded whole."""
         return self.weight_depth // 2
+
+    @property
+    def weight_address_depth(self):
+        """Words a weight address reaches: the weight RAM, or with external weights a half (addresses wrap)."""
+        return self.weight_half_depth if self.external_weights else self.weight_depth
 
     @property
     def host_data_bits(self):
@@ -117,7 +128,8 @@ class DqnConfig:
         """Verilog module name of an accelerator built from this config: every size that changes the hardware."""
         return (f"{self.name}_r{self.row_elements}_p{self.pad_columns}_a{self.activation_depth}_w{self.weight_depth}_"
                 f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}"
-                + ("_max" if self.max_pooling else "") + ("_ext" if self.external_weights else ""))
+                + ("_max" if self.max_pooling else "")
+                + (f"_ext{self.weight_loads}" if self.external_weights else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
@@ -128,6 +140,12 @@ REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, a
 # The 16 x 16 binary32 machine sized for the MLPerf Tiny reference models: 96-element rows (the visual wake words
 # image), deep activation and weight RAMs and a descriptor table for MobileNetV1's passes.
 MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8192, max_layers=64)
+
+# The thesis network on a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
+# 84-element rows in two 512-word activation RAMs, the weights in the board's SDRAM through two 512-word halves
+# (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors for the 41 passes and 512 loads.
+DE1_SOC_CONFIG = DqnConfig(modules=2, lanes=4, activation_depth=512, weight_depth=1024, max_layers=64,
+                           external_weights=True, weight_loads=512)
 
 
 def check_config(config):

@@ -57,9 +57,9 @@ class LayerSequencer(DqnBlock):
     group : Out(:class:`~hw.dqn.interfaces.ResultGroupSignature`): the group the writer writes next and its
         layer; ``written`` when the writer is done with it.
     weights : Out(:class:`~hw.dqn.weight_handshake.WeightTileSignature`), with ``config.external_weights`` only:
-        a run's ``start`` and ``passes`` to the weight-tile loader; a pass's first read waits for ``ready`` (its
-        tile loaded; the cycles it waits with its taps ready and no writes to wait for count as ``stall``), and its
-        last product gives ``release``.
+        a run's ``start`` and ``passes`` to the weight-tile loader; a pass's first read and each product wait for
+        ``ready`` (the product's weight word and the bias row are loaded; the cycles they wait count as ``stall``
+        where the pass waits for nothing else), and its last product gives ``release``.
 
     Timing per layer: 1 cycle to load the descriptor, ``P`` cycles (fewer if the layer has fewer
     positions) to walk the first group, 1 cycle
@@ -240,7 +240,10 @@ class LayerSequencer(DqnBlock):
                 # A residual add (a reduction with position-major output: two products per row word) after its
                 # first group does not wait for the writer, which takes an add's row word every two cycles.
                 pipelined = layer.reduce & layer.position_major & (issuing_group.p0 != layer.first_position)
-                with m.If((first_product & ~taps_ready) | (last_product & in_flight & ~pipelined)):
+                waits = (first_product & ~taps_ready) | (last_product & in_flight & ~pipelined)
+                if config.external_weights:          # or for the product's weight word (a streamed pass)
+                    waits = waits | ~self.weights.ready
+                with m.If(waits):
                     # The taps are not ready, or the previous group is still being written when this group's
                     # results would follow it.
                     m.d.comb += stall.eq(1)

@@ -13,9 +13,10 @@ class WeightTileSignature(wiring.Signature):
     (:class:`~hw.dqn.streamed_weights.StreamedWeights`) has it flipped.  Pass ``j`` of a run uses tile ``j``.
 
     Members: ``start`` Out(1) with ``passes`` Out(range(max_layers + 1)) (a run of ``passes`` passes starts: the
-    loader loads tiles ``0 .. passes - 1`` in order); ``ready`` In(1) (the running pass's tile is loaded: the
-    sequencer starts the pass's products only then); ``release`` Out(1) (the running pass's last product issues:
-    its half of the weight RAM may be loaded from the next cycle on).
+    loader loads tiles ``0 .. passes - 1`` in order); ``ready`` In(1) (the running pass's next product may issue: its
+    tile is loaded, or, for a tile streamed through its half, the bias row and the product's weight word are: the
+    sequencer issues a product only then); ``release`` Out(1) (the running pass's last product issues: its half of
+    the weight RAM may be loaded from the next cycle on).
     """
 
     def __init__(self, config):

@@ -124,7 +124,8 @@ def _two_row_groups(P, count, groups, first_column, out_width):
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
-                  first_column, out_width, run=None, reads_previous=None, handoff=None, weight_ready=None):
+                  first_column, out_width, run=None, reads_previous=None, handoff=None, weight_ready=None,
+                  weight_last=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -137,7 +138,8 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     ``handoff``: the pass hands its last group over to the next pass (default: none), which then does not wait.
     ``weight_ready``: with external weights, the earliest first product of each pass counted from its first cycle
     (its weight tile is loaded; :mod:`models.dqn.weight_stream`); the cycles its first product waits past its
-    set-up for it are stall cycles (default: none).
+    set-up for it are stall cycles (default: none); ``weight_last``: likewise the earliest last product of a
+    one-group pass whose weights stream in while it runs (default: none).
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1``, ``t_g`` a group's tap stall and ``s_g`` its last product's stall, the
@@ -182,6 +184,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     weight_ready = np.broadcast_to(np.asarray(0 if weight_ready is None else weight_ready), shape).ravel()
     weight_wait = np.maximum(0, weight_ready - (3 + walk + wait))
     earliest_last = np.where(follows & ~waits, previous_drain - 1 - walk, 0) - weight_wait
+    if weight_last is not None:
+        weight_last = np.broadcast_to(np.asarray(weight_last), shape).ravel()
+        earliest_last = np.maximum(earliest_last, weight_last - (3 + walk + wait + weight_wait))
     # The excess of a full group's writes (one row, two rows) and of its walk over the products.
     one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span

@@ -14,7 +14,8 @@ when its game ends.
 Stimulus: ``weight_image`` (words, modules*lanes) raw bits; ``states`` (N, words, row_elements) raw bits.
 Configuration: ``descriptors`` (ints), ``input`` and ``output`` and each of ``dumps`` as ``{"ram", "base",
 "words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``sdram`` (external weights: ``{"inside": the SDRAM model inside the simulator (a
-``WithSdramModel`` top) or the Python slave, "weight_tiles": the tile table (ints)}``, with the stimulus
+``WithSdramModel`` top) or the Python slave, "weight_loads": the load table (ints), "timing": the
+``SdramTiming``'s fields}``, with the stimulus
 ``sdram_image`` (uint8, the external memory from byte 0) instead of ``weight_image``), ``play``
 (``{"game", "episodes": [{"seed", "explore"}]}``: per episode the emulator's seed and, per step, the random action
 that replaces the accelerator's, or -1 to play ACTION) and ``progress_file`` (rewritten with "done total" after
@@ -36,6 +37,7 @@ import numpy as np
 from nnaccel.hw.dqn.accelerator import DqnMemory, DqnRegister
 from nnaccel.hw.shared.host_control import HostTarget
 from nnaccel.models.dqn.plan import pack_image
+from nnaccel.models.shared.sdram import SdramTiming
 from nnaccel.testbench.shared.clocking import start_clock_and_reset
 from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
 from nnaccel.testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
@@ -79,15 +81,15 @@ async def _infer(host, config, state_words, tensors, first_cycle):
 @cocotb.test()
 async def run_states(dut):
     config, stimulus = load_config(), load_stimulus()
-    if "sdram" in config:     # external weights: the image in the SDRAM, the tile table through the host port
+    if "sdram" in config:     # external weights: the image in the SDRAM, the load table through the host port
         await start_sdram(dut, {0: stimulus["sdram_image"]}, inside=config["sdram"]["inside"], word_bytes=4,
-                          hold=IDLE_HOST)
+                          hold=IDLE_HOST, timing=SdramTiming(**config["sdram"]["timing"]))
     else:
         await start_clock_and_reset(dut, hold=IDLE_HOST)
     host = HostDriver(dut)
     first_cycle = current_cycle()
     if "sdram" in config:
-        await host.write_block(DqnMemory.WEIGHT_TILES, 0, config["sdram"]["weight_tiles"])
+        await host.write_block(DqnMemory.WEIGHT_LOADS, 0, config["sdram"]["weight_loads"])
     else:
         await host.write_block(DqnMemory.WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
     await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])

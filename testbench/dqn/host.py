@@ -1,9 +1,10 @@
 """Host side of :mod:`testbench.dqn.accelerator_tb`: a compiled network on a simulated ``hw.dqn.accelerator.DqnAccelerator``."""
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM
 from nnaccel.sim.harness import simulate
 from nnaccel.testbench.shared.sdram_model import WithSdramModel
 
@@ -38,7 +39,8 @@ def _tensor_config(tensor):
 
 
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
-                       waves=None, max_cycles=1_000_000, verilator_options=None, sdram_inside=True):
+                       waves=None, max_cycles=1_000_000, verilator_options=None, sdram_inside=True,
+                       sdram_timing=DE1_SOC_SDRAM):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
     or, with ``play = {"game", "episodes": [{"seed", "explore"}]}``, the host loop on the Atari emulator inside the
     simulation (``explore``: per step the random action replacing the accelerator's, or -1; see
@@ -48,7 +50,7 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
     ``verilator_options``: how Verilator builds the model (:func:`sim.harness.simulate`'s default if None).
     With external weights (``accelerator.config.external_weights``) ``plan`` is a
     :class:`~models.dqn.weight_stream.WeightStream`, its image in the SDRAM model (``sdram_inside``: inside the
-    simulator, else the Python slave on the ``avalon`` port).
+    simulator, else the Python slave on the ``avalon`` port), a memory of ``sdram_timing``.
     """
     stream = None
     if accelerator.config.external_weights:
@@ -67,10 +69,12 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         tb_config["play"] = play
     top, name, stimulus = accelerator, accelerator.module_name, {"weight_image": plan.weight_image, "states": words}
     if stream is not None:
-        tb_config["sdram"] = {"inside": sdram_inside, "weight_tiles": stream.table}
+        tb_config["sdram"] = {"inside": sdram_inside, "weight_loads": stream.table, "timing": asdict(sdram_timing)}
         stimulus = {"sdram_image": stream.image, "states": words}
         if sdram_inside:
-            top, name = WithSdramModel(accelerator), f"{accelerator.module_name}_sdram"
+            top = WithSdramModel(accelerator, timing=sdram_timing)
+            name = f"{accelerator.module_name}_sdram" + ("" if sdram_timing == DE1_SOC_SDRAM else
+                                                         f"_{abs(hash(sdram_timing)):x}")
     result = simulate(top, name=name, test_module="nnaccel.testbench.dqn.accelerator_tb",
                       simulator=simulator, waves=waves, config=tb_config, verilator_options=verilator_options,
                       stimulus=stimulus)
