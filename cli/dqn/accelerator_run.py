@@ -85,16 +85,16 @@ def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states")
     from nnaccel.hw.dqn.accelerator import DqnAccelerator
     from nnaccel.testbench.dqn.host import run_on_accelerator
 
-    board = getattr(arguments, "board", None)
+    board, limit = getattr(arguments, "board", None), {}
     if board:                       # the weights in the board's external memory (cli.dqn.board)
-        from nnaccel.cli.dqn.board import board_stream
+        from nnaccel.cli.dqn.board import BOARD_MAX_CYCLES, board_stream
 
-        plan = board_stream(board, plan)
+        plan, limit = board_stream(board, plan), {"max_cycles": BOARD_MAX_CYCLES}
     print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
           f"(cached after the first run) and simulating ...", flush=True)
     with progress(what, before_first="weight load"):
         return run_on_accelerator(DqnAccelerator(config=plan.config), plan, states, play=play,
-                                  simulator=arguments.simulator, waves=arguments.waves or None)
+                                  simulator=arguments.simulator, waves=arguments.waves or None, **limit)
 
 
 def golden_mismatches(plan, states, run):
