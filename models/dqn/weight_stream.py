@@ -233,7 +233,7 @@ def _set_ups(arguments):
                 for name, value in arguments.items()}
     counters = pass_counters(**repeated)
     walk = np.minimum(repeated["positions_per_group"], repeated["count"])
-    return (3 + walk + counters["drain_cycles"])[:-1]
+    return [int(set_up) for set_up in (3 + walk + counters["drain_cycles"])[:-1]]
 
 
 def _product_cycle(segments, product):

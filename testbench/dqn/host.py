@@ -40,7 +40,7 @@ def _tensor_config(tensor):
 
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
                        waves=None, max_cycles=1_000_000, verilator_options=None, sdram_inside=True,
-                       sdram_timing=DE1_SOC_SDRAM):
+                       sdram_timing=DE1_SOC_SDRAM, sdram_delays=None):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
     or, with ``play = {"game", "episodes": [{"seed", "explore"}]}``, the host loop on the Atari emulator inside the
     simulation (``explore``: per step the random action replacing the accelerator's, or -1; see
@@ -50,7 +50,8 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
     ``verilator_options``: how Verilator builds the model (:func:`sim.harness.simulate`'s default if None).
     With external weights (``accelerator.config.external_weights``) ``plan`` is a
     :class:`~models.dqn.weight_stream.WeightStream`, its image in the SDRAM model (``sdram_inside``: inside the
-    simulator, else the Python slave on the ``avalon`` port), a memory of ``sdram_timing``.
+    simulator, else the Python slave on the ``avalon`` port), a memory of ``sdram_timing``; ``sdram_delays``: the
+    Python slave's random stalls and late reads (``RandomDelaySdram``'s ``seed``, ``stall_percent``, ``max_delay``).
     """
     stream = None
     if accelerator.config.external_weights:
@@ -70,6 +71,10 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
     top, name, stimulus = accelerator, accelerator.module_name, {"weight_image": plan.weight_image, "states": words}
     if stream is not None:
         tb_config["sdram"] = {"inside": sdram_inside, "weight_loads": stream.table, "timing": asdict(sdram_timing)}
+        if sdram_delays is not None:
+            if sdram_inside:
+                raise ValueError("random delays are the Python slave's: give sdram_inside=False with sdram_delays")
+            tb_config["sdram"]["delays"] = dict(sdram_delays)
         stimulus = {"sdram_image": stream.image, "states": words}
         if sdram_inside:
             top = WithSdramModel(accelerator, timing=sdram_timing)

@@ -18,6 +18,7 @@ from nnaccel.models.dqn.network import reduced_layers
 from nnaccel.models.dqn.timing import pass_counters
 from nnaccel.models.dqn.weight_stream import (Load, compile_streamed, encode_load, ring_base, run_timing_arguments,
                                               stream_counters)
+from nnaccel.models.shared.random_delay_sdram import RandomDelaySdram
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM
 from nnaccel.models.shared.tile_port import TilePortModel
 from nnaccel.sim.lint import lint_verilog
@@ -172,3 +173,24 @@ def test_the_external_build_is_lint_clean():
 def test_the_on_chip_build_has_no_external_port():
     assert "avalon" not in DqnAccelerator(config=DqnConfig()).signature.members
     assert "avalon" in DqnAccelerator(config=EXTERNAL).signature.members
+
+
+def test_a_slave_with_random_stalls_and_late_reads_is_timed_as_exactly():
+    """A slave that stalls on a fifth of the cycles and returns each read burst 0 to 40 cycles late (seeded, so the
+    formula's port sees the same delays): bit-exact, every counter equal to the formula."""
+    rng = np.random.default_rng(SEED + 2)
+    stream = _stream(rng)
+    states = reduced_states(rng)[:2]
+    delays = {"seed": 29, "stall_percent": 20, "max_delay": 40}
+    run = run_on_accelerator(DqnAccelerator(config=EXTERNAL), stream, states, sdram_inside=False, sdram_delays=delays)
+    for index, state in enumerate(states):
+        assert np.array_equal(run.q_values[index], golden_forward(stream.plan, state).q_values)
+    port = TilePortModel(sdram=RandomDelaySdram(keep_read_data=False, **delays))
+    plain = TilePortModel()
+    for index, start in enumerate(run.start_cycles):
+        predicted = stream_counters(stream, int(start), port)
+        assert run.total_cycles[index] == predicted.total
+        assert run.layer_counters[index].tolist() == [[counter[name] for name in COUNTER_NAMES]
+                                                      for counter in predicted.passes]
+        # the delays matter: the plain SDRAM's formula gives other counters
+        assert stream_counters(stream, int(start), plain).total != predicted.total
