@@ -33,7 +33,7 @@ def board_stream(board, plan):
 def _formula_mismatches(stream, run):
     """Every run's TOTAL_CYCLES and counters against :func:`stream_counters` (one SDRAM model across the runs):
     ``(mismatch lines, the first run's StreamCounters)``."""
-    port, lines, first = TilePortModel(timing=DE1_SOC_SDRAM), [], None
+    port, lines, first = TilePortModel(timing=DE1_SOC_SDRAM, port_bits=stream.config.external_bus_bits), [], None
     for index, start in enumerate(run.start_cycles):
         predicted = stream_counters(stream, int(start), port)
         first = first or predicted

@@ -73,7 +73,7 @@ class DqnAccelerator(HostPortAccelerator):
     def __init__(self, *, config=DqnConfig()):
         external = config.external_weights if isinstance(config, DqnConfig) else False
         super().__init__(config, DqnConfig,
-                         ports={"avalon": Out(StreamedWeights.avalon_signature())} if external else None)
+                         ports={"avalon": Out(StreamedWeights.avalon_signature(config))} if external else None)
 
     def elaborate(self, platform):
         m = Module()

@@ -48,6 +48,9 @@ class DqnConfig:
         (:class:`~hw.dqn.streamed_weights.StreamedWeights`; default False: on-chip weights, the build unchanged).
     weight_loads
         With external weights: entries of the load table (the tile loads of a run, a few per streamed pass).
+    external_bus_bits
+        With external weights: the Avalon-MM port's data width (32: the DE1-SoC's SDRAM controller port; a power
+        of two dividing a weight word).
     """
 
     modules: int = 16
@@ -63,6 +66,7 @@ class DqnConfig:
     max_pooling: bool = False
     external_weights: bool = False
     weight_loads: int = 64
+    external_bus_bits: int = 32
 
     def __post_init__(self):
         check_int("modules", self.modules, 1, 64)
@@ -83,10 +87,14 @@ class DqnConfig:
         if not isinstance(self.external_weights, bool):
             raise TypeError(f"external_weights must be a bool, not {self.external_weights!r}")
         check_int("weight_loads", self.weight_loads, 1, 1 << 12)
+        check_int("external_bus_bits", self.external_bus_bits, 32, 1024)
+        bus = self.external_bus_bits
+        if bus & (bus - 1):
+            raise ValueError(f"external_bus_bits must be a power of two, not {bus!r}")
         if self.external_weights and (self.weight_depth & (self.weight_depth - 1) or self.weight_depth < 4
-                                      or self.weight_word_bits % 32):
+                                      or self.weight_word_bits % bus):
             raise ValueError(f"external weights need a weight_depth of a power of two from 4 and weight words of whole "
-                             f"32-bit bus words, not {self.weight_depth} words of {self.weight_word_bits} bits")
+                             f"{bus}-bit bus words, not {self.weight_depth} words of {self.weight_word_bits} bits")
 
     @property
     def macs(self):
@@ -129,7 +137,8 @@ class DqnConfig:
         return (f"{self.name}_r{self.row_elements}_p{self.pad_columns}_a{self.activation_depth}_w{self.weight_depth}_"
                 f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}"
                 + ("_max" if self.max_pooling else "")
-                + (f"_ext{self.weight_loads}" if self.external_weights else ""))
+                + (f"_ext{self.weight_loads}" if self.external_weights else "")
+                + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick

@@ -11,10 +11,9 @@ from nnaccel.hw.dqn.weight_handshake import WeightTileSignature
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, DualPortBuffer
 from nnaccel.hw.shared.tile_port import TilePort
 
-__all__ = ["StreamedWeights", "load_entry_layout", "EXTERNAL_ADDRESS_BITS", "BUS_BITS", "MAX_BURST", "READ_BITS"]
+__all__ = ["StreamedWeights", "load_entry_layout", "EXTERNAL_ADDRESS_BITS", "MAX_BURST", "READ_BITS"]
 
 EXTERNAL_ADDRESS_BITS = 26      # byte addresses of a 64 MB memory (the DE1-SoC's SDRAM)
-BUS_BITS = 32                   # the Avalon-MM port's word
 MAX_BURST = 128                 # bus words per burst
 READ_BITS = 16                  # a streamed pass's weight reads are counted up to 2**16 - 1
 
@@ -47,7 +46,8 @@ class StreamedWeights(DqnBlock):
     releases, and ``ready`` back: the running pass's tile is whole, or more of its words are available than it has
     read (reads on port ``a`` since the pass started).  ``table`` (In ``BufferPortSignature`` of
     :func:`load_entry_layout` x ``weight_loads``): the host's port to the load table.  ``avalon`` (Out
-    :class:`~hw.shared.avalon_master.AvalonMMSignature`, 32 bits, bursts of up to 128 words): external memory.
+    :class:`~hw.shared.avalon_master.AvalonMMSignature` of ``config.external_bus_bits``, bursts of up to 128
+    words): external memory.
 
     Timing
     ------
@@ -74,26 +74,27 @@ class StreamedWeights(DqnBlock):
         super().__init__(config, {
             "a": In(port), "b": In(port), "tiles": In(WeightTileSignature(config)),
             "table": In(BufferPortSignature(width=load_entry_layout(config).size, depth=config.weight_loads)),
-            "avalon": Out(self.avalon_signature()),
+            "avalon": Out(self.avalon_signature(config)),
         })
 
     @staticmethod
-    def avalon_signature():
-        """The ``avalon`` port's signature (for the top that exposes it)."""
-        return TilePort.avalon_signature(address_bits=EXTERNAL_ADDRESS_BITS, max_burst=MAX_BURST, data_bits=BUS_BITS)
+    def avalon_signature(config):
+        """The ``avalon`` port's signature for ``config`` (for the top that exposes it)."""
+        return TilePort.avalon_signature(address_bits=EXTERNAL_ADDRESS_BITS, max_burst=MAX_BURST,
+                                         data_bits=config.external_bus_bits)
 
     def elaborate(self, platform):
         m = Module()
         config = self._config
         half_depth = config.weight_half_depth
-        beats_per_word = config.weight_word_bits // BUS_BITS
+        beats_per_word = config.weight_word_bits // config.external_bus_bits
         halves = []
         for index in range(2):
             m.submodules[f"half{index}"] = half = WeightBuffer(config=config, depth=half_depth, granularity=8)
             halves.append(half)
         m.submodules.loader = loader = TilePort(ram_bits=config.weight_word_bits,
                                                 ram_address_bits=(half_depth - 1).bit_length(),
-                                                data_bits=BUS_BITS, address_bits=EXTERNAL_ADDRESS_BITS,
+                                                data_bits=config.external_bus_bits, address_bits=EXTERNAL_ADDRESS_BITS,
                                                 max_burst=MAX_BURST)
         m.submodules.table = table = DualPortBuffer(width=load_entry_layout(config).size, depth=config.weight_loads)
         wiring.connect(m, wiring.flipped(self.table), table.a)

@@ -17,7 +17,8 @@ class WeightBuffer(DqnBlock):
     slice takes the port's ``address``, ``read_enable``, ``write_enable`` (with a ``granularity``: its slot's
     enables) and its slot of ``write_data``; ``read_data`` is the slices' words side by side.  ``depth``:
     ``config.weight_depth`` by default (a half of it for each of the two halves of external weights, which are
-    written a bus word at a time: ``granularity=8``).  Timing: :class:`~hw.shared.dual_port_buffer.DualPortBuffer`'s (one-cycle reads).
+    written a bus word at a time: ``granularity=8``).
+    Timing: :class:`~hw.shared.dual_port_buffer.DualPortBuffer`'s (one-cycle reads).
 
     The slices are identical :class:`~hw.shared.dual_port_buffer.DualPortBuffer` s, so a build that generates each
     distinct module once (``hw.shared.stand_in``) converts one slice, not a word of ``modules`` slices (Amaranth

@@ -35,7 +35,7 @@ import numpy as np
 
 from nnaccel.hw.dqn.descriptor import encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
-from nnaccel.hw.dqn.streamed_weights import BUS_BITS, EXTERNAL_ADDRESS_BITS, READ_BITS, load_entry_layout
+from nnaccel.hw.dqn.streamed_weights import EXTERNAL_ADDRESS_BITS, READ_BITS, load_entry_layout
 from nnaccel.models.dqn.plan import COUNTERS, compile_network
 from nnaccel.models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, pass_counters
 
@@ -91,7 +91,7 @@ class WeightStream:
 def encode_load(config, load):
     """A load table entry as an int."""
     layout = load_entry_layout(config)
-    if not 0 <= load.address < 1 << EXTERNAL_ADDRESS_BITS or load.address % (BUS_BITS // 8):
+    if not 0 <= load.address < 1 << EXTERNAL_ADDRESS_BITS or load.address % (config.external_bus_bits // 8):
         raise ValueError(f"a load's address must be a bus-word address below 2**{EXTERNAL_ADDRESS_BITS}, "
                          f"not {load.address!r}")
     if not 0 < load.words <= config.weight_half_depth:
@@ -252,7 +252,7 @@ def stream_counters(stream, start, port):
     set_ups = _set_ups(arguments)
     count = len(plan.layers)
     weight_ready, weight_last = np.zeros(count, np.int64), np.zeros(count, np.int64)
-    word_beats = config.weight_word_bits // BUS_BITS
+    word_beats = config.weight_word_bits // config.external_bus_bits
     read_before = port.bytes_read
     pass_start, last_products, finished, counters = start + 1, [], [], []
     taken = None

@@ -13,11 +13,11 @@ when its game ends.
 
 Stimulus: ``weight_image`` (words, modules*lanes) raw bits; ``states`` (N, words, row_elements) raw bits.
 Configuration: ``descriptors`` (ints), ``input`` and ``output`` and each of ``dumps`` as ``{"ram", "base",
-"words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``sdram`` (external weights: ``{"inside": the SDRAM model inside the simulator (a
-``WithSdramModel`` top) or the Python slave, "weight_loads": the load table (ints), "timing": the
-``SdramTiming``'s fields, optional "delays": random stalls and late reads of the Python slave,
-``models.shared.random_delay_sdram.RandomDelaySdram``'s fields}``, with the stimulus
-``sdram_image`` (uint8, the external memory from byte 0) instead of ``weight_image``), ``play``
+"words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``sdram`` (external
+weights: ``{"inside": the SDRAM model inside the simulator (a ``WithSdramModel`` top) or the Python slave,
+"weight_loads": the load table (ints), "timing": the ``SdramTiming``'s fields, "word_bytes": the Avalon port's,
+optional "delays": random stalls and late reads of the Python slave, ``RandomDelaySdram``'s fields}``, with the
+stimulus ``sdram_image`` (uint8, the external memory from byte 0) instead of ``weight_image``), ``play``
 (``{"game", "episodes": [{"seed", "explore"}]}``: per episode the emulator's seed and, per step, the random action
 that replaces the accelerator's, or -1 to play ACTION) and ``progress_file`` (rewritten with "done total" after
 every inference).
@@ -83,7 +83,8 @@ async def _infer(host, config, state_words, tensors, first_cycle):
 async def run_states(dut):
     config, stimulus = load_config(), load_stimulus()
     if "sdram" in config:     # external weights: the image in the SDRAM, the load table through the host port
-        await start_sdram(dut, {0: stimulus["sdram_image"]}, inside=config["sdram"]["inside"], word_bytes=4,
+        await start_sdram(dut, {0: stimulus["sdram_image"]}, inside=config["sdram"]["inside"],
+                          word_bytes=config["sdram"]["word_bytes"],
                           hold=IDLE_HOST, timing=SdramTiming(**config["sdram"]["timing"]),
                           delays=config["sdram"].get("delays"))
     else:

@@ -70,7 +70,8 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         tb_config["play"] = play
     top, name, stimulus = accelerator, accelerator.module_name, {"weight_image": plan.weight_image, "states": words}
     if stream is not None:
-        tb_config["sdram"] = {"inside": sdram_inside, "weight_loads": stream.table, "timing": asdict(sdram_timing)}
+        tb_config["sdram"] = {"inside": sdram_inside, "weight_loads": stream.table, "timing": asdict(sdram_timing),
+                              "word_bytes": config.external_bus_bits // 8}
         if sdram_delays is not None:
             if sdram_inside:
                 raise ValueError("random delays are the Python slave's: give sdram_inside=False with sdram_delays")

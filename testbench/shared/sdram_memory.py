@@ -42,7 +42,8 @@ async def start_sdram(dut, regions, *, inside, word_bytes, hold, timing=DE1_SOC_
     ``inside``: ``dut`` is a :class:`WithSdramModel` (its timing is the build's) and ``memory`` its backdoor; else
     the Python slave with ``timing`` and bursts up to ``max_burst`` serves ``dut.avalon`` and ``memory`` is a
     :class:`SlaveMemory`; ``delays`` (the Python slave only): the fields ``seed``, ``stall_percent``, ``max_delay``
-    of a :class:`~models.shared.random_delay_sdram.RandomDelaySdram` to serve it instead.  ``word_bytes``: the Avalon port's width in bytes.
+    of a :class:`~models.shared.random_delay_sdram.RandomDelaySdram` to serve it instead.  ``word_bytes``: the Avalon
+    port's width in bytes.
     """
     if inside:
         backdoor = await attach_sdram_model(dut, regions, word_bytes=word_bytes)

@@ -37,14 +37,14 @@ def _weights(rng, layers):
              rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
 
 
-def _stream(rng):
+def _stream(rng, config=EXTERNAL):
     layers = reduced_layers()
-    return compile_streamed(EXTERNAL, layers, _weights(rng, layers), split="always")
+    return compile_streamed(config, layers, _weights(rng, layers), split="always")
 
 
 def _predicted(stream, run, timing):
     """Each run's TOTAL_CYCLES and counters from the formula, one SDRAM model carried across the runs."""
-    port = TilePortModel(timing=timing)
+    port = TilePortModel(timing=timing, port_bits=stream.config.external_bus_bits)
     predicted = [stream_counters(stream, int(start), port) for start in run.start_cycles]
     return ([counters.total for counters in predicted],
             [[[counter[name] for name in COUNTER_NAMES] for counter in counters.passes] for counters in predicted])
@@ -81,7 +81,8 @@ def test_every_pass_is_a_tile_in_the_order_of_use(sdram_run):
     word_bytes = EXTERNAL.weight_word_bits // 8
     assert [load for load in stream.loads if load.tile == 4] == [
         Load(4, d1 + 36 * word_bytes, 1, 16, 0, 0, False, False), Load(4, d1, 4, 12, 0, 4, False, False),
-        Load(4, d1 + 4 * word_bytes, 16, 16, 1, 20, False, False), Load(4, d1 + 20 * word_bytes, 16, 0, 4, 36, True, False)]
+        Load(4, d1 + 4 * word_bytes, 16, 16, 1, 20, False, False),
+        Load(4, d1 + 20 * word_bytes, 16, 0, 4, 36, True, False)]
     assert all(load.whole and load.last and load.ram_base == 0 for load in stream.loads if load.tile != 4)
     for layer, address, words in zip(plan.layers, stream.tile_addresses, stream.tile_words):
         tile = stream.image[address:address + words * word_bytes].view("<u4").reshape(words, -1)
@@ -96,11 +97,13 @@ def test_the_sdram_run_is_bit_exact_with_every_counter_as_the_formula(sdram_run)
     assert run.layer_counters[:, :, 2].sum() > 0
 
 
-def test_a_slower_memory_on_the_python_slave_is_timed_as_exactly():
+def test_a_slower_memory_on_a_wider_port_of_the_python_slave_is_timed_as_exactly():
+    """A 64-bit Avalon port (a weight word is 4 bus words; the SDRAM's 16 bits take 4 beats a bus word)."""
+    wide = replace(EXTERNAL, external_bus_bits=64)
     rng = np.random.default_rng(SEED + 1)
-    stream = _stream(rng)
+    stream = _stream(rng, wide)
     states = reduced_states(rng)[:1]
-    run = run_on_accelerator(DqnAccelerator(config=EXTERNAL), stream, states, sdram_inside=False,
+    run = run_on_accelerator(DqnAccelerator(config=wide), stream, states, sdram_inside=False,
                              sdram_timing=SLOW_SDRAM)
     _check_run(stream, states, run, SLOW_SDRAM)
 
@@ -146,6 +149,9 @@ def test_the_on_chip_compiler_is_not_asked_for_external_weights():
     (dict(weight_depth=96), r"external weights need a weight_depth of a power of two from 4 and weight words of "
                             r"whole 32-bit bus words, not 96 words of 256 bits"),
     (dict(external_weights=1), r"external_weights must be a bool, not 1"),
+    (dict(external_bus_bits=48), r"external_bus_bits must be a power of two, not 48"),
+    (dict(external_bus_bits=512), r"external weights need a weight_depth of a power of two from 4 and weight words of "
+                                  r"whole 512-bit bus words, not 64 words of 256 bits"),
 ])
 def test_bad_configurations_are_refused(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=f"^{message}$"):
