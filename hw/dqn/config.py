@@ -150,9 +150,10 @@ REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, a
 # image), deep activation and weight RAMs and a descriptor table for MobileNetV1's passes.
 MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8192, max_layers=64)
 
-# The thesis network on a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
+# The thesis network toward a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
 # 84-element rows in two 512-word activation RAMs, the weights in the board's SDRAM through two 512-word halves
 # (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors for the 41 passes and 512 loads.
+# Whether it fits the 5CSEMA5 is not estimated yet (docs/dqn_accelerator.md, "Weights in external memory").
 DE1_SOC_CONFIG = DqnConfig(modules=2, lanes=4, activation_depth=512, weight_depth=1024, max_layers=64,
                            external_weights=True, weight_loads=512)
 
