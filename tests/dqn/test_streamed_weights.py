@@ -177,8 +177,11 @@ def test_the_external_build_is_lint_clean():
 
 
 def test_the_on_chip_build_has_no_external_port():
-    assert "avalon" not in DqnAccelerator(config=DqnConfig()).signature.members
-    assert "avalon" in DqnAccelerator(config=EXTERNAL).signature.members
+    on_chip, external = DqnAccelerator(config=DqnConfig()), DqnAccelerator(config=EXTERNAL)
+    for accelerator in (on_chip, external):
+        accelerator._MustUse__used = True       # never elaborated here: tell Amaranth (as sim.verilog's cache does)
+    assert "avalon" not in on_chip.signature.members
+    assert "avalon" in external.signature.members
 
 
 def test_a_slave_with_random_stalls_and_late_reads_is_timed_as_exactly():
