@@ -81,15 +81,20 @@ def runtime_difference(outputs, fmt, reference, *, softmax_first=False):
 def simulate_dqn_plan(arguments, plan, *, states=None, play=None, what="states"):
     """Build the accelerator of ``plan.config`` (cached) and run ``plan`` on ``states`` (or the ``play`` host loop)
     with a progress display: the :class:`testbench.dqn.host.AcceleratorRun`.  ``arguments`` gives
-    ``simulator`` and ``waves``."""
+    ``simulator``, ``waves`` and (``run dqn``, ``play``) ``board``: the weights then in the board's SDRAM model."""
     from nnaccel.hw.dqn.accelerator import DqnAccelerator
     from nnaccel.testbench.dqn.host import run_on_accelerator
 
+    board, limit = getattr(arguments, "board", None), {}
+    if board:                       # the weights in the board's external memory (cli.dqn.board)
+        from nnaccel.cli.dqn.board import BOARD_MAX_CYCLES, board_stream
+
+        plan, limit = board_stream(board, plan), {"max_cycles": BOARD_MAX_CYCLES}
     print(f"nnaccel: building {plan.config.modules} x {plan.config.lanes} MACs on {arguments.simulator} "
           f"(cached after the first run) and simulating ...", flush=True)
     with progress(what, before_first="weight load"):
         return run_on_accelerator(DqnAccelerator(config=plan.config), plan, states, play=play,
-                                  simulator=arguments.simulator, waves=arguments.waves or None)
+                                  simulator=arguments.simulator, waves=arguments.waves or None, **limit)
 
 
 def golden_mismatches(plan, states, run):

@@ -11,7 +11,7 @@ from amaranth.lib import wiring
 from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
 from nnaccel.hw.shared.parameters import check_int
 
-__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DqnBlock", "check_config"]
+__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DE1_SOC_CONFIG", "DqnBlock", "check_config"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,17 @@ class DqnConfig:
         Build the matrix modules with their max mode (``MatrixModule(maximum=True)``) and give the descriptor its
         ``maximum`` bit: max pooling runs on the accelerator (default False: no max mode, none of its area; the
         matrix module docstring gives the cost, +22 % ALMs per 16-lane binary32 module).
+    external_weights
+        Keep the weights in external memory behind an Avalon-MM master (the ``avalon`` port) instead of loading
+        them through the host port: the weight RAM becomes two halves of ``weight_depth / 2`` words (a power of
+        two), each pass's weights a tile loaded into one half while the pass before computes from the other, or,
+        for a one-group pass larger than a half, streamed through its half as a ring
+        (:class:`~hw.dqn.streamed_weights.StreamedWeights`; default False: on-chip weights, the build unchanged).
+    weight_loads
+        With external weights: entries of the load table (the tile loads of a run, a few per streamed pass).
+    external_bus_bits
+        With external weights: the Avalon-MM port's data width (32: the DE1-SoC's SDRAM controller port; a power
+        of two dividing a weight word).
     """
 
     modules: int = 16
@@ -53,6 +64,9 @@ class DqnConfig:
     weight_depth: int = 4096
     max_layers: int = 8
     max_pooling: bool = False
+    external_weights: bool = False
+    weight_loads: int = 64
+    external_bus_bits: int = 32
 
     def __post_init__(self):
         check_int("modules", self.modules, 1, 64)
@@ -70,6 +84,17 @@ class DqnConfig:
         check_int("max_layers", self.max_layers, 1, 64)
         if not isinstance(self.max_pooling, bool):
             raise TypeError(f"max_pooling must be a bool, not {self.max_pooling!r}")
+        if not isinstance(self.external_weights, bool):
+            raise TypeError(f"external_weights must be a bool, not {self.external_weights!r}")
+        check_int("weight_loads", self.weight_loads, 1, 1 << 12)
+        check_int("external_bus_bits", self.external_bus_bits, 32, 1024)
+        bus = self.external_bus_bits
+        if bus & (bus - 1):
+            raise ValueError(f"external_bus_bits must be a power of two, not {bus!r}")
+        if self.external_weights and (self.weight_depth & (self.weight_depth - 1) or self.weight_depth < 4
+                                      or self.weight_word_bits % bus):
+            raise ValueError(f"external weights need a weight_depth of a power of two from 4 and weight words of whole "
+                             f"{bus}-bit bus words, not {self.weight_depth} words of {self.weight_word_bits} bits")
 
     @property
     def macs(self):
@@ -88,6 +113,16 @@ class DqnConfig:
         return self.modules * self.lanes * self.fmt.width
 
     @property
+    def weight_half_depth(self):
+        """Words of one half of the weight RAM with external weights: the largest tile loaded whole."""
+        return self.weight_depth // 2
+
+    @property
+    def weight_address_depth(self):
+        """Words a weight address reaches: the weight RAM, or with external weights a half (addresses wrap)."""
+        return self.weight_half_depth if self.external_weights else self.weight_depth
+
+    @property
     def host_data_bits(self):
         """Width of the host data port: the widest memory word."""
         return max(self.activation_word_bits, self.weight_word_bits)
@@ -101,7 +136,9 @@ class DqnConfig:
         """Verilog module name of an accelerator built from this config: every size that changes the hardware."""
         return (f"{self.name}_r{self.row_elements}_p{self.pad_columns}_a{self.activation_depth}_w{self.weight_depth}_"
                 f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}"
-                + ("_max" if self.max_pooling else ""))
+                + ("_max" if self.max_pooling else "")
+                + (f"_ext{self.weight_loads}" if self.external_weights else "")
+                + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
@@ -112,6 +149,13 @@ REDUCED_CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, a
 # The 16 x 16 binary32 machine sized for the MLPerf Tiny reference models: 96-element rows (the visual wake words
 # image), deep activation and weight RAMs and a descriptor table for MobileNetV1's passes.
 MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8192, max_layers=64)
+
+# The thesis network toward a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
+# 84-element rows in two 512-word activation RAMs, the weights in the board's SDRAM through two 512-word halves
+# (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors for the 41 passes and 512 loads.
+# Whether it fits the 5CSEMA5 is not estimated yet (docs/dqn_accelerator.md, "Weights in external memory").
+DE1_SOC_CONFIG = DqnConfig(modules=2, lanes=4, activation_depth=512, weight_depth=1024, max_layers=64,
+                           external_weights=True, weight_loads=512)
 
 
 def check_config(config):

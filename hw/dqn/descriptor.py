@@ -54,7 +54,7 @@ def _field_widths(config):
         "column_blocks_log2": _bits_for(config.modules.bit_length() - 1),
         "out_channels": 12,
         "products": 24,                                # in_channels * kernel_height * kernel_width
-        "weight_base": _bits_for(config.weight_depth - 1),
+        "weight_base": _bits_for(config.weight_address_depth - 1),
         "out_ram": 1,
         "out_base": activation_address,
         "packed_output": 1,                            # 1: output n -> word out_base + n // lanes, element n % lanes

@@ -66,8 +66,8 @@ class FeederControlSignature(_ConfigSignature):
             "tap_column": Out(data.ArrayLayout(range(tap_columns(config)), config.modules)),
             "row_address0": Out(activation_address), "row_address1": Out(activation_address), "row_read": Out(1),
             "row_zero0": Out(1), "row_zero1": Out(1), "row_width": Out(range(config.row_elements + 1)),
-            "weight_address": Out(range(config.weight_depth)), "weight_read": Out(1),
-            "bias_address": Out(range(config.weight_depth)), "bias_read": Out(1),
+            "weight_address": Out(range(config.weight_address_depth)), "weight_read": Out(1),
+            "bias_address": Out(range(config.weight_address_depth)), "bias_read": Out(1),
         })
 
 

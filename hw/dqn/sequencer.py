@@ -8,6 +8,7 @@ from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, tap_columns
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
+from nnaccel.hw.dqn.weight_handshake import WeightTileSignature
 from nnaccel.hw.shared.run_control import RunSignature
 
 __all__ = ["LayerSequencer"]
@@ -57,6 +58,10 @@ class LayerSequencer(DqnBlock):
         ``out_ram`` (the writer's while a group is in flight).
     group : Out(:class:`~hw.dqn.interfaces.ResultGroupSignature`): the group the writer writes next and its
         layer; ``written`` when the writer is done with it.
+    weights : Out(:class:`~hw.dqn.weight_handshake.WeightTileSignature`), with ``config.external_weights`` only:
+        a run's ``start`` and ``passes`` to the weight-tile loader; a pass's first read and each product wait for
+        ``ready`` (the product's weight word and the bias row are loaded; the cycles they wait count as ``stall``
+        where the pass waits for nothing else), and its last product gives ``release``.
 
     Timing per layer: 1 cycle to load the descriptor, compute its first group's taps and read its first rows
     (SETUP), ``groups * products`` product cycles plus stalls.  Stalls: the last product of a group waits until
@@ -91,6 +96,7 @@ class LayerSequencer(DqnBlock):
             "feeder": Out(FeederControlSignature(config)),
             "select": Out(ActivationSelectSignature()),
             "group": Out(ResultGroupSignature(config)),
+            **({"weights": Out(WeightTileSignature(config))} if config.external_weights else {}),
         })
 
     def elaborate(self, platform):
@@ -221,6 +227,8 @@ class LayerSequencer(DqnBlock):
             with m.State("IDLE"):
                 with m.If(run.start):
                     m.d.sync += [run.layer_index.eq(0), layer_count.eq(run.layer_count), run.done.eq(0)]
+                    if config.external_weights:
+                        m.d.comb += [self.weights.start.eq(1), self.weights.passes.eq(run.layer_count)]
                     m.next = "SETUP"
             # The previous pass's last group may still be written.  A pass without a start delay that reads the RAM
             # being written waits until it is written (a read of a word still to come, and the writer's ports); with
@@ -231,7 +239,11 @@ class LayerSequencer(DqnBlock):
                 # The descriptor's first group: its taps computed on this cycle (ready on the next), its first
                 # rows read if the pass need not wait.
                 m.d.comb += [run.busy.eq(1), reset_walk.eq(1), start_walk.eq(1)]
-                with m.If(~writer_busy & (layer.start_delay <= 1)):
+                may_read = ~writer_busy & (layer.start_delay <= 1)
+                if config.external_weights:          # and the pass's weight tile is loaded (else a stall)
+                    m.d.comb += stall.eq(may_read & ~self.weights.ready)
+                    may_read = may_read & self.weights.ready
+                with m.If(may_read):
                     first_read(origin_row)
                 with m.Else():
                     m.d.sync += pass_cycle.eq(1)
@@ -242,7 +254,11 @@ class LayerSequencer(DqnBlock):
                 m.d.comb += run.events.draining.eq(writer_busy | delayed)
                 with m.If(delayed):
                     m.d.sync += pass_cycle.eq(pass_cycle + 1)
-                with m.If(~writer_busy & ~delayed):
+                may_read = ~writer_busy & ~delayed
+                if config.external_weights:          # and the pass's weight tile is loaded
+                    m.d.comb += stall.eq(may_read & ~self.weights.ready)
+                    may_read = may_read & self.weights.ready
+                with m.If(may_read):
                     first_read(next_row)
             with m.State("RUN"):
                 m.d.comb += run.busy.eq(1)
@@ -260,8 +276,12 @@ class LayerSequencer(DqnBlock):
                 # A residual add (a reduction with position-major output: two products per row word) after its
                 # first group does not wait for the writer, which takes an add's row word every two cycles.
                 pipelined = layer.reduce & layer.position_major & (issuing_group.p0 != layer.first_position)
-                with m.If(last_product & in_flight & ~pipelined):
-                    # The previous group is still being written when this group's results would follow it.
+                waits = last_product & in_flight & ~pipelined
+                if config.external_weights:          # or for the product's weight word (a streamed pass)
+                    waits = waits | ~self.weights.ready
+                with m.If(waits):
+                    # The previous group is still being written when this group's results would follow it, or the
+                    # product's weight word is not loaded yet.
                     m.d.comb += stall.eq(1)
                 with m.Else():
                     m.d.comb += issue.eq(1)
@@ -313,6 +333,8 @@ class LayerSequencer(DqnBlock):
                         # for in_flight, except an add's, whose groups the port follows as they are written).
                         m.d.comb += group_issued.eq(1)
                         m.d.sync += [product.eq(0), self.group.layer.eq(layer)]
+                        if config.external_weights:  # the pass's last weight read: its tile's half is free
+                            m.d.comb += self.weights.release.eq(issuing_last)
                         with m.If(in_flight_groups == self.group.written):
                             # No other group in flight: the port takes this one (an add's later groups follow
                             # through the port as they are written, above).

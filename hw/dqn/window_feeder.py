@@ -67,8 +67,8 @@ class WindowFeeder(DqnBlock):
         super().__init__(config, {
             "control": In(FeederControlSignature(config)),
             "rows0": Out(rows), "rows1": Out(rows),
-            "weights": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)),
-            "biases": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_depth)),
+            "weights": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_address_depth)),
+            "biases": Out(BufferPortSignature(width=config.weight_word_bits, depth=config.weight_address_depth)),
             "operands": Out(operands).array(config.modules),
         })
 

@@ -108,7 +108,8 @@ def _two_row_groups(P, count, groups, first_column, out_width):
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
-                  first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None):
+                  first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None,
+                  weight_ready=None, weight_last=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -121,6 +122,10 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     ``handoff``: the pass hands its last group over to the next pass (default: none): written on port 1 alone;
     ``start_delay``: the pass's descriptor field (default 0: it waits for the previous pass's writes where it reads
     their RAM; ``d``: its first read on its cycle ``d``).
+    ``weight_ready``: with external weights, the earliest first product of each pass counted from its first cycle
+    (its weight tile is loaded; :mod:`models.dqn.weight_stream`); the cycles its first product waits past its
+    set-up for it are stall cycles (default: none); ``weight_last``: likewise the earliest last product of a
+    one-group pass whose weights stream in while it runs (default: none).
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
@@ -160,16 +165,22 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     waits = follows & (reads_previous != 0) & (start_delay == 0)
     draining = np.where(waits, previous_drain + 1, np.maximum(0, start_delay - 2))
     wait = np.where(waits, previous_drain + 2, np.maximum(0, start_delay - 1))    # and the first read's cycle
-    earliest_last = np.where(follows, previous_drain + 1 - wait, 0)
+    first_product = SET_UP_CYCLES + wait
+    weight_ready = np.broadcast_to(np.asarray(0 if weight_ready is None else weight_ready, np.int64), shape).ravel()
+    weight_wait = np.maximum(0, weight_ready - first_product)
+    earliest_last = np.where(follows, previous_drain + 1 - wait, 0) - weight_wait
+    if weight_last is not None:
+        weight_last = np.broadcast_to(np.asarray(weight_last, np.int64), shape).ravel()
+        earliest_last = np.maximum(earliest_last, weight_last - (first_product + weight_wait))
     # The excess of a full group's writes (one row, two rows) over the products.
     one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span
     one_rows = groups - 1 - two_rows
     stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess) + \
-        np.maximum(0, earliest_last - span)
+        np.maximum(0, earliest_last - span) + weight_wait
     product_cycles = groups * products
     drain = np.where(ends, latency + last_writes + 3, 0)
-    cycles = SET_UP_CYCLES + wait + product_cycles + stalls + drain
+    cycles = first_product + product_cycles + stalls + drain
     return {name: values.reshape(shape) for name, values in (
         ("cycles", cycles), ("product_cycles", product_cycles), ("stall_cycles", stalls),
         ("drain_cycles", draining + drain))}

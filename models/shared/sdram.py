@@ -34,7 +34,8 @@ import numpy as np
 
 from nnaccel.hw.shared.parameters import check_int
 
-__all__ = ["SdramTiming", "SdramStatistics", "SdramModel", "DE1_SOC_SDRAM", "sustained_read_bytes_per_cycle"]
+__all__ = ["SdramTiming", "SdramStatistics", "SdramModel", "DE1_SOC_SDRAM", "DE5_NET_DDR3",
+           "sustained_read_bytes_per_cycle"]
 
 
 def _check_power_of_two(name, value):
@@ -134,6 +135,14 @@ class SdramTiming:
 
 
 DE1_SOC_SDRAM = SdramTiming()
+
+# A DDR3-class memory with the bandwidth of one of the DE5-Net's DDR3 channels (DDR3-1600, 64 bits: 12.8 GB/s) as an
+# accelerator at 100 MHz sees it: 1,024 bits a cycle (16 DDR beats), 8 banks of 8 KB pages (64 of these beats), the
+# JEDEC DDR3-1600 timings rounded up to 10 ns cycles (CL, tRCD, tRP 13.75 ns; tRAS 35 ns; tRFC 260 ns for 4 Gbit
+# parts), a controller of two cycles each way and an 8-entry queue; 128 rows a bank modelled (8 MB, the memory an
+# accelerator's weights take; the rows' count changes no timing).
+DE5_NET_DDR3 = SdramTiming(data_bits=1024, banks=8, rows=128, columns=64, cas_latency=2, trcd=2, trp=2, tras=4, twr=2,
+                           trfc=26, refresh_interval=781, command_latency=2, read_return_cycles=2, queue_depth=8)
 
 
 @dataclass

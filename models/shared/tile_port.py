@@ -30,8 +30,9 @@ READ_FIFO_LATENCY = 2        # readdatavalid on cycle t -> the word leaves the r
 class TilePortModel:
     """The tile port and the SDRAM from cycle 0 (the first cycle after reset, as in the testbench's slave)."""
 
-    def __init__(self, *, timing=DE1_SOC_SDRAM, port_bits=32, max_burst=128, fifo_depth=256):
-        self.sdram = SdramModel(timing=timing, port_bits=port_bits, keep_read_data=False)
+    def __init__(self, *, timing=DE1_SOC_SDRAM, port_bits=32, max_burst=128, fifo_depth=256, sdram=None):
+        # ``sdram``: the memory's model where it is not a plain SdramModel of ``timing`` (a RandomDelaySdram)
+        self.sdram = SdramModel(timing=timing, port_bits=port_bits, keep_read_data=False) if sdram is None else sdram
         self.max_burst, self.fifo_depth = max_burst, fifo_depth
         self.word_bytes = port_bits // 8
         self.bytes_read = self.bytes_written = 0

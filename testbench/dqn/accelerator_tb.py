@@ -13,13 +13,18 @@ when its game ends.
 
 Stimulus: ``weight_image`` (words, modules*lanes) raw bits; ``states`` (N, words, row_elements) raw bits.
 Configuration: ``descriptors`` (ints), ``input`` and ``output`` and each of ``dumps`` as ``{"ram", "base",
-"words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``play``
+"words"}``, ``max_cycles`` (timeout of one run), ``element_bits``, ``row_elements``; optional ``sdram`` (external
+weights: ``{"inside": the SDRAM model inside the simulator (a ``WithSdramModel`` top) or the Python slave,
+"weight_loads": the load table (ints), "timing": the ``SdramTiming``'s fields, "word_bytes": the Avalon port's,
+optional "delays": random stalls and late reads of the Python slave, ``RandomDelaySdram``'s fields}``, with the
+stimulus ``sdram_image`` (uint8, the external memory from byte 0) instead of ``weight_image``), ``play``
 (``{"game", "episodes": [{"seed", "explore"}]}``: per episode the emulator's seed and, per step, the random action
 that replaces the accelerator's, or -1 to play ACTION) and ``progress_file`` (rewritten with "done total" after
 every inference).
 Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``total_cycles`` (N,),
 ``layer_counters`` (N, layers, 4), ``load_cycles`` (N,) cycles the host took to write the state,
-``run_wall_seconds`` (N,) wall time from START to ``done``, ``run_cpu_seconds`` (N,) the simulator process'
+``start_cycles`` (N,) the cycle of each START write, counted from the first cycle after reset (the SDRAM
+model's cycle 0), ``run_wall_seconds`` (N,) wall time from START to ``done``, ``run_cpu_seconds`` (N,) the simulator process'
 CPU time over the same span (the speed of the simulation whatever else the machine runs), ``dump<i>`` (N, words,
 row_elements); with ``play``, ``frames`` (N, 4, 84, 84) uint8, the frame stacks the accelerator saw, and
 ``episode_steps`` (episodes,), the steps each episode ran (N in all).
@@ -33,9 +38,11 @@ import numpy as np
 from nnaccel.hw.dqn.accelerator import DqnMemory, DqnRegister
 from nnaccel.hw.shared.host_control import HostTarget
 from nnaccel.models.dqn.plan import pack_image
+from nnaccel.models.shared.sdram import SdramTiming
 from nnaccel.testbench.shared.clocking import start_clock_and_reset
 from nnaccel.testbench.shared.exchange import load_config, load_stimulus, save_outputs
 from nnaccel.testbench.shared.host_driver import IDLE_HOST, HostDriver, current_cycle, report_progress
+from nnaccel.testbench.shared.sdram_memory import start_sdram
 
 
 def words_to_ints(words, element_bits):
@@ -49,14 +56,15 @@ def int_to_words(value, elements, element_bits):
     return np.frombuffer(value.to_bytes(elements * element_bits // 8, "little"), dtype=dtype).astype(np.uint32)
 
 
-async def _infer(host, config, state_words, tensors):
-    """Load one state, run the network, read everything back: a dict of this inference's observations."""
+async def _infer(host, config, state_words, tensors, first_cycle):
+    """Load one state, run the network, read everything back: a dict of this inference's observations
+    (``first_cycle``: the first cycle after reset)."""
     bits, elements = config["element_bits"], config["row_elements"]
     layers = len(config["descriptors"])
     first = current_cycle()
     await host.write_block(DqnMemory.ACTIVATIONS0 + config["input"]["ram"], config["input"]["base"],
                            words_to_ints(state_words, bits))
-    observed = {"load_cycles": current_cycle() - first}
+    observed = {"load_cycles": current_cycle() - first, "start_cycles": current_cycle() - first_cycle}
     cpu_start = time.process_time()
     observed["run_wall_seconds"] = await host.run(layers, config["max_cycles"])
     observed["run_cpu_seconds"] = time.process_time() - cpu_start
@@ -74,9 +82,19 @@ async def _infer(host, config, state_words, tensors):
 @cocotb.test()
 async def run_states(dut):
     config, stimulus = load_config(), load_stimulus()
-    await start_clock_and_reset(dut, hold=IDLE_HOST)
+    if "sdram" in config:     # external weights: the image in the SDRAM, the load table through the host port
+        await start_sdram(dut, {0: stimulus["sdram_image"]}, inside=config["sdram"]["inside"],
+                          word_bytes=config["sdram"]["word_bytes"],
+                          hold=IDLE_HOST, timing=SdramTiming(**config["sdram"]["timing"]),
+                          delays=config["sdram"].get("delays"))
+    else:
+        await start_clock_and_reset(dut, hold=IDLE_HOST)
     host = HostDriver(dut)
-    await host.write_block(DqnMemory.WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
+    first_cycle = current_cycle()
+    if "sdram" in config:
+        await host.write_block(DqnMemory.WEIGHT_LOADS, 0, config["sdram"]["weight_loads"])
+    else:
+        await host.write_block(DqnMemory.WEIGHTS, 0, words_to_ints(stimulus["weight_image"], config["element_bits"]))
     await host.write_block(HostTarget.DESCRIPTORS, 0, config["descriptors"])
 
     if "play" in config:
@@ -95,7 +113,7 @@ async def run_states(dut):
             for random_action in episode["explore"]:
                 frames.append(game.state())
                 state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
-                runs.append(await _infer(host, config, state_words, tensors))
+                runs.append(await _infer(host, config, state_words, tensors, first_cycle))
                 report_progress(config, len(runs), inferences)
                 game.step(int(runs[-1]["action"]) if random_action < 0 else random_action)
                 if game.episode_over:
@@ -103,12 +121,13 @@ async def run_states(dut):
             episode_steps.append(len(runs) - sum(episode_steps))
     else:
         for state_words in stimulus["states"]:
-            runs.append(await _infer(host, config, state_words, tensors))
+            runs.append(await _infer(host, config, state_words, tensors, first_cycle))
             report_progress(config, len(runs), inferences)
 
     seconds = ("run_wall_seconds", "run_cpu_seconds")
     arrays = {name: np.array([run[name] for run in runs], dtype=np.float64 if name in seconds else np.uint64)
-              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles", *seconds)}
+              for name in ("action", "action_value", "total_cycles", "layer_counters", "load_cycles", "start_cycles",
+                           *seconds)}
     arrays["outputs"] = np.array([run["tensors"][0] for run in runs], dtype=np.uint32)
     arrays.update({f"dump{index}": np.array([run["tensors"][index + 1] for run in runs], dtype=np.uint32)
                    for index in range(len(tensors) - 1)})

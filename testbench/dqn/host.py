@@ -1,10 +1,12 @@
 """Host side of :mod:`testbench.dqn.accelerator_tb`: a compiled network on a simulated ``hw.dqn.accelerator.DqnAccelerator``."""
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM
 from nnaccel.sim.harness import simulate
+from nnaccel.testbench.shared.sdram_model import WithSdramModel
 
 __all__ = ["AcceleratorRun", "run_on_accelerator", "COUNTER_NAMES"]
 
@@ -29,6 +31,7 @@ class AcceleratorRun:
     waves_path: object = None
     built_now: bool = False     # the simulator build was made for this run (not taken from the cache)
     episode_steps: np.ndarray | None = None  # play: (episodes,) steps each episode ran on the accelerator
+    start_cycles: np.ndarray | None = None   # (N,) each START write's cycle from the first after reset
 
 
 def _tensor_config(tensor):
@@ -36,7 +39,8 @@ def _tensor_config(tensor):
 
 
 def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers=False, simulator="verilator",
-                       waves=None, max_cycles=1_000_000, verilator_options=None):
+                       waves=None, max_cycles=1_000_000, verilator_options=None, sdram_inside=True,
+                       sdram_timing=DE1_SOC_SDRAM, sdram_delays=None):
     """Load ``plan`` into ``accelerator`` and run every state of ``states`` (float32, the network input's shape),
     or, with ``play = {"game", "episodes": [{"seed", "explore"}]}``, the host loop on the Atari emulator inside the
     simulation (``explore``: per step the random action replacing the accelerator's, or -1; see
@@ -44,7 +48,14 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
 
     ``read_layers``: also read back every layer's output tensor after each run (for locating a mismatch).
     ``verilator_options``: how Verilator builds the model (:func:`sim.harness.simulate`'s default if None).
+    With external weights (``accelerator.config.external_weights``) ``plan`` is a
+    :class:`~models.dqn.weight_stream.WeightStream`, its image in the SDRAM model (``sdram_inside``: inside the
+    simulator, else the Python slave on the ``avalon`` port), a memory of ``sdram_timing``; ``sdram_delays``: the
+    Python slave's random stalls and late reads (``RandomDelaySdram``'s ``seed``, ``stall_percent``, ``max_delay``).
     """
+    stream = None
+    if accelerator.config.external_weights:
+        stream, plan = plan, plan.plan
     if accelerator.config != plan.config:
         raise ValueError(f"the plan was compiled for {plan.config}, the accelerator is built for {accelerator.config}")
     if (states is None) == (play is None):
@@ -57,9 +68,22 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
                  "element_bits": config.element_bits, "row_elements": config.row_elements}
     if play is not None:
         tb_config["play"] = play
-    result = simulate(accelerator, name=accelerator.module_name, test_module="nnaccel.testbench.dqn.accelerator_tb",
+    top, name, stimulus = accelerator, accelerator.module_name, {"weight_image": plan.weight_image, "states": words}
+    if stream is not None:
+        tb_config["sdram"] = {"inside": sdram_inside, "weight_loads": stream.table, "timing": asdict(sdram_timing),
+                              "word_bytes": config.external_bus_bits // 8}
+        if sdram_delays is not None:
+            if sdram_inside:
+                raise ValueError("random delays are the Python slave's: give sdram_inside=False with sdram_delays")
+            tb_config["sdram"]["delays"] = dict(sdram_delays)
+        stimulus = {"sdram_image": stream.image, "states": words}
+        if sdram_inside:
+            top = WithSdramModel(accelerator, timing=sdram_timing)
+            name = f"{accelerator.module_name}_sdram" + ("" if sdram_timing == DE1_SOC_SDRAM else
+                                                         f"_{abs(hash(sdram_timing)):x}")
+    result = simulate(top, name=name, test_module="nnaccel.testbench.dqn.accelerator_tb",
                       simulator=simulator, waves=waves, config=tb_config, verilator_options=verilator_options,
-                      stimulus={"weight_image": plan.weight_image, "states": words})
+                      stimulus=stimulus)
     outputs = result.outputs
     return AcceleratorRun(
         q_values=np.stack([plan.output_values(run_words) for run_words in outputs["outputs"]]),
@@ -70,4 +94,4 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
         layer_words=[outputs[f"dump{index}"] for index in range(len(dumps))], frames=outputs.get("frames"),
         episode_steps=outputs["episode_steps"].astype(np.int64) if "episode_steps" in outputs else None,
         build_seconds=result.build_seconds, run_seconds=result.run_seconds, waves_path=result.waves_path,
-        built_now=result.built_now)
+        built_now=result.built_now, start_cycles=outputs["start_cycles"].astype(np.int64))

@@ -10,6 +10,7 @@ memory.write(address, data)``; whole words of the port for the model inside), wi
 ends: the two models are cycle-identical at the Avalon port, so the DUT sees the same run.
 """
 
+from nnaccel.models.shared.random_delay_sdram import RandomDelaySdram
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, SdramModel
 from nnaccel.testbench.shared.avalon_sdram import AvalonSdramSlave
 from nnaccel.testbench.shared.clocking import start_clock_and_reset
@@ -34,18 +35,21 @@ class SlaveMemory:
         return self.slave.model.memory[byte_address:byte_address + size].copy()
 
 
-async def start_sdram(dut, regions, *, inside, word_bytes, hold, timing=DE1_SOC_SDRAM, max_burst=128):
+async def start_sdram(dut, regions, *, inside, word_bytes, hold, timing=DE1_SOC_SDRAM, max_burst=128, delays=None):
     """Reset ``dut`` (holding ``hold``, as :func:`start_clock_and_reset`) with the SDRAM holding ``regions`` ({byte
     address: uint8 array}); returns ``(next_cycle, memory)``.
 
     ``inside``: ``dut`` is a :class:`WithSdramModel` (its timing is the build's) and ``memory`` its backdoor; else
     the Python slave with ``timing`` and bursts up to ``max_burst`` serves ``dut.avalon`` and ``memory`` is a
-    :class:`SlaveMemory`.  ``word_bytes``: the Avalon port's width in bytes.
+    :class:`SlaveMemory`; ``delays`` (the Python slave only): the fields ``seed``, ``stall_percent``, ``max_delay``
+    of a :class:`~models.shared.random_delay_sdram.RandomDelaySdram` to serve it instead.  ``word_bytes``: the Avalon
+    port's width in bytes.
     """
     if inside:
         backdoor = await attach_sdram_model(dut, regions, word_bytes=word_bytes)
         return await start_clock_and_reset(dut, hold=hold), backdoor
-    model = SdramModel(timing=timing, port_bits=8 * word_bytes)
+    model = SdramModel(timing=timing, port_bits=8 * word_bytes) if delays is None else \
+        RandomDelaySdram(timing=timing, port_bits=8 * word_bytes, **delays)
     for byte_address, data in regions.items():
         model.memory[byte_address:byte_address + len(data)] = data
     next_cycle = await start_clock_and_reset(dut, hold=hold)

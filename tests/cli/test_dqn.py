@@ -259,3 +259,15 @@ def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
     assert report["per_episode"][0]["rtl_steps"] == 0 and report["per_episode"][0]["steps"] == 5
     assert report["weights"].startswith("seeded He-uniform")
     assert "network:       scores 0, mean 0.00" in capsys.readouterr().out
+
+
+def test_the_board_option_compiles_for_the_boards_configuration(capsys):
+    from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
+    from nnaccel.models.dqn.weight_stream import on_chip_twin
+
+    plan = dqn_job._compile(parse("--board", "de1soc"), seeded_weights())
+    assert plan.config == on_chip_twin(DE1_SOC_CONFIG)
+    assert [layer.name for layer in plan.layers].count("FC_1 [0:8]") == 1     # FC_1 in channel tiles of 8
+    assert main(["run", "dqn", "--board", "de1soc", "--lanes", "8"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--board de1soc: the board's configuration is fixed; leave out --modules and --lanes")

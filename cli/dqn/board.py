@@ -1,0 +1,84 @@
+"""``--board de1soc`` of ``nnaccel run dqn`` and ``nnaccel play``: the thesis network on the DQN accelerator sized
+for the DE1-SoC (``hw.dqn.config.DE1_SOC_CONFIG``), its weights in the SDRAM model behind the Avalon port; every
+counter checked against the cycle formula with that model in it, the time per inference against the thesis' on the
+DE5-Net and against the SDRAM's bandwidth bound."""
+
+from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
+from nnaccel.models.dqn.plan import COUNTERS
+from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stream_plan
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
+from nnaccel.models.shared.tile_port import TilePortModel
+
+__all__ = ["BOARDS", "BOARD_MAX_CYCLES", "board_config", "compile_config", "board_stream", "board_report"]
+
+BOARDS = {"de1soc": DE1_SOC_CONFIG}
+THESIS_MS = 0.15            # the thesis' inference on the DE5-Net (16 x 16 MACs, every weight on chip)
+BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1.7 M cycles)
+
+
+def board_config(board):
+    return BOARDS[board]
+
+
+def compile_config(board):
+    """The configuration the network is compiled for before its weights are cut into tiles."""
+    return on_chip_twin(BOARDS[board])
+
+
+def board_stream(board, plan):
+    """``plan`` (compiled for :func:`compile_config`) with its weights in the board's external memory."""
+    return stream_plan(BOARDS[board], plan)
+
+
+def _formula_mismatches(stream, run):
+    """Every run's TOTAL_CYCLES and counters against :func:`stream_counters` (one SDRAM model across the runs):
+    ``(mismatch lines, the first run's StreamCounters)``."""
+    port, lines, first = TilePortModel(timing=DE1_SOC_SDRAM, port_bits=stream.config.external_bus_bits), [], None
+    for index, start in enumerate(run.start_cycles):
+        predicted = stream_counters(stream, int(start), port)
+        first = first or predicted
+        if int(run.total_cycles[index]) != predicted.total:
+            lines.append(f"input {index}: TOTAL_CYCLES {int(run.total_cycles[index])}, formula {predicted.total}")
+        for layer, measured, expected in zip(stream.plan.layers, run.layer_counters[index], predicted.passes):
+            for name, value in zip(COUNTERS, measured):
+                if int(value) != expected[name]:
+                    lines.append(f"input {index}: {layer.name} {name} {int(value)}, formula {expected[name]}")
+    return lines, first
+
+
+def board_report(board, plan, run, clock_hz):
+    """Print the board's lines (the counters against the formula, ms per inference, the bandwidth bound, the
+    Yosys estimate if cached); returns ``(counters equal, JSON fields)``."""
+    from nnaccel.sim.fpga.dqn_configurations import cached_estimate, resources_summary
+
+    stream = board_stream(board, plan)
+    mismatches, predicted = _formula_mismatches(stream, run)
+    counters = len(run.total_cycles) * (1 + len(COUNTERS) * len(stream.plan.layers))
+    print(f"\n{board}: counters: {'all' if not mismatches else 'NOT all'} {counters:,} (TOTAL_CYCLES and every pass's "
+          f"four, every input) equal to the cycle formula with the SDRAM model in it "
+          f"(models.dqn.weight_stream.stream_counters)")
+    for line in mismatches[:20]:
+        print(f"    {line}")
+    total = int(run.total_cycles[0])
+    ms = total / clock_hz * 1e3
+    per_cycle = sustained_read_bytes_per_cycle(DE1_SOC_SDRAM)
+    bound = stream.weight_bytes / per_cycle
+    stalls = int(run.layer_counters[0][:, COUNTERS.index("stall_cycles")].sum())
+    config = stream.config
+    print(f"{board}: {total:,} cycles = {ms:.3f} ms per inference at {clock_hz / 1e6:g} MHz on "
+          f"{config.modules} x {config.lanes} MACs (thesis: {THESIS_MS} ms on the DE5-Net, 16 x 16 MACs with every "
+          f"weight on chip: {ms / THESIS_MS:.0f} times as long)")
+    print(f"{board}: weights from SDRAM: {stream.weight_bytes:,} bytes per inference in {len(stream.loads)} loads "
+          f"({len(stream.streamed)} passes streamed through their half); the SDRAM model sustains "
+          f"{per_cycle:.3f} bytes/cycle: bandwidth bound {bound:,.0f} cycles = {bound / clock_hz * 1e3:.3f} ms; the "
+          f"run takes {total / bound:.2f} times the bound ({stalls:,} cycles waiting for weights or the writer)")
+    resources = cached_estimate(config)
+    estimate = resources_summary(resources) if resources is not None else None
+    print(f"{board}: Yosys estimate: {estimate}" if estimate else
+          f"{board}: Yosys estimate: not in the cache; `nnaccel synth dqn --dqn-config FILE.json` with this "
+          f"configuration makes it (long)")
+    fields = {"board": board, "formula_equal": not mismatches, "formula_mismatches": mismatches,
+              "ms_per_inference": ms, "thesis_ms": THESIS_MS, "weight_bytes": stream.weight_bytes,
+              "loads": len(stream.loads), "sdram_bytes_per_cycle": per_cycle, "bandwidth_bound_cycles": bound,
+              "formula_total_cycles": predicted.total, "resources": estimate}
+    return not mismatches, fields
