@@ -2,7 +2,7 @@
 the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
-        [--cost-epochs E] [--generator-epochs E] [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR]
+        [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR]
         [--json F]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
@@ -53,6 +53,9 @@ def main(argv=None):
     parser.add_argument("--validation-cases", type=int, default=defaults.validation_cases)
     parser.add_argument("--cost-epochs", type=int, default=defaults.cost_epochs)
     parser.add_argument("--generator-epochs", type=int, default=defaults.generator_epochs)
+    parser.add_argument("--near-optimal-points", type=int, default=defaults.near_optimal_points,
+                        help="cost cases per training network and cost function on its best points (default "
+                             f"{defaults.near_optimal_points})")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--scheduler", help="a running Dask scheduler for the labelling sweep")
     parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
@@ -68,7 +71,8 @@ def main(argv=None):
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
     settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,
                                           cost_epochs=arguments.cost_epochs,
-                                          generator_epochs=arguments.generator_epochs, seed=arguments.seed)
+                                          generator_epochs=arguments.generator_epochs,
+                                          near_optimal_points=arguments.near_optimal_points, seed=arguments.seed)
     start = time.perf_counter()
     epochs = [0]
 

@@ -18,6 +18,7 @@ def test_cost_accuracy_is_one_minus_the_mean_absolute_relative_error():
     measured = ev.cost_accuracy(predicted, target)
     assert np.allclose(measured["accuracy"], [0.9, 1.0, 0.75])
     assert np.allclose(measured["mean_relative_error"], [0.0, 0.0, 0.0])
+    assert np.allclose(measured["within_1_percent"], [0.0, 1.0, 0.0])
 
 
 def test_msre_is_the_patents_loss():
