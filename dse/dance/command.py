@@ -268,6 +268,15 @@ def table_lines(results):
     return lines
 
 
+def pareto_report(results):
+    """The seed summary and the hypervolumes as JSON-ready data."""
+    reference = pareto.reference_point(results)
+    return {"seed_summary": [{"method": method, "lambda2": lambda2, **value}
+                             for (method, lambda2), value in pareto.seed_summary(results).items()],
+            "hypervolume_reference": {"error_percent": reference[0], "edap": 10 ** reference[1]},
+            "hypervolumes": pareto.method_hypervolumes(results, reference)}
+
+
 def seed_summary_lines(results):
     """Each (method, l2) over the seeds: accuracy mean +- standard deviation, geometric-mean EDAP (x/ its spread
     in decades), gain and accuracy change against the separate design's means; each method's hypervolume."""
