@@ -281,13 +281,13 @@ def seed_summary_lines(results):
     """Each (method, l2) over the seeds: accuracy mean +- standard deviation, geometric-mean EDAP (x/ its spread
     in decades), gain and accuracy change against the separate design's means; each method's hypervolume."""
     lines = [f"over seeds {', '.join(str(seed) for seed in sorted(pareto.by_seed(results)))}:",
-             f"{'method':<16} {'l2':>6} {'accuracy mean +- sd':>20} {'EDAP geomean':>13} {'sd log10':>9} "
+             f"{'method':<16} {'l2':>6} {'seeds':>5} {'accuracy mean +- sd':>20} {'EDAP geomean':>13} {'sd log10':>9} "
              f"{'vs base':>8} {'accuracy change':>16}"]
     for (method, lambda2), value in pareto.seed_summary(results).items():
         gain = f"{value['edap_gain']:.2f}x" if value["edap_gain"] else "-"
         change = f"{100 * value['accuracy_change']:+.2f} points" if value["accuracy_change"] is not None else "-"
         label = method if method != "dance" else f"dance ({results[0]['cost']})"
-        lines.append(f"{label:<16} {lambda2:>6g} {100 * value['accuracy_mean']:>10.2f}% +- "
+        lines.append(f"{label:<16} {lambda2:>6g} {value['seeds']:>5} {100 * value['accuracy_mean']:>10.2f}% +- "
                      f"{100 * value['accuracy_std']:.2f} {value['edap_geomean']:>13.3e} {value['log10_edap_std']:>9.2f} "
                      f"{gain:>8} {change:>16}")
     reference = pareto.reference_point(results)
