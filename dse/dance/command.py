@@ -288,7 +288,8 @@ def seed_summary_lines(results):
         change = f"{100 * value['accuracy_change']:+.2f} points" if value["accuracy_change"] is not None else "-"
         label = method if method != "dance" else f"dance ({results[0]['cost']})"
         lines.append(f"{label:<16} {lambda2:>6g} {value['seeds']:>5} {100 * value['accuracy_mean']:>10.2f}% +- "
-                     f"{100 * value['accuracy_std']:.2f} {value['edap_geomean']:>13.3e} {value['log10_edap_std']:>9.2f} "
+                     f"{100 * value['accuracy_std']:.2f} {value['edap_geomean']:>13.3e} "
+                     f"{value['log10_edap_std']:>9.2f} "
                      f"{gain:>8} {change:>16}")
     reference = pareto.reference_point(results)
     lines.append(f"Pareto-front hypervolume (error points x EDAP decades) against the reference "

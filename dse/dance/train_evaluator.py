@@ -2,12 +2,13 @@
 the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
-        [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR]
-        [--json F]
+        [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
+        [--workers W] [--out DIR] [--json F] [--measure]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
 cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
+``--measure`` trains nothing: it prints the shipped checkpoints' Table 1 on the labels as they are now.
 """
 
 import argparse

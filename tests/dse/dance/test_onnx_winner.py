@@ -37,7 +37,8 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
     assert [layer_shape(layer) for layer in lower_graph(graph).layers] == \
         [layer_shape(layer) for layer in NETWORK_SPACE.network(second).dqn_layers()]
     # The file holds the retrained weights: the same seeded retraining here computes what ONNX Runtime computes.
-    retrained_accuracy, model, _ = retrain(NETWORK_SPACE.network(second), digits, digits, command._settings(arguments, 0))
+    retrained_accuracy, model, _ = retrain(NETWORK_SPACE.network(second), digits, digits,
+                                           command._settings(arguments, 0))
     assert retrained_accuracy == accuracy
     with torch.no_grad():
         expected = model(digits[0]).numpy()
