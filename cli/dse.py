@@ -133,7 +133,8 @@ def run_cosearch(arguments):
                 print(line)
     if arguments.json:
         write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
-                                    "results": results, "rtl_check": rtl}, schema="nnaccel.dse.cosearch/2")
+                                    "results": results, "pareto": dance_command.pareto_report(results),
+                                    "rtl_check": rtl}, schema="nnaccel.dse.cosearch/2")
     if rtl is not None and not (rtl["all_bit_exact"] and rtl["cycles_equal"]):
         return 1
     return 0

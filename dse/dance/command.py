@@ -14,6 +14,9 @@ import argparse
 import time
 from dataclasses import asdict
 
+import numpy as np
+
+from nnaccel.dse.dance import pareto
 from nnaccel.dse.dance.settings import METHODS, SearchSettings
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
@@ -32,6 +35,16 @@ def _lambdas(text):
         raise argparse.ArgumentTypeError(f"must be comma-separated numbers, not {text!r}") from None
     if not values or any(v < 0 for v in values):
         raise argparse.ArgumentTypeError(f"must be non-negative numbers, not {text!r}")
+    return values
+
+
+def _seeds(text):
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated non-negative integers, not {text!r}") from None
+    if any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"must be distinct non-negative integers, not {text!r}")
     return values
 
 
@@ -59,8 +72,10 @@ def add_arguments(parser, *, option_types):
                         help=f"epochs of retraining each found network from scratch (default {defaults.retrain_epochs})")
     parser.add_argument("--train-images", type=non_negative_int, default=0,
                         help="use the first N of the 8,000 training digits (default all)")
-    parser.add_argument("--seed", type=non_negative_int, default=defaults.seed,
-                        help="seed of every search and training")
+    parser.add_argument("--seeds", type=_seeds, default=(defaults.seed,),
+                        help="seeds, comma-separated: every (method, l2) runs once per seed (its search and its "
+                             "retraining); with several, the table adds each (method, l2)'s mean and spread and "
+                             "each method's Pareto-front hypervolume (default 0)")
     parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                         help="a running Dask scheduler, tcp://HOST:PORT (default: a local cluster)")
     parser.add_argument("--workers", type=positive_int, help="local cluster workers (default: one per core)")
@@ -115,19 +130,18 @@ def cosearch_task(case):
     return result.to_dict()
 
 
-def _settings(arguments):
+def _settings(arguments, seed):
     return SearchSettings(search_epochs=arguments.search_epochs, warmup_epochs=arguments.warmup_epochs,
-                          retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images,
-                          seed=arguments.seed)
+                          retrain_epochs=arguments.retrain_epochs, train_images=arguments.train_images, seed=seed)
 
 
 def cases(arguments):
-    settings = _settings(arguments)
     found = []
-    for method in arguments.methods:
-        for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
-            found.append({"space": arguments.space, "cost": arguments.cost, "method": method, "lambda2": lambda2,
-                          "settings": asdict(settings)})
+    for seed in arguments.seeds:
+        for method in arguments.methods:
+            for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
+                found.append({"space": arguments.space, "cost": arguments.cost, "method": method,
+                              "lambda2": lambda2, "settings": asdict(_settings(arguments, seed))})
     return found
 
 
@@ -187,8 +201,9 @@ def retrain_winner(arguments, answer):
 
     torch.set_num_threads(1)
     network = NETWORK_SPACE.network(answer["indices"])
-    data, test = _mnist(_settings(arguments))
-    accuracy, model, _ = retrain(network, data, test, _settings(arguments))
+    settings = _settings(arguments, answer.get("seed", arguments.seeds[0]))
+    data, test = _mnist(settings)
+    accuracy, model, _ = retrain(network, data, test, settings)
     return network, model, accuracy, test
 
 
@@ -230,42 +245,87 @@ def rtl_lines(report):
     return lines
 
 
+def _label(result):
+    return result["method"] if result["method"] != "dance" else f"dance ({result['cost']})"
+
+
 def table_lines(results):
-    """The Table-2-like table, with each EDAP against the separate-design baseline's."""
-    baseline = next((r for r in results if r["method"] == "baseline"), None)
+    """The Table-2-like table, with each EDAP against the separate-design baseline's of the same seed; with several
+    seeds also each (method, l2)'s seed mean and spread and each method's Pareto-front hypervolume."""
+    baselines = {r.get("seed", 0): r for r in results if r["method"] == "baseline"}
     area = f"area {results[0].get('area_unit', 'mm2')}" if results else "area"
-    lines = [f"{'method':<16} {'l2':>6} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {area:>12} "
+    lines = [f"{'method':<16} {'l2':>6} {'seed':>4} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {area:>12} "
              f"{'EDAP':>11} {'vs base':>8}  network | hardware"]
     for r in results:
+        baseline = baselines.get(r.get("seed", 0))
         gain = f"{baseline['edap'] / r['edap']:.2f}x" if baseline else "-"
-        label = r["method"] if r["method"] != "dance" else f"dance ({r['cost']})"
-        lines.append(f"{label:<16} {r['lambda2']:>6g} {100 * r['accuracy']:>7.2f}% {r['latency_ms']:>11.5f} "
-                     f"{r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} {gain:>8}  "
-                     f"{r['network']} | {r['hardware']}")
+        lines.append(f"{_label(r):<16} {r['lambda2']:>6g} {r.get('seed', 0):>4} {100 * r['accuracy']:>7.2f}% "
+                     f"{r['latency_ms']:>11.5f} {r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} "
+                     f"{gain:>8}  {r['network']} | {r['hardware']}")
+    if len(pareto.by_seed(results)) > 1:
+        lines += seed_summary_lines(results)
     lines.append(PATENT_TABLE_2)
     return lines
 
 
+def pareto_report(results):
+    """The seed summary and the hypervolumes as JSON-ready data."""
+    reference = pareto.reference_point(results)
+    return {"seed_summary": [{"method": method, "lambda2": lambda2, **value}
+                             for (method, lambda2), value in pareto.seed_summary(results).items()],
+            "hypervolume_reference": {"error_percent": reference[0], "edap": 10 ** reference[1]},
+            "hypervolumes": pareto.method_hypervolumes(results, reference)}
+
+
+def seed_summary_lines(results):
+    """Each (method, l2) over the seeds: accuracy mean +- standard deviation, geometric-mean EDAP (x/ its spread
+    in decades), gain and accuracy change against the separate design's means; each method's hypervolume."""
+    lines = [f"over seeds {', '.join(str(seed) for seed in sorted(pareto.by_seed(results)))}:",
+             f"{'method':<16} {'l2':>6} {'seeds':>5} {'accuracy mean +- sd':>20} {'EDAP geomean':>13} {'sd log10':>9} "
+             f"{'vs base':>8} {'accuracy change':>16}"]
+    for (method, lambda2), value in pareto.seed_summary(results).items():
+        gain = f"{value['edap_gain']:.2f}x" if value["edap_gain"] else "-"
+        change = f"{100 * value['accuracy_change']:+.2f} points" if value["accuracy_change"] is not None else "-"
+        label = method if method != "dance" else f"dance ({results[0]['cost']})"
+        lines.append(f"{label:<16} {lambda2:>6g} {value['seeds']:>5} {100 * value['accuracy_mean']:>10.2f}% +- "
+                     f"{100 * value['accuracy_std']:.2f} {value['edap_geomean']:>13.3e} "
+                     f"{value['log10_edap_std']:>9.2f} "
+                     f"{gain:>8} {change:>16}")
+    reference = pareto.reference_point(results)
+    lines.append(f"Pareto-front hypervolume (error points x EDAP decades) against the reference "
+                 f"({reference[0]:g} % error, EDAP {10 ** reference[1]:.3g}), per seed and mean +- sd:")
+    for method, volumes in pareto.method_hypervolumes(results, reference).items():
+        lines.append(f"  {method:<10} " + "  ".join(f"{v:.3f}" for v in volumes)
+                     + f"   mean {np.mean(volumes):.3f} +- {np.std(volumes, ddof=1) if len(volumes) > 1 else 0:.3f}")
+    return lines
+
+
 def plot_error_against_edap(results, path, cost, space="template"):
-    """Error (%) against EDAP (log scale), one marker per method (patent Figure 9)."""
+    """Error (%) against EDAP (log scale), one marker per method, every seed's result, and each method's front over
+    all seeds (patent Figure 9)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(figsize=(6, 4))
+    figure, axes = pyplot.subplots(figsize=(6.5, 4.5))
     markers = {"baseline": "o", "flops": "s", "edd": "^", "dance": "*"}
     for method in METHODS:
         chosen = [r for r in results if r["method"] == method]
         if chosen:
             label = method if method != "dance" else f"DANCE ({cost})"
-            axes.scatter([r["edap"] for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],
-                         marker=markers[method], s=80 if method == "dance" else 40, label=label)
+            dots = axes.scatter([r["edap"] for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],
+                                marker=markers[method], s=80 if method == "dance" else 40, label=label, alpha=0.8)
+            front = pareto.front(chosen)
+            axes.step([r["edap"] for r in front], [100 * (1 - r["accuracy"]) for r in front], where="post",
+                      color=dots.get_facecolor()[0], linewidth=1)
     axes.set_xscale("log")
     unit = results[0].get("area_unit", "mm2") if results else "mm2"
     axes.set_xlabel(f"EDAP (mJ x ms x {unit}, cost model)")
     axes.set_ylabel("test error (%)")
-    axes.set_title(f"MNIST, {space} hardware: error against EDAP")
+    seeds = len(pareto.by_seed(results))
+    axes.set_title(f"MNIST, {space} hardware: error against EDAP" + (f" ({seeds} seeds; lines: fronts)" if seeds > 1
+                                                                     else ""))
     axes.legend(loc="best")
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -57,6 +57,7 @@ class SearchResult:
     architecture_probabilities: list = field(default_factory=list)
     hardware_point: list = field(default_factory=list)     # one index per hardware parameter
     area_unit: str = "mm2"                                 # of area_mm2: the hardware space's area_unit
+    seed: int = 0                                          # of the search and the retraining
 
     def to_dict(self):
         return asdict(self)
@@ -235,4 +236,5 @@ def run_method(method, data, test, settings, hardware_space, evaluator, cost_fun
                         edap=latency * energy * area, macs=int(network.macs), search_s=search_s,
                         retrain_s=retrain_s,
                         architecture_probabilities=[[float(p) for p in row] for row in probabilities],
-                        hardware_point=[int(i) for i in points[0]], area_unit=hardware_space.area_unit)
+                        hardware_point=[int(i) for i in points[0]], area_unit=hardware_space.area_unit,
+                        seed=settings.seed)

@@ -188,11 +188,12 @@ def predict_costs(cost, features, batch=8192):
 
 
 def cost_accuracy(predicted, target):
-    """Per metric: accuracy (1 - mean |y_hat / y - 1|), mean relative error (signed), and the
-    95th percentile of the absolute relative error."""
+    """Per metric: accuracy (1 - mean |y_hat / y - 1|), mean relative error (signed), the 95th percentile of the
+    absolute relative error and the share of cases within 1 %."""
     relative = predicted / target - 1
     return {"accuracy": 1 - np.abs(relative).mean(axis=0), "mean_relative_error": relative.mean(axis=0),
-            "p95_abs_relative_error": np.percentile(np.abs(relative), 95, axis=0)}
+            "p95_abs_relative_error": np.percentile(np.abs(relative), 95, axis=0),
+            "within_1_percent": (np.abs(relative) <= 0.01).mean(axis=0)}
 
 
 def time_generator(generator, encoding, repeats=200):

@@ -103,16 +103,30 @@ class LabelTable:
         return self.hardware_space.combine({name: column[ids] for name, column in self.columns.items()},
                                            slice(None))
 
+    def _cost_function_values(self, networks, cost_function):
+        """(start, values): ``cost_function`` of networks[start:start + chunk] on every point, chunk by chunk."""
+        for start in range(0, len(networks), self.best_chunk):
+            costs = self.all_points(networks[start:start + self.best_chunk])
+            yield start, cost_function(costs[..., 0], costs[..., 1], costs[..., 2])
+
     def best(self, networks, cost_function):
         """Exhaustive search: per network (flat index) the best point (flat index) and its costs."""
         networks = np.asarray(networks)
-        chunk = self.best_chunk
         best = np.empty(len(networks), dtype=np.int64)
-        for start in range(0, len(networks), chunk):
-            costs = self.all_points(networks[start:start + chunk])
-            best[start:start + chunk] = np.argmin(cost_function(costs[..., 0], costs[..., 1], costs[..., 2]),
-                                                  axis=1)
+        for start, values in self._cost_function_values(networks, cost_function):
+            best[start:start + len(values)] = np.argmin(values, axis=1)
         return best, self.costs(networks, best)
+
+    def best_few(self, networks, cost_function, count):
+        """Per network (flat index) its ``count`` best points (flat indices, best first): the exhaustive search's
+        near-optima, where a generator's answer lands."""
+        networks = np.asarray(networks)
+        few = np.empty((len(networks), count), dtype=np.int64)
+        for start, values in self._cost_function_values(networks, cost_function):
+            nearest = np.argpartition(values, count - 1, axis=1)[:, :count]
+            order = np.argsort(np.take_along_axis(values, nearest, axis=1), axis=1, kind="stable")
+            few[start:start + len(values)] = np.take_along_axis(nearest, order, axis=1)
+        return few
 
     def reference(self, rng, samples=100_000):
         """Median latency, energy and area over random (network, point) cases the network fits: the

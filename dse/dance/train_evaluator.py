@@ -2,12 +2,13 @@
 the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
-        [--cost-epochs E] [--generator-epochs E] [--scheduler tcp://HOST:PORT] [--workers W] [--out DIR]
-        [--json F]
+        [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
+        [--workers W] [--out DIR] [--json F] [--measure]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
 cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
+``--measure`` trains nothing: it prints the shipped checkpoints' Table 1 on the labels as they are now.
 """
 
 import argparse
@@ -53,11 +54,16 @@ def main(argv=None):
     parser.add_argument("--validation-cases", type=int, default=defaults.validation_cases)
     parser.add_argument("--cost-epochs", type=int, default=defaults.cost_epochs)
     parser.add_argument("--generator-epochs", type=int, default=defaults.generator_epochs)
+    parser.add_argument("--near-optimal-points", type=int, default=defaults.near_optimal_points,
+                        help="cost cases per training network and cost function on its best points (default "
+                             f"{defaults.near_optimal_points})")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--scheduler", help="a running Dask scheduler for the labelling sweep")
     parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
     parser.add_argument("--out", help="checkpoint directory (default: the package's data/)")
     parser.add_argument("--json", help="write the reports as JSON")
+    parser.add_argument("--measure", action="store_true",
+                        help="train nothing: Table 1 of the shipped evaluators on the labels as they are now")
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -66,9 +72,15 @@ def main(argv=None):
     print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.unit_ids.max() + 1} cost units x "
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
+    if arguments.measure:
+        reports = {name: training.remeasure(table, training.load(arguments.space, name)) for name in arguments.costs}
+        _print_reports(reports)
+        _write_json(arguments.json, reports)
+        return
     settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,
                                           cost_epochs=arguments.cost_epochs,
-                                          generator_epochs=arguments.generator_epochs, seed=arguments.seed)
+                                          generator_epochs=arguments.generator_epochs,
+                                          near_optimal_points=arguments.near_optimal_points, seed=arguments.seed)
     start = time.perf_counter()
     epochs = [0]
 
@@ -78,18 +90,26 @@ def main(argv=None):
 
     trained = training.train_evaluators(table, settings, arguments.costs, progress=progress)
     print(f"training: {time.perf_counter() - start:.1f} s")
-    for name, evaluator in trained.items():
-        print(f"--- cost function {name} ---")
-        for line in training.format_table_1(evaluator.report):
-            print(line)
-        print(f"generator inference {1e3 * evaluator.report['generator_inference_s']:.3f} ms")
+    _print_reports({name: evaluator.report for name, evaluator in trained.items()})
     cold, warm = exhaustive_search_seconds(table, next(iter(trained.values())).cost_function)
     print(f"exhaustive search for one network over {len(table.area)} points: {cold:.3f} s from scratch "
           f"(heuristic mappings + cost model), {1e3 * warm:.3f} ms from the labelled layer table")
     training.save(trained, table.hardware_space.name, directory=arguments.out)
-    if arguments.json:
-        with open(arguments.json, "w") as handle:
-            json.dump({name: evaluator.report for name, evaluator in trained.items()}, handle, indent=1)
+    _write_json(arguments.json, {name: evaluator.report for name, evaluator in trained.items()})
+
+
+def _print_reports(reports):
+    for name, report in reports.items():
+        print(f"--- cost function {name} ---")
+        for line in training.format_table_1(report):
+            print(line)
+        print(f"generator inference {1e3 * report['generator_inference_s']:.3f} ms")
+
+
+def _write_json(path, reports):
+    if path:
+        with open(path, "w") as handle:
+            json.dump(reports, handle, indent=1)
 
 
 if __name__ == "__main__":

@@ -17,3 +17,6 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert main(["dse", "cosearch", "--lambdas", "0.5,x"]) == 2
     assert "--lambdas: must be comma-separated numbers" in capsys.readouterr().err
     assert main(["dse", "cosearch", "--cost", "area"]) == 2
+    capsys.readouterr()
+    assert main(["dse", "cosearch", "--seeds", "0,0"]) == 2
+    assert "--seeds: must be distinct non-negative integers, not '0,0'" in capsys.readouterr().err

@@ -82,8 +82,8 @@ BAD_OPTIONS = {
                                                                  "--scheduler: must be a Dask scheduler address, "
                                                                  "[PROTOCOL://]HOST:PORT (e.g. tcp://10.0.0.1:8786), "
                                                                  "not 'localhost'"),
-    "cosearch seed": ("dse cosearch --seed -2", "nnaccel dse cosearch: error: argument --seed: must be a "
-                                                "non-negative integer, not '-2'"),
+    "cosearch seeds": ("dse cosearch --seeds 1,-2", "nnaccel dse cosearch: error: argument --seeds: must be "
+                                                   "distinct non-negative integers, not '1,-2'"),
     "cosearch warm-up": ("dse cosearch --warmup-epochs -1", "nnaccel dse cosearch: error: argument "
                                                             "--warmup-epochs: must be a non-negative integer, not "
                                                             "'-1'"),

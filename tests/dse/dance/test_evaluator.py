@@ -8,8 +8,13 @@ import torch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.labels import LabelTable, distinct_units
+from nnaccel.dse.dance.network_space import NetworkSpace
+from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 torch.set_num_threads(1)
+SMALL_SPACE = NetworkSpace((("c1", (24, 32)), ("k1", (5,)), ("s1", (2, 3)), ("c2", (48,)), ("k2", (3,)),
+                            ("s2", (2,)), ("d1", (0, 32, 64))))
 
 
 def test_cost_accuracy_is_one_minus_the_mean_absolute_relative_error():
@@ -18,6 +23,7 @@ def test_cost_accuracy_is_one_minus_the_mean_absolute_relative_error():
     measured = ev.cost_accuracy(predicted, target)
     assert np.allclose(measured["accuracy"], [0.9, 1.0, 0.75])
     assert np.allclose(measured["mean_relative_error"], [0.0, 0.0, 0.0])
+    assert np.allclose(measured["within_1_percent"], [0.0, 1.0, 0.0])
 
 
 def test_msre_is_the_patents_loss():
@@ -64,3 +70,24 @@ def test_checkpoints_round_trip(tmp_path):
     assert loaded.report == {"note": 1}
     with pytest.raises(FileNotFoundError, match="python -m nnaccel.dse.dance.train_evaluator"):
         training.load("toy", "energy", directory=tmp_path)
+
+
+def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
+    """A tiny training on 12 networks: every parameter within 1 % at least as often as exact, the report's parts,
+    and a loaded checkpoint measured again gives the same generator figures."""
+    space = TemplateHardwareSpace()
+    units, ids = distinct_units(space, SMALL_SPACE)
+    cases = space.label_cases(units)
+    table = LabelTable(space, SMALL_SPACE, ids, space.label_columns(units, cases, [space.label_task(c) for c in cases]))
+    settings = training.EvaluatorSettings(cost_cases=300, validation_cases=50, cost_epochs=2, generator_epochs=2,
+                                          near_optimal_points=3)
+    trained = training.train_evaluators(table, settings, ("edap",))["edap"]
+    report = trained.report
+    for name in (*space.names, "all"):
+        assert report["generator_within_1_percent"][name] >= report["generator_accuracy"][name]
+    assert set(report["optimum_rank_correlation"]) == {"evaluator", "macs"}
+    assert any("within 1 %" in line for line in training.format_table_1(report))
+    training.save({"edap": trained}, "small", directory=tmp_path)
+    again = training.remeasure(table, training.load("small", "edap", directory=tmp_path))
+    assert again["generator_accuracy"] == report["generator_accuracy"]
+    assert again["cost_without_forwarding"] == report["cost_without_forwarding"]

@@ -33,6 +33,8 @@ def test_the_sweep_labels_every_network_on_every_point(tmp_path):
     best, costs = table.best(np.arange(4), function)
     scores = function(reference[..., 0], reference[..., 1], reference[..., 2])
     assert np.array_equal(best, scores.argmin(axis=1))
+    few = table.best_few(np.arange(4), function, 5)
+    assert np.array_equal(np.take_along_axis(scores, few, axis=1), np.sort(scores, axis=1)[:, :5])
 
     _, again, _ = label(TemplateHardwareSpace(), store_path=store, workers=1, progress=False,
                                  network_space=SMALL_SPACE)

@@ -28,7 +28,7 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
     results = [{"method": "dance", "edap": 2.0, "indices": first},
                {"method": "dance", "edap": 1.0, "indices": second},
                {"method": "baseline", "edap": 0.5, "indices": first}]
-    arguments = Namespace(search_epochs=1, warmup_epochs=0, retrain_epochs=1, train_images=0, seed=0)
+    arguments = Namespace(search_epochs=1, warmup_epochs=0, retrain_epochs=1, train_images=0, seeds=(0,))
     winner = command.winner(results)
     assert winner is results[1]
     network_choice, model, accuracy, _ = command.retrain_winner(arguments, winner)
@@ -37,7 +37,8 @@ def test_the_winner_is_retrained_and_written_as_onnx(tmp_path, monkeypatch):
     assert [layer_shape(layer) for layer in lower_graph(graph).layers] == \
         [layer_shape(layer) for layer in NETWORK_SPACE.network(second).dqn_layers()]
     # The file holds the retrained weights: the same seeded retraining here computes what ONNX Runtime computes.
-    retrained_accuracy, model, _ = retrain(NETWORK_SPACE.network(second), digits, digits, command._settings(arguments))
+    retrained_accuracy, model, _ = retrain(NETWORK_SPACE.network(second), digits, digits,
+                                           command._settings(arguments, 0))
     assert retrained_accuracy == accuracy
     with torch.no_grad():
         expected = model(digits[0]).numpy()

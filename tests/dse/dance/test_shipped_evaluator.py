@@ -16,16 +16,18 @@ from nnaccel.dse.dance.network_space import NETWORK_SPACE
 torch.set_num_threads(1)
 
 
+@pytest.mark.parametrize("space_name", ("template", "rtl"))
 @pytest.mark.parametrize("cost", COST_FUNCTIONS)
-def test_checkpoints_load_with_their_table_1(cost):
-    trained = training.load("template", cost)
-    assert set(trained.report["generator_accuracy"]) >= {"pe_x", "pe_y", "rf_words", "dataflow"}
+def test_checkpoints_load_with_their_table_1(space_name, cost):
+    trained = training.load(space_name, cost)
+    assert set(trained.report["generator_accuracy"]) == set(make_hardware_space(space_name).names) | {"all"}
     assert trained.report["sizes"]["generator_cases_validation"] == 768
 
 
-@pytest.mark.parametrize("space_name, count", [("template", 6), ("rtl", 3)])
-def test_generated_hardware_and_costs_on_held_out_networks(space_name, count):
-    trained = training.load(space_name, "edap")
+@pytest.mark.parametrize("space_name, count, cost", [("template", 6, "edap"), ("rtl", 3, "edap"),
+                                                      ("rtl", 3, "latency")])
+def test_generated_hardware_and_costs_on_held_out_networks(space_name, count, cost):
+    trained = training.load(space_name, cost)
     space = make_hardware_space(space_name)
     _, held_out = split_networks(len(NETWORK_SPACE), trained.report["settings"]["seed"])
     chosen = NETWORK_SPACE.all_points()[held_out[:count]]

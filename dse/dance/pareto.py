@@ -1,0 +1,82 @@
+"""Accuracy against EDAP for every (method, l2, seed) of a co-search (patent Figure 9): the seed means of each
+(method, l2), each method's Pareto front and its hypervolume.
+
+A result is a point (test error in %, log10 EDAP), both minimised. A front's hypervolume is the area it dominates
+up to a reference point, in percentage points of error x decades of EDAP: the reference is ``REFERENCE_ERROR`` %
+error and a decade above the table's largest EDAP (``reference_point``), so every result of the table counts and
+a method gains area by lower error, by lower EDAP, or by covering more of the trade-off. Hypervolumes are taken per
+seed (the fronts of one seed's search and retraining) and then averaged.
+"""
+
+from collections import defaultdict
+
+import numpy as np
+
+REFERENCE_ERROR = 5.0       # % test error: worse answers add nothing to a front's hypervolume
+REFERENCE_DECADES = 1.0     # the reference EDAP, in decades above the table's largest EDAP
+
+
+def point(result):
+    """(error %, log10 EDAP) of a result dict."""
+    return 100 * (1 - result["accuracy"]), float(np.log10(result["edap"]))
+
+
+def reference_point(results):
+    """(REFERENCE_ERROR, log10 of the largest EDAP + REFERENCE_DECADES)."""
+    return REFERENCE_ERROR, max(point(result)[1] for result in results) + REFERENCE_DECADES
+
+
+def front(results):
+    """The results no other of ``results`` dominates (lower or equal error and EDAP, one of them lower), by EDAP."""
+    points = [point(result) for result in results]
+    kept = [result for result, (error, edap) in zip(results, points)
+            if not any(e <= error and c <= edap and (e < error or c < edap) for e, c in points)]
+    return sorted(kept, key=lambda result: result["edap"])
+
+
+def hypervolume(results, reference):
+    """Area (error points x EDAP decades) the results dominate up to ``reference`` (error %, log10 EDAP)."""
+    reference_error, reference_edap = reference
+    inside = [result for result in results if point(result)[0] < reference_error and point(result)[1] < reference_edap]
+    strips = sorted(point(result) for result in front(inside))      # error rising, EDAP falling
+    upper_errors = [error for error, _ in strips[1:]] + [reference_error]
+    return float(sum((upper - error) * (reference_edap - edap) for (error, edap), upper in zip(strips, upper_errors)))
+
+
+def by_seed(results):
+    """{seed: that seed's results}."""
+    grouped = defaultdict(list)
+    for result in results:
+        grouped[result.get("seed", 0)].append(result)
+    return dict(grouped)
+
+
+def method_hypervolumes(results, reference=None):
+    """{method: (per-seed hypervolumes in seed order)} against ``reference`` (default ``reference_point``)."""
+    reference = reference or reference_point(results)
+    seeds = by_seed(results)
+    methods = dict.fromkeys(result["method"] for result in results)
+    return {method: tuple(hypervolume([r for r in seeds[seed] if r["method"] == method], reference)
+                          for seed in sorted(seeds)) for method in methods}
+
+
+def seed_summary(results):
+    """Per (method, l2) in first-seen order: seeds, accuracy mean and standard deviation, the geometric mean EDAP
+    and the standard deviation of log10 EDAP, and the EDAP gain and accuracy change against the separate design's
+    seed means (None without a separate design)."""
+    groups = defaultdict(list)
+    for result in results:
+        groups[(result["method"], result["lambda2"])].append(result)
+    summary = {}
+    for key, chosen in groups.items():
+        accuracy = np.array([r["accuracy"] for r in chosen])
+        log_edap = np.log10([r["edap"] for r in chosen])
+        summary[key] = {"seeds": len(chosen), "accuracy_mean": float(accuracy.mean()),
+                        "accuracy_std": float(accuracy.std(ddof=1)) if len(chosen) > 1 else 0.0,
+                        "edap_geomean": float(10 ** log_edap.mean()),
+                        "log10_edap_std": float(log_edap.std(ddof=1)) if len(chosen) > 1 else 0.0}
+    baseline = next((value for (method, _), value in summary.items() if method == "baseline"), None)
+    for value in summary.values():
+        value["edap_gain"] = baseline["edap_geomean"] / value["edap_geomean"] if baseline else None
+        value["accuracy_change"] = value["accuracy_mean"] - baseline["accuracy_mean"] if baseline else None
+    return summary

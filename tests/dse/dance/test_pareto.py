@@ -1,0 +1,66 @@
+"""The co-search's Pareto view: fronts keep what nothing dominates, hypervolumes are the dominated areas worked
+out by hand, the seed summary averages per (method, l2) against the separate design's means."""
+
+import math
+
+import pytest
+
+from nnaccel.dse.dance import command, pareto
+
+
+def result(method, accuracy, edap, seed=0, lambda2=1.0):
+    return {"method": method, "accuracy": accuracy, "edap": edap, "seed": seed, "lambda2": lambda2}
+
+
+def test_the_front_drops_dominated_results():
+    a, b, c, d = (result("dance", 0.98, 1.0), result("dance", 0.97, 0.1), result("dance", 0.96, 1.0),
+                  result("dance", 0.97, 0.01))
+    assert pareto.front([a, b, c, d]) == [d, a]
+
+
+def test_hypervolume_is_the_dominated_area():
+    reference = (5.0, 1.0)      # 5 % error, EDAP 10
+    # (error 2 %, 1 decade below the reference) and (error 3 %, 2 decades below): 1 x 1 + 2 x 2 = 5.
+    results = [result("dance", 0.98, 1.0), result("dance", 0.97, 0.1)]
+    assert pareto.hypervolume(results, reference) == pytest.approx(1 * 1 + 2 * 2)
+    # A dominated result and one beyond the reference add nothing.
+    assert pareto.hypervolume(results + [result("dance", 0.96, 1.0), result("dance", 0.90, 1e-6)],
+                              reference) == pytest.approx(5)
+    assert pareto.hypervolume([], reference) == 0
+
+
+def test_the_reference_is_a_decade_above_the_largest_edap():
+    assert pareto.reference_point([result("baseline", 0.98, 0.5), result("dance", 0.97, 0.05)]) == \
+        pytest.approx((pareto.REFERENCE_ERROR, 1 + math.log10(0.5)))
+
+
+def test_hypervolumes_are_per_method_and_seed():
+    results = [result("baseline", 0.98, 1.0, seed) for seed in (0, 1)] + \
+              [result("dance", 0.97, 0.1, 0), result("dance", 0.96, 0.1, 1)]
+    volumes = pareto.method_hypervolumes(results, (5.0, 1.0))
+    assert volumes == {"baseline": pytest.approx((3.0, 3.0)), "dance": pytest.approx((4.0, 2.0))}
+
+
+def test_the_seed_summary_compares_means_with_the_separate_design():
+    results = [result("baseline", 0.98, 1.0, 0), result("baseline", 0.97, 1.0, 1),
+               result("dance", 0.97, 0.1, 0, 0.01), result("dance", 0.96, 0.01, 1, 0.01)]
+    summary = pareto.seed_summary(results)
+    dance = summary[("dance", 0.01)]
+    assert dance["seeds"] == 2
+    assert dance["accuracy_mean"] == pytest.approx(0.965)
+    assert dance["edap_geomean"] == pytest.approx(10 ** -1.5)
+    assert dance["edap_gain"] == pytest.approx(10 ** 1.5)
+    assert dance["accuracy_change"] == pytest.approx(-0.01)
+
+
+def test_the_table_adds_the_seed_means_and_the_hypervolumes():
+    rows = [result("baseline", 0.98, 1.0, 0), result("baseline", 0.97, 1.0, 1),
+            result("dance", 0.97, 0.1, 0, 0.01), result("dance", 0.96, 0.01, 1, 0.01)]
+    for row in rows:
+        row.update(cost="edap", latency_ms=1.0, energy_mj=1.0, area_mm2=row["edap"], network="n", hardware="h")
+    lines = command.table_lines(rows)
+    assert any(line.startswith("dance (edap)") and "96.50% +- 0.71" in line and "31.62x" in line
+               and "-1.00 points" in line for line in lines)
+    report = command.pareto_report(rows)
+    assert report["hypervolume_reference"] == {"error_percent": 5.0, "edap": pytest.approx(10.0)}
+    assert report["hypervolumes"]["dance"] == pytest.approx(((5 - 3) * (1 + 1), (5 - 4) * (1 + 2)))
