@@ -160,8 +160,9 @@ def _add_validate_arguments(validate):
     validate.add_argument("--seed", type=non_negative_int, default=0, help="seed of configurations, networks and mappings "
                                                               "(default 0)")
     validate.add_argument("--hardware", choices=("random", "reduced"), default="random",
-                          help="random: --configs seeded small configurations; reduced: the 2 x 4 configuration "
-                               "in each number format (quick builds)")
+                          help="random: --configs seeded small configurations (every other one with the max mode: "
+                               "max pools); reduced: the 2 x 4 configuration in each number format and in binary32 "
+                               "with the max mode (quick builds)")
     validate.add_argument("--configs", type=positive_int, default=6, help="random configurations (default 6)")
     validate.add_argument("--no-thesis", action="store_true",
                           help="leave out the thesis network at full size (two cases on the full-size build)")
