@@ -181,8 +181,9 @@ def describe_network(case):
             groups = f"g{layer.groups}" if layer.groups > 1 else ""
             source = f" of {layer.source or 'input'}" if layer.source is not None else ""
             kind, groups = ("maxpool", "") if layer.maximum else ("conv", groups)
-            parts.append(f"{kind}{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding}"
-                         f"{groups} {layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}{source}")
+            geometry = f"{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding}{groups}"
+            parts.append(f"{kind}{geometry} {layer.in_channels}x{layer.in_height}x{layer.in_width}>"
+                         f"{layer.out_channels}{source}")
         elif "add" in entry:
             parts.append(f"add {layer.skip or 'input'}")
         else:

@@ -27,7 +27,7 @@ import re
 
 from .devices import M10K_MODES, block_mapping
 
-__all__ = ["PORTS", "buffer_shape", "dual_port_buffer_cells"]
+__all__ = ["PORTS", "buffer_shape", "buffer_cells", "dual_port_buffer_cells"]
 
 # Ports of a DualPortBuffer (a and b), each with its write enables and read data.
 PORTS = 2
@@ -64,13 +64,9 @@ def _multiplexer_luts(inputs):
     return cells
 
 
-def dual_port_buffer_cells(module_name):
-    """``{"cells": {Yosys cell type: count}, "memories": [[width, depth, groups]]}`` of the DualPortBuffer generated
-    as ``module_name`` (the rule in the module docstring), or None if the name is not one."""
-    shape = buffer_shape(module_name)
-    if shape is None:
-        return None
-    width, depth, groups = shape
+def buffer_cells(width, depth, groups):
+    """``{Yosys cell type: count}`` of a DualPortBuffer of ``depth`` x ``width`` bits written in ``groups`` parts (the
+    rule in the module docstring)."""
     blocks, deep = block_mapping(width, depth, groups, M10K_MODES)
     select_bits = math.ceil(math.log2(deep))
     cells = {"NNACCEL_M10K": blocks}
@@ -85,4 +81,13 @@ def dual_port_buffer_cells(module_name):
         for cell_type, count in _multiplexer_luts(deep).items():
             add(cell_type, PORTS * width * count)
     add("MISTRAL_FF", PORTS * select_bits)
-    return {"cells": cells, "memories": [[width, depth, groups]]}
+    return cells
+
+
+def dual_port_buffer_cells(module_name):
+    """``{"cells": {Yosys cell type: count}, "memories": [[width, depth, groups]]}`` of the DualPortBuffer generated
+    as ``module_name`` (:func:`buffer_cells`), or None if the name is not one."""
+    shape = buffer_shape(module_name)
+    if shape is None:
+        return None
+    return {"cells": buffer_cells(*shape), "memories": [list(shape)]}

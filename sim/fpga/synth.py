@@ -48,8 +48,8 @@ from .block_ram import dual_port_buffer_cells
 from .devices import M20K_MODES, block_count
 from .verilog_modules import WRAPPER, VerilogModules
 
-__all__ = ["Resources", "SynthReport", "YosysError", "YosysNotFound", "estimate", "estimate_verilog",
-           "format_table"]
+__all__ = ["Resources", "SynthReport", "YosysError", "YosysNotFound", "cell_resources", "estimate",
+           "estimate_verilog", "format_table"]
 
 _LIBRARY = Path(__file__).with_name("yosys")
 _M10K_RULES = _LIBRARY / "m10k_tdp.txt"
@@ -137,6 +137,12 @@ def _cell_resources(cell_type, count):
     if cell_type in kinds:
         return Resources(**{kinds[cell_type]: count})
     return None
+
+
+def cell_resources(cells):
+    """:class:`Resources` of ``{Yosys cell type: count}`` (cell types of other modules left out)."""
+    return sum((resources for cell_type, count in cells.items()
+                if (resources := _cell_resources(cell_type, count)) is not None), Resources())
 
 
 @dataclass(frozen=True)
