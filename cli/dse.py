@@ -299,16 +299,17 @@ def case_config_key(case):
 
 
 def _print_table(rows):
-    header = (f"{'#':>3}  {'configuration':<28}{'network':<44}{'predicted':>10}{'measured':>10}  {'bit-exact':<9}  "
+    header = (f"{'#':>3}  {'configuration':<32}{'network':<44}{'predicted':>10}{'measured':>10}  {'bit-exact':<9}  "
               "mapping")
     print("\n" + header)
     print("-" * (len(header) + 20))
     for row in rows:
         if row["failed"]:
-            print(f"{row['case']:>3}  {row['config']:<28}{row['network'][:43]:<44}{'-':>10}{'-':>10}  {'FAILED':<9}  "
+            print(f"{row['case']:>3}  {row['config']:<32}{row['network'][:43]:<44}{'-':>10}{'-':>10}  {'FAILED':<9}  "
                   f"{row['mapping']}")
             continue
         measured = row["measured_cycles"][0]
-        mark = "" if row["counters_exact"] and row["cycles_exact"] else " (counters differ)"
-        print(f"{row['case']:>3}  {row['config']:<28}{row['network'][:43]:<44}{row['predicted_cycles']:>10,}"
+        mark = (" (counters differ)" if not row["counters_exact"] or measured != row["predicted_cycles"] else
+                f" (cost model: {row['model_cycles']:,} cycles)" if not row["cycles_exact"] else "")
+        print(f"{row['case']:>3}  {row['config']:<32}{row['network'][:43]:<44}{row['predicted_cycles']:>10,}"
               f"{measured:>10,}  {'yes' if row['bit_exact'] else 'NO':<9}  {row['mapping']}{mark}")

@@ -79,13 +79,15 @@ def test_the_thesis_configuration():
 
 
 def test_the_max_mode_adds_its_measured_cells_to_each_matrix_module():
-    """The max mode's cells (measured module by module at 2 and 4 lanes, binary32, latencies 2 / 2) on top of the
-    plain module's, per module; a format it was not measured for named in the error."""
+    """The max mode's cells (measured module by module at 2 and 4 lanes, binary32, latencies 2 / 2; 16 lanes
+    measured as a check) on top of the plain module's, per module; a format it was not measured for named in the
+    error."""
     for entry in table()["measurements"]["matrix_module_max"]:
         model = table()["matrix_module_max"][f"{entry['fmt']}/{entry['multiplier_latency']}/{entry['adder_latency']}"]
-        for field in RESOURCE_FIELDS:
+        for field in RESOURCE_FIELDS:          # the line through 2 and 4 lanes; 16 lanes (a check) within 3 %
             assert model["fixed"][field] + entry["lanes"] * model["per_lane"][field] == \
-                pytest.approx(entry["added_cells"][field])
+                pytest.approx(entry["added_cells"][field], rel=0.03 if entry.get("check_only") else 1e-9)
+    assert any(entry.get("check_only") for entry in table()["measurements"]["matrix_module_max"])
     plain, maximum = DqnConfig(), dataclasses.replace(DqnConfig(), max_pooling=True)
     (modules, plain_cells), (_, max_cells) = compose(plain)[0]["matrix_module"], compose(maximum)[0]["matrix_module"]
     added = {field: max_cells[field] - plain_cells[field] for field in RESOURCE_FIELDS}
