@@ -161,8 +161,9 @@ def _add_validate_arguments(validate):
     validate.add_argument("--seed", type=non_negative_int, default=0, help="seed of configurations, networks and mappings "
                                                               "(default 0)")
     validate.add_argument("--hardware", choices=("random", "reduced"), default="random",
-                          help="random: --configs seeded small configurations; reduced: the 2 x 4 configuration "
-                               "in each number format (quick builds)")
+                          help="random: --configs seeded small configurations (every other one with the max mode: "
+                               "max pools); reduced: the 2 x 4 configuration in each number format and in binary32 "
+                               "with the max mode (quick builds)")
     validate.add_argument("--configs", type=positive_int, default=6, help="random configurations (default 6)")
     validate.add_argument("--no-thesis", action="store_true",
                           help="leave out the thesis network at full size (two cases on the full-size build)")
@@ -299,16 +300,17 @@ def case_config_key(case):
 
 
 def _print_table(rows):
-    header = (f"{'#':>3}  {'configuration':<28}{'network':<44}{'predicted':>10}{'measured':>10}  {'bit-exact':<9}  "
+    header = (f"{'#':>3}  {'configuration':<32}{'network':<44}{'predicted':>10}{'measured':>10}  {'bit-exact':<9}  "
               "mapping")
     print("\n" + header)
     print("-" * (len(header) + 20))
     for row in rows:
         if row["failed"]:
-            print(f"{row['case']:>3}  {row['config']:<28}{row['network'][:43]:<44}{'-':>10}{'-':>10}  {'FAILED':<9}  "
+            print(f"{row['case']:>3}  {row['config']:<32}{row['network'][:43]:<44}{'-':>10}{'-':>10}  {'FAILED':<9}  "
                   f"{row['mapping']}")
             continue
         measured = row["measured_cycles"][0]
-        mark = "" if row["counters_exact"] and row["cycles_exact"] else " (counters differ)"
-        print(f"{row['case']:>3}  {row['config']:<28}{row['network'][:43]:<44}{row['predicted_cycles']:>10,}"
+        mark = (" (counters differ)" if not row["counters_exact"] or measured != row["predicted_cycles"] else
+                f" (cost model: {row['model_cycles']:,} cycles)" if not row["cycles_exact"] else "")
+        print(f"{row['case']:>3}  {row['config']:<32}{row['network'][:43]:<44}{row['predicted_cycles']:>10,}"
               f"{measured:>10,}  {'yes' if row['bit_exact'] else 'NO':<9}  {row['mapping']}{mark}")

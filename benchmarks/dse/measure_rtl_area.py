@@ -6,7 +6,8 @@
    module as a black box, synthesized hierarchically as ``nnaccel synth`` does; the report's rows give each
    component (sequencer, feeder, writer, argmax, RAMs, the top's own logic) in its place in the hierarchy.
 2. The matrix module for every number format and pair of multiplier / adder latencies of
-   ``FAMILY_LATENCIES``, at the lane counts of ``MATRIX_MODULE_LANES``, under a pass-through top.
+   ``FAMILY_LATENCIES``, at the lane counts of ``MATRIX_MODULE_LANES``, under a pass-through top, plain and in its
+   max mode (the table keeps what the max mode adds).
 3. The RAMs of ``RAM_CHECKS`` on their own (the rule ``rtl_area.ram_cells`` is checked against them and
    against every RAM of step 1 by tests/dse/test_rtl_area.py).
 4. The fit (``rtl_area.fit_table``) and the raw measurements go into the table.
@@ -38,16 +39,17 @@ DEFAULT_OUT = Path(__file__).resolve().parents[2] / "dse" / "rtl" / "data" / rtl
 def measure_config(config, cached_only=False):
     """``{component: cells of one instance}``, or ``None`` if ``cached_only`` and Yosys has not mapped it yet."""
     text = generate_verilog(DqnAccelerator(config=config), config.module_name)
-    report = estimate_verilog(rtl_area.without_matrix_modules(text, config), config.module_name,
+    report = estimate_verilog(rtl_area.without_matrix_modules(text, config.module_name), config.module_name,
                               cached_only=cached_only)
     return None if report is None else rtl_area.component_cells(report)
 
 
-def measure_matrix_module(fmt, multiplier_latency, adder_latency, lanes, cached_only=False):
-    """The matrix module's cells, or ``None`` if ``cached_only`` and Yosys has not mapped it yet."""
-    name = f"mm_{fmt}_l{lanes}_ml{multiplier_latency}_al{adder_latency}"
+def measure_matrix_module(fmt, multiplier_latency, adder_latency, lanes, cached_only=False, maximum=False):
+    """The matrix module's cells (with ``maximum``, in its max mode), or ``None`` if ``cached_only`` and Yosys has
+    not mapped it yet."""
     component = MatrixModule(lanes=lanes, fmt=float_format(fmt), multiplier_latency=multiplier_latency,
-                             adder_latency=adder_latency)
+                             adder_latency=adder_latency, maximum=maximum)
+    name = component.module_name
     top, text = rtl_area.wrapped_matrix_module(generate_verilog(component, name), name)
     report = estimate_verilog(text, top, cached_only=cached_only)
     if report is None:
@@ -108,13 +110,25 @@ def main():
                           f"La {adder_latency} x{lanes}: {cells['luts']} LUTs {cells['flip_flops']} FFs", flush=True)
     for key in missing_matrix_modules:
         matrix_cells.pop(key, None)
+    max_mode_cells = {}         # what the max mode adds to each module measured above
+    for (fmt, multiplier_latency, adder_latency), by_lanes in matrix_cells.items():
+        for lanes, plain in by_lanes.items():
+            cells = measure_matrix_module(fmt, multiplier_latency, adder_latency, lanes, args.cached_only, maximum=True)
+            if cells is not None:
+                max_mode_cells.setdefault((fmt, multiplier_latency, adder_latency), {})[lanes] = {
+                    field: cells[field] - plain[field] for field in rtl_area.RESOURCE_FIELDS}
+    max_mode_cells = {key: by_lanes for key, by_lanes in max_mode_cells.items() if len(by_lanes) == 2}
     rams = measure_rams(start, args.cached_only)
     fitted = rtl_area.fit_table(config_cells, matrix_cells)
+    fitted["matrix_module_max"] = rtl_area.lane_models(max_mode_cells)
     carried_over = sorted(f"{fmt}/{multiplier_latency}/{adder_latency}"
                           for fmt, multiplier_latency, adder_latency in missing_matrix_modules)
     if carried_over:
         previous = json.loads(args.out.read_text())["matrix_module"]
         fitted["matrix_module"].update({key: previous[key] for key in carried_over})
+    if args.cached_only and args.out.exists():     # max modes not measured yet keep the current table's entries
+        previous = json.loads(args.out.read_text()).get("matrix_module_max", {})
+        fitted["matrix_module_max"] = {**previous, **fitted["matrix_module_max"]}
     table = {
         "note": "Yosys estimates (synth_intel_alm -family cyclonev, hierarchical) of the DQN accelerator's components; "
                 "see dse/rtl/area.py for how they compose",
@@ -128,6 +142,10 @@ def main():
                                "cells": cells}
                               for (fmt, ml, al), by_lanes in sorted(matrix_cells.items())
                               for lanes, cells in sorted(by_lanes.items())],
+            "matrix_module_max": [{"fmt": fmt, "multiplier_latency": ml, "adder_latency": al, "lanes": lanes,
+                                   "added_cells": cells}
+                                  for (fmt, ml, al), by_lanes in sorted(max_mode_cells.items())
+                                  for lanes, cells in sorted(by_lanes.items())],
             "rams": rams},
         **({"not_measured": not_measured} if not_measured else {}),
         **({"carried_over": carried_over} if carried_over else {}),

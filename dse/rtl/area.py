@@ -10,7 +10,9 @@ instead of a Yosys run (milliseconds instead of minutes):
 
 * matrix module: measured for every number format and multiplier / adder latency of :data:`FAMILY_LATENCIES`
   at 2 and 4 lanes (:data:`MATRIX_MODULE_LANES`); the cells are linear in the lanes (each lane is a multiplier,
-  its adders and its partial sums; the control is shared), so ``fixed + lanes * per_lane``;
+  its adders and its partial sums; the control is shared), so ``fixed + lanes * per_lane``; the max mode
+  (``DqnConfig(max_pooling=True)``: a maximum unit beside each adder, a result multiplexer) as what it adds, the
+  same way (``matrix_module_max``, measured module by module as ``nnaccel synth`` does);
 * sequencer, feeder, writer, argmax, control and top: a linear model per cell kind over features that count
   what the component is made of (:data:`FEATURES`, e.g. the LUTs of the feeder's per-module ``2 x row_elements``
   :1 multiplexer trees), fitted by least squares on relative errors to components measured in
@@ -25,7 +27,6 @@ compares the composition with whole-design Yosys runs.
 """
 
 import json
-import re
 from dataclasses import fields
 from functools import cache
 from importlib import resources
@@ -35,20 +36,23 @@ import numpy as np
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import descriptor_bits
 from nnaccel.hw.shared.float_format import float_format
+from nnaccel.sim.fpga.block_ram import buffer_cells
+from nnaccel.sim.fpga.synth import Resources, cell_resources
+from nnaccel.sim.fpga.verilog_modules import VerilogModules
 
-__all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "fit_table", "FEATURES", "MEASURED_CONFIGS", "TABLE_FILE",
-           "RESOURCE_FIELDS", "component_cells", "component_of_row", "component_features", "compose",
-           "ram_cells", "RAM_CHECKS", "table", "without_matrix_modules", "wrapped_matrix_module"]
+__all__ = ["FAMILY_LATENCIES", "MATRIX_MODULE_LANES", "MATRIX_MODULE_PREFIX", "fit_table", "lane_models", "FEATURES",
+           "MEASURED_CONFIGS", "TABLE_FILE", "RESOURCE_FIELDS", "component_cells", "component_of_row",
+           "component_features", "compose", "ram_cells", "RAM_CHECKS", "table", "without_matrix_modules",
+           "wrapped_matrix_module"]
 
 TABLE_FILE = "rtl_area_cyclonev.json"
+# The matrix modules' Verilog names (hw.dqn.matrix_module.MatrixModule.module_name).
+MATRIX_MODULE_PREFIX = "matrix_module_"
 FAMILY_LATENCIES = (1, 2, 3)
 MATRIX_MODULE_LANES = (2, 4)
 RESOURCE_FIELDS = ("luts", "lut6", "carry", "flip_flops", "mlab", "m10k", "memory_bits", "mul27", "mul18", "mul9")
 # The result writer's crossbars: one per port of the output RAM it writes (hw/dqn/result_writer.py).
 WRITE_PORTS = 2
-# M10K modes in true dual-port mode (depth, width), and the byte-enable granule (m10k_tdp.txt).
-M10K_MODES = ((8192, 1), (4096, 2), (2048, 5), (1024, 10), (512, 20))
-M10K_BYTE_BITS = 10
 
 
 def _bits(limit):
@@ -119,24 +123,6 @@ MEASURED_CONFIGS = tuple(DqnConfig(modules=m, lanes=l, fmt=float_format(f), row_
 ))
 
 
-def _m10k_mapping(width, depth, granularity):
-    """``(blocks, blocks in depth)`` of the cheapest M10K mode for a ``depth`` x ``width`` RAM; a tie goes to the
-    mode with fewer blocks in depth (no read multiplexer), as Yosys' ``memory_libmap`` decides."""
-    options = []
-    for mode_depth, mode_width in M10K_MODES:
-        deep = -(-depth // mode_depth)
-        if granularity is None:
-            across = -(-width // mode_width)
-        elif mode_width <= M10K_BYTE_BITS:
-            # A block no wider than a byte-enable granule has one write enable: blocks do not share elements.
-            across = (width // granularity) * -(-granularity // mode_width)
-        else:
-            # The 20-bit mode has two byte enables of 10 bits; an element takes ceil(granularity / 10) of them.
-            across = -(-(width // granularity) * -(-granularity // M10K_BYTE_BITS) // (mode_width // M10K_BYTE_BITS))
-        options.append((across * deep, deep))
-    return min(options)
-
-
 # RAMs synthesized on their own to check :func:`ram_cells` beyond the small ones in the measured configurations:
 # (width, depth, granularity), the thesis' weight slice and activation RAM among them.
 RAM_CHECKS = ((512, 4096, None), (2688, 1024, 32), (64, 256, None), (256, 1024, 16), (48, 2048, None),
@@ -144,15 +130,11 @@ RAM_CHECKS = ((512, 4096, None), (2688, 1024, 32), (64, 256, None), (256, 1024, 
 
 
 def ram_cells(width, depth, granularity=None):
-    """Cells of a :class:`hw.shared.dual_port_buffer.DualPortBuffer` as Yosys maps it: the M10K blocks, per port
-    a read multiplexer over the blocks in depth (a LUT per bit and extra block, a registered select) and the
-    write enables (one LUT per element and port, or one per port)."""
-    blocks, deep = _m10k_mapping(width, depth, granularity)
-    elements = 1 if granularity is None else width // granularity
-    cells = dict.fromkeys(RESOURCE_FIELDS, 0)
-    cells.update(m10k=blocks, memory_bits=width * depth, luts=2 * elements + 2 * width * (deep - 1),
-                 flip_flops=2 * (deep - 1).bit_length())
-    return cells
+    """Cells of a :class:`hw.shared.dual_port_buffer.DualPortBuffer` as Yosys maps it, by the rule ``nnaccel synth``
+    counts it with (:func:`sim.fpga.block_ram.buffer_cells`: the M10K blocks, per port the write enables and a read
+    multiplexer over the blocks in depth with its registered select), and its memory bits."""
+    resources = cell_resources(buffer_cells(width, depth, width // granularity if granularity else 1))
+    return {**{field: getattr(resources, field) for field in RESOURCE_FIELDS}, "memory_bits": width * depth}
 
 
 @cache
@@ -171,16 +153,28 @@ def _fitted(component, config):
     return {field: max(0, int(round(float(features @ np.array(coefficients[field]))))) for field in coefficients}
 
 
-def _matrix_module(config):
+def _lane_model(config, table_key, what):
+    """Cells ``fixed + lanes * per_lane`` of the table's ``table_key`` entry for ``config``'s format and latencies;
+    a ValueError naming ``what`` and the entries measured if it has none."""
     key = f"{config.fmt.name}/{config.multiplier_latency}/{config.adder_latency}"
-    entries = table()["matrix_module"]
+    entries = table().get(table_key, {})
     if key not in entries:
-        raise ValueError(f"the area table has no matrix module for {config.fmt.name} with multiplier latency "
+        raise ValueError(f"the area table has no {what} for {config.fmt.name} with multiplier latency "
                          f"{config.multiplier_latency} and adder latency {config.adder_latency} (measured: "
-                         f"{', '.join(sorted(entries))})")
+                         f"{', '.join(sorted(entries)) or 'none'})")
     entry = entries[key]
     return {field: max(0, int(round(entry["fixed"][field] + config.lanes * entry["per_lane"][field])))
             for field in RESOURCE_FIELDS}
+
+
+def _matrix_module(config):
+    """One matrix module's cells; with the max mode (``config.max_pooling``) its maximum units and result
+    multiplexers on top (``matrix_module_max``: the max-mode module less the plain one, both measured per module)."""
+    cells = _lane_model(config, "matrix_module", "matrix module")
+    if config.max_pooling:
+        extra = _lane_model(config, "matrix_module_max", "matrix module's max mode")
+        cells = {field: cells[field] + extra[field] for field in RESOURCE_FIELDS}
+    return cells
 
 
 def _memory(config, component):
@@ -192,8 +186,6 @@ def _memory(config, component):
 def compose(config):
     """``{component: (instances, {field: cells of all instances})}`` and the total, for a :class:`DqnConfig`; the
     total as :class:`sim.fpga.synth.Resources` gives ALMs and DSP blocks the way ``nnaccel synth`` does."""
-    from nnaccel.sim.fpga.synth import Resources
-
     parts = {}
     for component, count in _COUNTS.items():
         if component == "matrix_module":
@@ -211,38 +203,23 @@ def compose(config):
 
 # ---- Measuring: components in the accelerator's hierarchy ------------------------------------------------------
 
-_MODULE = re.compile(r"^(?:\(\*[^\n]*\*\)\n)*module (\\\S+ |\w+) ?\((.*?)\);\n(.*?)^endmodule\n", re.M | re.S)
-_PORT_DECLARATION = re.compile(r"^\s*(?:input|output|inout)\b.*$", re.M)
-
-
-def _modules(verilog_text):
-    return {match.group(1).strip(): match for match in _MODULE.finditer(verilog_text)}
-
-
-def without_matrix_modules(verilog_text, config):
-    """The accelerator's Verilog with its matrix module as a black box (ports only): Yosys then maps every
-    other component in its place in the hierarchy, in a fraction of the time (the matrix modules are measured
-    on their own, :func:`wrapped_matrix_module`)."""
-    name = f"{config.name}_matrix_module"
-    kept = []
-    for module, match in _modules(verilog_text).items():
-        if module == name:
-            ports = "\n".join(_PORT_DECLARATION.findall(match.group(3)))
-            kept.append(f"(* blackbox *)\nmodule {name}({match.group(2)});\n{ports}\nendmodule\n")
-        elif not module.startswith(f"\\{name}."):
-            kept.append(match.group(0))
-    return "\n".join(kept)
+def without_matrix_modules(verilog_text, top):
+    """The accelerator's Verilog (top module ``top``) with its matrix modules as black boxes (ports only): Yosys
+    then maps every other component in its place in the hierarchy, in a fraction of the time (the matrix modules
+    are measured on their own, :func:`wrapped_matrix_module`)."""
+    modules = VerilogModules(verilog_text, top)
+    return "\n".join(modules.black_box(module) if module.startswith(MATRIX_MODULE_PREFIX) else text
+                     for module, text in modules.texts.items())
 
 
 def wrapped_matrix_module(verilog_text, name):
-    """``(top name, Verilog)``: the matrix module ``name`` under a top that only passes its ports through, so
-    that Yosys maps it as a module of a hierarchy, as in the accelerator, rather than as the top."""
-    match = _modules(verilog_text)[name]
-    ports = [port.strip() for port in match.group(2).split(",")]
+    """``(top name, Verilog)``: the matrix module ``name`` under a top that only passes its ports through
+    (:meth:`sim.fpga.verilog_modules.VerilogModules.wrapped`), so that Yosys maps it as a module of a hierarchy, as
+    in the accelerator, rather than as the top; the modules it instantiates follow."""
+    modules = VerilogModules(verilog_text, name)
     top = f"{name}_wrapper"
-    wrapper = (f"module {top}({', '.join(ports)});\n" + "\n".join(_PORT_DECLARATION.findall(match.group(3)))
-               + f"\n  {name} inner (" + ", ".join(f".{port}({port})" for port in ports) + ");\nendmodule\n")
-    return top, wrapper + verilog_text
+    return top, modules.wrapped(name, top) + "\n" + "\n".join(
+        text for module, text in modules.texts.items() if module != name)
 
 
 # The rows of a synthesis report of the accelerator (``sim.fpga.synth``: a row per kind of the top's submodules and
@@ -270,10 +247,23 @@ def component_cells(report):
     return cells
 
 
+def lane_models(matrix_cells):
+    """``{"format/multiplier latency/adder latency": {"fixed", "per_lane"}}``: the line through the cells measured
+    at the two lane counts of :data:`MATRIX_MODULE_LANES`, ``matrix_cells`` ``{(format name, multiplier latency,
+    adder latency): {lanes: cells}}``."""
+    models = {}
+    for (fmt, multiplier_latency, adder_latency), by_lanes in sorted(matrix_cells.items()):
+        (low, low_cells), (high, high_cells) = sorted(by_lanes.items())
+        per_lane = {field: (high_cells[field] - low_cells[field]) / (high - low) for field in RESOURCE_FIELDS}
+        models[f"{fmt}/{multiplier_latency}/{adder_latency}"] = {
+            "per_lane": per_lane,
+            "fixed": {field: low_cells[field] - low * per_lane[field] for field in RESOURCE_FIELDS}}
+    return models
+
+
 def fit_table(config_cells, matrix_cells):
     """The table's fitted part from measurements: ``config_cells`` a list of ``(DqnConfig, {component: cells of
-    one instance})``, ``matrix_cells`` ``{(format name, multiplier latency, adder latency): {lanes: cells}}``
-    at the two lane counts of :data:`MATRIX_MODULE_LANES`."""
+    one instance})``, ``matrix_cells`` the matrix modules' cells as :func:`lane_models` takes them."""
     components = {}
     for component in FEATURES:
         features = np.stack([component_features(component, config) for config, _ in config_cells])
@@ -285,11 +275,4 @@ def fit_table(config_cells, matrix_cells):
             coefficients[field] = [round(float(value), 6) for value in
                                    np.linalg.lstsq(features * weights[:, None], cells * weights, rcond=None)[0]]
         components[component] = {"features": list(FEATURES[component]), "coefficients": coefficients}
-    matrix_module = {}
-    for (fmt, multiplier_latency, adder_latency), by_lanes in sorted(matrix_cells.items()):
-        (low, low_cells), (high, high_cells) = sorted(by_lanes.items())
-        per_lane = {field: (high_cells[field] - low_cells[field]) / (high - low) for field in RESOURCE_FIELDS}
-        matrix_module[f"{fmt}/{multiplier_latency}/{adder_latency}"] = {
-            "per_lane": per_lane,
-            "fixed": {field: low_cells[field] - low * per_lane[field] for field in RESOURCE_FIELDS}}
-    return {"components": components, "matrix_module": matrix_module}
+    return {"components": components, "matrix_module": lane_models(matrix_cells)}

@@ -4,7 +4,8 @@ a case can travel to a Dask worker and into the result store.
 
 Hardware: matrix modules (a power of two), lanes per module, number format (binary32, bfloat16, binary16),
 multiplier and adder latency (the float units' register stages), row elements (the activation word), activation-
-and weight-RAM depths, descriptor-table entries.  Networks: ``models.dqn.network`` layers.
+and weight-RAM depths, descriptor-table entries; the matrix modules' max mode (max pools) where a case asks for it.
+Networks: ``models.dqn.network`` layers.
 """
 
 from dataclasses import dataclass
@@ -41,12 +42,15 @@ RTL_SPACE = RtlSpace()
 
 def config_to_json(config):
     return {"fmt": config.fmt.name, "pad_columns": config.pad_columns,
-            **{name: getattr(config, name) for name in _CONFIG_FIELDS}}
+            **{name: getattr(config, name) for name in _CONFIG_FIELDS},
+            **({"max_pooling": True} if config.max_pooling else {})}
 
 
 def config_from_json(data):
-    """The :class:`DqnConfig` of ``data`` (one written before ``pad_columns`` existed has the default)."""
+    """The :class:`DqnConfig` of ``data`` (one written before ``pad_columns`` existed has the default; one without
+    ``max_pooling`` has no max mode)."""
     return DqnConfig(fmt=float_format(data["fmt"]), pad_columns=int(data.get("pad_columns", DqnConfig.pad_columns)),
+                     max_pooling=bool(data.get("max_pooling", False)),
                      **{name: int(data[name]) for name in _CONFIG_FIELDS})
 
 
@@ -54,7 +58,7 @@ def network_to_json(layers):
     def one(layer):
         if isinstance(layer, ConvLayer):
             return {"conv": [layer.name, layer.in_channels, layer.in_size, layer.out_channels, layer.kernel,
-                             layer.stride, layer.relu, layer.padding, layer.groups, layer.source]}
+                             layer.stride, layer.relu, layer.padding, layer.groups, layer.source, layer.maximum]}
         if isinstance(layer, AddLayer):
             return {"add": [layer.name, layer.skip, layer.relu, layer.source]}
         return {"dense": [layer.name, layer.inputs, layer.outputs, layer.relu, layer.source]}

@@ -31,11 +31,19 @@ def sample_config(rng, *, space=RTL_SPACE, **fixed):
 
 
 def random_weights(layers, seed):
-    """float32 weights and biases, uniform in +-1 (a seeded generator per network)."""
+    """float32 weights and biases, uniform in +-1 (a seeded generator per network); a max pool's are 1.0 and -inf
+    (what the importer gives it: the largest product is the largest input)."""
     rng = np.random.default_rng(seed)
-    return [(None, None) if layer.weight_shape is None else
-            (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
-             rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
+
+    def weights(layer):
+        if layer.weight_shape is None:
+            return None, None
+        if getattr(layer, "maximum", False):
+            return (np.ones(layer.weight_shape, np.float32), np.full(layer.weight_shape[-1], -np.inf, np.float32))
+        return (rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
+                rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32))
+
+    return [weights(layer) for layer in layers]
 
 
 def _draw_side(rng, limit):
@@ -45,13 +53,17 @@ def _draw_side(rng, limit):
 def _draw_conv(rng, config, name, channels, height, width):
     """A convolution over ``channels x height x width``: kernels 1..4 and strides 1..2 per axis, zero padding on
     each side (at most the kernel's size less one, the left one at most ``pad_columns``) 60 % of the time, up to
-    twice as many output channels as the modules' lanes hold (channel tiles)."""
+    twice as many output channels as the modules' lanes hold (channel tiles); on a configuration with the max mode,
+    40 % of the time a max pool of the same geometry instead."""
     kernel = (int(rng.integers(1, min(4, height) + 1)), int(rng.integers(1, min(4, width) + 1)))
     stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     padding = 0
     if rng.random() < 0.6:
         padding = (int(rng.integers(0, kernel[0])), int(rng.integers(0, kernel[0])),
                    int(rng.integers(0, min(kernel[1] - 1, config.pad_columns) + 1)), int(rng.integers(0, kernel[1])))
+    if config.max_pooling and rng.random() < 0.4:                   # a max pool: depthwise, the modules' max mode
+        return ConvLayer(name, channels, (height, width), channels, kernel, stride, relu=False, padding=padding,
+                         groups=channels, maximum=True)
     if channels > 1 and rng.random() < 0.25:                        # depthwise: one group per channel
         return ConvLayer(name, channels, (height, width), channels, kernel, stride, padding=padding, groups=channels)
     out_channels = int(rng.integers(1, min(2 * config.modules * config.lanes, 12) + 1))
@@ -108,8 +120,8 @@ def sample_network(rng, config, *, max_size=10, tries=200):
     a residual block first (two convolutions and the add of the network input), 15 % a downsampling block with a
     1x1 stride-2 shortcut convolution (a graph, with a copy pass), then 0..2 convolutions (1..3 input channels,
     rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side; a quarter of them
-    depthwise) and 1..2 dense layers, the last without ReLU; layers may have more output channels than
-    ``modules x lanes`` (channel tiles)."""
+    depthwise, with the max mode 40 % max pools) and 1..2 dense layers, the last without ReLU; layers may have more
+    output channels than ``modules x lanes`` (channel tiles)."""
     for _ in range(tries):
         layers = _draw_network(rng, config, min(max_size, config.row_elements))
         try:

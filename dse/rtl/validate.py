@@ -53,7 +53,8 @@ def code_digest():
 def validation_configs(rng, count):
     """``count`` small configurations (quick builds), each with its own modules x lanes (2..8 modules, so that
     mappings have position slots to choose from; 1..4 lanes): the formats in turn, multiplier and adder
-    latencies 1..3, 16- or 20-element rows, small RAMs."""
+    latencies 1..3, 16- or 20-element rows, small RAMs, every other one with the matrix modules' max mode (its
+    networks draw max pools)."""
     configs, shapes = [], set()
     while len(configs) < count:
         modules, lanes = int(rng.choice([2, 4, 8])), int(rng.integers(1, 5))
@@ -63,16 +64,18 @@ def validation_configs(rng, count):
         configs.append(DqnConfig(modules=modules, lanes=lanes, fmt=float_format(FORMATS[len(configs) % len(FORMATS)]),
                                  multiplier_latency=int(rng.integers(1, 4)), adder_latency=int(rng.integers(1, 4)),
                                  row_elements=int(rng.choice([16, 20])), activation_depth=128, weight_depth=256,
-                                 max_layers=8))
+                                 max_layers=8, max_pooling=len(configs) % 2 == 1))
     return configs
 
 
 def reduced_configs():
-    """The reduced configuration (2 modules x 4 lanes) in each number format; 16-element rows in the 16-bit
-    formats (the host port, as wide as the widest RAM word, must hold a descriptor)."""
-    return [dataclasses.replace(REDUCED_CONFIG, fmt=float_format(fmt),
-                                row_elements=REDUCED_CONFIG.row_elements if fmt == "binary32" else 16)
-            for fmt in FORMATS]
+    """The reduced configuration (2 modules x 4 lanes) in each number format, and in binary32 with the matrix
+    modules' max mode (its networks draw max pools); 16-element rows in the 16-bit formats (the host port, as wide
+    as the widest RAM word, must hold a descriptor)."""
+    configs = [dataclasses.replace(REDUCED_CONFIG, fmt=float_format(fmt),
+                                   row_elements=REDUCED_CONFIG.row_elements if fmt == "binary32" else 16)
+               for fmt in FORMATS]
+    return configs + [dataclasses.replace(REDUCED_CONFIG, max_pooling=True)]
 
 
 def validation_cases(count, *, seed, configs, thesis=True):
@@ -165,7 +168,7 @@ def validate_case(case):
 
 def describe_config(data):
     return (f"{data['modules']}x{data['lanes']} {data['fmt']} Lm{data['multiplier_latency']} "
-            f"La{data['adder_latency']} r{data['row_elements']}")
+            f"La{data['adder_latency']} r{data['row_elements']}" + (" max" if data.get("max_pooling") else ""))
 
 
 def describe_network(case):
@@ -177,8 +180,10 @@ def describe_network(case):
             padding = f"p{'/'.join(map(str, layer.border))}" if layer.padded else ""
             groups = f"g{layer.groups}" if layer.groups > 1 else ""
             source = f" of {layer.source or 'input'}" if layer.source is not None else ""
-            parts.append(f"conv{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding}"
-                         f"{groups} {layer.in_channels}x{layer.in_height}x{layer.in_width}>{layer.out_channels}{source}")
+            kind, groups = ("maxpool", "") if layer.maximum else ("conv", groups)
+            geometry = f"{layer.kernel_height}x{layer.kernel_width}s{layer.stride_y}x{layer.stride_x}{padding}{groups}"
+            parts.append(f"{kind}{geometry} {layer.in_channels}x{layer.in_height}x{layer.in_width}>"
+                         f"{layer.out_channels}{source}")
         elif "add" in entry:
             parts.append(f"add {layer.skip or 'input'}")
         else:

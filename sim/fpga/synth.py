@@ -20,8 +20,10 @@ logic_key`: its text without the top's name and Amaranth's global port numbers, 
 version, the mapping files and the script), so two designs that share a module (two DQN configurations with
 different RAM depths share their matrix modules, writer, argmax ...; a design before and after a change to one of
 its blocks) synthesize it once: the 256-MAC DQN accelerator took 45 minutes in one run on a busy 2-core machine,
-and a change to one block re-runs that block.  ``per_module=False`` runs the whole design in one Yosys run instead
-(cached by the whole text), the cross-check of the composition (``tests/sim/test_synth.py``).
+and a change to one block re-runs that block.  The dual-port RAMs (:class:`hw.shared.dual_port_buffer.DualPortBuffer`
+modules) are not given to Yosys: their cells follow from their shape (:mod:`sim.fpga.block_ram`), where Yosys took
+up to 52 minutes for a wide granular RAM.  ``per_module=False`` runs the whole design, RAMs included, in one Yosys
+run instead (cached by the whole text), the cross-check of the composition (``tests/sim/test_synth_modules.py``).
 """
 
 import hashlib
@@ -42,11 +44,12 @@ from nnaccel.sim.build_cache import build_key
 from nnaccel.sim.progress import current_listener, report_stage
 from nnaccel.sim.verilog import generate_verilog
 
+from .block_ram import dual_port_buffer_cells
 from .devices import M20K_MODES, block_count
-from .verilog_modules import VerilogModules
+from .verilog_modules import WRAPPER, VerilogModules
 
-__all__ = ["Resources", "SynthReport", "YosysError", "YosysNotFound", "estimate", "estimate_verilog",
-           "format_table"]
+__all__ = ["Resources", "SynthReport", "YosysError", "YosysNotFound", "cell_resources", "estimate",
+           "estimate_verilog", "format_table"]
 
 _LIBRARY = Path(__file__).with_name("yosys")
 _M10K_RULES = _LIBRARY / "m10k_tdp.txt"
@@ -58,8 +61,6 @@ ESTIMATE_NOTE = ("Yosys estimate (synth_intel_alm -family cyclonev, hierarchical
 
 # Part of the cache key: bump when what is kept from a Yosys run changes.
 _RESULT_FORMAT = 3
-# The module that passes a module's ports through when it is synthesized on its own.
-_WRAPPER = "nnaccel_synth_wrapper"
 
 
 class YosysError(RuntimeError):
@@ -136,6 +137,12 @@ def _cell_resources(cell_type, count):
     if cell_type in kinds:
         return Resources(**{kinds[cell_type]: count})
     return None
+
+
+def cell_resources(cells):
+    """:class:`Resources` of ``{Yosys cell type: count}`` (cell types of other modules left out)."""
+    return sum((resources for cell_type, count in cells.items()
+                if (resources := _cell_resources(cell_type, count)) is not None), Resources())
 
 
 @dataclass(frozen=True)
@@ -314,28 +321,22 @@ def _store(path, document):
     partial.replace(path)
 
 
-def _wrapped(modules, module):
-    """Verilog of ``module`` under :data:`_WRAPPER`, a top with the same ports that only instantiates it."""
-    text = modules.texts[module]
-    header = re.search(r"^module (?:\\\S+|[\w$]+)\s*\((.*?)\);", text, re.M | re.S)
-    ports = [port.strip() for port in header.group(1).split(",") if port.strip()]
-    escaped = module if re.fullmatch(r"[A-Za-z_][\w$]*", module) else f"\\{module} "
-    return "\n".join([f"module {_WRAPPER}({', '.join(f'{port} ' for port in ports)});",
-                      modules.port_declarations(module, canonical=False),
-                      f"  {escaped} wrapped (" + ", ".join(f".{port} ({port} )" for port in ports) + ");",
-                      "endmodule", text])
-
-
-def _synthesize_module(modules, module):
-    """Yosys on one module, its children black boxes: ``(cells, memories, seconds)``, cell types canonical."""
+def _synthesize_module(modules, module, path):
+    """Yosys on one module, its children black boxes: ``{"cells", "memories", "seconds"}``, cell types canonical,
+    stored in the cache file ``path``; or what ``path`` holds by the time its turn comes (another process sharing
+    the cache, ``nnaccel synth`` on a configuration with this module, synthesized it meanwhile)."""
+    if path.exists():
+        return json.loads(path.read_text())
     start = time.perf_counter()
     children = "\n".join(modules.texts[child] for child in modules.children(module))
     if module == modules.top:
         stats = _run_yosys(modules.texts[module], module, children)
     else:
-        stats = _run_yosys(_wrapped(modules, module), _WRAPPER, children)
+        stats = _run_yosys(modules.wrapped(module), WRAPPER, children)
     cells = {modules.canonical_name(cell_type): count for cell_type, count in stats["modules"][module].items()}
-    return cells, stats["memories"].get(module, []), time.perf_counter() - start
+    entry = {"cells": cells, "memories": stats["memories"].get(module, []), "seconds": time.perf_counter() - start}
+    _store(path, entry)
+    return entry
 
 
 def _per_module_stats(modules, *, cached_only, jobs):
@@ -347,7 +348,10 @@ def _per_module_stats(modules, *, cached_only, jobs):
         if modules.is_black_box(module):
             entries[module] = {"cells": {}, "memories": [], "seconds": 0.0}
             continue
-        path = _cache_file("modules", modules.canonical_name(module), modules.logic_key(module, **_context(_WRAPPER)))
+        if (buffer := dual_port_buffer_cells(module)) is not None:
+            entries[module] = {**buffer, "seconds": 0.0}        # by rule, from its shape (sim.fpga.block_ram)
+            continue
+        path = _cache_file("modules", modules.canonical_name(module), modules.logic_key(module, **_context(WRAPPER)))
         if path.exists():
             entries[module] = json.loads(path.read_text())
         else:
@@ -358,12 +362,9 @@ def _per_module_stats(modules, *, cached_only, jobs):
         report_stage(f"Yosys, {len(missing)} of {len(tree)} modules", len(missing))
         listener = current_listener()
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            runs = {pool.submit(_synthesize_module, modules, module): (module, path) for module, path in missing}
+            runs = {pool.submit(_synthesize_module, modules, module, path): module for module, path in missing}
             for done, run in enumerate(as_completed(runs), 1):
-                module, path = runs[run]
-                cells, memories, seconds = run.result()
-                entries[module] = {"cells": cells, "memories": memories, "seconds": seconds}
-                _store(path, entries[module])
+                entries[runs[run]] = run.result()
                 if listener is not None:
                     listener.update(done, len(missing))
     actual = {modules.canonical_name(module): module for module in tree}

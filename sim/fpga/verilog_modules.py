@@ -22,9 +22,11 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["VerilogModules", "TOP_PLACEHOLDER"]
+__all__ = ["VerilogModules", "TOP_PLACEHOLDER", "WRAPPER"]
 
 TOP_PLACEHOLDER = "TOP"
+# The top that passes a module's ports through when it is synthesized on its own (:meth:`VerilogModules.wrapped`).
+WRAPPER = "nnaccel_synth_wrapper"
 
 # "module \name (ports);" or "module name(ports);" at the start of a line, up to "endmodule"; Yosys' writer (which
 # Amaranth uses) puts attribute lines "(* ... *)" before it, which are kept with the module.
@@ -33,11 +35,17 @@ _MODULE = re.compile(r"^(?:\(\*[^\n]*\*\)\n)*module (\\\S+|[A-Za-z_][\w$]*)\s*\(
 _INSTANCE = re.compile(r"^\s+(\\\S+|[A-Za-z_][\w$]*)\s+(?:\\\S+|[A-Za-z_][\w$]*)\s*\(", re.M)
 _PORT_DECLARATION = re.compile(r"^\s*(?:input|output|inout)\b[^;]*;", re.M)
 _PORT_NUMBER = re.compile(r"port\$(\d+)\$")
+_HEADER = re.compile(r"^module (?:\\\S+|[\w$]+)\s*\((.*?)\);", re.M | re.S)
 
 
 def _plain(name):
     """A Verilog name without the escape backslash (as Yosys reports it)."""
     return name[1:] if name.startswith("\\") else name
+
+
+def _escaped(name):
+    """``name`` as Verilog writes it: escaped (backslash, trailing space) unless it is a plain identifier."""
+    return name if re.fullmatch(r"[A-Za-z_][\w$]*", name) else f"\\{name} "
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,27 @@ class VerilogModules:
         written."""
         text = self.texts[module]
         return "\n".join(_PORT_DECLARATION.findall(self._canonical_text(text) if canonical else text))
+
+    def ports(self, module):
+        """The names in ``module``'s header, in order (as written, escaped names with their backslash)."""
+        header = _HEADER.search(self.texts[module])
+        return [port.strip() for port in header.group(1).split(",") if port.strip()]
+
+    def wrapped(self, module, wrapper=WRAPPER):
+        """Verilog of a top ``wrapper`` with ``module``'s ports that only instantiates it, followed by ``module``'s
+        text (not its children's): synthesized so, ``module`` is mapped as a module of a hierarchy, as in the whole
+        design, not as the top (whose ports Yosys treats differently)."""
+        ports = self.ports(module)
+        return "\n".join([f"module {wrapper}({', '.join(f'{port} ' for port in ports)});",
+                          self.port_declarations(module, canonical=False),
+                          f"  {_escaped(module)} wrapped (" + ", ".join(f".{port} ({port} )" for port in ports) + ");",
+                          "endmodule", self.texts[module]])
+
+    def black_box(self, module):
+        """Verilog of ``module`` as a black box: its header and port declarations, ``(* blackbox *)``."""
+        ports = ", ".join(f"{port} " for port in self.ports(module))
+        return "\n".join(["(* blackbox *)", f"module {_escaped(module)}({ports});",
+                          self.port_declarations(module, canonical=False), "endmodule"])
 
     def logic_key(self, module, **context):
         """A digest of ``module``'s canonical text, its children's names and port declarations, and ``context``

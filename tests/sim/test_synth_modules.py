@@ -1,8 +1,10 @@
 """sim.fpga.synth module by module (sim.fpga.verilog_modules): the instance tree, logic keys that two configurations
-share, the composed totals against one whole-design Yosys run, each module run once; sim.fpga.devices' block count."""
+share, the composed totals against one whole-design Yosys run, each module run once, the dual-port RAMs by rule
+(sim.fpga.block_ram) against Yosys; sim.fpga.devices' block count."""
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from amaranth import Module
 from amaranth.lib import stream, wiring
@@ -15,7 +17,8 @@ from nnaccel.hw.shared.float_format import BINARY16
 from nnaccel.hw.shared.float_multiplier import FloatMultiplier
 from nnaccel.hw.shared.float_operator import operand_layout
 from nnaccel.sim.fpga import synth
-from nnaccel.sim.fpga.devices import M10K_MODES, M20K_MODES, block_count
+from nnaccel.sim.fpga.block_ram import buffer_shape
+from nnaccel.sim.fpga.devices import M10K_MODES, M20K_MODES, block_count, block_mapping
 from nnaccel.sim.fpga.synth import estimate
 from nnaccel.sim.fpga.verilog_modules import VerilogModules
 from nnaccel.sim.verilog import generate_verilog
@@ -120,10 +123,10 @@ def test_reduced_dqn_accelerator_composed_matches_the_whole_design_run():
 def test_each_module_runs_once_and_a_change_reruns_only_the_changed_module(fresh_cache, monkeypatch):
     ran = []
     synthesize = synth._synthesize_module
-    monkeypatch.setattr(synth, "_synthesize_module", lambda modules, module: ran.append(module) or synthesize(
-        modules, module))
+    monkeypatch.setattr(synth, "_synthesize_module", lambda modules, module, path: ran.append(module) or synthesize(
+        modules, module, path))
     first = estimate(BufferedMultipliers(), "synth_buffered")
-    assert sorted(ran) == sorted(first.synthesized) and len(ran) == 3
+    assert sorted(ran) == sorted(first.synthesized) == sorted(["synth_buffered", "float_multiplier_binary16_l1"])
     ran.clear()
     assert estimate(BufferedMultipliers(), "synth_buffered").total == first.total and ran == []
     assert estimate(BufferedMultipliers(), "synth_buffered", cached_only=True).total == first.total
@@ -149,3 +152,33 @@ def test_block_count_follows_the_m10k_mapping():
     assert block_count(512, 4096, 1, M20K_MODES) == 103           # 4K x 5
     with pytest.raises(ValueError, match="not a memory shape"):
         block_count(10, 16, 3, M10K_MODES)
+
+
+@pytest.mark.parametrize("width, depth, granularity", [
+    (40, 512, None),            # one block in depth: the write enables only
+    (96, 2048, 32),             # granular: an enable per element and port
+    (4, 16384, None),           # two blocks in depth (8K x 1): a 2:1 read multiplexer, a registered select bit
+    (5, 16384, None),           # eight blocks in depth (2K x 5): 8:1 multiplexers of 6-input LUTs
+    (64, 8192, 32),             # granular and four blocks in depth
+])
+def test_a_dual_port_buffer_by_rule_is_what_yosys_maps(width, depth, granularity):
+    """The buffer's module by rule (per module: never given to Yosys) against Yosys on the same Verilog, every
+    cell kind exactly."""
+    buffer = DualPortBuffer(width=width, depth=depth, granularity=granularity)
+    ruled = estimate(buffer, buffer.module_name)
+    assert ruled.synthesized == () and ruled.seconds == 0
+    mapped = estimate(DualPortBuffer(width=width, depth=depth, granularity=granularity), buffer.module_name,
+                      per_module=False)
+    assert ruled.total == mapped.total and ruled.memories == mapped.memories
+    assert ruled.total.m10k == block_mapping(width, depth, width // granularity if granularity else 1, M10K_MODES)[0]
+
+
+def _module_name(buffer):
+    buffer._MustUse__used = True            # never elaborated: only its name is read (as sim.verilog's cache does)
+    return buffer.module_name
+
+
+def test_buffer_shapes_are_read_from_the_buffers_module_names():
+    assert buffer_shape(_module_name(DualPortBuffer(width=2688, depth=1024, granularity=32))) == (2688, 1024, 84)
+    assert buffer_shape(_module_name(DualPortBuffer(width=8, depth=4, init=np.arange(4, dtype=np.uint8)))) == (8, 4, 1)
+    assert buffer_shape("dual_port_buffer_w8_d4_g0_extra") is None and buffer_shape("matrix_module_w4") is None

@@ -2,12 +2,15 @@
 against its measurements, the composition against the measured components, and the fit on configurations it has
 not seen.  (The composition against whole-design Yosys runs, minutes each, is benchmarks/dse/bench_rtl_area.py.)"""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from nnaccel.dse.rtl.area import FEATURES, RESOURCE_FIELDS, component_features, compose, fit_table, ram_cells, table
 from nnaccel.dse.rtl.hardware import config_from_json
 from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.shared.float_format import BFLOAT16
 
 
 def test_the_ram_rule_is_what_yosys_mapped():
@@ -73,3 +76,23 @@ def test_the_thesis_configuration():
     assert total.dsp_blocks == 256 and parts["matrix_module"][0] == 16
     assert total.m10k == 16 * 206 + 2 * 336          # 512 x 4096 in 2K x 5 mode; 84 x 32 bits in 1K x 10
     assert total.memory_bits == 16 * 4096 * 512 + 2 * 1024 * 84 * 32
+
+
+def test_the_max_mode_adds_its_measured_cells_to_each_matrix_module():
+    """The max mode's cells (measured module by module at 2 and 4 lanes, binary32, latencies 2 / 2; 16 lanes
+    measured as a check) on top of the plain module's, per module; a format it was not measured for named in the
+    error."""
+    for entry in table()["measurements"]["matrix_module_max"]:
+        model = table()["matrix_module_max"][f"{entry['fmt']}/{entry['multiplier_latency']}/{entry['adder_latency']}"]
+        for field in RESOURCE_FIELDS:          # the line through 2 and 4 lanes; 16 lanes (a check) within 3 %
+            assert model["fixed"][field] + entry["lanes"] * model["per_lane"][field] == \
+                pytest.approx(entry["added_cells"][field], rel=0.03 if entry.get("check_only") else 1e-9)
+    assert any(entry.get("check_only") for entry in table()["measurements"]["matrix_module_max"])
+    plain, maximum = DqnConfig(), dataclasses.replace(DqnConfig(), max_pooling=True)
+    (modules, plain_cells), (_, max_cells) = compose(plain)[0]["matrix_module"], compose(maximum)[0]["matrix_module"]
+    added = {field: max_cells[field] - plain_cells[field] for field in RESOURCE_FIELDS}
+    assert added["luts"] == modules * round(-3 + 16 * 317.5) and added["flip_flops"] == modules * (7 + 16 * 132)
+    assert added["mul27"] == added["m10k"] == 0
+    assert 1.10 < compose(maximum)[1].alms / compose(plain)[1].alms < 1.25
+    with pytest.raises(ValueError, match="no matrix module's max mode for bfloat16 with multiplier latency 2"):
+        compose(dataclasses.replace(maximum, fmt=BFLOAT16))

@@ -13,6 +13,7 @@ def test_cases_are_seeded_and_carry_the_code_digest():
     first, second = (validation_cases(4, seed=5, configs=configs, thesis=True) for _ in range(2))
     assert first == second and len(first) == 6
     assert [case["config"]["fmt"] for case in first[:4]] == ["binary32", "bfloat16", "binary16", "binary32"]
+    assert [case["config"].get("max_pooling", False) for case in first[:4]] == [False, False, False, True]
     assert [case.get("split") for case in first[4:]] == ["auto", "never"]
     assert len({case["code"] for case in first}) == 1
 
