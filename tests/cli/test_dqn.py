@@ -271,3 +271,9 @@ def test_the_board_option_compiles_for_the_boards_configuration(capsys):
     assert main(["run", "dqn", "--board", "de1soc", "--lanes", "8"]) == 2
     assert capsys.readouterr().err.strip().endswith(
         "--board de1soc: the board's configuration is fixed; leave out --modules and --lanes")
+    # FC_2 in channel tiles: the ACTION register would be the last tile's argmax, not the network's action.
+    assert main(["play", "--board", "de1soc", "--rtl-steps", "1", "--max-steps", "2"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "nnaccel: error: --board de1soc: FC_2 runs in channel tiles here (FC_2 [16:18] is the last pass), and the "
+        "accelerator's ACTION covers the last tile only: play needs a configuration whose last pass holds all 18 "
+        "actions")
