@@ -9,15 +9,11 @@ from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stre
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
 from nnaccel.models.shared.tile_port import TilePortModel
 
-__all__ = ["BOARDS", "BOARD_MAX_CYCLES", "board_config", "compile_config", "board_stream", "board_report"]
+__all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "board_stream", "board_report"]
 
 BOARDS = {"de1soc": DE1_SOC_CONFIG}
 THESIS_MS = 0.15            # the thesis' inference on the DE5-Net (16 x 16 MACs, every weight on chip)
 BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1.7 M cycles)
-
-
-def board_config(board):
-    return BOARDS[board]
 
 
 def compile_config(board):
