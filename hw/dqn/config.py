@@ -39,7 +39,7 @@ class DqnConfig:
     max_pooling
         Build the matrix modules with their max mode (``MatrixModule(maximum=True)``) and give the descriptor its
         ``maximum`` bit: max pooling runs on the accelerator (default False: no max mode, none of its area; the
-        matrix module docstring gives the cost, +22 % ALMs per 16-lane binary32 module).
+        matrix module docstring gives the cost, +15 % ALMs per 16-lane binary32 module).
     external_weights
         Keep the weights in external memory behind an Avalon-MM master (the ``avalon`` port) instead of loading
         them through the host port: the weight RAM becomes two halves of ``weight_depth / 2`` words (a power of

@@ -105,9 +105,9 @@ class MatrixModule(wiring.Component):
     (``1.0 * x = x`` exactly; a NaN becomes the canonical NaN, which the maximum returns anyway), and seeds
     ``-inf`` (or a window's element).  Maximum rule (``models.shared.float_arith.float_max``): a NaN wins as the
     canonical NaN; ``+0`` beats ``-0``.  The price: per lane ``P`` maximum units (comparator and mux, with
-    their ``La`` register stages) and a result mux per adder: Yosys (Cyclone V, ``sim.fpga.synth.estimate``)
-    puts a 16-lane binary32 module at 26,927 ALMs with the max mode and 22,116 without (+22 %; one maximum unit
-    105 ALMs, one adder 485).
+    their ``La`` register stages) and a result mux per adder: Yosys module by module (Cyclone V, ``nnaccel synth``)
+    puts a 16-lane binary32 module at 26,468 ALMs with the max mode and 23,039 without (+15 %; a whole-design
+    run gave 26,927 and 22,116).
 
     Pipeline: drain while the next accumulation starts
     --------------------------------------------------
