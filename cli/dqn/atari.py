@@ -413,14 +413,14 @@ def play(arguments):
     arguments.rtl_steps = arguments.max_steps if whole_episodes else arguments.rtl_steps
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
-    last, outputs = plan.layers[-1], weights["fc2_w"].shape[1]
-    if last.first_channel or last.out_channels != outputs:
+    last = plan.layers[-1]
+    if last.out_channels != plan.actions:
         # The accelerator's ACTION is the argmax over the last pass's outputs: a channel tile's only.
         where = f"--board {arguments.board}" if arguments.board else \
             f"--modules {arguments.modules} --lanes {arguments.lanes}"
         raise InputError(f"{where}: FC_2 runs in channel tiles here ({last.name} is the last pass), and the "
                          f"accelerator's ACTION covers the last tile only: play needs a configuration whose last "
-                         f"pass holds all {outputs} actions")
+                         f"pass holds all {plan.actions} actions")
     run, played, gif = _play_episodes(arguments, plan, game.minimal_actions, game.action_names)
     scores = [episode.score for episode, _, _ in played]
     random_scores = [random.score for _, random, _ in played]

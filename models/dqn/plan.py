@@ -182,8 +182,9 @@ class Plan:
 
     @property
     def actions(self):
-        """Outputs of the last layer (the Q-values)."""
-        return self.layers[-1].out_channels
+        """Outputs of the last layer (the Q-values): a channel-tiled layer's last tile holds its highest channels."""
+        last = self.layers[-1]
+        return last.first_channel + last.out_channels
 
     @property
     def descriptors(self):

@@ -268,6 +268,7 @@ def test_the_board_option_compiles_for_the_boards_configuration(capsys):
     plan = dqn_job._compile(parse("--board", "de1soc"), seeded_weights())
     assert plan.config == on_chip_twin(DE1_SOC_CONFIG)
     assert [layer.name for layer in plan.layers].count("FC_1 [0:8]") == 1     # FC_1 in channel tiles of 8
+    assert plan.layers[-1].name == "FC_2 [16:18]" and plan.actions == 18     # FC_2 too: its last tile ends at 18
     assert main(["run", "dqn", "--board", "de1soc", "--lanes", "8"]) == 2
     assert capsys.readouterr().err.strip().endswith(
         "--board de1soc: the board's configuration is fixed; leave out --modules and --lanes")
