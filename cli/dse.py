@@ -23,6 +23,7 @@ __all__ = ["add_arguments"]
 
 NETWORKS = ("dqn",)
 COST_SCHEMA = "nnaccel.dse.cost/1"
+STREAM_SCHEMA = "nnaccel.dse.stream/1"
 # The integer fields of hw.dqn.config.DqnConfig that nnaccel dse cost takes as options (--modules, ...).
 _INTEGER_FIELDS = (("modules", "matrix modules, a power of two"), ("lanes", "lanes per matrix module"),
                    ("multiplier_latency", "the multiplier's register stages"),
@@ -36,6 +37,7 @@ def add_arguments(parser):
     """The ``dse`` subcommands, each with its handler."""
     from nnaccel.dse.dance import command as dance_command
     from nnaccel.dse.dcp import command as dcp_command
+    from nnaccel.dse.dcp import stream_command as dcp_stream_command
 
     commands = parser.add_subparsers(dest="dse_command", required=True, metavar="COMMAND")
     dataflow = commands.add_parser(
@@ -62,6 +64,15 @@ def add_arguments(parser):
                     "table and plot error against EDAP.")
     dance_command.add_arguments(cosearch, option_types=cli_report)
     cosearch.set_defaults(handler=run_cosearch)
+    stream = commands.add_parser(
+        "stream", help="DCP on the external-weight mapping space (DE1-SoC, the thesis network) against random, TPE, "
+                       "NSGA-II and exhaustive search",
+        description="The thesis network on the DE1-SoC configuration with its weights in the SDRAM model: the "
+                    "mapping space (channel tiles, column blocks, position ranges, loop order, K-splits), DCP "
+                    "against random search, TPE and NSGA-II at equal cost-model evaluations over several seeds, "
+                    "the best mapping of an exhaustive search, and with --simulate DCP's answer on Verilator.")
+    dcp_stream_command.add_stream_arguments(stream, option_types=cli_report)
+    stream.set_defaults(handler=run_stream)
     _add_cost_arguments(commands.add_parser(
         "cost", help="latency, energy and area of a network on one configuration of the DQN accelerator",
         description="The RTL family's cost model on one configuration of the DQN accelerator: per layer the "
@@ -101,6 +112,16 @@ def run_predictor(arguments):
     with _scheduler_failures():
         dcp_command.run_predictor(arguments)
     return 0
+
+
+def run_stream(arguments):
+    from nnaccel.dse.dcp import stream_command
+
+    report = stream_command.run_stream(arguments)
+    if arguments.json:
+        write_json(arguments.json, report, schema=STREAM_SCHEMA)
+    simulation = report.get("simulation")
+    return 1 if simulation and (not simulation["bit_exact"] or simulation["counter_mismatches"]) else 0
 
 
 def run_cosearch(arguments):

@@ -500,13 +500,29 @@ def _fastest_tiles(config, shape):
     return best
 
 
+def _chosen_tile(config, shape, tile_size):
+    """``shape`` with output-channel tiles of ``tile_size`` channels (None: as it is), a mapping's choice for a
+    convolution or dense layer that is no grouped convolution, max pool or add."""
+    if tile_size is None:
+        return shape
+    if shape.add or shape.groups > 1 or shape.maximum:
+        raise ValueError(f"{shape.name}: its channel tiles are the compiler's (an add, a grouped convolution or a max "
+                         f"pool), not a mapping's choice of {tile_size!r}")
+    if not isinstance(tile_size, int) or not 0 < tile_size <= config.modules * config.lanes:
+        raise ValueError(f"{shape.name}: a channel tile holds 1 .. {config.modules * config.lanes} output channels "
+                         f"(modules x lanes), not {tile_size!r}")
+    return _with_tile(config, shape, tile_size)
+
+
 def layer_shapes(config, layers, *, tiling="widest"):
     """The :class:`LayerShape` of every layer of a network (``ConvLayer`` / ``DenseLayer`` / ``AddLayer``) on
     ``config``.  ``tiling``: the output-channel tile of a convolution: "widest" (``modules * lanes`` channels,
-    tiles only where there are more), or "fastest" (the tile size of fewest predicted cycles: :func:`_fastest_tiles`)."""
+    tiles only where there are more), or "fastest" (the tile size of fewest predicted cycles: :func:`_fastest_tiles`),
+    or a dict of layer names to tile sizes (channels; the layers it leaves out "widest")."""
     check_config(config)
-    if tiling not in TILING_MODES:
-        raise ValueError(f"tiling must be one of {', '.join(TILING_MODES)}, not {tiling!r}")
+    if not isinstance(tiling, dict) and tiling not in TILING_MODES:
+        raise ValueError(f"tiling must be one of {', '.join(TILING_MODES)} or a dict of layer names to tile sizes, "
+                         f"not {tiling!r}")
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")
@@ -536,8 +552,11 @@ def layer_shapes(config, layers, *, tiling="widest"):
                              f"{'no earlier layer' if known is None else known[0]}, the addend "
                              f"{source_name or 'network input'!r} is {source[0]}")
         shape = _layer_shape(config, layer, source_name, *source)
-        shapes.append(_fastest_tiles(config, shape) if tiling == "fastest" and isinstance(layer, ConvLayer)
-                      and shape.groups == 1 else shape)
+        if isinstance(tiling, dict):
+            shapes.append(_chosen_tile(config, shape, tiling.get(layer.name)))
+        else:
+            shapes.append(_fastest_tiles(config, shape) if tiling == "fastest" and isinstance(layer, ConvLayer)
+                          and shape.groups == 1 else shape)
         outputs[layer.name] = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
         previous = layer.name
     return _within_the_table(config, shapes)

@@ -1,0 +1,321 @@
+"""DCP on the external-weight mapping space (``dse.rtl.stream_space.StreamSpace``) of a whole network, and the
+searchers it is compared with, all counted by one :class:`StreamEvaluator`.
+
+The space's mappings are one categorical choice per layer (``StreamSpace.choices``), so DCP's code here is, per
+layer, a vector of logits over the layer's choices; its relaxation is their softmax.  The predictor's input is the
+softmax (one-hot on a mapping) and the choices' attributes weighted by it (log2 tile, log2 column blocks, log2
+position ranges, the order, log2 split), per layer; its output the standardised natural logs of latency and energy.
+
+* :func:`train_predictor`: a residual MLP (``dse.dcp.predictor.MLPNet``) trained on ``samples`` mappings drawn
+  uniformly (legal ones) and labelled by the cost model; its held-out accuracy (mean relative error) is reported.
+* :func:`dcp_search`: ``restarts`` random legal starts as logits; Adam on the predicted log objective of all
+  restarts at once; every ``decode_every`` steps each restart is decoded (per layer its most likely choice; an
+  illegal mapping is repaired by the single-layer change of highest probability that makes it legal) and costed;
+  each newly costed mapping is added to the predictor's training set and the predictor is refitted for a few steps
+  (the search learns from its own answers).  The answer is the best mapping by the cost model.
+* :func:`random_search`, :func:`optuna_search` (TPE, NSGA-II: one categorical parameter per layer) and
+  :func:`exhaustive_search` (every mapping of the space).
+
+Every searcher stops when it has costed ``budget`` distinct legal mappings (an illegal mapping is refused by the
+compiler before any costing and is not counted; repeats are free) or after ``max_trials`` trials.
+"""
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import optuna
+import torch
+
+from nnaccel.dse.dcp.predictor import MLPNet
+from nnaccel.dse.rtl.stream_space import ORDERS
+from nnaccel.sim.progress import counting
+
+__all__ = ["StreamEvaluator", "StreamResult", "StreamPredictor", "train_predictor", "dcp_search", "random_search",
+           "optuna_search", "exhaustive_search", "OBJECTIVES"]
+
+OBJECTIVES = ("latency", "energy")
+
+
+@dataclass
+class StreamResult:
+    """A searcher's best mapping (choice indices per layer), its cost, the evaluations used and the best-so-far
+    trace ``(evaluations, best objective)``."""
+
+    method: str
+    indices: tuple
+    objective: float
+    cost: dict
+    evaluations: int
+    seconds: float
+    trace: list = field(default_factory=list)
+
+    def best_within(self, evaluations):
+        best = math.inf
+        for used, value in self.trace:
+            if used > evaluations:
+                break
+            best = value
+        return best
+
+
+class StreamEvaluator:
+    """Costs network mappings (choice indices per layer) of ``space`` for ``objective``, counting the distinct legal
+    ones; ``known``: costs computed before (a dict of index tuples to costs or None), reused without changing the
+    count."""
+
+    def __init__(self, space, objective, known=None):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
+        self.space, self.objective = space, objective
+        self.known = {} if known is None else known
+        self.seen, self.evaluations = {}, 0
+        self.best = (math.inf, None)
+        self.trace, self.start = [], time.perf_counter()
+
+    def cost(self, indices):
+        """The cost dict of ``indices`` (None: illegal), from ``known`` or the cost model; not counted."""
+        indices = tuple(int(index) for index in indices)
+        if indices not in self.known:
+            choices = [layer_choices[index] for layer_choices, index in zip(self.space.choices, indices)]
+            self.known[indices] = self.space.cost(choices)
+        return self.known[indices]
+
+    def legal(self, indices):
+        """Whether ``indices`` compiles (cheap: no cycle formula)."""
+        indices = tuple(int(index) for index in indices)
+        if indices in self.known:
+            return self.known[indices] is not None
+        choices = [layer_choices[index] for layer_choices, index in zip(self.space.choices, indices)]
+        try:
+            self.space.compile(choices)
+        except ValueError:
+            self.known[indices] = None
+            return False
+        return True
+
+    def __call__(self, indices):
+        """The objective of ``indices`` (inf if illegal); counts it once if legal."""
+        indices = tuple(int(index) for index in indices)
+        if indices not in self.seen:
+            cost = self.cost(indices)
+            self.seen[indices] = math.inf if cost is None else cost[self.objective]
+            if cost is not None:
+                self.evaluations += 1
+                if self.seen[indices] < self.best[0]:
+                    self.best = (self.seen[indices], indices)
+                self.trace.append((self.evaluations, self.best[0]))
+        return self.seen[indices]
+
+    def result(self, method):
+        value, indices = self.best
+        return StreamResult(method=method, indices=indices, objective=value,
+                            cost=self.cost(indices) if indices else None, evaluations=self.evaluations,
+                            seconds=time.perf_counter() - self.start, trace=self.trace)
+
+
+# ---- the predictor -------------------------------------------------------------------------------------------------
+
+def _attributes(choice):
+    return [math.log2(choice.tile), math.log2(choice.blocks), math.log2(choice.segments),
+            float(ORDERS.index(choice.order)), math.log2(choice.split)]
+
+
+class StreamPredictor(torch.nn.Module):
+    """Predicts ``(log latency, log energy)`` of a mapping from per-layer choice probabilities."""
+
+    def __init__(self, space, *, width=64, depth=2):
+        super().__init__()
+        counts = [len(choices) for choices in space.choices]
+        self.offsets = np.cumsum([0] + counts)
+        attributes = [torch.tensor([_attributes(choice) for choice in choices], dtype=torch.float32)
+                      for choices in space.choices]
+        for index, matrix in enumerate(attributes):
+            self.register_buffer(f"attributes_{index}", matrix)
+        inputs = sum(counts) + 5 * len(counts)
+        self.net = MLPNet(inputs=inputs, width=width, depth=depth)
+        self.register_buffer("mean", torch.zeros(2))
+        self.register_buffer("scale", torch.ones(2))
+
+    def features(self, probabilities):
+        """``probabilities``: (batch, sum of choices) -> the network's input."""
+        parts = [probabilities]
+        for index in range(len(self.offsets) - 1):
+            part = probabilities[:, self.offsets[index]:self.offsets[index + 1]]
+            parts.append(part @ getattr(self, f"attributes_{index}"))
+        return torch.cat(parts, dim=1)
+
+    def forward(self, probabilities):
+        """Natural logs of (latency, energy)."""
+        context = self.features(probabilities)
+        return self.net(context, context[:, :0]) * self.scale + self.mean
+
+    def one_hot(self, rows):
+        """Index tuples -> (batch, sum of choices) one-hot."""
+        encoded = torch.zeros(len(rows), int(self.offsets[-1]))
+        for row, indices in enumerate(rows):
+            for layer, index in enumerate(indices):
+                encoded[row, int(self.offsets[layer]) + int(index)] = 1.0
+        return encoded
+
+
+def _fit(predictor, rows, targets, *, epochs, learning_rate=3e-3):
+    inputs, targets = predictor.one_hot(rows), torch.log(torch.as_tensor(np.asarray(targets), dtype=torch.float32))
+    optimiser = torch.optim.Adam(predictor.net.parameters(), lr=learning_rate)
+    for _ in range(epochs):
+        loss = (((predictor(inputs) - targets) / predictor.scale) ** 2).mean()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    return float(loss.detach())
+
+
+def sample_legal(evaluator, count, rng, *, tries=100):
+    """``count`` distinct legal index tuples drawn uniformly (illegal draws are redrawn)."""
+    counts = [len(choices) for choices in evaluator.space.choices]
+    drawn = []
+    for _ in range(count * tries):
+        indices = tuple(int(rng.integers(n)) for n in counts)
+        if indices not in drawn and evaluator.legal(indices):
+            drawn.append(indices)
+            if len(drawn) == count:
+                break
+    return drawn
+
+
+def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, seed=0, width=64, depth=2):
+    """A :class:`StreamPredictor` trained on ``samples`` uniform legal mappings labelled by the cost model (through
+    ``known``, the shared cost cache); returns ``(predictor, accuracy dict, the training rows)``.  The accuracy: mean
+    relative error of latency and energy on the held-out share."""
+    torch.manual_seed(seed)
+    evaluator = StreamEvaluator(space, "latency", known)
+    rows = sample_legal(evaluator, samples, np.random.default_rng(seed))
+    targets = [(evaluator.cost(row)["latency"], evaluator.cost(row)["energy"]) for row in rows]
+    cut = int(len(rows) * (1 - held_out))
+    predictor = StreamPredictor(space, width=width, depth=depth)
+    logs = np.log(np.asarray(targets[:cut]))
+    predictor.mean.copy_(torch.as_tensor(logs.mean(0), dtype=torch.float32))
+    predictor.scale.copy_(torch.as_tensor(np.maximum(logs.std(0), 1e-4), dtype=torch.float32))
+    _fit(predictor, rows[:cut], targets[:cut], epochs=epochs)
+    with torch.no_grad():
+        predicted = torch.exp(predictor(predictor.one_hot(rows[cut:]))).numpy()
+    error = np.abs(predicted / np.asarray(targets[cut:]) - 1)
+    accuracy = {"train": cut, "held_out": len(rows) - cut, "latency_mre": float(error[:, 0].mean()),
+                "energy_mre": float(error[:, 1].mean())}
+    return predictor, accuracy, list(zip(rows[:cut], targets[:cut]))
+
+
+# ---- the searchers ---------------------------------------------------------------------------------------------
+
+def _decode(evaluator, probabilities):
+    """The most likely choice per layer; if that is illegal, the legal single-layer change of highest probability
+    (None if there is none)."""
+    best = tuple(int(np.argmax(layer)) for layer in probabilities)
+    if evaluator.legal(best):
+        return best
+    options = sorted(((layer[index], position, index) for position, layer in enumerate(probabilities)
+                      for index in range(len(layer)) if index != best[position]), reverse=True)
+    for _, position, index in options:
+        candidate = best[:position] + (index,) + best[position + 1:]
+        if evaluator.legal(candidate):
+            return candidate
+    return None
+
+
+def dcp_search(space, predictor, training, objective, known, *, budget, restarts=4, steps=60, decode_every=5,
+               learning_rate=0.3, refit_epochs=40, seed=0, progress=True):
+    """DCP on the whole network (module docstring); ``training``: the predictor's ``(indices, (latency, energy))``
+    rows, extended with the mappings the search costs.  Stops at ``budget`` evaluations or after ``steps``."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    predictor = copy.deepcopy(predictor)        # refitted on the search's answers: the caller's stays as trained
+    evaluator = StreamEvaluator(space, objective, known)
+    target = OBJECTIVES.index(objective)
+    rows, targets = [row for row, _ in training], [cost for _, cost in training]
+    starts = sample_legal(evaluator, restarts, rng)
+    logits = predictor.one_hot(starts) * 3.0
+    logits = (logits + 0.1 * torch.randn_like(logits)).requires_grad_(True)
+    optimiser = torch.optim.Adam([logits], lr=learning_rate)
+    offsets = predictor.offsets
+
+    def probabilities():
+        return torch.cat([torch.softmax(logits[:, offsets[layer]:offsets[layer + 1]], dim=1)
+                          for layer in range(len(offsets) - 1)], dim=1)
+
+    with counting("DCP descent: gradient steps", total=steps, enabled=progress) as shown:
+        for start in starts:
+            evaluator(start)
+        for step in range(1, steps + 1):
+            if evaluator.evaluations >= budget:
+                break
+            loss = predictor(probabilities())[:, target].sum()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            if step % decode_every == 0:
+                current = probabilities().detach().numpy()
+                fresh = []
+                for restart in range(restarts):
+                    decoded = _decode(evaluator, [current[restart, offsets[layer]:offsets[layer + 1]]
+                                                  for layer in range(len(offsets) - 1)])
+                    if decoded is not None and decoded not in evaluator.seen and evaluator.evaluations < budget:
+                        evaluator(decoded)
+                        fresh.append(decoded)
+                for decoded in fresh:       # the search learns from its own answers
+                    rows.append(decoded)
+                    targets.append((evaluator.cost(decoded)["latency"], evaluator.cost(decoded)["energy"]))
+                if fresh:
+                    _fit(predictor, rows, targets, epochs=refit_epochs)
+                if not fresh:               # every restart sits on a mapping already costed: move one elsewhere
+                    restart = int(rng.integers(restarts))
+                    with torch.no_grad():
+                        logits[restart] = predictor.one_hot(sample_legal(evaluator, 1, rng))[0] * 3.0
+            shown.update()
+    return evaluator.result("DCP")
+
+
+def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000):
+    evaluator = StreamEvaluator(space, objective, known)
+    rng = np.random.default_rng(seed)
+    counts = [len(choices) for choices in space.choices]
+    for _ in range(max_trials):
+        if evaluator.evaluations >= budget:
+            break
+        evaluator(tuple(int(rng.integers(n)) for n in counts))
+    return evaluator.result("random")
+
+
+def optuna_search(space, objective, known, *, sampler, budget, seed=0, population=20, max_trials=2_000):
+    """Optuna's TPE (``sampler="tpe"``) or NSGA-II (``"nsga2"``) with one categorical parameter per layer."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    evaluator = StreamEvaluator(space, objective, known)
+    chosen = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
+              "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed, population_size=population)}
+    if sampler not in chosen:
+        raise ValueError(f"sampler must be one of {', '.join(chosen)}, not {sampler!r}")
+    study = optuna.create_study(direction="minimize", sampler=chosen[sampler]())
+    counts = [len(choices) for choices in space.choices]
+
+    def trial_objective(trial):
+        value = evaluator(tuple(trial.suggest_categorical(layer.name, list(range(count)))
+                                for layer, count in zip(space.layers, counts)))
+        return math.log(value) if math.isfinite(value) else 1e3
+
+    for _ in range(max_trials):
+        if evaluator.evaluations >= budget:
+            break
+        study.optimize(trial_objective, n_trials=1)
+    return evaluator.result({"tpe": "TPE", "nsga2": "NSGA-II"}[sampler])
+
+
+def exhaustive_search(space, objective, known, *, progress=True):
+    """Every mapping of the space costed (the best known)."""
+    evaluator = StreamEvaluator(space, objective, known)
+    counts = [len(choices) for choices in space.choices]
+    with counting("exhaustive: mappings", total=int(np.prod(counts)), enabled=progress) as shown:
+        for indices in np.ndindex(*counts):
+            evaluator(indices)
+            shown.update()
+    return evaluator.result("exhaustive")
