@@ -64,15 +64,7 @@ def add_arguments(parser):
                     "table and plot error against EDAP.")
     dance_command.add_arguments(cosearch, option_types=cli_report)
     cosearch.set_defaults(handler=run_cosearch)
-    stream = commands.add_parser(
-        "stream", help="DCP on the external-weight mapping space (DE1-SoC, the thesis network) against random, TPE, "
-                       "NSGA-II and exhaustive search",
-        description="The thesis network on the DE1-SoC configuration with its weights in the SDRAM model: the "
-                    "mapping space (channel tiles, column blocks, position ranges, loop order, K-splits), DCP "
-                    "against random search, TPE and NSGA-II at equal cost-model evaluations over several seeds, "
-                    "the best mapping of an exhaustive search, and with --simulate DCP's answer on Verilator.")
-    dcp_stream_command.add_stream_arguments(stream, option_types=cli_report)
-    stream.set_defaults(handler=run_stream)
+    dcp_stream_command.add_stream_parser(commands, option_types=cli_report).set_defaults(handler=run_stream)
     _add_cost_arguments(commands.add_parser(
         "cost", help="latency, energy and area of a network on one configuration of the DQN accelerator",
         description="The RTL family's cost model on one configuration of the DQN accelerator: per layer the "

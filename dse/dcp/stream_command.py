@@ -17,12 +17,20 @@ import numpy as np
 
 from nnaccel.models.shared.cache import cache_root
 
-__all__ = ["add_stream_arguments", "run_stream", "METHODS"]
+__all__ = ["add_stream_parser", "run_stream", "METHODS"]
 
 METHODS = ("DCP", "random", "TPE", "NSGA-II")
+SUMMARY = ("The thesis network on the DE1-SoC configuration with its weights in the SDRAM model: the mapping space "
+           "(channel tiles, column blocks, position ranges, loop order, K-splits), DCP against random search, TPE "
+           "and NSGA-II at equal cost-model evaluations over several seeds, the best mapping of an exhaustive "
+           "search, and with --simulate DCP's answer on Verilator.")
 
 
-def add_stream_arguments(parser, *, option_types):
+def add_stream_parser(commands, *, option_types):
+    """The ``stream`` subcommand of ``commands`` (an argparse subparsers object) with its options; returns it.
+    ``option_types`` gives the CLI floor's argparse types."""
+    parser = commands.add_parser("stream", description=SUMMARY,
+                                 help="DCP on the external-weight mapping space (DE1-SoC, the thesis network)")
     parser.add_argument("--objective", choices=("latency", "energy", "both"), default="both",
                         help="what to minimise (default both, one search each)")
     parser.add_argument("--seeds", type=option_types.positive_int, default=5, help="seeds per searcher (default 5)")
@@ -34,6 +42,7 @@ def add_stream_arguments(parser, *, option_types):
                         help="run DCP's latency answer (seed 0) on Verilator with the SDRAM model: bit-exact and "
                              "every counter against the formula (a build of minutes, about 15 s per inference)")
     option_types.add_json_argument(parser)
+    return parser
 
 
 def _cache_path(space):

@@ -14,7 +14,7 @@ from nnaccel.dse.rtl.stream_space import StreamSpace  # noqa: E402
 from nnaccel.hw.dqn.config import REDUCED_CONFIG  # noqa: E402
 from nnaccel.models.dqn.network import reduced_layers  # noqa: E402
 
-BUDGET = 12
+BUDGET = 8
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def known(space):
 
 @pytest.fixture(scope="module")
 def trained(space, known):
-    return stream_search.train_predictor(space, known, samples=60, epochs=200)
+    return stream_search.train_predictor(space, known, samples=40, epochs=150)
 
 
 def test_the_evaluator_counts_each_legal_mapping_once(space, known):
@@ -55,7 +55,7 @@ def test_exhaustive_is_the_minimum_of_every_mapping(space, known):
 
 def test_the_predictor_is_trained_and_held_out(trained):
     _, accuracy, training = trained
-    assert accuracy["train"] == 45 and accuracy["held_out"] == 15 and len(training) == 45
+    assert accuracy["train"] == 30 and accuracy["held_out"] == 10 and len(training) == 30
     assert accuracy["latency_mre"] < 0.2 and accuracy["energy_mre"] < 0.2
 
 
@@ -73,7 +73,7 @@ def test_every_searcher_stays_within_its_budget_and_answers_a_legal_mapping(spac
         assert known[result.indices][objective] == result.objective >= best
         assert result.best_within(BUDGET) == result.objective
         assert [value for _, value in result.trace] == sorted((value for _, value in result.trace), reverse=True)
-    assert len(training) == 45                   # DCP refits a copy of the predictor on its own answers
+    assert len(training) == 30                   # DCP refits a copy of the predictor on its own answers
 
 
 def test_dcp_leaves_the_callers_predictor_as_trained(space, known, trained):
