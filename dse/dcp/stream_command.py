@@ -90,19 +90,23 @@ def _compare(space, objective, known, predictor, training, arguments, best):
             result = run()
             rows[method].append(result.best_within(budget))
             wide[method].append(result.objective)
-        print(f"  {objective} seed {seed}: " + ", ".join(f"{method} {values[-1]:,.6g}"
+        print(f"  {objective} seed {seed}: " + ", ".join(f"{method} {_shown(objective, values[-1])}"
                                                       for method, values in rows.items()), flush=True)
     summary = {method: _summary(values, best) for method, values in rows.items()}
     summary.update({f"{method} (+{extra} evaluations)": _summary(values, best) for method, values in wide.items()})
     return summary, dcp_results
 
 
-def _print_table(objective, unit, summary, best, budget):
-    print(f"\n{objective} ({unit}), {budget} cost-model evaluations per search; best known {best:,.6g}:")
-    print(f"  {'searcher':<32} {'median':>14} {'min':>14} {'max':>14} {'median vs best':>15}")
+def _shown(objective, value):
+    return f"{value:,.0f} cycles" if objective == "latency" else f"{value / 1e6:,.3f} uJ"
+
+
+def _print_table(objective, summary, best, budget):
+    print(f"\n{objective}, {budget} cost-model evaluations per search; best known {_shown(objective, best)}:")
+    print(f"  {'searcher':<28} {'median':>16} {'min':>16} {'max':>16} {'median vs best':>15}")
     for method, row in summary.items():
-        print(f"  {method:<32} {row['median']:>14,.6g} {row['min']:>14,.6g} {row['max']:>14,.6g} "
-              f"{row['median_above_best_percent']:>+14.3f}%")
+        print(f"  {method:<28} {_shown(objective, row['median']):>16} {_shown(objective, row['min']):>16} "
+              f"{_shown(objective, row['max']):>16} {row['median_above_best_percent']:>+14.4f}%")
 
 
 def _simulate(space, indices):
@@ -162,7 +166,7 @@ def run_stream(arguments):
           f"table's {space.config.weight_loads} loads); the compiler's default: {default['latency']:,} cycles, "
           f"{default['energy'] / 1e6:,.2f} uJ")
     for objective, result in best.items():
-        print(f"exhaustive best {objective}: {result.objective:,.6g} "
+        print(f"exhaustive best {objective}: {_shown(objective, result.objective)} "
               f"({space.describe([c[i] for c, i in zip(space.choices, result.indices)])})")
     predictor, accuracy, training = stream_search.train_predictor(space, known, samples=arguments.samples)
     print(f"predictor: {accuracy['train']} training mappings, {accuracy['held_out']} held out: mean relative error "
@@ -173,10 +177,9 @@ def run_stream(arguments):
               "objectives": {}}
     answers = {}
     for objective in objectives:
-        unit = {"latency": "cycles", "energy": "pJ"}[objective]
         summary, dcp_results = _compare(space, objective, known, predictor, training, arguments,
                                         best[objective].objective)
-        _print_table(objective, unit, summary, best[objective].objective, arguments.budget)
+        _print_table(objective, summary, best[objective].objective, arguments.budget)
         answers[objective] = dcp_results[0]
         report["objectives"][objective] = {
             "best_known": best[objective].objective, "best_known_mapping": [

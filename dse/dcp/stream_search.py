@@ -6,11 +6,12 @@ layer, a vector of logits over the layer's choices; its relaxation is their soft
 softmax (one-hot on a mapping) and the choices' attributes weighted by it (log2 tile, log2 column blocks, log2
 position ranges, the order, log2 split), per layer; its output the standardised natural logs of latency and energy.
 
-* :func:`train_predictor`: a residual MLP (``dse.dcp.predictor.MLPNet``) trained on ``samples`` mappings drawn
-  uniformly (legal ones) and labelled by the cost model; its held-out accuracy (mean relative error) is reported.
+* :func:`train_predictor`: a linear term plus a residual MLP (``dse.dcp.predictor.MLPNet``) trained on ``samples``
+  legal mappings in which every choice of every layer appears about equally often (a one-hot the predictor never
+  saw is a weight it never trained), labelled by the cost model; its held-out accuracy (mean relative error).
 * :func:`dcp_search`: ``restarts`` random legal starts as logits; Adam on the predicted log objective of all
-  restarts at once; every ``decode_every`` steps each restart is decoded (per layer its most likely choice; an
-  illegal mapping is repaired by the single-layer change of highest probability that makes it legal) and costed;
+  restarts at once; every ``decode_every`` steps each restart is decoded (its most likely choice per layer, or the
+  single-layer change of it that the predictor rates best, legal and not costed yet) and costed;
   each newly costed mapping is added to the predictor's training set and the predictor is refitted for a few steps
   (the search learns from its own answers).  The answer is the best mapping by the cost model.
 * :func:`random_search`, :func:`optuna_search` (TPE, NSGA-II: one categorical parameter per layer) and
@@ -124,7 +125,8 @@ def _attributes(choice):
 
 
 class StreamPredictor(torch.nn.Module):
-    """Predicts ``(log latency, log energy)`` of a mapping from per-layer choice probabilities."""
+    """Predicts ``(log latency, log energy)`` of a mapping from per-layer choice probabilities: a linear term plus a
+    residual MLP (``dse.dcp.predictor.MLPNet``) on the features."""
 
     def __init__(self, space, *, width=64, depth=2):
         super().__init__()
@@ -136,6 +138,7 @@ class StreamPredictor(torch.nn.Module):
             self.register_buffer(f"attributes_{index}", matrix)
         inputs = sum(counts) + 5 * len(counts)
         self.net = MLPNet(inputs=inputs, width=width, depth=depth)
+        self.linear = torch.nn.Linear(inputs, 2)       # the costs are nearly sums over the layers' choices
         self.register_buffer("mean", torch.zeros(2))
         self.register_buffer("scale", torch.ones(2))
 
@@ -150,7 +153,7 @@ class StreamPredictor(torch.nn.Module):
     def forward(self, probabilities):
         """Natural logs of (latency, energy)."""
         context = self.features(probabilities)
-        return self.net(context, context[:, :0]) * self.scale + self.mean
+        return (self.linear(context) + self.net(context, context[:, :0])) * self.scale + self.mean
 
     def one_hot(self, rows):
         """Index tuples -> (batch, sum of choices) one-hot."""
@@ -163,7 +166,7 @@ class StreamPredictor(torch.nn.Module):
 
 def _fit(predictor, rows, targets, *, epochs, learning_rate=3e-3):
     inputs, targets = predictor.one_hot(rows), torch.log(torch.as_tensor(np.asarray(targets), dtype=torch.float32))
-    optimiser = torch.optim.Adam(predictor.net.parameters(), lr=learning_rate)
+    optimiser = torch.optim.Adam(predictor.parameters(), lr=learning_rate)
     for _ in range(epochs):
         loss = (((predictor(inputs) - targets) / predictor.scale) ** 2).mean()
         optimiser.zero_grad()
@@ -185,13 +188,29 @@ def sample_legal(evaluator, count, rng, *, tries=100):
     return drawn
 
 
+def sample_balanced(evaluator, count, rng):
+    """``count`` distinct legal index tuples in which every choice of every layer appears about equally often: per
+    layer its choices in random order, repeated; a draw that is illegal or repeated is replaced by a uniform legal
+    one."""
+    counts = [len(choices) for choices in evaluator.space.choices]
+    columns = [np.concatenate([rng.permutation(n) for _ in range(-(-count // n))])[:count] for n in counts]
+    drawn = []
+    for row in zip(*columns):
+        indices = tuple(int(index) for index in row)
+        if indices in drawn or not evaluator.legal(indices):
+            indices = next(candidate for candidate in iter(lambda: sample_legal(evaluator, 1, rng)[0], None)
+                           if candidate not in drawn)
+        drawn.append(indices)
+    return drawn
+
+
 def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, seed=0, width=64, depth=2):
-    """A :class:`StreamPredictor` trained on ``samples`` uniform legal mappings labelled by the cost model (through
+    """A :class:`StreamPredictor` trained on ``samples`` legal mappings (:func:`sample_balanced`) labelled by the cost model (through
     ``known``, the shared cost cache); returns ``(predictor, accuracy dict, the training rows)``.  The accuracy: mean
     relative error of latency and energy on the held-out share."""
     torch.manual_seed(seed)
     evaluator = StreamEvaluator(space, "latency", known)
-    rows = sample_legal(evaluator, samples, np.random.default_rng(seed))
+    rows = sample_balanced(evaluator, samples, np.random.default_rng(seed))
     targets = [(evaluator.cost(row)["latency"], evaluator.cost(row)["energy"]) for row in rows]
     cut = int(len(rows) * (1 - held_out))
     predictor = StreamPredictor(space, width=width, depth=depth)
@@ -209,22 +228,23 @@ def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, see
 
 # ---- the searchers ---------------------------------------------------------------------------------------------
 
-def _decode(evaluator, probabilities):
-    """The most likely choice per layer; if that is illegal, the legal single-layer change of highest probability
-    (None if there is none)."""
+def _decode(evaluator, predictor, probabilities, target):
+    """The mapping a restart costs next: among its most likely choice per layer and every single-layer change of
+    that, the legal one not costed yet of best predicted objective (None if there is none)."""
     best = tuple(int(np.argmax(layer)) for layer in probabilities)
-    if evaluator.legal(best):
-        return best
-    options = sorted(((layer[index], position, index) for position, layer in enumerate(probabilities)
-                      for index in range(len(layer)) if index != best[position]), reverse=True)
-    for _, position, index in options:
-        candidate = best[:position] + (index,) + best[position + 1:]
-        if evaluator.legal(candidate):
-            return candidate
-    return None
+    candidates = [best] + [best[:position] + (index,) + best[position + 1:]
+                           for position, layer in enumerate(probabilities) for index in range(len(layer))
+                           if index != best[position]]
+    candidates = [candidate for candidate in candidates
+                  if candidate not in evaluator.seen and evaluator.legal(candidate)]
+    if not candidates:
+        return None
+    with torch.no_grad():
+        predicted = predictor(predictor.one_hot(candidates))[:, target]
+    return candidates[int(torch.argmin(predicted))]
 
 
-def dcp_search(space, predictor, training, objective, known, *, budget, restarts=4, steps=60, decode_every=5,
+def dcp_search(space, predictor, training, objective, known, *, budget, restarts=4, steps=150, decode_every=5,
                learning_rate=0.3, refit_epochs=40, seed=0, progress=True):
     """DCP on the whole network (module docstring); ``training``: the predictor's ``(indices, (latency, energy))``
     rows, extended with the mappings the search costs.  Stops at ``budget`` evaluations or after ``steps``."""
@@ -258,8 +278,8 @@ def dcp_search(space, predictor, training, objective, known, *, budget, restarts
                 current = probabilities().detach().numpy()
                 fresh = []
                 for restart in range(restarts):
-                    decoded = _decode(evaluator, [current[restart, offsets[layer]:offsets[layer + 1]]
-                                                  for layer in range(len(offsets) - 1)])
+                    decoded = _decode(evaluator, predictor, [current[restart, offsets[layer]:offsets[layer + 1]]
+                                                             for layer in range(len(offsets) - 1)], target)
                     if decoded is not None and decoded not in evaluator.seen and evaluator.evaluations < budget:
                         evaluator(decoded)
                         fresh.append(decoded)
