@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from nnaccel.models.shared.cache import cache_root
+from nnaccel.models.shared.input_files import InputError
 
 __all__ = ["add_stream_parser", "run_stream", "METHODS"]
 
@@ -148,6 +149,8 @@ def run_stream(arguments):
 
     import torch
 
+    if arguments.simulate and arguments.objective == "energy":
+        raise InputError("--simulate: runs DCP's latency answer; give --objective latency or both")
     torch.set_num_threads(1)
     started = time.perf_counter()
     space = StreamSpace()

@@ -34,8 +34,8 @@ from nnaccel.dse.dcp.predictor import MLPNet
 from nnaccel.dse.rtl.stream_space import ORDERS
 from nnaccel.sim.progress import counting
 
-__all__ = ["StreamEvaluator", "StreamResult", "StreamPredictor", "train_predictor", "dcp_search", "random_search",
-           "optuna_search", "exhaustive_search", "OBJECTIVES"]
+__all__ = ["StreamEvaluator", "StreamResult", "StreamPredictor", "sample_legal", "sample_balanced", "train_predictor",
+           "dcp_search", "random_search", "optuna_search", "exhaustive_search", "OBJECTIVES"]
 
 OBJECTIVES = ("latency", "energy")
 
@@ -205,9 +205,9 @@ def sample_balanced(evaluator, count, rng):
 
 
 def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, seed=0, width=64, depth=2):
-    """A :class:`StreamPredictor` trained on ``samples`` legal mappings (:func:`sample_balanced`) labelled by the cost model (through
-    ``known``, the shared cost cache); returns ``(predictor, accuracy dict, the training rows)``.  The accuracy: mean
-    relative error of latency and energy on the held-out share."""
+    """A :class:`StreamPredictor` trained on ``samples`` legal mappings (:func:`sample_balanced`) labelled by the
+    cost model (through ``known``, the shared cost cache); returns ``(predictor, accuracy dict, the training rows)``.
+    The accuracy: mean relative error of latency and energy on the held-out share."""
     torch.manual_seed(seed)
     evaluator = StreamEvaluator(space, "latency", known)
     rows = sample_balanced(evaluator, samples, np.random.default_rng(seed))

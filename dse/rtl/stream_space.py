@@ -59,7 +59,7 @@ ORDERS = ("tiles", "positions")
 START_CYCLE = 100           # the cycle the sequencer takes START in the cost model (the memory fresh from cycle 0)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class LayerChoice:
     """One layer's mapping on the external-weight hardware (see the module docstring)."""
 
@@ -99,8 +99,6 @@ def _ranges(positions, count, positions_per_group):
 class StreamSpace:
     """The external-weight mapping space of ``layers`` (default: the thesis network) on ``config`` (default
     ``DE1_SOC_CONFIG``) with the memory ``timing`` (a ``models.shared.sdram.SdramTiming``)."""
-
-    name = "stream"
 
     def __init__(self, config=DE1_SOC_CONFIG, layers=None, *, timing=DE1_SOC_SDRAM):
         if not config.external_weights:
@@ -206,14 +204,14 @@ class StreamSpace:
         memory = float(energy_table.dram_pj_per_word(8 * stream.weight_bytes))
         return float(on_chip + loaded + memory)
 
-    def cost(self, choices, *, latency=True):
-        """``{"latency": cycles, "energy": pJ, "bytes": weight bytes, "passes", "loads"}`` of a network mapping
-        (``latency`` False: leaves the cycle formula out, None there), or None if it breaks a limit."""
+    def cost(self, choices):
+        """``{"latency": cycles, "energy": pJ, "bytes": weight bytes, "passes", "loads"}`` of a network mapping, or
+        None if it breaks a limit."""
         try:
             stream, shapes, _ = self.compile(choices)
         except ValueError:
             return None
-        return {"latency": self.latency(stream).total if latency else None, "energy": self.energy(stream, shapes),
+        return {"latency": self.latency(stream).total, "energy": self.energy(stream, shapes),
                 "bytes": stream.weight_bytes, "passes": len(stream.plan.layers), "loads": len(stream.loads)}
 
     def default(self):
@@ -221,7 +219,3 @@ class StreamSpace:
 
     def describe(self, choices):
         return " | ".join(f"{layer.name}: {choice.describe()}" for layer, choice in zip(self.layers, choices))
-
-    def networks(self):
-        """Every network mapping (one choice per layer), in a fixed order (``itertools.product`` of :attr:`choices`)."""
-        return product(*self.choices)

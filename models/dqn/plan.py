@@ -521,8 +521,8 @@ def layer_shapes(config, layers, *, tiling="widest"):
     or a dict of layer names to tile sizes (channels; the layers it leaves out "widest")."""
     check_config(config)
     if not isinstance(tiling, dict) and tiling not in TILING_MODES:
-        raise ValueError(f"tiling must be one of {', '.join(TILING_MODES)} or a dict of layer names to tile sizes, "
-                         f"not {tiling!r}")
+        raise ValueError(f"tiling must be one of {', '.join(TILING_MODES)}, not {tiling!r} (or a dict of layer names "
+                         f"to tile sizes)")
     layers = tuple(layers)
     if not layers:
         raise ValueError("the network has no layers")

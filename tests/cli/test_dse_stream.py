@@ -14,3 +14,6 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert capsys.readouterr().err.strip().endswith("argument --budget: must be a positive integer, not '0'")
     assert main(["dse", "stream", "--objective", "edp"]) == 2
     assert "argument --objective: invalid choice: 'edp'" in capsys.readouterr().err
+    assert main(["dse", "stream", "--objective", "energy", "--simulate"]) == 2
+    assert capsys.readouterr().err.strip() == ("nnaccel: error: --simulate: runs DCP's latency answer; give "
+                                               "--objective latency or both")

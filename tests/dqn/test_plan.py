@@ -549,3 +549,16 @@ def test_fastest_tiling_narrows_the_tiles_of_writer_bound_layers():
     assert thesis.descriptors == compile_network(DqnConfig(), dqn_layers(18), seeded_weights()).descriptors
     with pytest.raises(ValueError, match="tiling must be one of widest, fastest, not 'narrow'"):
         compile_network(MLPERF_CONFIG, layers, random_pairs(layers), tiling="narrow")
+
+
+def test_a_dict_tiling_sets_the_channel_tile_of_each_named_layer():
+    shapes = layer_shapes(DqnConfig(), dqn_layers(18), tiling={"CONV_2": 16, "FC_1": 64})
+    assert [(shape.tile_size, shape.tiles, shape.min_column_blocks) for shape in shapes] == [
+        (256, 1, 1), (16, 2, 1), (64, 4, 4), (256, 1, 2)]
+    plan = compile_network(DqnConfig(max_layers=16, weight_depth=16384), dqn_layers(18), seeded_weights(),
+                           tiling={"CONV_2": 16, "FC_1": 64})
+    assert [layer.name for layer in plan.layers][1:7] == ["CONV_2 [0:16]", "CONV_2 [16:32]", "FC_1 [0:64]",
+                                                          "FC_1 [64:128]", "FC_1 [128:192]", "FC_1 [192:256]"]
+    with pytest.raises(ValueError, match=r"FC_1: a channel tile holds 1 \.\. 256 output channels \(modules x lanes\), "
+                                         r"not 300"):
+        layer_shapes(DqnConfig(), dqn_layers(18), tiling={"FC_1": 300})
