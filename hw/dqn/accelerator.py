@@ -84,7 +84,8 @@ class DqnAccelerator(HostPortAccelerator):
             data_bits=config.host_data_bits, max_layers=config.max_layers, descriptor_layout=descriptor_layout(config),
             memories={**weight_memory, DqnMemory.ACTIVATIONS0: config.activation_word_bits,
                       DqnMemory.ACTIVATIONS1: config.activation_word_bits},
-            registers={DqnRegister.ACTION: packed_index_bits(config), DqnRegister.ACTION_VALUE: config.fmt.width})
+            registers={DqnRegister.ACTION: packed_index_bits(config), DqnRegister.ACTION_VALUE: config.fmt.width},
+            descriptor_ram=config.descriptor_ram)
         m.submodules.sequencer = sequencer = LayerSequencer(config=config)
         m.submodules.feeder = feeder = WindowFeeder(config=config)
         m.submodules.writer = writer = ResultWriter(config=config)

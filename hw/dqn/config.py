@@ -35,7 +35,12 @@ class DqnConfig:
         Words in the weight RAM; a weight word holds ``modules * lanes`` elements, slot ``m`` feeding
         module ``m``.
     max_layers
-        Entries of the layer descriptor table (passes of one run).
+        Entries of the layer descriptor table (passes of one run): at most 64 in flip-flops, 1,024 with
+        ``descriptor_ram``.
+    descriptor_ram
+        Keep the descriptor table in block RAM (:class:`~hw.shared.descriptor_ram.DescriptorRam`, read one entry
+        ahead: no counter changes) instead of ``max_layers`` descriptor registers and their read multiplexer
+        (default False: the build unchanged).
     max_pooling
         Build the matrix modules with their max mode (``MatrixModule(maximum=True)``) and give the descriptor its
         ``maximum`` bit: max pooling runs on the accelerator (default False: no max mode, none of its area; the
@@ -67,6 +72,7 @@ class DqnConfig:
     activation_depth: int = 1024
     weight_depth: int = 4096
     max_layers: int = 8
+    descriptor_ram: bool = False
     max_pooling: bool = False
     external_weights: bool = False
     weight_loads: int = 64
@@ -86,7 +92,9 @@ class DqnConfig:
         check_int("pad_columns", self.pad_columns, 0, 16)
         check_int("activation_depth", self.activation_depth, 2, 1 << 16)
         check_int("weight_depth", self.weight_depth, 2, 1 << 20)
-        check_int("max_layers", self.max_layers, 1, 64)
+        if not isinstance(self.descriptor_ram, bool):
+            raise TypeError(f"descriptor_ram must be a bool, not {self.descriptor_ram!r}")
+        check_int("max_layers", self.max_layers, 1, 1 << 10 if self.descriptor_ram else 64)
         if not isinstance(self.max_pooling, bool):
             raise TypeError(f"max_pooling must be a bool, not {self.max_pooling!r}")
         if not isinstance(self.external_weights, bool):
@@ -146,7 +154,7 @@ class DqnConfig:
                 + ("_max" if self.max_pooling else "")
                 + (f"_ext{self.weight_loads}" if self.external_weights else "")
                 + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else "")
-                + ("_at" if self.argmax_tiles else ""))
+                + ("_at" if self.argmax_tiles else "") + ("_dr" if self.descriptor_ram else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick

@@ -27,6 +27,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.descriptor_ram import DescriptorRam
 from nnaccel.hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
 from nnaccel.hw.shared.parameters import check_int
 from nnaccel.hw.shared.run_control import COUNTER_EVENTS, HostMemorySignature, RunSignature
@@ -112,6 +113,10 @@ class HostControl(wiring.Component):
     registers
         ``{SystemRegister member: width}``: the system's own read-only registers (at most
         :data:`MAX_SYSTEM_REGISTERS`, each at most :data:`COUNTER_BITS` wide).
+    descriptor_ram
+        Keep the descriptor table in block RAM (:class:`~hw.shared.descriptor_ram.DescriptorRam`: read one entry
+        ahead, the same timing; every layer must keep ``layer_index`` two cycles or more) instead of flip-flops
+        (default False).
 
     Ports
     -----
@@ -141,12 +146,16 @@ class HostControl(wiring.Component):
     the next cycle.
 
     FPGA mapping: ``1 + 4 * max_layers`` counters of :data:`COUNTER_BITS` bits (adders and registers in ALMs),
-    the descriptor table (``max_layers * descriptor_layout.size`` flip-flops, its write decoder and read mux),
+    the descriptor table (``max_layers * descriptor_layout.size`` flip-flops, its write decoder and read mux; with
+    ``descriptor_ram`` a RAM and one descriptor register),
     the register read mux and the read-back mux over the targets (``data_bits`` wide) in ALMs; no DSP, no RAM.
     """
 
-    def __init__(self, *, data_bits, max_layers, descriptor_layout, memories, registers=None):
+    def __init__(self, *, data_bits, max_layers, descriptor_layout, memories, registers=None, descriptor_ram=False):
         registers = {} if registers is None else registers
+        if not isinstance(descriptor_ram, bool):
+            raise TypeError(f"descriptor_ram must be a bool, not {descriptor_ram!r}")
+        self._descriptor_ram = descriptor_ram
         most_layers = ((1 << ADDRESS_BITS) - LAYER_COUNTER_BASE) // COUNTERS_PER_LAYER
         check_int("max_layers", max_layers, 1, most_layers)
         if not isinstance(descriptor_layout, data.Layout):
@@ -185,6 +194,10 @@ class HostControl(wiring.Component):
         return self._max_layers
 
     @property
+    def descriptor_ram(self):
+        return self._descriptor_ram
+
+    @property
     def memories(self):
         return dict(self._memories)
 
@@ -212,10 +225,17 @@ class HostControl(wiring.Component):
 
         # ---- Descriptor table ----------------------------------------------------------------------------
         layout = run.descriptor.shape()
-        table = Array(Signal(layout, name=f"descriptor{index}") for index in range(self._max_layers))
-        m.d.comb += run.descriptor.eq(table[run.layer_index])
-        with m.If(host.write & idle & (host.target == HostTarget.DESCRIPTORS)):
-            m.d.sync += table[host.address[:len(run.layer_index)]].eq(host.write_data[:layout.size])
+        descriptor_write = host.write & idle & (host.target == HostTarget.DESCRIPTORS)
+        if self._descriptor_ram:
+            m.submodules.descriptors = table = DescriptorRam(max_layers=self._max_layers, descriptor_layout=layout)
+            m.d.comb += [table.write.eq(descriptor_write), table.write_address.eq(host.address),
+                         table.write_data.eq(host.write_data[:layout.size]), table.busy.eq(run.busy),
+                         table.layer_index.eq(run.layer_index), run.descriptor.eq(table.descriptor)]
+        else:
+            table = Array(Signal(layout, name=f"descriptor{index}") for index in range(self._max_layers))
+            m.d.comb += run.descriptor.eq(table[run.layer_index])
+            with m.If(descriptor_write):
+                m.d.sync += table[host.address[:len(run.layer_index)]].eq(host.write_data[:layout.size])
 
         # ---- Performance counters ------------------------------------------------------------------------
         total_cycles = Signal(COUNTER_BITS)
