@@ -1,11 +1,11 @@
 """The descriptor table in block RAM: what lets an accelerator hold hundreds of passes."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from nnaccel.hw.shared.parameters import check_int
+from nnaccel.hw.shared.run_control import RunSignature
 
 __all__ = ["DescriptorRam"]
 
@@ -15,8 +15,8 @@ class DescriptorRam(wiring.Component):
     descriptor on the cycle its ``layer_index`` takes it, as the flip-flop table of
     :class:`~hw.shared.host_control.HostControl` does.
 
-    Parameters (keyword-only, read-only properties): ``max_layers`` (entries) and ``descriptor_layout`` (a
-    ``data.Layout``: an entry).
+    Parameter (keyword-only, a read-only property): ``run``, the :class:`~hw.shared.run_control.RunSignature` of the
+    host control block it serves (its ``max_layers`` entries of its ``descriptor_layout``).
 
     Ports: ``write`` (In 1) with ``write_address`` (In range(max_layers)) and ``write_data`` (In descriptor_layout):
     the host writes an entry (the word is in the RAM from the next cycle); ``busy`` (In 1: a run goes on) and
@@ -38,31 +38,26 @@ class DescriptorRam(wiring.Component):
     ``max_layers``:1 read multiplexer.
     """
 
-    def __init__(self, *, max_layers, descriptor_layout):
-        check_int("max_layers", max_layers, 1, 1 << 16)
-        if not isinstance(descriptor_layout, data.Layout):
-            raise TypeError(f"descriptor_layout must be a data.Layout, not {descriptor_layout!r}")
-        self._max_layers, self._descriptor_layout = max_layers, descriptor_layout
+    def __init__(self, *, run):
+        if not isinstance(run, RunSignature):
+            raise TypeError(f"run must be a RunSignature, not {run!r}")
+        self._run = run
         super().__init__({
-            "write": In(1), "write_address": In(range(max_layers)), "write_data": In(descriptor_layout),
-            "busy": In(1), "layer_index": In(range(max_layers)), "descriptor": Out(descriptor_layout),
+            "write": In(1), "write_address": In(range(run.max_layers)), "write_data": In(run.descriptor_layout),
+            "busy": In(1), "layer_index": In(range(run.max_layers)), "descriptor": Out(run.descriptor_layout),
         })
 
     @property
-    def max_layers(self):
-        return self._max_layers
-
-    @property
-    def descriptor_layout(self):
-        return self._descriptor_layout
+    def run(self):
+        return self._run
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.table = table = Memory(shape=self._descriptor_layout, depth=self._max_layers, init=[])
+        m.submodules.table = table = Memory(shape=self._run.descriptor_layout, depth=self._run.max_layers, init=[])
         write, read = table.write_port(), table.read_port()
         m.d.comb += [write.en.eq(self.write), write.addr.eq(self.write_address), write.data.eq(self.write_data)]
 
-        current = Signal(self._descriptor_layout)               # entry held_index, taken on its layer's first cycle
+        current = Signal(self._run.descriptor_layout)               # entry held_index, taken on its layer's first cycle
         held_index = Signal.like(self.layer_index)
         held = Signal()                                         # a run was busy on the cycle before
         m.d.comb += [read.addr.eq(Mux(self.busy, self.layer_index + 1, 0)),

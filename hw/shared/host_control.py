@@ -227,7 +227,8 @@ class HostControl(wiring.Component):
         layout = run.descriptor.shape()
         descriptor_write = host.write & idle & (host.target == HostTarget.DESCRIPTORS)
         if self._descriptor_ram:
-            m.submodules.descriptors = table = DescriptorRam(max_layers=self._max_layers, descriptor_layout=layout)
+            m.submodules.descriptors = table = DescriptorRam(run=RunSignature(max_layers=self._max_layers,
+                                                                              descriptor_layout=layout))
             m.d.comb += [table.write.eq(descriptor_write), table.write_address.eq(host.address),
                          table.write_data.eq(host.write_data[:layout.size]), table.busy.eq(run.busy),
                          table.layer_index.eq(run.layer_index), run.descriptor.eq(table.descriptor)]

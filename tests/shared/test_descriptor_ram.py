@@ -2,7 +2,7 @@
 """hw.shared.descriptor_ram.DescriptorRam on Amaranth's simulator: runs of random layer lengths (two cycles or
 more, as a sequencer holds ``layer_index``), each busy cycle's ``descriptor`` against the entry ``layer_index``
 selects; entries rewritten between runs, a run STARTed on the cycle after the last write (busy from the cycle
-after); the parameter checks."""
+after); the parameter check."""
 
 import numpy as np
 import pytest
@@ -10,6 +10,7 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 
 from nnaccel.hw.shared.descriptor_ram import DescriptorRam
+from nnaccel.hw.shared.run_control import RunSignature
 
 SEED = 2931
 LAYOUT = data.StructLayout({"kind": 3, "base": 13})
@@ -18,7 +19,7 @@ ENTRIES = 12
 
 def test_every_busy_cycle_shows_the_running_layers_entry():
     rng = np.random.default_rng(SEED)
-    table = DescriptorRam(max_layers=ENTRIES, descriptor_layout=LAYOUT)
+    table = DescriptorRam(run=RunSignature(max_layers=ENTRIES, descriptor_layout=LAYOUT))
     simulator = Simulator(table)
     simulator.add_clock(1e-6)
     checked = []
@@ -51,10 +52,8 @@ def test_every_busy_cycle_shows_the_running_layers_entry():
     assert [shown for shown, _ in checked] == [entry for _, entry in checked]
 
 
-def test_parameters_are_checked():
-    with pytest.raises(ValueError, match="max_layers"):
-        DescriptorRam(max_layers=0, descriptor_layout=LAYOUT)
-    with pytest.raises(TypeError, match="descriptor_layout must be a data.Layout, not 5"):
-        DescriptorRam(max_layers=4, descriptor_layout=5)
-    table = DescriptorRam(max_layers=4, descriptor_layout=LAYOUT)
-    assert (table.max_layers, table.descriptor_layout) == (4, LAYOUT)
+def test_the_parameter_is_checked():
+    with pytest.raises(TypeError, match="run must be a RunSignature, not 5"):
+        DescriptorRam(run=5)
+    run = RunSignature(max_layers=4, descriptor_layout=LAYOUT)
+    assert DescriptorRam(run=run).run == run
