@@ -29,7 +29,7 @@ from nnaccel.models.shared.input_files import InputError
 from nnaccel.sim.fpga.devices import DEVICES, fit_summary, over_capacity
 from nnaccel.sim.fpga.dqn_configurations import cached_estimate, config_fields, resources_summary
 
-from nnaccel.cli.dqn.board import BOARDS, board_report, model_base
+from nnaccel.cli.dqn.board import BOARDS, board_report, board_stream, model_base
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
                                              describe_config, golden_mismatches, grouped_notes, layer_rows,
                                              layer_table, model_macs, runtime_difference, simulate_dqn_plan)
@@ -207,9 +207,12 @@ def _run_model(arguments, task, folder, base):
         reference = reference_outputs(path, graph, inputs, logits=lowered.softmax_on_host)
         largest, relative = runtime_difference(accelerator_run.q_values, config.fmt, reference)
         cycles = int(accelerator_run.total_cycles[0])
+        checked = (f"counters against the formula below ({cycles:,} cycles; {plan.estimated_cycles:,} with every "
+                   f"weight on chip)" if arguments.board else
+                   f"counters {'as predicted' if not counters else 'MISMATCH'} ({cycles:,} cycles, predicted "
+                   f"{plan.estimated_cycles:,})")
         print(f"{len(inputs)} inputs ({source}): {'bit-exact' if not mismatches else 'MISMATCH'} against the golden "
-              f"model; counters {'as predicted' if not counters else 'MISMATCH'} ({cycles:,} cycles, predicted "
-              f"{plan.estimated_cycles:,}); vs LiteRT: max |difference| {largest:.3g} (relative {relative:.3g})")
+              f"model; {checked}; vs LiteRT: max |difference| {largest:.3g} (relative {relative:.3g})")
         for line in (mismatches + counters)[:10]:
             print(f"    {line}")
         if arguments.board:
@@ -226,8 +229,9 @@ def _run_model(arguments, task, folder, base):
     latency_us = cycles / DQN_CLOCK_HZ * 1e6
     print(f"\n{task}: {macs:,} MACs of the model on {config.macs} MACs")
     print("\n".join(_comparison_table(task, config, (cycles, not arguments.no_rtl), use)))
-    resources = _resources(task, config, base)
-    print(f"resources of {config.module_name}: {resources.get('summary', resources.get('hint'))}")
+    built = board_stream(arguments.board, plan).config if arguments.board else config
+    resources = _resources(task, built, base)
+    print(f"resources of {built.module_name}: {resources.get('summary', resources.get('hint'))}")
     formats = _formats_check(task, path, graph, lowered, plan, folder, arguments.formats, arguments.inputs)
     print()
     print("\n".join(_formats_table(formats)))
