@@ -87,7 +87,7 @@ class DqnAccelerator(HostPortAccelerator):
             memories={**weight_memory, DqnMemory.ACTIVATIONS0: config.activation_word_bits,
                       DqnMemory.ACTIVATIONS1: config.activation_word_bits},
             registers={DqnRegister.ACTION: packed_index_bits(config), DqnRegister.ACTION_VALUE: config.fmt.width},
-            descriptor_ram=config.descriptor_ram)
+            descriptor_ram=config.descriptor_ram, counter_ram=config.counter_ram)
         m.submodules.sequencer = sequencer = LayerSequencer(config=config)
         m.submodules.feeder = feeder = WindowFeeder(config=config)
         m.submodules.writer = writer = ResultWriter(config=config)

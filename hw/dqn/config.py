@@ -41,6 +41,10 @@ class DqnConfig:
         Keep the descriptor table in block RAM (:class:`~hw.shared.descriptor_ram.DescriptorRam`, read one entry
         ahead: no counter changes) instead of ``max_layers`` descriptor registers and their read multiplexer
         (default False: the build unchanged).
+    counter_ram
+        Keep the per-layer performance counters in block RAM (:class:`~hw.shared.counter_ram.CounterRam`: the
+        running layer's four in registers) instead of ``4 * max_layers`` counters with their adders (default False:
+        the build unchanged).
     max_pooling
         Build the matrix modules with their max mode (``MatrixModule(maximum=True)``) and give the descriptor its
         ``maximum`` bit: max pooling runs on the accelerator (default False: no max mode, none of its area; the
@@ -73,6 +77,7 @@ class DqnConfig:
     weight_depth: int = 4096
     max_layers: int = 8
     descriptor_ram: bool = False
+    counter_ram: bool = False
     max_pooling: bool = False
     external_weights: bool = False
     weight_loads: int = 64
@@ -92,8 +97,9 @@ class DqnConfig:
         check_int("pad_columns", self.pad_columns, 0, 16)
         check_int("activation_depth", self.activation_depth, 2, 1 << 16)
         check_int("weight_depth", self.weight_depth, 2, 1 << 20)
-        if not isinstance(self.descriptor_ram, bool):
-            raise TypeError(f"descriptor_ram must be a bool, not {self.descriptor_ram!r}")
+        for name in ("descriptor_ram", "counter_ram"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, not {getattr(self, name)!r}")
         check_int("max_layers", self.max_layers, 1, 1 << 10 if self.descriptor_ram else 64)
         if not isinstance(self.max_pooling, bool):
             raise TypeError(f"max_pooling must be a bool, not {self.max_pooling!r}")
@@ -154,7 +160,8 @@ class DqnConfig:
                 + ("_max" if self.max_pooling else "")
                 + (f"_ext{self.weight_loads}" if self.external_weights else "")
                 + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else "")
-                + ("_at" if self.argmax_tiles else "") + ("_dr" if self.descriptor_ram else ""))
+                + ("_at" if self.argmax_tiles else "") + ("_dr" if self.descriptor_ram else "")
+                + ("_cr" if self.counter_ram else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick

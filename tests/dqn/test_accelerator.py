@@ -135,10 +135,11 @@ def test_a_mapping_of_segments_splits_and_stalls_runs_as_predicted():
     assert sum(counters[2] for counters in predicted_counters(plan)) > 0
 
 
-def test_the_descriptor_table_in_block_ram_changes_no_counter():
-    """``descriptor_ram`` (the table in a RAM read one entry ahead, 100 entries): the mapping above, whose passes
-    follow one another after a few cycles, bit-exact, every counter as the on-chip timing predicts; lint-clean."""
-    config = dataclasses.replace(REDUCED_CONFIG, descriptor_ram=True, max_layers=100)
+def test_the_descriptor_table_and_counters_in_block_ram_change_no_counter():
+    """``descriptor_ram`` (the table in a RAM read one entry ahead, 100 entries) and ``counter_ram`` (the layers'
+    counters in a RAM): the mapping above, whose passes follow one another after a few cycles, bit-exact, every
+    counter as the on-chip timing predicts; lint-clean."""
+    config = dataclasses.replace(REDUCED_CONFIG, descriptor_ram=True, counter_ram=True, max_layers=100)
     accelerator = DqnAccelerator(config=config)
     assert lint_verilog(accelerator, accelerator.module_name) == []
     plan, states, run = mixed_mapping_run(config)
