@@ -175,11 +175,12 @@ MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8
 
 # The thesis network toward a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
 # 84-element rows in two 512-word activation RAMs, the weights in the board's SDRAM through two 512-word halves
-# (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors in block RAM for the 41 passes
-# and 512 loads, the argmax across FC_2's channel tiles (docs/dqn_accelerator.md, "Weights in external memory", for
+# (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors and the layers' counters in
+# block RAM for the 41 passes, 512 loads, the argmax across FC_2's channel tiles (docs/dqn_accelerator.md, "Weights in external memory", for
 # the 5CSEMA5 estimate).
 DE1_SOC_CONFIG = DqnConfig(modules=2, lanes=4, activation_depth=512, weight_depth=1024, max_layers=64,
-                           descriptor_ram=True, external_weights=True, weight_loads=512, argmax_tiles=True)
+                           descriptor_ram=True, counter_ram=True, external_weights=True, weight_loads=512,
+                           argmax_tiles=True)
 
 
 def check_config(config):
