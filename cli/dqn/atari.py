@@ -414,8 +414,8 @@ def play(arguments):
     weights, weights_note = _weights(arguments)
     plan = _compile(arguments, weights)
     last = plan.layers[-1]
-    if last.out_channels != plan.actions:
-        # The accelerator's ACTION is the argmax over the last pass's outputs: a channel tile's only.
+    if last.out_channels != plan.actions and not plan.config.argmax_tiles:
+        # Without argmax_tiles the accelerator's ACTION is the argmax over the last pass's outputs: a tile's only.
         where = f"--board {arguments.board}" if arguments.board else \
             f"--modules {arguments.modules} --lanes {arguments.lanes}"
         raise InputError(f"{where}: FC_2 runs in channel tiles here ({last.name} is the last pass), and the "

@@ -3,15 +3,20 @@ for the DE1-SoC (``hw.dqn.config.DE1_SOC_CONFIG``), its weights in the SDRAM mod
 counter checked against the cycle formula with that model in it, the time per inference against the thesis' on the
 DE5-Net and against the SDRAM's bandwidth bound."""
 
+from dataclasses import replace
+
 from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
 from nnaccel.models.dqn.plan import COUNTERS
 from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stream_plan
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
 from nnaccel.models.shared.tile_port import TilePortModel
 
-__all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "board_stream", "board_report"]
+__all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "model_base", "board_config", "board_stream",
+           "board_report"]
 
 BOARDS = {"de1soc": DE1_SOC_CONFIG}
+MODEL_ROW_ELEMENTS = 16     # an imported model's narrowest rows on a board: a descriptor fits the host port's word
+LARGEST_LOAD_TABLE = 1 << 12
 THESIS_MS = 0.15            # the thesis' inference on the DE5-Net (16 x 16 MACs, every weight on chip)
 BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1.7 M cycles)
 
@@ -21,9 +26,31 @@ def compile_config(board):
     return on_chip_twin(BOARDS[board])
 
 
+def model_base(board):
+    """The base an imported model (``run mlperf-tiny --board``) is sized from (:func:`models.dqn.sizing.fitting_config`
+    grows its rows, activation RAMs and descriptor table to the smallest that hold the model): the board's MACs,
+    external weights and weight halves, the descriptor table in block RAM, rows of :data:`MODEL_ROW_ELEMENTS` or
+    the model's widest."""
+    return replace(compile_config(board), row_elements=MODEL_ROW_ELEMENTS, activation_depth=2, max_layers=1,
+                   descriptor_ram=True)
+
+
+def board_config(board, compiled):
+    """The board's configuration for a plan compiled for ``compiled`` (:func:`compile_config`, or a model's grown
+    :func:`model_base`): ``compiled`` with the board's weight halves in place of the on-chip weight RAM."""
+    return replace(compiled, external_weights=True, weight_depth=BOARDS[board].weight_depth)
+
+
 def board_stream(board, plan):
-    """``plan`` (compiled for :func:`compile_config`) with its weights in the board's external memory."""
-    return stream_plan(BOARDS[board], plan)
+    """``plan`` (compiled for :func:`compile_config` or a grown :func:`model_base`) with its weights in the board's
+    external memory; a load table grown to the power of two that holds a model's loads."""
+    def with_loads(loads):             # the load table is a field of the plan's configuration too (on_chip_twin)
+        return replace(plan, config=replace(plan.config, weight_loads=loads))
+
+    config = board_config(board, plan.config)
+    needed = len(stream_plan(replace(config, weight_loads=LARGEST_LOAD_TABLE), with_loads(LARGEST_LOAD_TABLE)).loads)
+    loads = max(config.weight_loads, 1 << (needed - 1).bit_length())
+    return stream_plan(replace(config, weight_loads=loads), with_loads(loads))
 
 
 def _formula_mismatches(stream, run):
@@ -42,9 +69,9 @@ def _formula_mismatches(stream, run):
     return lines, first
 
 
-def board_report(board, plan, run, clock_hz):
-    """Print the board's lines (the counters against the formula, ms per inference, the bandwidth bound, the
-    Yosys estimate if cached); returns ``(counters equal, JSON fields)``."""
+def board_report(board, plan, run, clock_hz, *, thesis=True):
+    """Print the board's lines (the counters against the formula, ms per inference (``thesis``: against the
+    thesis'), the bandwidth bound, the Yosys estimate if cached); returns ``(counters equal, JSON fields)``."""
     from nnaccel.sim.fpga.dqn_configurations import cached_estimate, resources_summary
 
     stream = board_stream(board, plan)
@@ -62,8 +89,9 @@ def board_report(board, plan, run, clock_hz):
     stalls = int(run.layer_counters[0][:, COUNTERS.index("stall_cycles")].sum())
     config = stream.config
     print(f"{board}: {total:,} cycles = {ms:.3f} ms per inference at {clock_hz / 1e6:g} MHz on "
-          f"{config.modules} x {config.lanes} MACs (thesis: {THESIS_MS} ms on the DE5-Net, 16 x 16 MACs with every "
-          f"weight on chip: {ms / THESIS_MS:.0f} times as long)")
+          f"{config.modules} x {config.lanes} MACs" + (f" (thesis: {THESIS_MS} ms on the DE5-Net, 16 x 16 MACs with "
+                                                       f"every weight on chip: {ms / THESIS_MS:.0f} times as long)"
+                                                       if thesis else ""))
     print(f"{board}: weights from SDRAM: {stream.weight_bytes:,} bytes per inference in {len(stream.loads)} loads "
           f"({len(stream.streamed)} passes streamed through their half); the SDRAM model sustains "
           f"{per_cycle:.3f} bytes/cycle: bandwidth bound {bound:,.0f} cycles = {bound / clock_hz * 1e3:.3f} ms; the "
@@ -73,7 +101,8 @@ def board_report(board, plan, run, clock_hz):
     print(f"{board}: Yosys estimate: {estimate}" if estimate else
           f"{board}: Yosys estimate: not in the cache; `nnaccel synth dqn --dqn-config FILE.json` with this "
           f"configuration makes it (long)")
-    fields = {"board": board, "formula_equal": not mismatches, "formula_mismatches": mismatches,
+    fields = {"board": board, "config": config.module_name, "cycles": total, "formula_equal": not mismatches,
+              "formula_mismatches": mismatches,
               "ms_per_inference": ms, "thesis_ms": THESIS_MS, "weight_bytes": stream.weight_bytes,
               "loads": len(stream.loads), "sdram_bytes_per_cycle": per_cycle, "bandwidth_bound_cycles": bound,
               "formula_total_cycles": predicted.total, "resources": estimate}

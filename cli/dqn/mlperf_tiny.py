@@ -29,6 +29,7 @@ from nnaccel.models.shared.input_files import InputError
 from nnaccel.sim.fpga.devices import DEVICES, fit_summary, over_capacity
 from nnaccel.sim.fpga.dqn_configurations import cached_estimate, config_fields, resources_summary
 
+from nnaccel.cli.dqn.board import BOARDS, board_report, board_stream, model_base
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
                                              describe_config, golden_mismatches, grouped_notes, layer_rows,
                                              layer_table, model_macs, runtime_difference, simulate_dqn_plan)
@@ -54,6 +55,11 @@ def add_arguments(parser):
                         help=f"matrix modules (power of two; default {DqnConfig.modules})")
     parser.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes, metavar="N",
                         help=f"lanes per module (default {DqnConfig.lanes})")
+    parser.add_argument("--board", choices=sorted(BOARDS), default=None,
+                        help="run on the accelerator sized for a board: de1soc = 2 x 4 MACs, the weights in the "
+                             "DE1-SoC's SDRAM model behind the Avalon port, the descriptor table in block RAM, rows "
+                             "and activation RAMs grown to the model; every counter checked against the cycle "
+                             "formula with the SDRAM model in it")
     parser.add_argument("--format", choices=list(PRESETS), default=DqnConfig.fmt.name, dest="number_format",
                         help=f"number format of the simulated RTL (default {DqnConfig.fmt.name})")
     parser.add_argument("--formats", nargs="+", choices=list(PRESETS), default=list(PRESETS), metavar="FORMAT",
@@ -194,17 +200,25 @@ def _run_model(arguments, task, folder, base):
         states = inputs.reshape(len(inputs), *lowered.input_shape)
         accelerator_run = simulate_dqn_plan(arguments, plan, states=states, what="inputs")
         mismatches, _, _ = golden_mismatches(plan, states, accelerator_run)
-        counters = counter_mismatches(plan, accelerator_run)
+        # On a board the cycle formula with the memory model in it (board_report below) checks the counters.
+        counters = [] if arguments.board else counter_mismatches(plan, accelerator_run)
         rows = layer_rows(plan, accelerator_run, DQN_CLOCK_HZ)
         print("\n".join(layer_table(plan, accelerator_run, rows, DQN_CLOCK_HZ)))
         reference = reference_outputs(path, graph, inputs, logits=lowered.softmax_on_host)
         largest, relative = runtime_difference(accelerator_run.q_values, config.fmt, reference)
         cycles = int(accelerator_run.total_cycles[0])
+        checked = (f"counters against the formula below ({cycles:,} cycles; {plan.estimated_cycles:,} with every "
+                   f"weight on chip)" if arguments.board else
+                   f"counters {'as predicted' if not counters else 'MISMATCH'} ({cycles:,} cycles, predicted "
+                   f"{plan.estimated_cycles:,})")
         print(f"{len(inputs)} inputs ({source}): {'bit-exact' if not mismatches else 'MISMATCH'} against the golden "
-              f"model; counters {'as predicted' if not counters else 'MISMATCH'} ({cycles:,} cycles, predicted "
-              f"{plan.estimated_cycles:,}); vs LiteRT: max |difference| {largest:.3g} (relative {relative:.3g})")
+              f"model; {checked}; vs LiteRT: max |difference| {largest:.3g} (relative {relative:.3g})")
         for line in (mismatches + counters)[:10]:
             print(f"    {line}")
+        if arguments.board:
+            formula_equal, report["board"] = board_report(arguments.board, plan, accelerator_run, DQN_CLOCK_HZ,
+                                                          thesis=False)
+            counters = counters if formula_equal else report["board"]["formula_mismatches"]
         failures += bool(mismatches or counters)
         report |= {"inputs": len(inputs), "inputs_source": source, "bit_exact": not mismatches,
                    "counters_as_predicted": not counters, "mismatches": mismatches + counters, "total_cycles": cycles,
@@ -215,8 +229,9 @@ def _run_model(arguments, task, folder, base):
     latency_us = cycles / DQN_CLOCK_HZ * 1e6
     print(f"\n{task}: {macs:,} MACs of the model on {config.macs} MACs")
     print("\n".join(_comparison_table(task, config, (cycles, not arguments.no_rtl), use)))
-    resources = _resources(task, config, base)
-    print(f"resources of {config.module_name}: {resources.get('summary', resources.get('hint'))}")
+    built = board_stream(arguments.board, plan).config if arguments.board else config
+    resources = _resources(task, built, base)
+    print(f"resources of {built.module_name}: {resources.get('summary', resources.get('hint'))}")
     formats = _formats_check(task, path, graph, lowered, plan, folder, arguments.formats, arguments.inputs)
     print()
     print("\n".join(_formats_table(formats)))
@@ -239,7 +254,11 @@ def run(arguments):
     """``nnaccel run mlperf-tiny``; returns the exit status (0: every model bit-exact, counters as predicted)."""
     start = time.perf_counter()
     folder = mlperf_tiny_dir(arguments.dir)
-    base = base_config(arguments)
+    if arguments.board and (arguments.modules, arguments.lanes, arguments.number_format) != (
+            DqnConfig.modules, DqnConfig.lanes, DqnConfig.fmt.name):
+        raise InputError(f"--board {arguments.board}: the board's configuration is fixed; leave out --modules, "
+                         f"--lanes and --format")
+    base = model_base(arguments.board) if arguments.board else base_config(arguments)
     models, failures = [], 0
     for task in dict.fromkeys(arguments.model):
         report, failed = _run_model(arguments, task, folder, base)

@@ -67,7 +67,9 @@ class DqnAccelerator(HostPortAccelerator):
     With ``config.external_weights`` the weights are in external memory behind the ``avalon`` port (Out
     :class:`~hw.shared.avalon_master.AvalonMMSignature`): :class:`StreamedWeights` takes the weight RAM's place and
     the host writes the load table (target ``WEIGHT_LOADS``) instead of weight words (docs/dqn_accelerator.md,
-    "Weights in external memory").
+    "Weights in external memory").  With ``config.descriptor_ram`` the host control block keeps its descriptor table
+    in block RAM (:class:`~hw.shared.descriptor_ram.DescriptorRam`); with ``config.argmax_tiles`` the argmax spans
+    every channel tile of the last layer (the writer offsets its index by the descriptor's ``first_channel``).
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -84,7 +86,8 @@ class DqnAccelerator(HostPortAccelerator):
             data_bits=config.host_data_bits, max_layers=config.max_layers, descriptor_layout=descriptor_layout(config),
             memories={**weight_memory, DqnMemory.ACTIVATIONS0: config.activation_word_bits,
                       DqnMemory.ACTIVATIONS1: config.activation_word_bits},
-            registers={DqnRegister.ACTION: packed_index_bits(config), DqnRegister.ACTION_VALUE: config.fmt.width})
+            registers={DqnRegister.ACTION: packed_index_bits(config), DqnRegister.ACTION_VALUE: config.fmt.width},
+            descriptor_ram=config.descriptor_ram, counter_ram=config.counter_ram)
         m.submodules.sequencer = sequencer = LayerSequencer(config=config)
         m.submodules.feeder = feeder = WindowFeeder(config=config)
         m.submodules.writer = writer = ResultWriter(config=config)

@@ -35,7 +35,16 @@ class DqnConfig:
         Words in the weight RAM; a weight word holds ``modules * lanes`` elements, slot ``m`` feeding
         module ``m``.
     max_layers
-        Entries of the layer descriptor table (passes of one run).
+        Entries of the layer descriptor table (passes of one run): at most 64 in flip-flops, 1,024 with
+        ``descriptor_ram``.
+    descriptor_ram
+        Keep the descriptor table in block RAM (:class:`~hw.shared.descriptor_ram.DescriptorRam`, read one entry
+        ahead: no counter changes) instead of ``max_layers`` descriptor registers and their read multiplexer
+        (default False: the build unchanged).
+    counter_ram
+        Keep the per-layer performance counters in block RAM (:class:`~hw.shared.counter_ram.CounterRam`: the
+        running layer's four in registers) instead of ``4 * max_layers`` counters with their adders (default False:
+        the build unchanged).
     max_pooling
         Build the matrix modules with their max mode (``MatrixModule(maximum=True)``) and give the descriptor its
         ``maximum`` bit: max pooling runs on the accelerator (default False: no max mode, none of its area; the
@@ -51,6 +60,10 @@ class DqnConfig:
     external_bus_bits
         With external weights: the Avalon-MM port's data width (32: the DE1-SoC's SDRAM controller port; a power
         of two dividing a weight word).
+    argmax_tiles
+        The argmax spans a last layer cut into channel tiles: the descriptor carries its pass's ``first_channel``,
+        every pass writing the network's output has the ``last`` bit, and the writer offsets the argmax index by the
+        tile's first channel (default False: only the run's last pass feeds the argmax, the build unchanged).
     """
 
     modules: int = 16
@@ -63,10 +76,13 @@ class DqnConfig:
     activation_depth: int = 1024
     weight_depth: int = 4096
     max_layers: int = 8
+    descriptor_ram: bool = False
+    counter_ram: bool = False
     max_pooling: bool = False
     external_weights: bool = False
     weight_loads: int = 64
     external_bus_bits: int = 32
+    argmax_tiles: bool = False
 
     def __post_init__(self):
         check_int("modules", self.modules, 1, 64)
@@ -81,11 +97,16 @@ class DqnConfig:
         check_int("pad_columns", self.pad_columns, 0, 16)
         check_int("activation_depth", self.activation_depth, 2, 1 << 16)
         check_int("weight_depth", self.weight_depth, 2, 1 << 20)
-        check_int("max_layers", self.max_layers, 1, 64)
+        for name in ("descriptor_ram", "counter_ram"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, not {getattr(self, name)!r}")
+        check_int("max_layers", self.max_layers, 1, 1 << 10 if self.descriptor_ram else 64)
         if not isinstance(self.max_pooling, bool):
             raise TypeError(f"max_pooling must be a bool, not {self.max_pooling!r}")
         if not isinstance(self.external_weights, bool):
             raise TypeError(f"external_weights must be a bool, not {self.external_weights!r}")
+        if not isinstance(self.argmax_tiles, bool):
+            raise TypeError(f"argmax_tiles must be a bool, not {self.argmax_tiles!r}")
         check_int("weight_loads", self.weight_loads, 1, 1 << 12)
         check_int("external_bus_bits", self.external_bus_bits, 32, 1024)
         bus = self.external_bus_bits
@@ -138,7 +159,9 @@ class DqnConfig:
                 f"d{self.max_layers}_ml{self.multiplier_latency}_al{self.adder_latency}"
                 + ("_max" if self.max_pooling else "")
                 + (f"_ext{self.weight_loads}" if self.external_weights else "")
-                + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else ""))
+                + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else "")
+                + ("_at" if self.argmax_tiles else "") + ("_dr" if self.descriptor_ram else "")
+                + ("_cr" if self.counter_ram else ""))
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick
@@ -152,10 +175,12 @@ MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8
 
 # The thesis network toward a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
 # 84-element rows in two 512-word activation RAMs, the weights in the board's SDRAM through two 512-word halves
-# (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors for the 41 passes and 512 loads.
-# Whether it fits the 5CSEMA5 is not estimated yet (docs/dqn_accelerator.md, "Weights in external memory").
+# (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors and the layers' counters in
+# block RAM for the 41 passes, 512 loads, the argmax across FC_2's channel tiles (docs/dqn_accelerator.md, "Weights in external memory", for
+# the 5CSEMA5 estimate).
 DE1_SOC_CONFIG = DqnConfig(modules=2, lanes=4, activation_depth=512, weight_depth=1024, max_layers=64,
-                           external_weights=True, weight_loads=512)
+                           descriptor_ram=True, counter_ram=True, external_weights=True, weight_loads=512,
+                           argmax_tiles=True)
 
 
 def check_config(config):

@@ -65,7 +65,8 @@ def _field_widths(config):
         "last": 1,                                     # the network's last layer: argmax over its outputs
         "handoff": 1,                                  # the next pass reads while the last group is written (port 1)
         "start_delay": START_DELAY_BITS,               # 0: wait for the last pass's writes; d: first read on cycle d-1
-    } | ({"maximum": 1} if config.max_pooling else {})  # a max pool: the modules take the largest product
+    } | ({"maximum": 1} if config.max_pooling else {}) | (  # a max pool: the modules take the largest product
+        {"first_channel": GEOMETRY_BITS} if config.argmax_tiles else {})  # the channel tile's first: argmax offset
 
 
 DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))

@@ -59,7 +59,8 @@ class ResultWriter(DqnBlock):
     packed : Out(always-ready stream of :func:`~hw.dqn.float_argmax.candidate_layout`)
         The packed writes of the network's last layer (``last`` and ``packed_output``), for the argmax:
         ``values`` (elements 0 .. lanes-1 of the write), ``mask`` (its lanes written), ``base_index`` (the output
-        index of element 0).
+        index of element 0; with ``argmax_tiles`` offset by the descriptor's ``first_channel``, so that a
+        channel-tiled last layer's tiles number their outputs as the layer does).
 
     Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
@@ -165,6 +166,8 @@ class ResultWriter(DqnBlock):
         packed_enable = Cat((block * lanes + l) < layer.out_channels for l in range(lanes))
         element_block = Mux(layer.position_major, block, 0)
         packed_data = Cat(packed_lanes.word_select(e % lanes, width) for e in range(config.row_elements))
+        # The argmax's index of element 0: with argmax_tiles a channel tile's outputs count from its first channel.
+        packed_index = block * lanes + layer.first_channel if config.argmax_tiles else block * lanes
         packed_element_enable = Cat((e // lanes == element_block) & packed_enable[e % lanes]
                                     for e in range(config.row_elements))
 
@@ -202,7 +205,7 @@ class ResultWriter(DqnBlock):
                         single_data.eq(packed_data), single_enable.eq(packed_element_enable),
                         self.packed.valid.eq(layer.last),
                         self.packed.payload.values.eq(packed_lanes), self.packed.payload.mask.eq(packed_enable),
-                        self.packed.payload.base_index.eq(block * lanes),
+                        self.packed.payload.base_index.eq(packed_index),
                     ]
                     m.d.sync += block.eq(block + 1)
                     with m.If((block + 1) * lanes >= layer.out_channels):

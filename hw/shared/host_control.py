@@ -23,10 +23,12 @@ a :class:`MemoryTarget` subclass, ``memories={member: width}``, the port ``memor
 
 import enum
 
-from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnaccel.hw.shared.counter_ram import CounterRam
+from nnaccel.hw.shared.descriptor_ram import DescriptorRam
 from nnaccel.hw.shared.host_port import ADDRESS_BITS, TARGET_BITS, HostPortSignature
 from nnaccel.hw.shared.parameters import check_int
 from nnaccel.hw.shared.run_control import COUNTER_EVENTS, HostMemorySignature, RunSignature
@@ -112,6 +114,14 @@ class HostControl(wiring.Component):
     registers
         ``{SystemRegister member: width}``: the system's own read-only registers (at most
         :data:`MAX_SYSTEM_REGISTERS`, each at most :data:`COUNTER_BITS` wide).
+    descriptor_ram
+        Keep the descriptor table in block RAM (:class:`~hw.shared.descriptor_ram.DescriptorRam`: read one entry
+        ahead, the same timing; every layer must keep ``layer_index`` two cycles or more) instead of flip-flops
+        (default False).
+    counter_ram
+        Keep the layers' counters in block RAM (:class:`~hw.shared.counter_ram.CounterRam`: the running layer's in
+        registers, written to the RAM when the layer changes and when the run ends; a layer the run did not reach
+        reads what an earlier run left) instead of ``4 * max_layers`` counters (default False).
 
     Ports
     -----
@@ -140,13 +150,20 @@ class HostControl(wiring.Component):
     later; both reach ``host.read_data`` with ``valid`` on that next cycle.  Descriptor writes take effect on
     the next cycle.
 
-    FPGA mapping: ``1 + 4 * max_layers`` counters of :data:`COUNTER_BITS` bits (adders and registers in ALMs),
-    the descriptor table (``max_layers * descriptor_layout.size`` flip-flops, its write decoder and read mux),
+    FPGA mapping: ``1 + 4 * max_layers`` counters of :data:`COUNTER_BITS` bits (adders and registers in ALMs; with
+    ``counter_ram`` five and a RAM),
+    the descriptor table (``max_layers * descriptor_layout.size`` flip-flops, its write decoder and read mux; with
+    ``descriptor_ram`` a RAM and one descriptor register),
     the register read mux and the read-back mux over the targets (``data_bits`` wide) in ALMs; no DSP, no RAM.
     """
 
-    def __init__(self, *, data_bits, max_layers, descriptor_layout, memories, registers=None):
+    def __init__(self, *, data_bits, max_layers, descriptor_layout, memories, registers=None, descriptor_ram=False,
+                 counter_ram=False):
         registers = {} if registers is None else registers
+        for name, value in (("descriptor_ram", descriptor_ram), ("counter_ram", counter_ram)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, not {value!r}")
+        self._descriptor_ram, self._counter_ram = descriptor_ram, counter_ram
         most_layers = ((1 << ADDRESS_BITS) - LAYER_COUNTER_BASE) // COUNTERS_PER_LAYER
         check_int("max_layers", max_layers, 1, most_layers)
         if not isinstance(descriptor_layout, data.Layout):
@@ -185,12 +202,34 @@ class HostControl(wiring.Component):
         return self._max_layers
 
     @property
+    def descriptor_ram(self):
+        return self._descriptor_ram
+
+    @property
+    def counter_ram(self):
+        return self._counter_ram
+
+    @property
     def memories(self):
         return dict(self._memories)
 
     @property
     def registers(self):
         return dict(self._registers)
+
+    def _counter_ram_reads(self, m, read_control):
+        """The layers' counters in a :class:`~hw.shared.counter_ram.CounterRam`: the value a CONTROL read returns,
+        its word's counter for a layer counter's address, else ``read_control``."""
+        host, run = self.host, self.run
+        m.submodules.counters = counters = CounterRam(max_layers=self._max_layers, counter_bits=COUNTER_BITS)
+        offset = host.address - LAYER_COUNTER_BASE
+        counter_read, counter_kind = Signal(), Signal(range(COUNTERS_PER_LAYER))
+        m.d.comb += [counters.start.eq(run.start), counters.busy.eq(run.busy), counters.layer_index.eq(run.layer_index),
+                     counters.events.eq(run.events), counters.read_layer.eq(offset // COUNTERS_PER_LAYER)]
+        m.d.sync += [counter_read.eq((host.address >= LAYER_COUNTER_BASE)
+                                     & (offset < COUNTERS_PER_LAYER * self._max_layers)),
+                     counter_kind.eq(offset % COUNTERS_PER_LAYER)]
+        return Mux(counter_read, counters.read_data.word_select(counter_kind, COUNTER_BITS), read_control)
 
     def elaborate(self, platform):
         m = Module()
@@ -212,15 +251,25 @@ class HostControl(wiring.Component):
 
         # ---- Descriptor table ----------------------------------------------------------------------------
         layout = run.descriptor.shape()
-        table = Array(Signal(layout, name=f"descriptor{index}") for index in range(self._max_layers))
-        m.d.comb += run.descriptor.eq(table[run.layer_index])
-        with m.If(host.write & idle & (host.target == HostTarget.DESCRIPTORS)):
-            m.d.sync += table[host.address[:len(run.layer_index)]].eq(host.write_data[:layout.size])
+        descriptor_write = host.write & idle & (host.target == HostTarget.DESCRIPTORS)
+        if self._descriptor_ram:
+            m.submodules.descriptors = table = DescriptorRam(run=RunSignature(max_layers=self._max_layers,
+                                                                              descriptor_layout=layout))
+            m.d.comb += [table.write.eq(descriptor_write), table.write_address.eq(host.address),
+                         table.write_data.eq(host.write_data[:layout.size]), table.busy.eq(run.busy),
+                         table.layer_index.eq(run.layer_index), run.descriptor.eq(table.descriptor)]
+        else:
+            table = Array(Signal(layout, name=f"descriptor{index}") for index in range(self._max_layers))
+            m.d.comb += run.descriptor.eq(table[run.layer_index])
+            with m.If(descriptor_write):
+                m.d.sync += table[host.address[:len(run.layer_index)]].eq(host.write_data[:layout.size])
 
         # ---- Performance counters ------------------------------------------------------------------------
         total_cycles = Signal(COUNTER_BITS)
-        counters = [[Signal(COUNTER_BITS, name=f"layer{layer}_{counter.name.lower()}") for counter in LayerCounter]
-                    for layer in range(self._max_layers)]
+        # With counter_ram the layers' counters are CounterRam's (read below); otherwise registers, listed here.
+        counters = [] if self._counter_ram else [
+            [Signal(COUNTER_BITS, name=f"layer{layer}_{counter.name.lower()}") for counter in LayerCounter]
+            for layer in range(self._max_layers)]
         events = {LayerCounter.CYCLES: Const(1), LayerCounter.PRODUCT_CYCLES: run.events.issue,
                   LayerCounter.STALL_CYCLES: run.events.stall, LayerCounter.DRAIN_CYCLES: run.events.draining}
         with m.If(run.start):
@@ -249,6 +298,8 @@ class HostControl(wiring.Component):
         read_target = Signal(TARGET_BITS)
         read_control = Signal(COUNTER_BITS)
         m.d.sync += [host.read_data.valid.eq(host.read), read_target.eq(host.target), read_control.eq(control_value)]
+        if self._counter_ram:
+            read_control = self._counter_ram_reads(m, read_control)
         with m.Switch(read_target):
             with m.Case(HostTarget.CONTROL):
                 m.d.comb += host.read_data.payload.eq(read_control)

@@ -14,8 +14,10 @@ as the result writer drops them.  Results are stored as the writer stores them (
 position-major layout) into RAMs that start as all ``+0``: elements never written read as ``+0``.
 A max-pooling pass (descriptor bit ``maximum``) takes the
 largest product instead of the sum, from the same seed (its bias row: ``-inf``).
-The action is the argmax over the last pass's outputs (for a layer in channel tiles: over the last tile's, indexed
-within it) by the hardware's total order on the encodings (``-0 < +0``; ties -> lowest index).  A convolution
+The action is the argmax over the outputs of the passes with the ``last`` bit (with ``argmax_tiles`` every channel
+tile of the last layer, the running maximum carried from tile to tile, the index offset by the tile's first channel;
+without it the run's last pass alone, indexed within it: a channel-tiled last layer's last tile) by the hardware's
+total order on the encodings (``-0 < +0``; ties -> lowest index).  A convolution
 reads its padding (rows above and below the image, columns left of it and past its width) as ``+0``.
 """
 
@@ -27,7 +29,7 @@ from nnaccel.models.shared.float_arith import float_mul
 from nnaccel.models.dqn.plan import unpack_image
 from nnaccel.models.dqn.matrix_module import accumulate_products
 
-__all__ = ["GoldenRun", "golden_forward", "golden_pass", "hardware_argmax", "order_key"]
+__all__ = ["GoldenRun", "golden_forward", "golden_pass", "hardware_argmax", "order_key", "running_argmax"]
 
 
 @dataclass
@@ -133,9 +135,21 @@ def golden_forward(plan, state):
     activations = [rams[layer.output.ram, layer.output.base:layer.output.base + layer.output.words].copy()
                    for layer in plan.layers]
     q_values = plan.output_values(activations[-1])
-    # The argmax takes the last pass's outputs: a channel-tiled last layer's last tile, indexed within it.
-    last = plan.layers[-1]
-    action = hardware_argmax(config.fmt, q_values[last.first_channel:last.first_channel + last.out_channels])
-    return GoldenRun(activations=activations, q_values=q_values, action=action,
-                     action_value=int(q_values[last.first_channel + action]),
+    channel = running_argmax(config, plan.argmax_passes, q_values)
+    # Without argmax_tiles the ACTION register indexes the last pass's channels (a channel tile's: its own).
+    action = channel if config.argmax_tiles else channel - plan.layers[-1].first_channel
+    return GoldenRun(activations=activations, q_values=q_values, action=action, action_value=int(q_values[channel]),
                      rams=rams)
+
+
+def running_argmax(config, passes, q_values):
+    """The output channel the argmax holds after ``passes`` (those with the ``last`` bit, in run order) wrote their
+    channels of ``q_values``: the running maximum carried from pass to pass, a later pass taking it only with a
+    larger value (ties keep the earlier, lower channel)."""
+    best = None
+    for layer in passes:
+        first = layer.first_channel
+        candidate = first + hardware_argmax(config.fmt, q_values[first:first + layer.out_channels])
+        if best is None or order_key(config.fmt, q_values[candidate]) > order_key(config.fmt, q_values[best]):
+            best = candidate
+    return best

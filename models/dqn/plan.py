@@ -187,6 +187,11 @@ class Plan:
         return last.first_channel + last.out_channels
 
     @property
+    def argmax_passes(self):
+        """The passes whose outputs feed the argmax (descriptor bit ``last``), in run order."""
+        return [layer for layer in self.layers if layer.descriptor["last"]]
+
+    @property
     def descriptors(self):
         return [layer.encoded for layer in self.layers]
 
@@ -1166,7 +1171,16 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
         out_base=out_base, packed_output=int(work.layout != "image"),
         position_major=int(work.layout in ("position_major", "row_words")), reduce=int(work.reduce),
         step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0, start_delay=0,
-        **({"maximum": int(work.maximum)} if config.max_pooling else {}))
+        **({"maximum": int(work.maximum)} if config.max_pooling else {}),
+        **({"first_channel": work.first_channel} if config.argmax_tiles else {}))
+
+
+def _feeds_argmax(config, placed, index):
+    """Whether pass ``index`` of ``placed`` has the ``last`` bit: the run's last pass, or with ``argmax_tiles``
+    every pass writing the network's output (a channel-tiled last layer's tiles, in channel order)."""
+    if config.argmax_tiles:
+        return placed[index][2] == placed[-1][2]
+    return index == len(placed) - 1
 
 
 def _real_macs(work, in_shape, inputs_per_output):
@@ -1282,7 +1296,7 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             if key is not None:
                 shared[key] = base
         addend = tensors[addend_name] if addend_name is not None else None
-        descriptor = _descriptor(config, work, source, output, base, index == len(placed) - 1, addend)
+        descriptor = _descriptor(config, work, source, output, base, _feeds_argmax(config, placed, index), addend)
         described_passes.append((work, shape, source, output, weight_words, descriptor))
     works = [work for work, *_ in placed]
     handoffs, delays = pass_handoffs(config, works, reads, [(descriptor["in_base"], descriptor["in_height"],

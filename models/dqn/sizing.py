@@ -17,7 +17,8 @@ from nnaccel.models.dqn.plan import compile_network
 __all__ = ["fitting_config", "LARGEST"]
 
 # The largest sizes a DqnConfig accepts (hw/dqn/config.py checks them).
-LARGEST = {"row_elements": 1024, "activation_depth": 1 << 16, "weight_depth": 1 << 20, "max_layers": 64}
+LARGEST = {"row_elements": 1024, "activation_depth": 1 << 16, "weight_depth": 1 << 20, "max_layers": 64,
+           "max_layers_in_ram": 1024}
 
 
 def _power_of_two(count):
@@ -46,7 +47,8 @@ def fitting_config(base, layers, weights, *, split="auto", allocation="lifetimes
     if any(isinstance(layer, ConvLayer) and layer.maximum for layer in layers):
         base = replace(base, max_pooling=True)          # max pools run in the matrix modules' max mode
     roomy = replace(base, row_elements=widest, activation_depth=LARGEST["activation_depth"],
-                    weight_depth=LARGEST["weight_depth"], max_layers=LARGEST["max_layers"])
+                    weight_depth=LARGEST["weight_depth"],
+                    max_layers=LARGEST["max_layers_in_ram" if base.descriptor_ram else "max_layers"])
     plan = compile_network(roomy, layers, weights, split=split, allocation=allocation)
     activation_words = max(plan.activation_words)
     config = replace(base, row_elements=widest,

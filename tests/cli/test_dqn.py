@@ -2,6 +2,7 @@
 
 import argparse
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import TRAINED_WEIGHTS, dqn_layers, load_weights, save_weights, seeded_weights
 from nnaccel.models.dqn.plan import COUNTERS, compile_network
 from nnaccel.cli.dqn import atari as dqn_job
+from nnaccel.cli.dqn import board
 from nnaccel.cli.main import main
 from nnaccel.testbench.dqn.host import AcceleratorRun
 
@@ -261,7 +263,7 @@ def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
     assert "network:       scores 0, mean 0.00" in capsys.readouterr().out
 
 
-def test_the_board_option_compiles_for_the_boards_configuration(capsys):
+def test_the_board_option_compiles_for_the_boards_configuration(capsys, monkeypatch):
     from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
     from nnaccel.models.dqn.weight_stream import on_chip_twin
 
@@ -272,7 +274,10 @@ def test_the_board_option_compiles_for_the_boards_configuration(capsys):
     assert main(["run", "dqn", "--board", "de1soc", "--lanes", "8"]) == 2
     assert capsys.readouterr().err.strip().endswith(
         "--board de1soc: the board's configuration is fixed; leave out --modules and --lanes")
-    # FC_2 in channel tiles: the ACTION register would be the last tile's argmax, not the network's action.
+    # FC_2 in channel tiles, every tile feeding the argmax (argmax_tiles): play takes the board.
+    assert [layer.name for layer in plan.argmax_passes] == ["FC_2 [0:8]", "FC_2 [8:16]", "FC_2 [16:18]"]
+    # Without argmax_tiles the ACTION register would be the last tile's argmax, not the network's action.
+    monkeypatch.setitem(board.BOARDS, "de1soc", replace(DE1_SOC_CONFIG, argmax_tiles=False))
     assert main(["play", "--board", "de1soc", "--rtl-steps", "1", "--max-steps", "2"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "nnaccel: error: --board de1soc: FC_2 runs in channel tiles here (FC_2 [16:18] is the last pass), and the "

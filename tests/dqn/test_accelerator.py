@@ -19,6 +19,7 @@ from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer, dqn_layers, reduced_layers, seeded_weights
 from nnaccel.models.dqn.plan import compile_network
+from nnaccel.sim.lint import lint_verilog
 from nnaccel.cli.main import main
 from tests.dqn.test_plan import MIXED_MAPPING, mixed_layers
 from nnaccel.testbench.dqn.host import run_on_accelerator
@@ -112,20 +113,40 @@ def predicted_counters(plan):
             for layer in plan.layers]
 
 
-def test_a_mapping_of_segments_splits_and_stalls_runs_as_predicted():
-    """A mapping the compiler would not choose: segments in a shuffled order with their own column blocks, a
-    K-split position inside a convolution, a 1x1 convolution whose groups wait for the writer and the walker:
-    bit-exact, and every pass's four counters as the timing model predicts."""
+def mixed_mapping_run(config):
+    """The mixed layers compiled with :data:`MIXED_MAPPING` for ``config``, run on 2 inputs: ``(plan, states,
+    run)``."""
     rng = np.random.default_rng([SEED, 7])
     layers = mixed_layers()
     weights = [(rng.uniform(-1, 1, layer.weight_shape).astype(np.float32),
                 rng.uniform(-1, 1, layer.weight_shape[-1]).astype(np.float32)) for layer in layers]
-    plan = compile_network(REDUCED_CONFIG, layers, weights, mapping=MIXED_MAPPING)
+    plan = compile_network(config, layers, weights, mapping=MIXED_MAPPING)
     states = reduced_states(rng)[:2]
-    run = run_on_accelerator(DqnAccelerator(config=REDUCED_CONFIG), plan, states, read_layers=True)
+    return plan, states, run_on_accelerator(DqnAccelerator(config=config), plan, states, read_layers=True)
+
+
+def test_a_mapping_of_segments_splits_and_stalls_runs_as_predicted():
+    """A mapping the compiler would not choose: segments in a shuffled order with their own column blocks, a
+    K-split position inside a convolution, a 1x1 convolution whose groups wait for the writer and the walker:
+    bit-exact, and every pass's four counters as the timing model predicts."""
+    plan, states, run = mixed_mapping_run(REDUCED_CONFIG)
     assert compare_layers(plan, states, run) == []
     assert [[int(c) for c in counters] for counters in run.layer_counters[0]] == predicted_counters(plan)
     assert sum(counters[2] for counters in predicted_counters(plan)) > 0
+
+
+def test_the_descriptor_table_and_counters_in_block_ram_change_no_counter():
+    """``descriptor_ram`` (the table in a RAM read one entry ahead, 100 entries) and ``counter_ram`` (the layers'
+    counters in a RAM): the mapping above, whose passes follow one another after a few cycles, bit-exact, every
+    counter as the on-chip timing predicts; lint-clean."""
+    config = dataclasses.replace(REDUCED_CONFIG, descriptor_ram=True, counter_ram=True, max_layers=100)
+    accelerator = DqnAccelerator(config=config)
+    assert lint_verilog(accelerator, accelerator.module_name) == []
+    plan, states, run = mixed_mapping_run(config)
+    assert compare_layers(plan, states, run) == []
+    for counters in run.layer_counters:
+        assert [[int(c) for c in layer] for layer in counters] == predicted_counters(plan)
+    assert np.all(run.total_cycles == plan.estimated_cycles)
 
 
 @pytest.mark.parametrize("fmt", [BINARY16, BFLOAT16], ids=lambda fmt: fmt.name)

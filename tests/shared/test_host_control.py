@@ -30,10 +30,10 @@ class Register(SystemRegister):
     FLAGS = enum.auto()
 
 
-def make_control():
+def make_control(**options):
     return HostControl(data_bits=48, max_layers=MAX_LAYERS, descriptor_layout=DESCRIPTOR,
                        memories={Memory.RAM_A: 48, Memory.RAM_B: 12},
-                       registers={Register.ANSWER: 40, Register.FLAGS: 3})
+                       registers={Register.ANSWER: 40, Register.FLAGS: 3}, **options)
 
 
 class Host:
@@ -65,8 +65,8 @@ class Host:
         return seen
 
 
-def run(process):
-    control = make_control()
+def run(process, **options):
+    control = make_control(**options)
     simulator = Simulator(control)
     simulator.add_clock(1e-6)
     results = {}
@@ -79,9 +79,11 @@ def run(process):
     return results
 
 
-def test_start_counters_and_register_reads():
+@pytest.mark.parametrize("counter_ram", [False, True], ids=["counter registers", "counter_ram"])
+def test_start_counters_and_register_reads(counter_ram):
     """A run of random events: TOTAL_CYCLES and every layer's counters equal the counts of the pattern, the STATUS,
-    system registers and counters read back one cycle later; START while busy starts nothing."""
+    system registers and counters read back one cycle later (with ``counter_ram`` from the first idle cycle, when
+    the last layer's word is written); START while busy starts nothing."""
     rng = np.random.default_rng(SEED)
     cycles = 60
     layer_of = np.sort(rng.integers(0, MAX_LAYERS, cycles))
@@ -110,7 +112,7 @@ def test_start_counters_and_register_reads():
         results["reads"] = [(await host.request(read=1, target=HostTarget.CONTROL, address=address))["read_data"]
                             for address in addresses]
 
-    results = run(process)
+    results = run(process, counter_ram=counter_ram)
     assert results["start"] == (1, 3) and results["start_while_busy"] == 0
     status, total, answer, flags, *counters = results["reads"]
     assert (status, total, answer, flags) == (0b10, cycles, (1 << 40) - 3, 5)
@@ -119,7 +121,8 @@ def test_start_counters_and_register_reads():
     assert np.reshape(counters, (MAX_LAYERS, 4)).tolist() == expected
 
 
-def test_a_new_start_clears_the_counters():
+@pytest.mark.parametrize("counter_ram", [False, True], ids=["counter registers", "counter_ram"])
+def test_a_new_start_clears_the_counters(counter_ram):
     async def process(ctx, control, host, results):
         for run_cycles in (7, 3):
             await host.request(write=1, target=HostTarget.CONTROL, address=ControlRegister.START, write_data=1)
@@ -135,7 +138,7 @@ def test_a_new_start_clears_the_counters():
                                 layer_counter_address(0, LayerCounter.CYCLES))])
             results.setdefault("status", []).append(status["read_data"])
 
-    results = run(process)
+    results = run(process, counter_ram=counter_ram)
     assert results["totals"] == [[7, 7, 0], [3, 3, 0]] and results["status"] == [0, 0]
 
 
