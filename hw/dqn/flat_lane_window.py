@@ -13,49 +13,58 @@ __all__ = ["FlatLaneWindow"]
 
 
 class FlatLaneWindow(DqnBlock):
-    """A window of ``window_words`` activation words, shifted under the ``modules * lanes`` lanes, masked per lane.
+    """Per channel slot a window of ``window_words`` activation words, shifted under the slot's lanes, masked per
+    lane.
 
-    In the flat map (models/dqn/flat_map.py) global lane ``i = m*lanes + l`` of module ``m`` computes output position
-    ``q0 + i`` of one channel, and at step ``(kh, kw)`` of a stride-1 depthwise convolution whose output rows are as
-    wide as its input rows it needs flat input position ``q0 + i + d`` (``d`` the step's offset): consecutive
-    elements of the channel's flat words.  The window holds consecutive words (loaded two at a time, from the
-    activation RAM's two read ports); a step gives lane ``i`` window element ``shift + i`` where the lane's output
-    position ``(oy, ox)`` lies in the step's bounds (its input element is real), ``+0`` where it does not (padding:
-    above, below, left and right of the map; the element the flat layout puts there belongs to a neighbouring row).
-    The lanes' output coordinates are registers, set for a pass and moved on by a constant per group.
+    In the flat map (models/dqn/flat_map.py) the ``modules * lanes`` lanes are cut into ``slots`` slots of
+    ``modules / slots`` modules; lane ``i`` of a slot computes output position ``q_s + i`` of the slot's channel, and
+    at step ``(kh, kw)`` of a stride-1 depthwise convolution whose output rows are as wide as its input rows it needs
+    flat input position ``q_s + i + d`` (``d`` the step's offset): consecutive elements of the channel's flat words.
+    A slot's window holds consecutive words of its channel (loaded two at a time, from the activation RAM's two read
+    ports); a step gives lane ``i`` of slot ``s`` element ``shifts[s] + i`` of the slot's window where the lane's
+    output position ``(oy, ox)`` lies in the step's bounds (its input element is real), ``+0`` where it does not
+    (padding: above, below, left and right of the map; the element the flat layout puts there belongs to a
+    neighbouring row).  Slots serve small maps (several channels per group: a 25 x 5 map in a slot of 128 lanes);
+    one slot a map of a group's lanes or more.  The lanes' output coordinates are registers, set for a pass and
+    moved on by a constant per group.
 
     Ports
     -----
-    control : In(:class:`~hw.dqn.interfaces.FlatLaneControlSignature`): ``load`` / ``load_pair``, ``shift``,
+    control : In(:class:`~hw.dqn.interfaces.FlatLaneControlSignature`): ``load`` / ``load_slot`` / ``load_pair``,
+        ``shifts``,
         ``set_lanes`` / ``lane_rows`` / ``lane_columns``, ``advance`` / ``advance_rows`` / ``advance_columns`` /
         ``out_width``, and the step's bounds ``row_low``, ``row_high``, ``column_low``, ``column_high``.
     words : In(2 x activation word): the words read on the activation RAM's ports 0 and 1, taken on ``load``.
     vectors : Out(``modules`` x ``lanes`` elements): module ``m``'s vector, lane ``l`` = global lane
         ``m*lanes + l``.
 
-    Timing: a step (``shift`` and bounds) on cycle n gives ``vectors`` on cycle n+1 from the window and coordinates
+    Timing: a step (``shifts`` and bounds) on cycle n gives ``vectors`` on cycle n+1 from the window and coordinates
     as they are on cycle n; a ``load``, ``set_lanes`` or ``advance`` on cycle n takes effect on cycle n+1.
     Throughput: a step every cycle.
 
-    FPGA: the window's ``window_words * row_elements * width`` flip-flops (each with a 2:1 load mux), a barrel
-    shifter of ``ceil(log2(shift range))`` levels of 2:1 muxes over the window (``modules * lanes * width`` bits wide
+    FPGA: per slot the window's ``window_words * row_elements * width`` flip-flops (each with a 2:1 load mux) and a
+    barrel shifter of ``ceil(log2(shift range))`` levels of 2:1 muxes over it (the slot's lanes x ``width`` bits wide
     at its output), per lane two 12-bit coordinate registers with an adder and a wrap compare, four signed compares
     and a zeroing AND on ``width`` bits, and the ``modules * lanes * width`` output register; all ALMs, no DSP, no RAM.
-    16 x 16 binary32 with 96-element rows and a 6-word window: 18,432 window flip-flops, 9 shift levels (a 576 -> 256
+    16 x 16 binary32 with 96-element rows, one slot and a 6-word window: 18,432 window flip-flops, 9 shift levels (a 576 -> 256
     element shifter: 4,800 elements of 2:1 muxes over its levels, 153,600 mux bits), 8,192 output flip-flops.
     """
 
-    def __init__(self, *, config=DqnConfig(), window_words=4):
+    def __init__(self, *, config=DqnConfig(), window_words=4, slots=1):
         check_config(config)
         check_int("window_words", window_words, 2, 64)
         if window_words % 2:
             raise ValueError(f"window_words must be even (words are loaded in pairs), not {window_words!r}")
-        if window_words * config.row_elements < config.modules * config.lanes:
+        check_int("slots", slots, 1, config.modules)
+        if config.modules % slots:
+            raise ValueError(f"slots must divide the {config.modules} modules, not {slots!r}")
+        slot_lanes = config.modules // slots * config.lanes
+        if window_words * config.row_elements < slot_lanes:
             raise ValueError(f"a window of {window_words} words of {config.row_elements} elements is narrower than "
-                             f"the {config.modules * config.lanes} lanes")
-        self._window_words = window_words
+                             f"a slot's {slot_lanes} lanes")
+        self._window_words, self._slots = window_words, slots
         super().__init__(config, {
-            "control": In(FlatLaneControlSignature(config, window_words)),
+            "control": In(FlatLaneControlSignature(config, window_words, slots)),
             "words": In(data.ArrayLayout(config.activation_word_bits, 2)),
             "vectors": Out(data.ArrayLayout(data.ArrayLayout(config.fmt.width, config.lanes), config.modules)),
         })
@@ -64,19 +73,16 @@ class FlatLaneWindow(DqnBlock):
     def window_words(self):
         return self._window_words
 
+    @property
+    def slots(self):
+        return self._slots
+
     def elaborate(self, platform):
         m = Module()
         config, control = self._config, self.control
         width, word_bits = config.fmt.width, config.activation_word_bits
         group_lanes = config.modules * config.lanes
-
-        # ---- The window: words loaded in pairs -------------------------------------------------
-        window = Signal(self._window_words * word_bits)
-        with m.If(control.load):
-            for pair in range(self._window_words // 2):
-                with m.If(control.load_pair == pair):
-                    m.d.sync += window[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(
-                        Cat(self.words[0], self.words[1]))
+        slot_lanes = group_lanes // self._slots
 
         # ---- The lanes' output coordinates ------------------------------------------------------
         rows = Signal(data.ArrayLayout(len(control.advance_rows), group_lanes))
@@ -90,20 +96,31 @@ class FlatLaneWindow(DqnBlock):
                 m.d.sync += [columns[lane].eq(Mux(wrapped, moved - control.out_width, moved)),
                              rows[lane].eq(rows[lane] + control.advance_rows + wrapped)]
 
-        # ---- The step: the window shifted by `shift` elements, masked where a lane's input is padding -------
-        # Level i shifts by 2**i elements; it keeps the elements the lanes can still reach through the levels after
-        # it (shifts of up to 2**levels - 2**(i + 1) more), the last level exactly the lanes'.
-        levels = len(control.shift)
-        shifted = window
-        for level in range(levels):
-            kept = min(len(window), (group_lanes + (1 << levels) - (2 << level)) * width)
-            stage = Signal(kept, name=f"shifted_{level}")
-            m.d.comb += stage.eq(Mux(control.shift[level], shifted >> (width << level), shifted))
-            shifted = stage
         vectors = []
-        for lane in range(group_lanes):
-            real = ((rows[lane] >= control.row_low) & (rows[lane] < control.row_high)
-                    & (columns[lane] >= control.column_low) & (columns[lane] < control.column_high))
-            vectors.append(Mux(real, shifted.word_select(lane, width), 0))
+        for slot in range(self._slots):
+            # ---- The slot's window: words loaded in pairs ---------------------------------------
+            window = Signal(self._window_words * word_bits, name=f"window_{slot}")
+            with m.If(control.load & (control.load_slot == slot)):
+                for pair in range(self._window_words // 2):
+                    with m.If(control.load_pair == pair):
+                        m.d.sync += window[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(
+                            Cat(self.words[0], self.words[1]))
+
+            # ---- The step: the window shifted by the slot's shift, masked where a lane's input is padding ----
+            # Level i shifts by 2**i elements; it keeps the elements the lanes can still reach through the levels
+            # after it (shifts of up to 2**levels - 2**(i + 1) more), the last level exactly the slot's lanes.
+            shift = control.shifts[slot]
+            levels = len(shift)
+            shifted = window
+            for level in range(levels):
+                kept = min(len(window), (slot_lanes + (1 << levels) - (2 << level)) * width)
+                stage = Signal(kept, name=f"shifted_{slot}_{level}")
+                m.d.comb += stage.eq(Mux(shift[level], shifted >> (width << level), shifted))
+                shifted = stage
+            for slot_lane in range(slot_lanes):
+                lane = slot * slot_lanes + slot_lane
+                real = ((rows[lane] >= control.row_low) & (rows[lane] < control.row_high)
+                        & (columns[lane] >= control.column_low) & (columns[lane] < control.column_high))
+                vectors.append(Mux(real, shifted.word_select(slot_lane, width), 0))
         m.d.sync += self.vectors.eq(Cat(*vectors))
         return m
