@@ -21,7 +21,8 @@ in_height`` and ``0 <= ox + kw - pad_left < in_width`` (:func:`step_bounds`), ``
 import numpy as np
 
 __all__ = ["flat_map_applies", "flat_words", "step_offset", "step_bounds", "window_base", "window_shift",
-           "window_words_needed", "lane_coordinates", "advance_coordinates", "lane_operands"]
+           "window_words_needed", "lane_coordinates", "advance_coordinates", "lane_operands",
+           "word_writes"]
 
 
 def flat_map_applies(layer):
@@ -102,3 +103,12 @@ def lane_operands(memory, channel_word, layer, first_position, kernel_row, kerne
         + step_offset(layer, kernel_row, kernel_column)
     elements = memory.reshape(-1)[flat % (depth * row_elements)]
     return np.where(real, elements, 0).astype(memory.dtype)
+
+
+def word_writes(first_position, valid, row_elements):
+    """The writes that store a slot's lanes (output positions ``first_position ..``, the first ``valid`` of them
+    real) in flat layout: per touched word ``j`` (relative to the channel's first word) the ``offset = j*row_elements -
+    first_position`` of ``hw.dqn.flat_word_packer.FlatWordPacker`` (element ``e`` takes lane ``offset + e``, enabled
+    where ``0 <= offset + e < valid``)."""
+    words = range(first_position // row_elements, (first_position + valid - 1) // row_elements + 1)
+    return [(word, word * row_elements - first_position) for word in words]
