@@ -6,6 +6,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
+from nnaccel.hw.dqn.flat_map import shift_elements_down, slot_lanes
 from nnaccel.hw.dqn.interfaces import FlatLaneControlSignature
 from nnaccel.hw.shared.parameters import check_int
 
@@ -55,13 +56,10 @@ class FlatLaneWindow(DqnBlock):
         check_int("window_words", window_words, 2, 64)
         if window_words % 2:
             raise ValueError(f"window_words must be even (words are loaded in pairs), not {window_words!r}")
-        check_int("slots", slots, 1, config.modules)
-        if config.modules % slots:
-            raise ValueError(f"slots must divide the {config.modules} modules, not {slots!r}")
-        slot_lanes = config.modules // slots * config.lanes
-        if window_words * config.row_elements < slot_lanes:
+        lanes = slot_lanes(config, slots)
+        if window_words * config.row_elements < lanes:
             raise ValueError(f"a window of {window_words} words of {config.row_elements} elements is narrower than "
-                             f"a slot's {slot_lanes} lanes")
+                             f"a slot's {lanes} lanes")
         self._window_words, self._slots = window_words, slots
         super().__init__(config, {
             "control": In(FlatLaneControlSignature(config, window_words, slots)),
@@ -82,7 +80,7 @@ class FlatLaneWindow(DqnBlock):
         config, control = self._config, self.control
         width, word_bits = config.fmt.width, config.activation_word_bits
         group_lanes = config.modules * config.lanes
-        slot_lanes = group_lanes // self._slots
+        lanes_per_slot = slot_lanes(config, self._slots)
 
         # ---- The lanes' output coordinates ------------------------------------------------------
         rows = Signal(data.ArrayLayout(len(control.advance_rows), group_lanes))
@@ -107,18 +105,10 @@ class FlatLaneWindow(DqnBlock):
                             Cat(self.words[0], self.words[1]))
 
             # ---- The step: the window shifted by the slot's shift, masked where a lane's input is padding ----
-            # Level i shifts by 2**i elements; it keeps the elements the lanes can still reach through the levels
-            # after it (shifts of up to 2**levels - 2**(i + 1) more), the last level exactly the slot's lanes.
-            shift = control.shifts[slot]
-            levels = len(shift)
-            shifted = window
-            for level in range(levels):
-                kept = min(len(window), (slot_lanes + (1 << levels) - (2 << level)) * width)
-                stage = Signal(kept, name=f"shifted_{slot}_{level}")
-                m.d.comb += stage.eq(Mux(shift[level], shifted >> (width << level), shifted))
-                shifted = stage
-            for slot_lane in range(slot_lanes):
-                lane = slot * slot_lanes + slot_lane
+            shifted = shift_elements_down(m, window, control.shifts[slot], width=width, kept=lanes_per_slot,
+                                          name=f"shifted_{slot}")
+            for slot_lane in range(lanes_per_slot):
+                lane = slot * lanes_per_slot + slot_lane
                 real = ((rows[lane] >= control.row_low) & (rows[lane] < control.row_high)
                         & (columns[lane] >= control.column_low) & (columns[lane] < control.column_high))
                 vectors.append(Mux(real, shifted.word_select(slot_lane, width), 0))

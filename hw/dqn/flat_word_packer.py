@@ -6,7 +6,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
-from nnaccel.hw.shared.parameters import check_int
+from nnaccel.hw.dqn.flat_map import shift_elements_down, slot_lanes
 
 __all__ = ["FlatWordPacker", "FlatWordSignature"]
 
@@ -58,14 +58,11 @@ class FlatWordPacker(DqnBlock):
 
     def __init__(self, *, config=DqnConfig(), slots=1):
         check_config(config)
-        check_int("slots", slots, 1, config.modules)
-        if config.modules % slots:
-            raise ValueError(f"slots must divide the {config.modules} modules, not {slots!r}")
         self._slots = slots
-        slot_lanes = config.modules // slots * config.lanes
+        lanes = slot_lanes(config, slots)
         super().__init__(config, {
             "results": In(data.ArrayLayout(data.ArrayLayout(config.fmt.width, config.lanes), config.modules)),
-            "word": In(FlatWordSignature(row_elements=config.row_elements, slots=slots, slot_lanes=slot_lanes)),
+            "word": In(FlatWordSignature(row_elements=config.row_elements, slots=slots, slot_lanes=lanes)),
             "data": Out(data.ArrayLayout(config.fmt.width, config.row_elements)),
             "enable": Out(config.row_elements),
         })
@@ -78,22 +75,15 @@ class FlatWordPacker(DqnBlock):
         m = Module()
         config, word = self._config, self.word
         width, elements = config.fmt.width, config.row_elements
-        slot_lanes = config.modules // self._slots * config.lanes
+        lanes_per_slot = slot_lanes(config, self._slots)
         # The slot's lanes behind elements - 1 zeros: element e of the word is element offset + elements - 1 + e.
-        # Level i shifts by 2**i elements and keeps what the word can still reach through the levels after it.
-        start = Signal(range(slot_lanes + elements - 1), name="start")
+        start = Signal(range(lanes_per_slot + elements - 1), name="start")
         m.d.comb += start.eq(word.offset + (elements - 1))
-        levels = len(start)
         words = []
         for slot in range(self._slots):
-            shifted = Cat(Const(0, (elements - 1) * width),
-                          self.results.as_value()[slot * slot_lanes * width:(slot + 1) * slot_lanes * width])
-            for level in range(levels):
-                kept = min(len(shifted), (elements + (1 << levels) - (2 << level)) * width)
-                stage = Signal(kept, name=f"packed_{slot}_{level}")
-                m.d.comb += stage.eq(Mux(start[level], shifted >> (width << level), shifted))
-                shifted = stage
-            words.append(shifted)
+            results = self.results.as_value()[slot * lanes_per_slot * width:(slot + 1) * lanes_per_slot * width]
+            words.append(shift_elements_down(m, Cat(Const(0, (elements - 1) * width), results), start, width=width,
+                                             kept=elements, name=f"packed_{slot}"))
         enables = [(word.offset + e >= 0) & (word.offset + e < word.valid) for e in range(elements)]
         chosen = Array(words)[word.slot]
         m.d.comb += [self.enable.eq(Cat(*enables)),
