@@ -20,9 +20,12 @@ in_height`` and ``0 <= ox + kw - pad_left < in_width`` (:func:`step_bounds`), ``
 
 import numpy as np
 
+from nnaccel.models.dqn.matrix_module import accumulate_products
+from nnaccel.models.shared.float_arith import float_mul
+
 __all__ = ["flat_map_applies", "flat_words", "step_offset", "step_bounds", "window_base", "window_shift",
            "window_words_needed", "lane_coordinates", "advance_coordinates", "lane_operands",
-           "word_writes"]
+           "word_writes", "flat_depthwise"]
 
 
 def flat_map_applies(layer):
@@ -112,3 +115,20 @@ def word_writes(first_position, valid, row_elements):
     where ``0 <= offset + e < valid``)."""
     words = range(first_position // row_elements, (first_position + valid - 1) // row_elements + 1)
     return [(word, word * row_elements - first_position) for word in words]
+
+
+def flat_depthwise(fmt, image, weights, biases, layer, *, adder_latency, relu):
+    """A depthwise convolution as the flat map computes it (raw bits of ``fmt``): each output position's lane
+    accumulates, from its channel's bias as the seed, the products ``weights[0, kh, kw, c] * input`` in the order
+    ``kh, kw`` (the steps), padding as ``+0`` (the lane window's zeros, multiplied like every element), summed in the
+    matrix module's order (:func:`~models.dqn.matrix_module.accumulate_products`).  ``image`` ``[C, H, W]``,
+    ``weights`` ``(1, kh, kw, C)``, ``biases`` ``(C,)``; returns ``[C, out_height, out_width]``."""
+    image = np.asarray(image)
+    padded = np.pad(image, ((0, 0), (layer.pad_top, layer.pad_bottom), (layer.pad_left, layer.pad_right)))
+    rows, columns = layer.out_height, layer.out_width
+    products = [float_mul(fmt, np.asarray(weights)[0, kh, kw, :, None, None],
+                          padded[:, kh:kh + rows * layer.stride_y:layer.stride_y,
+                                 kw:kw + columns * layer.stride_x:layer.stride_x])
+                for kh in range(layer.kernel_height) for kw in range(layer.kernel_width)]
+    seed = np.broadcast_to(np.asarray(biases)[:, None, None], (image.shape[0], rows, columns))
+    return accumulate_products(fmt, np.stack(products), adder_latency=adder_latency, relu=relu, seed=seed)

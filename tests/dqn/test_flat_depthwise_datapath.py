@@ -1,0 +1,153 @@
+# amaranth: UnusedElaboratable=no
+"""The flat map's datapath on Amaranth's simulator: FlatLaneWindow's vectors into the accelerator's MatrixModule
+(scalar: the channel's weight of the step, seed: its bias), the results stored by FlatWordPacker in flat layout;
+the testbench sequences the steps as the sequencer would.  Depthwise layers of a depthwise-separable block (3 x 3,
+padding 1) and a rectangular kernel with uneven padding, on a flat input with other data around it: the output
+words bit-exact with models.dqn.flat_map.flat_depthwise (the summation order of the matrix module)."""
+
+import numpy as np
+import pytest
+from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.sim import Simulator
+
+from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.hw.dqn.flat_lane_window import FlatLaneWindow
+from nnaccel.hw.dqn.flat_word_packer import FlatWordPacker
+from nnaccel.hw.dqn.matrix_module import MatrixModule
+from nnaccel.models.dqn.flat_map import (flat_depthwise, flat_words, lane_coordinates, step_bounds, window_base,
+                                         window_shift, window_words_needed, word_writes)
+from nnaccel.models.dqn.network import ConvLayer
+from nnaccel.models.shared.float_arith import from_binary32
+
+CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, activation_depth=64, weight_depth=16)
+GROUP_LANES = CONFIG.modules * CONFIG.lanes
+SEED = 4
+
+
+class FlatDatapath(Elaboratable):
+    """The lane window feeding the matrix modules' vectors, every module the same scalar, seed (broadcast to its
+    lanes), count and ReLU flag (driven by the testbench), and the word packer."""
+
+    def __init__(self, window_words):
+        self.window = FlatLaneWindow(config=CONFIG, window_words=window_words)
+        self.modules = [MatrixModule(lanes=CONFIG.lanes, fmt=CONFIG.fmt) for _ in range(CONFIG.modules)]
+        self.packer = FlatWordPacker(config=CONFIG)
+        self.valid, self.relu = Signal(), Signal()
+        self.scalar, self.seed = Signal(CONFIG.fmt.width), Signal(CONFIG.fmt.width)
+        self.count = Signal(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.window, m.submodules.packer = self.window, self.packer
+        for index, module in enumerate(self.modules):
+            m.submodules[f"module{index}"] = module
+            payload = module.operands.payload
+            m.d.comb += [module.operands.valid.eq(self.valid), payload.vector.eq(self.window.vectors[index]),
+                         payload.scalar.eq(self.scalar), payload.count.eq(self.count), payload.relu.eq(self.relu)]
+            m.d.comb += [payload.seed[lane].eq(self.seed) for lane in range(CONFIG.lanes)]
+        return m
+
+
+def run_flat_pass(layer, memory, in_word, out_memory, out_word, weights, biases, relu):
+    """One flat depthwise pass: per channel and group of positions the lanes set, the window loaded, the steps
+    issued (the products one cycle after each step, as the window's vectors come), the results packed into
+    ``out_memory`` in flat layout at ``out_word``."""
+    datapath = FlatDatapath(window_words=window_words_needed(layer, CONFIG.row_elements, GROUP_LANES) + 1 & ~1)
+    window, modules, packer = datapath.window, datapath.modules, datapath.packer
+    positions = layer.out_height * layer.out_width
+    words_per_channel = -(-positions // CONFIG.row_elements)
+    taps = layer.kernel_height * layer.kernel_width
+    groups = [(channel, first) for channel in range(layer.in_channels) for first in range(0, positions, GROUP_LANES)]
+    results = []
+    simulator = Simulator(datapath)
+    simulator.add_clock(1e-6)
+
+    async def testbench(ctx):
+        control = window.control
+
+        async def tick(operands=None):
+            """One cycle; ``operands``: (scalar, seed, relu) of the product whose vectors the window gives now."""
+            ctx.set(datapath.valid, operands is not None)
+            if operands is not None:
+                scalar, seed = operands
+                ctx.set(datapath.scalar, scalar)
+                ctx.set(datapath.seed, seed)
+                ctx.set(datapath.count, taps)
+                ctx.set(datapath.relu, relu)
+            await ctx.tick()
+            if ctx.get(modules[0].result.valid):
+                results.append([int(value) for module in modules for value in ctx.get(module.result.payload)])
+
+        for channel, first in groups:
+            rows, columns = lane_coordinates(layer.out_width, first, GROUP_LANES)
+            ctx.set(control.lane_rows, [int(row) for row in rows])
+            ctx.set(control.lane_columns, [int(column) for column in columns])
+            ctx.set(control.set_lanes, 1)
+            start = in_word + channel * words_per_channel + window_base(layer, CONFIG.row_elements, first)
+            ctx.set(control.load, 1)
+            for pair in range(window.window_words // 2):
+                ctx.set(control.load_pair, pair)
+                ctx.set(window.words, [sum(int(value) << (32 * e) for e, value in
+                                           enumerate(memory[(start + 2 * pair + half) % len(memory)]))
+                                       for half in range(2)])
+                await tick()
+                ctx.set(control.set_lanes, 0)
+            ctx.set(control.load, 0)
+            previous = None
+            for kh in range(layer.kernel_height):
+                for kw in range(layer.kernel_width):
+                    ctx.set(control.shifts, [window_shift(layer, CONFIG.row_elements, first, kh, kw)])
+                    bounds = step_bounds(layer, kh, kw)
+                    for name, value in zip(("row_low", "row_high", "column_low", "column_high"), bounds):
+                        ctx.set(getattr(control, name), value)
+                    await tick(previous)
+                    previous = (int(weights[0, kh, kw, channel]), int(biases[channel]))
+            await tick(previous)
+        for _ in range(12):                                   # the last group through the modules
+            await tick()
+        assert len(results) == len(groups)
+        for (channel, first), group_results in zip(groups, results):
+            valid = min(GROUP_LANES, positions - first)
+            ctx.set(packer.results, [group_results[m * CONFIG.lanes:(m + 1) * CONFIG.lanes]
+                                     for m in range(CONFIG.modules)])
+            for word, offset in word_writes(first, valid, CONFIG.row_elements):
+                ctx.set(packer.word.offset, offset)
+                ctx.set(packer.word.valid, valid)
+                await ctx.delay(1e-9)
+                data, enable = [int(value) for value in ctx.get(packer.data)], ctx.get(packer.enable)
+                address = out_word + channel * words_per_channel + word
+                for element in range(CONFIG.row_elements):
+                    if enable >> element & 1:
+                        out_memory[address][element] = data[element]
+
+    simulator.add_testbench(testbench)
+    simulator.run()
+
+
+@pytest.mark.parametrize("layer, relu", [
+    (ConvLayer("separable_dw", 2, (5, 4), 2, 3, 1, padding=1, groups=2), True),
+    (ConvLayer("kws_like_dw", 2, (6, 3), 2, (3, 2), 1, padding=(2, 0, 1, 0), groups=2), False),
+], ids=lambda value: getattr(value, "name", str(value)))
+def test_flat_pass_is_bit_exact(layer, relu):
+    rng = np.random.default_rng(SEED)
+    fmt = CONFIG.fmt
+    image = from_binary32(fmt, rng.standard_normal((layer.in_channels, layer.in_height, layer.in_width),
+                                                   dtype=np.float32))
+    weights = from_binary32(fmt, rng.standard_normal(layer.weight_shape, dtype=np.float32))
+    biases = from_binary32(fmt, rng.standard_normal(layer.out_channels, dtype=np.float32))
+    memory = rng.integers(0, 1 << 32, (CONFIG.activation_depth, CONFIG.row_elements), dtype=np.uint64)
+    in_word = 7
+    flat = flat_words(image, CONFIG.row_elements).reshape(-1, CONFIG.row_elements)
+    memory[in_word:in_word + len(flat)] = flat
+    out_memory = rng.integers(0, 1 << 32, memory.shape, dtype=np.uint64)
+    expected = out_memory.copy()
+    out_word = 30
+    golden = flat_depthwise(fmt, image, weights, biases, layer, adder_latency=CONFIG.adder_latency, relu=relu)
+    positions = layer.out_height * layer.out_width
+    words_per_channel = -(-positions // CONFIG.row_elements)
+    for channel in range(layer.out_channels):
+        start = (out_word + channel * words_per_channel) * CONFIG.row_elements
+        expected.reshape(-1)[start:start + positions] = golden[channel].reshape(-1)
+    out_rows = out_memory.tolist()
+    run_flat_pass(layer, memory.tolist(), in_word, out_rows, out_word, weights, biases, relu)
+    assert (np.array(out_rows, dtype=np.uint64) == expected).all()
