@@ -18,16 +18,13 @@ For each depthwise layer (groups == channels) of the model, compiled as ``nnacce
               group's modules read (the input rows of its positions, ``floor(row_elements / in_width)`` of them a
               flattened word) when the two read ports are the bound;
 ``units S``   the flat map with the built units (hw/dqn/flat_lane_window.py, hw/dqn/flat_word_packer.py) and ``S``
-              channel slots: stride-1 layers whose output rows are as wide as their input rows
-              (``models.dqn.flat_map.flat_map_applies``) where that is fewer cycles, the others as today; per group ``S * window_words / 2``
-              cycles to load the windows (two words a cycle, not overlapped with the steps) and ``kh * kw`` steps,
-              ``S`` channels a group where a map fits a slot, else a channel over ``ceil(H * W / (modules * lanes))``
-              groups; set-up, drain and the writes (a few flat words per slot, two a cycle, beside the next group's
-              steps) not counted.
-
-Prints, per layer, its MACs and each mapping's cycles and MAC use; per model, the whole model's cycles and MAC use
-with the depthwise layers as today and as with the flat map (set-up and drain of the new passes not counted), and the
-depthwise cycles the model could spend for 80 % MAC use.
+              channel slots, on the stride-1 layers whose output rows are as wide as their input rows
+              (``models.dqn.flat_map.flat_map_applies``) where it takes fewer cycles, the others as today: per group
+              ``kh * kw`` steps, or the ``S * window_words / 2`` cycles that load the next group's windows (two
+              words a cycle, into the back windows during the steps) where those are more; ``S`` channels a group
+              where a map fits a slot, else a channel over ``ceil(H * W / (modules * lanes))`` groups; set-up,
+              drain and the writes (a few flat words per slot, two a cycle, beside the next group's steps) not
+              counted.
 """
 
 import argparse
@@ -74,7 +71,7 @@ def flat_units_cycles(layer, config, slots, today):
     else:
         groups = layer.out_channels * math.ceil(positions / (config.modules * config.lanes))
     words = window_words_needed(layer, config.row_elements, slot_lanes)
-    return min(today, groups * (slots * math.ceil(words / 2) + layer.kernel_height * layer.kernel_width))
+    return min(today, groups * max(slots * math.ceil(words / 2), layer.kernel_height * layer.kernel_width))
 
 
 SLOTS = (1, 2, 4)

@@ -19,20 +19,22 @@ class FlatLaneWindow(DqnBlock):
 
     In the flat map (models/dqn/flat_map.py) the ``modules * lanes`` lanes are cut into ``slots`` slots of
     ``modules / slots`` modules; lane ``i`` of a slot computes output position ``q_s + i`` of the slot's channel, and
-    at step ``(kh, kw)`` of a stride-1 depthwise convolution whose output rows are as wide as its input rows it needs
-    flat input position ``q_s + i + d`` (``d`` the step's offset): consecutive elements of the channel's flat words.
-    A slot's window holds consecutive words of its channel (loaded two at a time, from the activation RAM's two read
-    ports); a step gives lane ``i`` of slot ``s`` element ``shifts[s] + i`` of the slot's window where the lane's
-    output position ``(oy, ox)`` lies in the step's bounds (its input element is real), ``+0`` where it does not
-    (padding: above, below, left and right of the map; the element the flat layout puts there belongs to a
-    neighbouring row).  Slots serve small maps (several channels per group: a 25 x 5 map in a slot of 128 lanes);
-    one slot a map of a group's lanes or more.  The lanes' output coordinates are registers, set for a pass and
-    moved on by a constant per group.
+    at step ``(kh, kw)`` of a stride-1 depthwise convolution whose output rows are as wide as its input rows it
+    needs flat input position ``q_s + i + d`` (``d`` the step's offset): consecutive elements of the channel's flat
+    words.  A slot's window holds consecutive words of its channel; it is double-buffered: the next group's words are loaded
+    into the back window (two at a time, from the activation RAM's two read ports, which the flat map's steps do not
+    use) during this group's steps, and ``swap`` with the group's last step makes it the front window, so the steps
+    of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot ``s`` element
+    ``shifts[s] + i`` of the slot's window where the lane's output position ``(oy, ox)`` lies in the step's bounds
+    (its input element is real), ``+0`` where it does not (padding: above, below, left and right of the map; the
+    element the flat layout puts there belongs to a neighbouring row). Slots serve small maps (several channels per
+    group: a 25 x 5 map in a slot of 128 lanes); one slot a map of a group's lanes or more. The lanes' output
+    coordinates are registers, set for a pass and moved on by a constant per group.
 
     Ports
     -----
     control : In(:class:`~hw.dqn.interfaces.FlatLaneControlSignature`): ``load`` / ``load_slot`` / ``load_pair``,
-        ``shifts``,
+        ``swap``, ``shifts``,
         ``set_lanes`` / ``lane_rows`` / ``lane_columns``, ``advance`` / ``advance_rows`` / ``advance_columns`` /
         ``out_width``, and the step's bounds ``row_low``, ``row_high``, ``column_low``, ``column_high``.
     words : In(2 x activation word): the words read on the activation RAM's ports 0 and 1, taken on ``load``.
@@ -40,15 +42,17 @@ class FlatLaneWindow(DqnBlock):
         ``m*lanes + l``.
 
     Timing: a step (``shifts`` and bounds) on cycle n gives ``vectors`` on cycle n+1 from the window and coordinates
-    as they are on cycle n; a ``load``, ``set_lanes`` or ``advance`` on cycle n takes effect on cycle n+1.
+    as they are on cycle n; a ``load``, ``swap`` (the back window as it is on cycle n, without a load of that
+    cycle), ``set_lanes`` or ``advance`` on cycle n takes effect on cycle n+1.
     Throughput: a step every cycle.
 
-    FPGA: per slot the window's ``window_words * row_elements * width`` flip-flops (each with a 2:1 load mux) and a
+    FPGA: per slot two windows of ``window_words * row_elements * width`` flip-flops (each with a 2:1 input mux) and a
     barrel shifter of ``ceil(log2(shift range))`` levels of 2:1 muxes over it (the slot's lanes x ``width`` bits wide
     at its output), per lane two 12-bit coordinate registers with an adder and a wrap compare, four signed compares
     and a zeroing AND on ``width`` bits, and the ``modules * lanes * width`` output register; all ALMs, no DSP, no RAM.
-    16 x 16 binary32 with 96-element rows, one slot and a 6-word window: 18,432 window flip-flops, 9 shift levels (a 576 -> 256
-    element shifter: 4,800 elements of 2:1 muxes over its levels, 153,600 mux bits), 8,192 output flip-flops.
+    16 x 16 binary32 with 96-element rows, one slot and a 6-word window: 36,864 window flip-flops, 9 shift levels
+    (a 576 -> 256 element shifter: 4,800 elements of 2:1 muxes over its levels, 153,600 mux bits), 8,192 output
+    flip-flops.
     """
 
     def __init__(self, *, config=DqnConfig(), window_words=4, slots=1):
@@ -96,13 +100,16 @@ class FlatLaneWindow(DqnBlock):
 
         vectors = []
         for slot in range(self._slots):
-            # ---- The slot's window: words loaded in pairs ---------------------------------------
+            # ---- The slot's windows: the next group's words loaded in pairs into the back one -----------------
             window = Signal(self._window_words * word_bits, name=f"window_{slot}")
+            back = Signal(self._window_words * word_bits, name=f"back_window_{slot}")
             with m.If(control.load & (control.load_slot == slot)):
                 for pair in range(self._window_words // 2):
                     with m.If(control.load_pair == pair):
-                        m.d.sync += window[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(
+                        m.d.sync += back[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(
                             Cat(self.words[0], self.words[1]))
+            with m.If(control.swap):
+                m.d.sync += window.eq(back)
 
             # ---- The step: the window shifted by the slot's shift, masked where a lane's input is padding ----
             shifted = shift_elements_down(m, window, control.shifts[slot], width=width, kept=lanes_per_slot,

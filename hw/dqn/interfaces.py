@@ -112,12 +112,14 @@ class FlatLaneControlSignature(_ConfigSignature):
     """The control of the flat map's lane window (:class:`~hw.dqn.flat_lane_window.FlatLaneWindow`) for one step.
 
     Members (``Out`` from the side that sequences the steps): ``load`` with ``load_slot`` and ``load_pair`` (the two
-    words read on the activation RAM's ports go to words ``2*load_pair`` and ``2*load_pair + 1`` of that slot's
-    window); ``shifts`` (per slot, the window element under the slot's first lane this step); ``set_lanes`` with ``lane_rows`` / ``lane_columns`` (each lane's output
-    row and column, ``modules * lanes`` of each) and ``advance`` with ``advance_rows`` / ``advance_columns`` /
-    ``out_width`` (move every lane on by ``advance_rows * out_width + advance_columns`` positions: the channel's next
-    group); ``row_low``, ``row_high``, ``column_low``, ``column_high`` (signed: a lane at ``(oy, ox)`` takes its
-    element iff ``row_low <= oy < row_high`` and ``column_low <= ox < column_high``, ``+0`` otherwise).
+    words read on the activation RAM's ports go to words ``2*load_pair`` and ``2*load_pair + 1`` of that slot's back
+    window: the next group's, loaded during this group's steps); ``swap`` (every slot's back window becomes its
+    front window, the one the steps read: with a group's last step); ``shifts`` (per slot, the window element under
+    the slot's first lane this step); ``set_lanes`` with ``lane_rows`` / ``lane_columns`` (each lane's output row
+    and column, ``modules * lanes`` of each) and ``advance`` with ``advance_rows`` / ``advance_columns`` /
+    ``out_width`` (move every lane on by ``advance_rows * out_width + advance_columns`` positions: the channel's
+    next group); ``row_low``, ``row_high``, ``column_low``, ``column_high`` (signed: a lane at ``(oy, ox)`` takes
+    its element iff ``row_low <= oy < row_high`` and ``column_low <= ox < column_high``, ``+0`` otherwise).
     """
 
     def __init__(self, config, window_words, slots):
@@ -128,7 +130,7 @@ class FlatLaneControlSignature(_ConfigSignature):
         self._window_words, self._slots = window_words, slots
         shift = range(window_words * config.row_elements - group_lanes // slots + 1)
         super().__init__(config, {
-            "load": Out(1), "load_slot": Out(range(slots)), "load_pair": Out(range(window_words // 2)),
+            "load": Out(1), "load_slot": Out(range(slots)), "load_pair": Out(range(window_words // 2)), "swap": Out(1),
             "shifts": Out(data.ArrayLayout(shift, slots)),
             "set_lanes": Out(1), "lane_rows": Out(coordinates), "lane_columns": Out(coordinates),
             "advance": Out(1), "advance_rows": Out(GEOMETRY_BITS), "advance_columns": Out(GEOMETRY_BITS),

@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """The flat map's datapath on Amaranth's simulator: FlatLaneWindow's vectors into the accelerator's MatrixModule
 (scalar: the channel's weight of the step, seed: its bias), the results stored by FlatWordPacker in flat layout;
-the testbench sequences the steps as the sequencer would.  Depthwise layers of a depthwise-separable block (3 x 3,
+the testbench sequences the steps as the sequencer would (tests/dqn/flat_lane_driver.py: groups back to back, a
+product every cycle, the next group's window loaded meanwhile).  Depthwise layers of a depthwise-separable block (3 x 3,
 padding 1) and a rectangular kernel with uneven padding, on a flat input with other data around it: the output
 words bit-exact with models.dqn.flat_map.flat_depthwise (the summation order of the matrix module)."""
 
@@ -14,10 +15,10 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.flat_lane_window import FlatLaneWindow
 from nnaccel.hw.dqn.flat_word_packer import FlatWordPacker
 from nnaccel.hw.dqn.matrix_module import MatrixModule
-from nnaccel.models.dqn.flat_map import (flat_depthwise, flat_words, lane_coordinates, step_bounds, window_base,
-                                         window_shift, window_words_needed, word_writes)
+from nnaccel.models.dqn.flat_map import flat_depthwise, flat_words, window_words_needed, word_writes
 from nnaccel.models.dqn.network import ConvLayer
 from nnaccel.models.shared.float_arith import from_binary32
+from tests.dqn.flat_lane_driver import drive_groups
 
 CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, activation_depth=64, weight_depth=16)
 GROUP_LANES = CONFIG.modules * CONFIG.lanes
@@ -49,64 +50,42 @@ class FlatDatapath(Elaboratable):
 
 
 def run_flat_pass(layer, memory, in_word, out_memory, out_word, weights, biases, relu):
-    """One flat depthwise pass: per channel and group of positions the lanes set, the window loaded, the steps
-    issued (the products one cycle after each step, as the window's vectors come), the results packed into
+    """One flat depthwise pass: the groups (per channel, its positions in groups of all the lanes) driven back to back
+    (flat_lane_driver), each step's product issued on the cycle its vectors come out, the results packed into
     ``out_memory`` in flat layout at ``out_word``."""
     datapath = FlatDatapath(window_words=window_words_needed(layer, CONFIG.row_elements, GROUP_LANES) + 1 & ~1)
     window, modules, packer = datapath.window, datapath.modules, datapath.packer
     positions = layer.out_height * layer.out_width
     words_per_channel = -(-positions // CONFIG.row_elements)
-    taps = layer.kernel_height * layer.kernel_width
-    groups = [(channel, first) for channel in range(layer.in_channels) for first in range(0, positions, GROUP_LANES)]
+    groups = [[(in_word + channel * words_per_channel, first)]
+              for channel in range(layer.in_channels) for first in range(0, positions, GROUP_LANES)]
     results = []
     simulator = Simulator(datapath)
     simulator.add_clock(1e-6)
 
     async def testbench(ctx):
-        control = window.control
-
-        async def tick(operands=None):
-            """One cycle; ``operands``: (scalar, seed, relu) of the product whose vectors the window gives now."""
-            ctx.set(datapath.valid, operands is not None)
-            if operands is not None:
-                scalar, seed = operands
-                ctx.set(datapath.scalar, scalar)
-                ctx.set(datapath.seed, seed)
-                ctx.set(datapath.count, taps)
-                ctx.set(datapath.relu, relu)
-            await ctx.tick()
+        def collect():
             if ctx.get(modules[0].result.valid):
                 results.append([int(value) for module in modules for value in ctx.get(module.result.payload)])
 
-        for channel, first in groups:
-            rows, columns = lane_coordinates(layer.out_width, first, GROUP_LANES)
-            ctx.set(control.lane_rows, [int(row) for row in rows])
-            ctx.set(control.lane_columns, [int(column) for column in columns])
-            ctx.set(control.set_lanes, 1)
-            start = in_word + channel * words_per_channel + window_base(layer, CONFIG.row_elements, first)
-            ctx.set(control.load, 1)
-            for pair in range(window.window_words // 2):
-                ctx.set(control.load_pair, pair)
-                ctx.set(window.words, [sum(int(value) << (32 * e) for e, value in
-                                           enumerate(memory[(start + 2 * pair + half) % len(memory)]))
-                                       for half in range(2)])
-                await tick()
-                ctx.set(control.set_lanes, 0)
-            ctx.set(control.load, 0)
-            previous = None
-            for kh in range(layer.kernel_height):
-                for kw in range(layer.kernel_width):
-                    ctx.set(control.shifts, [window_shift(layer, CONFIG.row_elements, first, kh, kw)])
-                    bounds = step_bounds(layer, kh, kw)
-                    for name, value in zip(("row_low", "row_high", "column_low", "column_high"), bounds):
-                        ctx.set(getattr(control, name), value)
-                    await tick(previous)
-                    previous = (int(weights[0, kh, kw, channel]), int(biases[channel]))
-            await tick(previous)
+        async def issue(group, kh, kw):
+            """The step's vectors are out: its product goes to the modules on this cycle."""
+            collect()
+            channel = (groups[group][0][0] - in_word) // words_per_channel
+            ctx.set(datapath.valid, 1)
+            ctx.set(datapath.scalar, int(weights[0, kh, kw, channel]))
+            ctx.set(datapath.seed, int(biases[channel]))
+            ctx.set(datapath.count, layer.kernel_height * layer.kernel_width)
+            ctx.set(datapath.relu, relu)
+
+        await drive_groups(ctx, window, layer, memory, groups, issue)
+        await ctx.tick()
+        ctx.set(datapath.valid, 0)
         for _ in range(12):                                   # the last group through the modules
-            await tick()
+            collect()
+            await ctx.tick()
         assert len(results) == len(groups)
-        for (channel, first), group_results in zip(groups, results):
+        for [(channel_word, first)], group_results in zip(groups, results):
             valid = min(GROUP_LANES, positions - first)
             ctx.set(packer.results, [group_results[m * CONFIG.lanes:(m + 1) * CONFIG.lanes]
                                      for m in range(CONFIG.modules)])
@@ -115,7 +94,7 @@ def run_flat_pass(layer, memory, in_word, out_memory, out_word, weights, biases,
                 ctx.set(packer.word.valid, valid)
                 await ctx.delay(1e-9)
                 data, enable = [int(value) for value in ctx.get(packer.data)], ctx.get(packer.enable)
-                address = out_word + channel * words_per_channel + word
+                address = out_word + (channel_word - in_word) + word
                 for element in range(CONFIG.row_elements):
                     if enable >> element & 1:
                         out_memory[address][element] = data[element]

@@ -2,8 +2,9 @@
 """hw.dqn.flat_lane_window.FlatLaneWindow on Amaranth's simulator: for every group and step of stride-1 depthwise
 layers (padding on every side, a rectangular kernel, a 25 x 5 map), each lane's element is the one
 models.dqn.flat_map.lane_operands defines (its output position's window element, +0 for padding), with one slot and
-with two (each its own channel, position, window and shift), the windows loaded two words a cycle and the lanes'
-coordinates set once and advanced per group; Verilog lint clean."""
+with two (each its own channel, position, window and shift), the groups' steps back to back, the next group's
+windows loaded two words a cycle into the back windows meanwhile and swapped in with the last step, the lanes'
+coordinates set once and advanced per group (tests/dqn/flat_lane_driver.py); Verilog lint clean."""
 
 import numpy as np
 import pytest
@@ -11,10 +12,10 @@ from amaranth.sim import Simulator
 
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.flat_lane_window import FlatLaneWindow
-from nnaccel.models.dqn.flat_map import (lane_coordinates, lane_operands, step_bounds, window_base, window_shift,
-                                         window_words_needed)
+from nnaccel.models.dqn.flat_map import lane_operands, window_words_needed
 from nnaccel.models.dqn.network import ConvLayer
 from nnaccel.sim.lint import lint_verilog
+from tests.dqn.flat_lane_driver import drive_groups
 
 CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, activation_depth=64, weight_depth=16)
 GROUP_LANES = CONFIG.modules * CONFIG.lanes
@@ -35,59 +36,29 @@ def unpack(value, count, bits=32):
     return [(value >> (bits * index)) & ((1 << bits) - 1) for index in range(count)]
 
 
-def slot_schedule(layer, slots):
-    """Per group, per slot ``(channel, first position)``: slot ``s`` on channel ``s`` (of a tensor of ``slots``
+def slot_schedule(layer, slots, channel_words):
+    """Per group, per slot ``(channel word, first position)``: slot ``s`` on channel ``s`` (of a tensor of ``slots``
     channels) at position ``q0 + s * slot_lanes``, ``q0`` moving on by all the lanes per group: slots on different
     channels and positions, so that each has its own window and shift."""
     slot_lanes = GROUP_LANES // slots
     positions = layer.out_height * layer.out_width
-    return [[(slot, first + slot * slot_lanes) for slot in range(slots)] for first in range(0, positions, GROUP_LANES)]
+    return [[(channel_words[slot], first + slot * slot_lanes) for slot in range(slots)]
+            for first in range(0, positions, GROUP_LANES)]
 
 
-def run_layer(layer, memory, channel_words, window_words, slots):
-    """Every group of ``slot_schedule``: the lanes set (first group) or advanced, each slot's window loaded, then
-    each step; returns the lanes' elements per step, in order."""
+def run_layer(layer, memory, groups, window_words, slots):
+    """The groups driven back to back (flat_lane_driver); the lanes' elements per step, in order."""
     window = FlatLaneWindow(config=CONFIG, window_words=window_words, slots=slots)
     seen = []
     simulator = Simulator(window)
     simulator.add_clock(1e-6)
 
     async def testbench(ctx):
-        control = window.control
-        for group, assignments in enumerate(slot_schedule(layer, slots)):
-            first = assignments[0][1]
-            if group == 0:
-                rows, columns = lane_coordinates(layer.out_width, first, GROUP_LANES)
-                ctx.set(control.lane_rows, [int(row) for row in rows])
-                ctx.set(control.lane_columns, [int(column) for column in columns])
-                ctx.set(control.set_lanes, 1)
-            else:
-                ctx.set(control.advance, 1)
-                ctx.set(control.advance_rows, GROUP_LANES // layer.out_width)
-                ctx.set(control.advance_columns, GROUP_LANES % layer.out_width)
-                ctx.set(control.out_width, layer.out_width)
-            for slot, (channel, slot_first) in enumerate(assignments):
-                start = channel_words[channel] + window_base(layer, CONFIG.row_elements, slot_first)
-                for pair in range(window_words // 2):
-                    words = [memory[(start + 2 * pair + half) % len(memory)] for half in range(2)]
-                    ctx.set(window.words, [pack(word) for word in words])
-                    ctx.set(control.load, 1)
-                    ctx.set(control.load_slot, slot)
-                    ctx.set(control.load_pair, pair)
-                    await ctx.tick()
-                    ctx.set(control.set_lanes, 0)
-                    ctx.set(control.advance, 0)
-            ctx.set(control.load, 0)
-            for kh in range(layer.kernel_height):
-                for kw in range(layer.kernel_width):
-                    ctx.set(control.shifts, [window_shift(layer, CONFIG.row_elements, slot_first, kh, kw)
-                                             for _, slot_first in assignments])
-                    bounds = step_bounds(layer, kh, kw)
-                    for name, value in zip(("row_low", "row_high", "column_low", "column_high"), bounds):
-                        ctx.set(getattr(control, name), value)
-                    await ctx.tick()
-                    seen.append([element for vector in ctx.get(window.vectors)
-                                 for element in unpack(pack(vector), CONFIG.lanes)])
+        async def record(group, kh, kw):
+            vectors = ctx.get(window.vectors)
+            seen.append([element for vector in vectors for element in unpack(pack(vector), CONFIG.lanes)])
+
+        await drive_groups(ctx, window, layer, memory, groups, record)
 
     simulator.add_testbench(testbench)
     simulator.run()
@@ -104,13 +75,12 @@ def test_lanes_take_their_windows_elements(layer, slots):
     slot_lanes = GROUP_LANES // slots
     window_words = window_words_needed(layer, CONFIG.row_elements, slot_lanes)
     window_words += window_words % 2
-    expected = []
-    for assignments in slot_schedule(layer, slots):
-        for kh in range(layer.kernel_height):
-            for kw in range(layer.kernel_width):
-                expected.append([element for channel, first in assignments for element in lane_operands(
-                    memory, channel_words[channel], layer, first, kh, kw, slot_lanes).tolist()])
-    assert run_layer(layer, memory.tolist(), channel_words, window_words, slots) == expected
+    groups = slot_schedule(layer, slots, channel_words)
+    expected = [[element for channel_word, first in assignments for element in lane_operands(
+                    memory, channel_word, layer, first, kh, kw, slot_lanes).tolist()]
+                for assignments in groups
+                for kh in range(layer.kernel_height) for kw in range(layer.kernel_width)]
+    assert run_layer(layer, memory.tolist(), groups, window_words, slots) == expected
 
 
 def test_rejects_bad_windows():

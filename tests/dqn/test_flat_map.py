@@ -68,7 +68,8 @@ def test_advance_moves_the_lanes_a_group_on():
     rows, columns = lane_coordinates(5, 3, 16)
     for advance in (16, 7, 5, 1):
         moved = advance_coordinates(rows, columns, 5, advance)
-        assert [values.tolist() for values in moved] == [values.tolist() for values in lane_coordinates(5, 3 + advance, 16)]
+        expected = lane_coordinates(5, 3 + advance, 16)
+        assert [values.tolist() for values in moved] == [values.tolist() for values in expected]
 
 
 def test_step_offset():
