@@ -17,14 +17,14 @@ class FlatLaneWindow(DqnBlock):
     """Per channel slot a window of ``window_words`` activation words, shifted under the slot's lanes, masked per
     lane.
 
-    In the flat map (models/dqn/flat_map.py) the ``modules * lanes`` lanes are cut into ``slots`` slots of
-    ``modules / slots`` modules; lane ``i`` of a slot computes output position ``q_s + i`` of the slot's channel, and
+    In the flat map (models/dqn/flat_map.py) the ``modules*lanes`` lanes are cut into ``slots`` slots of
+    ``modules/slots`` modules; lane ``i`` of a slot computes output position ``q_s + i`` of the slot's channel, and
     at step ``(kh, kw)`` of a stride-1 depthwise convolution whose output rows are as wide as its input rows it
     needs flat input position ``q_s + i + d`` (``d`` the step's offset): consecutive elements of the channel's flat
-    words.  A slot's window holds consecutive words of its channel; it is double-buffered: the next group's words are loaded
-    into the back window (two at a time, from the activation RAM's two read ports, which the flat map's steps do not
-    use) during this group's steps, and ``swap`` with the group's last step makes it the front window, so the steps
-    of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot ``s`` element
+    words. A slot's window holds consecutive words of its channel; it is double-buffered: the next group's words are
+    loaded into the back window (two at a time, from the activation RAM's two read ports, which the flat map's steps
+    do not use) during this group's steps, and ``swap`` with the group's last step makes it the front window, so the
+    steps of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot ``s`` element
     ``shifts[s] + i`` of the slot's window where the lane's output position ``(oy, ox)`` lies in the step's bounds
     (its input element is real), ``+0`` where it does not (padding: above, below, left and right of the map; the
     element the flat layout puts there belongs to a neighbouring row). Slots serve small maps (several channels per
