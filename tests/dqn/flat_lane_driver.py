@@ -8,8 +8,8 @@ from nnaccel.models.dqn.flat_map import lane_coordinates, step_bounds, window_ba
 BOUNDS = ("row_low", "row_high", "column_low", "column_high")
 
 
-def _pack(words):
-    return [sum(int(value) << (32 * element) for element, value in enumerate(word)) for word in words]
+def _pack(words, width):
+    return [sum(int(value) << (width * element) for element, value in enumerate(word)) for word in words]
 
 
 async def drive_groups(ctx, window, layer, memory, groups, on_step):
@@ -43,7 +43,7 @@ async def drive_groups(ctx, window, layer, memory, groups, on_step):
         ctx.set(control.load, 1)
         ctx.set(control.load_slot, slot)
         ctx.set(control.load_pair, pair)
-        ctx.set(window.words, _pack(words))
+        ctx.set(window.words, _pack(words, config.fmt.width))
 
     def clear():
         for name in ("load", "swap", "advance", "set_lanes"):
