@@ -22,12 +22,14 @@ def shift_elements_down(m, value, shift, *, width, kept, name):
     zeros past its end), as a Signal of ``kept`` elements: one level of 2:1 muxes per bit of ``shift`` (level ``i``
     moves ``2**i`` elements), each keeping only the elements the output can still reach through the levels after
     it (shifts of up to ``2**levels - 2**(i + 1)`` more), so the last level is exactly the output.  Adds the levels'
-    combinational statements to ``m`` (signals ``{name}_{level}``)."""
+    combinational statements to ``m`` (signals ``{name}_{level}``).  Each level is a mux of slices, not a shift
+    operator: Amaranth's check for combinational loops takes every input bit of a shift as an edge to every output
+    bit (minutes for a 256-lane window), and a mux bit only its two inputs and select."""
     levels = len(shift)
     shifted = value
     for level in range(levels):
         stage = Signal(min(len(value), (kept + (1 << levels) - (2 << level)) * width), name=f"{name}_{level}")
-        m.d.comb += stage.eq(Mux(shift[level], shifted >> (width << level), shifted))
+        m.d.comb += stage.eq(Mux(shift[level], shifted[width << level:], shifted))
         shifted = stage
     if not levels:
         stage = Signal(kept * width, name=name)
