@@ -103,7 +103,7 @@ class FlatLaneWindow(DqnBlock):
             # ---- The slot's windows: the next group's words loaded in pairs into the back one -----------------
             window = Signal(self._window_words * word_bits, name=f"window_{slot}")
             back = Signal(self._window_words * word_bits, name=f"back_window_{slot}")
-            with m.If(control.load & (control.load_slot == slot)):
+            with m.If(control.load & ((control.load_slot == slot) if self._slots > 1 else 1)):
                 for pair in range(self._window_words // 2):
                     with m.If(control.load_pair == pair):
                         m.d.sync += back[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(

@@ -12,15 +12,15 @@ __all__ = ["FlatWordPacker", "FlatWordSignature"]
 
 
 class FlatWordSignature(wiring.Signature):
-    """Which word a :class:`FlatWordPacker` makes: ``slot`` Out(range(slots)), the channel slot whose lanes it takes;
-    ``offset`` Out(signed), the slot lane under the word's element 0 (the word's first flat position minus the
-    slot's first position: negative when the slot's first position lies inside the word); ``valid`` Out, the slot's
-    lanes whose positions exist (the channel's map may end inside the slot)."""
+    """Which word a :class:`FlatWordPacker` makes: ``slot`` Out(range(slots)), the channel slot whose lanes it takes
+    (only with several slots); ``offset`` Out(signed), the slot lane under the word's element 0 (the word's first
+    flat position minus the slot's first position: negative when the slot's first position lies inside the word);
+    ``valid`` Out, the slot's lanes whose positions exist (the channel's map may end inside the slot)."""
 
     def __init__(self, *, row_elements, slots, slot_lanes):
         self._sizes = (row_elements, slots, slot_lanes)
-        super().__init__({"slot": Out(range(slots)), "offset": Out(range(-row_elements + 1, slot_lanes)),
-                          "valid": Out(range(slot_lanes + 1))})
+        super().__init__({"offset": Out(range(-row_elements + 1, slot_lanes)), "valid": Out(range(slot_lanes + 1))}
+                         | ({"slot": Out(range(slots))} if slots > 1 else {}))
 
     def __eq__(self, other):
         return type(other) is FlatWordSignature and other._sizes == self._sizes
@@ -85,7 +85,7 @@ class FlatWordPacker(DqnBlock):
             words.append(shift_elements_down(m, Cat(Const(0, (elements - 1) * width), results), start, width=width,
                                              kept=elements, name=f"packed_{slot}"))
         enables = [(word.offset + e >= 0) & (word.offset + e < word.valid) for e in range(elements)]
-        chosen = Array(words)[word.slot]
+        chosen = Array(words)[word.slot] if self._slots > 1 else words[0]
         m.d.comb += [self.enable.eq(Cat(*enables)),
                      self.data.eq(Cat(Mux(enable, chosen.word_select(e, width), 0)
                                       for e, enable in enumerate(enables)))]

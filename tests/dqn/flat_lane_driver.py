@@ -41,7 +41,8 @@ async def drive_groups(ctx, window, layer, memory, groups, on_step):
 
     def load(slot, pair, words):
         ctx.set(control.load, 1)
-        ctx.set(control.load_slot, slot)
+        if window.slots > 1:
+            ctx.set(control.load_slot, slot)
         ctx.set(control.load_pair, pair)
         ctx.set(window.words, _pack(words, config.fmt.width))
 

@@ -92,5 +92,6 @@ def test_rejects_bad_windows():
         FlatLaneWindow(config=DqnConfig(modules=4, lanes=2), slots=3)
 
 
-def test_lint_clean():
-    assert lint_verilog(FlatLaneWindow(config=CONFIG, window_words=4, slots=2), "flat_lane_window") == []
+@pytest.mark.parametrize("slots", [1, 2])
+def test_lint_clean(slots):
+    assert lint_verilog(FlatLaneWindow(config=CONFIG, window_words=4, slots=slots), "flat_lane_window") == []
