@@ -101,7 +101,7 @@ class FlatLaneWindow(DqnBlock):
         vectors = []
         for slot in range(self._slots):
             # ---- The slot's windows: the next group's words loaded in pairs into the back one -----------------
-            window = Signal(self._window_words * word_bits, name=f"window_{slot}")
+            front = Signal(self._window_words * word_bits, name=f"front_window_{slot}")
             back = Signal(self._window_words * word_bits, name=f"back_window_{slot}")
             with m.If(control.load & ((control.load_slot == slot) if self._slots > 1 else 1)):
                 for pair in range(self._window_words // 2):
@@ -109,10 +109,10 @@ class FlatLaneWindow(DqnBlock):
                         m.d.sync += back[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(
                             Cat(self.words[0], self.words[1]))
             with m.If(control.swap):
-                m.d.sync += window.eq(back)
+                m.d.sync += front.eq(back)
 
-            # ---- The step: the window shifted by the slot's shift, masked where a lane's input is padding ----
-            shifted = shift_elements_down(m, window, control.shifts[slot], width=width, kept=lanes_per_slot,
+            # ---- The step: the front window shifted by the slot's shift, masked where a lane's input is padding ----
+            shifted = shift_elements_down(m, front, control.shifts[slot], width=width, kept=lanes_per_slot,
                                           name=f"shifted_{slot}")
             for slot_lane in range(lanes_per_slot):
                 lane = slot * lanes_per_slot + slot_lane

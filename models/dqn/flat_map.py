@@ -1,10 +1,11 @@
 """The flat map of a depthwise convolution: lanes over one channel's output positions in raster order.
 
-Model of ``hw.dqn.flat_lane_window.FlatLaneWindow`` (the operand stage of the flat-map dataflow) and the arithmetic
-its sequencer would do; docs/dqn_accelerator.md ("Grouped and depthwise convolutions") has the design and what is
-not built yet.  The mapping covered: a depthwise layer of stride 1 whose output rows are as wide as its input rows
-(``pad_left + pad_right == kernel_width - 1``, TFLite's and PyTorch's SAME at stride 1), any kernel and any top and
-bottom padding.
+Models of the flat map's datapath units (``hw.dqn.flat_lane_window.FlatLaneWindow``: the lanes' operands;
+``hw.dqn.flat_word_packer.FlatWordPacker``: the output words), the arithmetic their sequencer would do (the steps'
+offsets, bounds and window shifts) and the golden model of a flat pass (:func:`flat_depthwise`);
+docs/dqn_accelerator.md ("The flat map's datapath") has the design and what is not built yet.  The mapping
+covered: a depthwise layer of stride 1 whose output rows are as wide as its input rows (``pad_left + pad_right ==
+kernel_width - 1``, TFLite's and PyTorch's SAME at stride 1), any kernel and any top and bottom padding.
 
 *Flat layout*: channel ``c`` of a ``[C, H, W]`` tensor at base word ``b`` holds its ``H * W`` elements in raster
 order over ``ceil(H * W / F)`` words of ``F = row_elements`` elements: flat position ``q = y*W + x`` at word ``b +
