@@ -53,7 +53,8 @@ class FlatWordPacker(DqnBlock):
 
     FPGA: per slot a shifter of ``ceil(log2(slot_lanes + row_elements - 1))`` levels of 2:1 muxes (``row_elements x
     width`` bits at its output) and a ``slots``:1 mux of the word, per element two compares for its enable; ALMs
-    only.  16 x 16 binary32, 96-element rows, one slot: 9 levels of up to 351 elements.
+    only.  16 x 16 binary32, 96-element rows, one slot: 9 levels of up to 351 elements; Yosys (Cyclone V,
+    ``sim.fpga.synth.estimate``) 32,570 ALMs (38,419 LUTs, 3,061 carry cells).
     """
 
     def __init__(self, *, config=DqnConfig(), slots=1):
