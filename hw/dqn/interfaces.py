@@ -5,14 +5,16 @@ Each is a ``wiring.Signature`` seen from the block that drives it (the sequencer
 has it flipped (``In(...)``) and the top joins the two with ``wiring.connect``.
 """
 
+from amaranth.hdl import signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import check_config
-from nnaccel.hw.dqn.descriptor import descriptor_layout, group_layout, tap_columns
+from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, group_layout, tap_columns
 from nnaccel.hw.dqn.matrix_module import COUNT_BITS
 
-__all__ = ["FeederControlSignature", "ResultGroupSignature", "ActivationSelectSignature", "product_layout"]
+__all__ = ["FeederControlSignature", "ResultGroupSignature", "ActivationSelectSignature", "FlatLaneControlSignature",
+           "product_layout"]
 
 
 def product_layout(config):
@@ -105,3 +107,44 @@ class ActivationSelectSignature(wiring.Signature):
     def __repr__(self):
         return "ActivationSelectSignature()"
 
+
+
+class FlatLaneControlSignature(_ConfigSignature):
+    """The control of the flat map's lane window (:class:`~hw.dqn.flat_lane_window.FlatLaneWindow`) for one step.
+
+    Members (``Out`` from the side that sequences the steps): ``load`` with ``load_slot`` (only with several slots)
+    and ``load_pair`` (the two
+    words read on the activation RAM's ports go to words ``2*load_pair`` and ``2*load_pair + 1`` of that slot's back
+    window: the next group's, loaded during this group's steps); ``swap`` (every slot's back window becomes its
+    front window, the one the steps read: with a group's last step); ``shifts`` (per slot, the window element under
+    the slot's first lane this step); ``set_lanes`` with ``lane_rows`` / ``lane_columns`` (each lane's output row
+    and column, ``modules * lanes`` of each) and ``advance`` with ``advance_rows`` / ``advance_columns`` /
+    ``out_width`` (move every lane on by ``advance_rows * out_width + advance_columns`` positions: the channel's
+    next group); ``row_low``, ``row_high``, ``column_low``, ``column_high`` (signed: a lane at ``(oy, ox)`` takes
+    its element iff ``row_low <= oy < row_high`` and ``column_low <= ox < column_high``, ``+0`` otherwise).
+    """
+
+    def __init__(self, config, window_words, slots):
+        check_config(config)
+        group_lanes = config.modules * config.lanes
+        coordinates = data.ArrayLayout(GEOMETRY_BITS, group_lanes)
+        bound = signed(GEOMETRY_BITS + 2)
+        self._window_words, self._slots = window_words, slots
+        shift = range(window_words * config.row_elements - group_lanes // slots + 1)
+        super().__init__(config, {
+            "load": Out(1), "load_pair": Out(range(window_words // 2)), "swap": Out(1),
+            "shifts": Out(data.ArrayLayout(shift, slots)),
+            "set_lanes": Out(1), "lane_rows": Out(coordinates), "lane_columns": Out(coordinates),
+            "advance": Out(1), "advance_rows": Out(GEOMETRY_BITS), "advance_columns": Out(GEOMETRY_BITS),
+            "out_width": Out(GEOMETRY_BITS),
+            "row_low": Out(bound), "row_high": Out(bound), "column_low": Out(bound), "column_high": Out(bound),
+        } | ({"load_slot": Out(range(slots))} if slots > 1 else {}))
+
+    def __eq__(self, other):
+        return super().__eq__(other) and (other._window_words, other._slots) == (self._window_words, self._slots)
+
+    def __hash__(self):
+        return hash((super().__hash__(), self._window_words, self._slots))
+
+    def __repr__(self):
+        return f"FlatLaneControlSignature({self._config!r}, window_words={self._window_words}, slots={self._slots})"
