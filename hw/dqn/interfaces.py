@@ -21,9 +21,12 @@ def product_layout(config):
     """What the matrix modules need to know of a product besides its operands: ``vector_from_activations`` (take
     the vector from the activation RAM's word, a reduction step, rather than from the weight RAM), and the
     accumulation's ``count`` (products, sampled with its first product) and ``relu``; with
-    ``config.max_pooling`` also ``maximum`` (the accumulation is a maximum: a max-pooling pass)."""
+    ``config.max_pooling`` also ``maximum`` (the accumulation is a maximum: a max-pooling pass); with
+    ``config.flat_slots`` also ``flat`` (the vector from the flat map's lane window, the scalar slot ``m``'s first
+    weight: a flat pass)."""
     fields = {"vector_from_activations": 1, "count": COUNT_BITS, "relu": 1}
-    return data.StructLayout(fields | ({"maximum": 1} if check_config(config).max_pooling else {}))
+    return data.StructLayout(fields | ({"maximum": 1} if check_config(config).max_pooling else {})
+                             | ({"flat": 1} if config.flat_slots else {}))
 
 
 class _ConfigSignature(wiring.Signature):
@@ -56,7 +59,10 @@ class FeederControlSignature(_ConfigSignature):
     ``row_zero0`` / ``row_zero1`` (the row read lies outside the image: it loads as zeros), ``row_width`` (the
     layer's input width: elements at and past it load as zeros; stable through a layer), ``weight_address``
     with ``weight_read`` (the weight RAM's port 0) and ``bias_address`` with ``bias_read`` (its port 1: the bias
-    row, the accumulations' seed, read with a group's first product).
+    row, the accumulations' seed, read with a group's first product).  With ``config.flat_slots`` also
+    ``flat_lanes`` (:class:`FlatLaneControlSignature`, the lane window's control as the flat pass sequences it; the
+    feeder delays ``load`` and ``set_lanes`` by the RAMs' read cycle and takes the lanes' rows and columns from the
+    words read on the weight RAM's two ports).
     """
 
     def __init__(self, config):
@@ -70,7 +76,8 @@ class FeederControlSignature(_ConfigSignature):
             "row_zero0": Out(1), "row_zero1": Out(1), "row_width": Out(range(config.row_elements + 1)),
             "weight_address": Out(range(config.weight_address_depth)), "weight_read": Out(1),
             "bias_address": Out(range(config.weight_address_depth)), "bias_read": Out(1),
-        })
+        } | ({"flat_lanes": Out(FlatLaneControlSignature(config, config.flat_window_words, config.flat_slots))}
+             if config.flat_slots else {}))
 
 
 

@@ -22,11 +22,67 @@ in_height`` and ``0 <= ox + kw - pad_left < in_width`` (:func:`step_bounds`), ``
 import numpy as np
 
 from nnaccel.models.dqn.matrix_module import accumulate_products
+from nnaccel.models.dqn.network import ConvLayer
 from nnaccel.models.shared.float_arith import float_mul
 
 __all__ = ["flat_map_applies", "flat_words", "step_offset", "step_bounds", "window_base", "window_shift",
            "window_words_needed", "lane_coordinates", "advance_coordinates", "lane_operands",
-           "word_writes", "flat_depthwise"]
+           "word_writes", "flat_depthwise", "flat_pass_fits", "flat_view", "flat_descriptor_fields", "flat_pass_rows",
+           "flat_pass_weights", "flat_layer"]
+
+
+def flat_view(shape, row_elements):
+    """The image ``(C, ceil(H*W / F), F)`` a ``(C, H, W)`` map in flat layout is, read as image rows."""
+    channels, height, width = shape
+    return channels, -(-height * width // row_elements), row_elements
+
+
+def flat_pass_fits(config, layer):
+    """Whether the accelerator's flat pass (hw/dqn/flat_stepper.py) runs ``layer`` on ``config``: the flat map applies
+    with output maps as large as the input's (SAME), its window fits ``config.flat_window_words`` and the next group's
+    window loads within a group's steps (``flat_pairs`` reads, their last load before the last step's swap)."""
+    return (bool(config.flat_slots) and isinstance(layer, ConvLayer) and not layer.maximum and flat_map_applies(layer) and layer.out_height == layer.in_height
+            and window_words_needed(layer, config.row_elements, config.macs) <= config.flat_window_words
+            and layer.kernel_height * layer.kernel_width >= config.flat_pairs + 2)
+
+
+def flat_layer(descriptor):
+    """The depthwise layer a flat pass's descriptor runs (SAME padding: the bottom and right borders follow)."""
+    d = descriptor
+    kernel = (d["kernel_height"], d["kernel_width"])
+    return ConvLayer("flat", d["in_channels"], (d["in_height"], d["in_width"]), d["in_channels"], kernel, 1,
+                     padding=(d["pad_top"], kernel[0] - 1 - d["pad_top"], d["pad_left"], kernel[1] - 1 - d["pad_left"]),
+                     groups=d["in_channels"])
+
+
+def flat_descriptor_fields(config, layer):
+    """A flat pass's own descriptor fields (hw/dqn/descriptor.py) for ``layer``: the words of a channel's map, the first
+    window's word (mod the RAM's depth) and element, and the lanes' advance per group of positions."""
+    offset = step_offset(layer, 0, 0)
+    return {"flat": 1, "channel_words": -(-layer.in_height * layer.in_width // config.row_elements),
+            "window_word": (offset // config.row_elements) % config.activation_depth,
+            "window_element": offset % config.row_elements,
+            "lane_rows": config.macs // layer.in_width, "lane_columns": config.macs % layer.in_width}
+
+
+def flat_pass_rows(config, width, kernel, bias):
+    """The weight rows of a flat pass over a map ``width`` wide (raw bits, ``(2 + C*(kh*kw + 1), modules * lanes)``):
+    the lanes' output rows and columns (lane ``i``: ``i // width``, ``i % width``), then per channel its ``kh*kw``
+    weights and its bias, each repeated over the row (module ``m`` takes slot ``m``'s first element as its scalar,
+    the bias row as its seed).  ``kernel`` ``(1, kh, kw, C)`` and ``bias`` ``(C,)`` bits of the format."""
+    lanes = np.arange(config.macs)
+    kernel = np.asarray(kernel)
+    steps = kernel.shape[1] * kernel.shape[2]
+    per_channel = np.concatenate([kernel.reshape(steps, -1), np.asarray(bias)[None, :]])       # (steps + 1, C)
+    channel_rows = np.repeat(per_channel.T.reshape(-1, 1), config.macs, axis=1)
+    return np.concatenate([(lanes // width)[None, :], (lanes % width)[None, :], channel_rows]).astype(np.uint32)
+
+
+def flat_pass_weights(rows, channels, kernel_height, kernel_width):
+    """``(kernel (1, kh, kw, C), bias (C,))`` back from a flat pass's weight rows (:func:`flat_pass_rows`)."""
+    steps = kernel_height * kernel_width
+    per_channel = np.asarray(rows)[2:2 + channels * (steps + 1), 0].reshape(channels, steps + 1)
+    return per_channel[:, :steps].T.reshape(1, kernel_height, kernel_width, channels), per_channel[:, steps]
 
 
 def flat_map_applies(layer):
