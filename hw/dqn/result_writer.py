@@ -40,9 +40,9 @@ class ResultWriter(DqnBlock):
     modules``) writes its row word whole on port 0 in one cycle: word ``out_base + p0 - first_position``, element
     ``e`` = lane ``e % lanes`` of module ``e // lanes``, enabled for ``e < out_channels`` (the row's width); no
     ``packed`` beat (an add is never a network's last layer).  With the flat map's configurations the image layout's
-    grid may be a second one (``write_width``: rows of that width, ``oy0`` / ``ox0`` in it).  A flat pass (``config.flat_slots``, the descriptor's
-    ``flat``): the group's positions ``p0 ..`` (the first ``positions - p0`` lanes, in lane order over the modules)
-    of one channel in flat layout, one word a cycle on port 0 through a
+    grid may be a second one (``write_width``: rows of that width, ``oy0`` / ``ox0`` in it).  A flat pass
+    (``config.flat_slots``, the descriptor's ``flat``): the group's positions ``p0 ..`` (the first ``positions - p0``
+    lanes, in lane order over the modules) of one channel in flat layout, one word a cycle on port 0 through a
     :class:`~hw.dqn.flat_word_packer.FlatWordPacker`: words ``out_base + flat_word + j`` for ``j = 0 ..`` while the
     group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e - flat_element``).
 

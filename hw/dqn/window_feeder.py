@@ -53,8 +53,9 @@ class WindowFeeder(DqnBlock):
     The flat map (``config.flat_slots``): a :class:`~hw.dqn.flat_lane_window.FlatLaneWindow` of
     ``flat_window_words`` words takes the words read on ``rows0`` / ``rows1`` (``flat_lanes.load``, one cycle after
     the read) and, on ``flat_lanes.set_lanes`` one cycle after the read, the lanes' output rows and columns from the
-    words read on ``weights`` and ``biases`` (lane ``i``: element ``i``, low 12 bits).  A flat product (``product.flat``)
-    gives module ``m`` the window's vector ``m`` and the first element of weight slot ``m`` as its scalar.
+    words read on ``weights`` and ``biases`` (lane ``i``: element ``i``, low 12 bits).  A flat product
+    (``product.flat``) gives module ``m`` the window's vector ``m`` and the first element of weight slot ``m`` as its
+    scalar.
 
     Timing: a product issued on cycle n (``issue``) is a valid ``operands`` beat on cycle n+1, with the scalars
     of ``load``/``shift``/``unit_scalar`` of cycle n (one register stage) and the words read on cycle n (the RAMs'

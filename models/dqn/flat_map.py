@@ -41,7 +41,8 @@ def flat_pass_fits(config, layer):
     """Whether the accelerator's flat pass (hw/dqn/flat_stepper.py) runs ``layer`` on ``config``: the flat map applies
     with output maps as large as the input's (SAME), its window fits ``config.flat_window_words`` and the next group's
     window loads within a group's steps (``flat_pairs`` reads, their last load before the last step's swap)."""
-    return (bool(config.flat_slots) and isinstance(layer, ConvLayer) and not layer.maximum and flat_map_applies(layer) and layer.out_height == layer.in_height
+    return (bool(config.flat_slots) and isinstance(layer, ConvLayer) and not layer.maximum and flat_map_applies(layer)
+            and layer.out_height == layer.in_height
             and window_words_needed(layer, config.row_elements, config.macs) <= config.flat_window_words
             and layer.kernel_height * layer.kernel_width >= config.flat_pairs + 2)
 

@@ -1299,7 +1299,8 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
     return dict(
         in_ram=source.ram, in_base=source.base, in_channels=work.in_channels, in_height=source.shape[1],
         in_width=source.shape[2], kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride_y=work.stride[0],
-        stride_x=work.stride[1], pad_top=work.padding[0], pad_left=work.padding[1], out_height=(work.write_grid or work.grid)[0],
+        stride_x=work.stride[1], pad_top=work.padding[0], pad_left=work.padding[1],
+        out_height=(work.write_grid or work.grid)[0],
         out_width=work.grid[1], positions=first_position + work.count, first_position=first_position,
         first_oy=work.first[0], first_ox=work.first[1], first_row=work.first[0] * work.stride[0],
         first_column=work.first[1] * work.stride[1], column_blocks_log2=work.column_blocks.bit_length() - 1,
