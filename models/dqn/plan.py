@@ -73,7 +73,7 @@ __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODE
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "pass_handoffs", "output_offset",
            "reads_previous", "check_mapping",
            "check_segment", "split_chunk",
-           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note",
+           "default_mapping", "group_column_blocks", "group_positions", "group_rows", "min_column_blocks", "pass_note",
            "network_weights",
            "pack_image", "unpack_image"]
 
@@ -796,7 +796,7 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None):
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
-    return pass_counters(positions_per_group=column(lambda work: _group_positions(config, work)),
+    return pass_counters(positions_per_group=column(lambda work: group_positions(config, work)),
                          count=column(lambda work: work.count), products=column(lambda work: work.products),
                          latency=matrix_module_latency(config.multiplier_latency, config.adder_latency),
                          out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
@@ -807,7 +807,7 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None):
                          start_delay=delays, row_elements=config.row_elements, flat_pairs=config.flat_pairs)
 
 
-def _group_positions(config, work):
+def group_positions(config, work):
     """Output positions a group of pass ``work`` computes: ``modules / C``, a flat pass's every lane."""
     return config.macs if work.kind == "flat" else config.modules // work.column_blocks
 
@@ -1457,7 +1457,7 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:
             raise ValueError(f"{work.name}: {error}") from None
-        positions_per_group = _group_positions(config, work)
+        positions_per_group = group_positions(config, work)
         groups = -(-work.count // positions_per_group) * (work.out_channels if work.kind == "flat" else 1)
         inputs_per_output = shape.in_shape[0] // shape.groups if shape.groups > 1 else work.in_channels
         planned.append(LayerPlan(

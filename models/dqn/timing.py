@@ -179,8 +179,10 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
                                            _image_write_cycles(out_channels, last_rows)),
                            _word_write_cycles(layout, blocks, last_valid))
     flat = np.flatnonzero(layout == FLAT)
+    if flat.size:
+        row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
     flat_passes = {index: _flat_pass(latency[index], span[index], n[index], out_channels[index], P[index],
-                                     np.asarray(row_elements).item()) for index in flat}
+                                     row_elements[index]) for index in flat}
     for index, (_, _, writes) in flat_passes.items():
         last_writes[index] = writes
     # Within a run: a pass sets up while the one before drains (its last group written L + W + 2 cycles after its
@@ -238,15 +240,21 @@ def _floor_sum(n, m, a, b):
     return total
 
 
-def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width):
+def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width, row_elements=None):
     """The result writer's row writes over a whole pass (arrays broadcast together, int64): per group one per
     output channel and row in image layout (two rows per channel when the group crosses an output row), one per
-    channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles."""
+    channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles;
+    a flat pass's (:data:`FLAT`, with ``row_elements``) the flat words of each channel's groups."""
     shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
         positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)
     blocks = -(-out_channels // lanes)
     two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
     image = out_channels * (groups + two_rows + last_two_rows)
-    return np.where(layout == IMAGE, image, np.where(layout == PACKED, blocks * groups,
-                                                     _word_writes(layout, blocks, n))).reshape(shape)
+    writes = np.where(layout == IMAGE, image, np.where(layout == PACKED, blocks * groups, _word_writes(layout, blocks, n)))
+    flat = np.flatnonzero(layout == FLAT)
+    if flat.size:
+        row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
+        for index in flat:
+            writes[index] = out_channels[index] * flat_group_writes(n[index], P[index], row_elements[index]).sum()
+    return writes.reshape(shape)

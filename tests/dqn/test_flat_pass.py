@@ -17,7 +17,7 @@ from nnaccel.hw.dqn.descriptor import DESCRIPTOR_FIELDS, descriptor_layout
 from nnaccel.hw.shared.float_format import FloatFormat
 from nnaccel.models.dqn.flat_map import flat_pass_fits
 from nnaccel.models.dqn.golden import golden_forward
-from nnaccel.models.dqn.network import ConvLayer
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.dqn.timing import flat_group_writes
 from nnaccel.sim.lint import lint_verilog
@@ -40,9 +40,27 @@ def separable_block(channels, size, kernel=3, padding=1):
     separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0)),   # a rectangular kernel, uneven padding
 ], ids=["5x4", "7x5", "6x3_kernel3x2"])
 def test_a_flat_pass_between_pointwise_layers_is_bit_exact(layers):
+    """The expansion reads the image input and writes the flat layout (its second output grid, rows of 12), the
+    projection reads the flat view and writes an image (its second grid as wide as the map)."""
     plan = check_on_the_rtl(FLAT_CONFIG, layers, seed=SEED)
+    width = layers[0].in_width
     assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
-    assert all(layer.input.flat and layer.output.flat for layer in plan.layers)
+    assert [layer.descriptor["write_width"] for layer in plan.layers] == [FLAT_CONFIG.row_elements, 0, width]
+    assert [(bool(layer.input.flat), bool(layer.output.flat)) for layer in plan.layers] == [
+        (False, True), (True, True), (True, False)]
+
+
+def test_a_strided_convolution_writes_the_flat_layout_a_dense_layer_reads_the_image():
+    """DS-CNN's shape: a strided convolution writes the depthwise layer's input in flat layout (second grid), two
+    depthwise-pointwise pairs, the last pointwise layer writes the image a dense layer reads."""
+    layers = (ConvLayer("conv", 1, (9, 8), 3, (3, 2), 2, padding=(1, 1, 0, 0)),
+              ConvLayer("dw1", 3, (5, 4), 3, 3, 1, padding=1, groups=3),
+              ConvLayer("pw1", 3, (5, 4), 3, 1, 1),
+              ConvLayer("dw2", 3, (5, 4), 3, 3, 1, padding=1, groups=3),
+              ConvLayer("pw2", 3, (5, 4), 2, 1, 1),
+              DenseLayer("dense", 2 * 5 * 4, 3, relu=False))
+    plan = check_on_the_rtl(FLAT_CONFIG, layers, seed=SEED + 2)
+    assert [layer.descriptor["flat"] for layer in plan.layers[:5]] == [0, 1, 0, 1, 0]
 
 
 def test_a_flat_pass_reads_the_network_input_and_is_the_last():
@@ -75,12 +93,12 @@ def test_the_golden_flat_pass_follows_the_float_reference():
 
 
 def test_the_compiler_keeps_block_diagonal_where_the_flat_pass_does_not_apply():
-    """A stride-2 depthwise layer, one after a 3 x 3 convolution (its output would need a second output grid) and
-    one without the flat map in the configuration: no flat pass, no flat tensor."""
+    """A stride-2 depthwise layer, one whose output a 3 x 3 convolution reads (it reads images only) and one without
+    the flat map in the configuration: no flat pass, no flat tensor."""
     cases = [
         (FLAT_CONFIG, (ConvLayer("depthwise", 4, (6, 6), 4, 3, 2, padding=1, groups=4),)),
-        (FLAT_CONFIG, (ConvLayer("conv", 2, (5, 4), 4, 3, 1, padding=1),
-                       ConvLayer("depthwise", 4, (5, 4), 4, 3, 1, padding=1, groups=4))),
+        (FLAT_CONFIG, (ConvLayer("depthwise", 4, (5, 4), 4, 3, 1, padding=1, groups=4),
+                       ConvLayer("conv", 4, (5, 4), 2, 3, 1, padding=1))),
         (REDUCED_CONFIG, separable_block(6, (5, 4))),
     ]
     for config, layers in cases:
