@@ -42,6 +42,12 @@ class LayerSequencer(DqnBlock):
     padding the feeder's zeroing of elements at and past ``in_width`` (``row_width``).  Padding costs no cycle:
     a group is ``in_channels * kernel_height * kernel_width`` products with or without it.
 
+    The flat map (``config.flat_slots``): a pass with the descriptor's ``flat`` bit is walked by a
+    :class:`~hw.dqn.flat_stepper.FlatStepper`, started where the pass would read its first rows (state FLAT: its
+    reads and products go to the feeder, its groups to the writer as any group, its lane-window control always to the
+    feeder's ``flat_lanes``); a pass with ``write_width`` has a second output grid, the writer's row and column of
+    each group kept beside the walk (from position 0, ``P`` on per group).
+
     Ports
     -----
     run : In(:class:`~hw.shared.run_control.RunSignature`) from the host control block: ``start`` with
