@@ -1035,7 +1035,12 @@ def default_mapping(config, layers, *, split="auto"):
 
 def pass_note(config, shape, work):
     """A line for the report when a pass of output positions leaves modules idle beyond its last group (fewer
-    positions per group than its channels allow, and why) or lanes idle (a max pool); "" otherwise."""
+    positions per group than its channels allow, and why) or lanes idle (a max pool), and for a flat pass (its lanes
+    busy per group); "" otherwise."""
+    if work.kind == "flat":
+        busy = min(config.macs, work.count)
+        return (f"{work.name}: a flat pass, the lanes over one channel's {work.grid[0]}x{work.grid[1]} positions "
+                f"({busy} of {config.macs} lanes busy in a group)")
     if work.kind != "positions":
         return ""
     if work.maximum:

@@ -68,6 +68,8 @@ def test_a_flat_pass_reads_the_network_input_and_is_the_last():
     layers = (ConvLayer("depthwise", 5, (4, 6), 5, 3, 1, padding=1, groups=5),)
     plan = check_on_the_rtl(FLAT_CONFIG, layers, seed=SEED + 1)
     assert plan.input.flat == (4, 6) and plan.output.flat == (4, 6)
+    assert plan.notes == ["depthwise: a flat pass, the lanes over one channel's 4x6 positions (8 of 8 lanes busy in "
+                          "a group)"]
 
 
 def test_the_golden_flat_pass_follows_the_float_reference():
