@@ -1,5 +1,5 @@
 """The flat map's lane window: a depthwise step's activations for every lane, one channel's consecutive output
-positions over all modules' lanes (the operand stage of the flat-map dataflow; not yet in the accelerator)."""
+positions over all modules' lanes (the operand stage of the flat-map dataflow, inside the window feeder)."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data

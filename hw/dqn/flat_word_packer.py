@@ -1,5 +1,5 @@
 """The flat map's output side: one activation word of a channel's flat map from a group's results (the write
-data of the flat-map dataflow; not yet in the accelerator's result writer)."""
+data of the flat-map dataflow, inside the result writer)."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
