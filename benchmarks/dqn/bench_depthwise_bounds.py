@@ -1,5 +1,6 @@
 """Depthwise layers of the MLPerf Tiny models: today's predicted cycles against the product cycles of two
-lanes-over-positions mappings (a design study for the second dataflow; nothing here is built).
+lanes-over-positions mappings, and the flat map as its built units would run it (a design study for the second
+dataflow; the units are built and tested, the pass is not in the accelerator yet).
 
     python benchmarks/dqn/bench_depthwise_bounds.py [--model kws|vww ...]
 
@@ -15,11 +16,15 @@ For each depthwise layer (groups == channels) of the model, compiled as ``nnacce
               ``ceil(H * W / lanes)`` module slots), as many channels per group as fill the modules (or a channel
               over several groups): ``kh * kw`` product cycles per group, and at least half the row words the
               group's modules read (the input rows of its positions, ``floor(row_elements / in_width)`` of them a
-              flattened word) when the two read ports are the bound.
-
-Prints, per layer, its MACs and each mapping's cycles and MAC use; per model, the whole model's cycles and MAC use
-with the depthwise layers as today and as with the flat map (set-up and drain of the new passes not counted), and the
-depthwise cycles the model could spend for 80 % MAC use.
+              flattened word) when the two read ports are the bound;
+``units S``   the flat map with the built units (hw/dqn/flat_lane_window.py, hw/dqn/flat_word_packer.py) and ``S``
+              channel slots, on the stride-1 layers whose output rows are as wide as their input rows
+              (``models.dqn.flat_map.flat_map_applies``) where it takes fewer cycles, the others as today: per group
+              ``kh * kw`` steps, or the ``S * window_words / 2`` cycles that load the next group's windows (two
+              words a cycle, into the back windows during the steps) where those are more; ``S`` channels a group
+              where a map fits a slot, else a channel over ``ceil(H * W / (modules * lanes))`` groups; set-up,
+              drain and the writes (a few flat words per slot, two a cycle, beside the next group's steps) not
+              counted.
 """
 
 import argparse
@@ -27,6 +32,7 @@ import math
 
 from nnaccel.cli.dqn.accelerator_run import compile_model, model_macs
 from nnaccel.hw.dqn.config import DqnConfig
+from nnaccel.models.dqn.flat_map import flat_map_applies, window_words_needed
 from nnaccel.models.dqn.mlperf_tiny import model_path
 from nnaccel.models.dqn.network import ConvLayer
 
@@ -55,6 +61,22 @@ def flat_map_cycles(layer, config):
     return groups * max(taps, math.ceil(words / 2))
 
 
+def flat_units_cycles(layer, config, slots, today):
+    if not flat_map_applies(layer):
+        return today
+    slot_lanes = config.modules // slots * config.lanes
+    positions = layer.out_height * layer.out_width
+    if positions <= slot_lanes:
+        groups = math.ceil(layer.out_channels / slots)
+    else:
+        groups = layer.out_channels * math.ceil(positions / (config.modules * config.lanes))
+    words = window_words_needed(layer, config.row_elements, slot_lanes)
+    return min(today, groups * max(slots * math.ceil(words / 2), layer.kernel_height * layer.kernel_width))
+
+
+SLOTS = (1, 2, 4)
+
+
 def layer_passes(plan, name):
     return [planned for planned in plan.layers if planned.name == name or planned.name.startswith(name + " ")]
 
@@ -65,18 +87,23 @@ def report(task):
     macs_per_cycle = config.modules * config.lanes
     rows = []
     today_total = flat_total = 0
+    units_total = dict.fromkeys(SLOTS, 0)
     for layer in lowered.layers:
         if not isinstance(layer, ConvLayer) or layer.groups != layer.in_channels or layer.groups == 1:
             continue
         macs = layer.out_channels * layer.out_height * layer.out_width * layer.kernel_height * layer.kernel_width
         today = sum(planned.predicted["cycles"] for planned in layer_passes(plan, layer.name))
         two_rows, flat = two_rows_cycles(layer, config), flat_map_cycles(layer, config)
+        units = {slots: flat_units_cycles(layer, config, slots, today) for slots in SLOTS}
         today_total += today
         flat_total += flat
+        for slots in SLOTS:
+            units_total[slots] += units[slots]
         rows.append(f"  {layer.name:<22} {layer.in_channels:>4} x {layer.out_height:>2} x {layer.out_width:>2} "
                     f"{layer.kernel_height}x{layer.kernel_width}/{layer.stride_y} {macs:>9,} MACs  "
                     + "  ".join(f"{label} {cycles:>6,} ({macs / (cycles * macs_per_cycle):6.1%})"
-                                for label, cycles in (("today", today), ("two rows", two_rows), ("flat map", flat))))
+                                for label, cycles in (("today", today), ("two rows", two_rows), ("flat map", flat),
+                                                      *((f"units {slots}", units[slots]) for slots in SLOTS))))
     total, macs = plan.estimated_cycles, model_macs(graph)
     with_flat = total - today_total + flat_total
     budget = macs / (0.8 * macs_per_cycle) - (total - today_total)
@@ -85,6 +112,10 @@ def report(task):
     print("\n".join(rows))
     print(f"  with the flat map: {with_flat:,} cycles, {macs / (with_flat * macs_per_cycle):.1%} MAC use; "
           f"80 % MAC use leaves the depthwise layers {budget:,.0f} cycles")
+    for slots in SLOTS:
+        with_units = total - today_total + units_total[slots]
+        print(f"  with the built units, {slots} slot(s): depthwise layers {units_total[slots]:,} cycles, the model "
+              f"{with_units:,} cycles, {macs / (with_units * macs_per_cycle):.1%} MAC use")
 
 
 def main():

@@ -15,7 +15,8 @@ from nnaccel.models.shared.input_files import InputError
 
 from nnaccel.cli.report import json_float, progress
 
-__all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "model_macs", "describe_config", "grouped_notes",
+__all__ = ["DQN_CLOCK_HZ", "add_flat_argument", "base_config", "compile_model", "model_macs", "describe_config",
+           "grouped_notes",
            "runtime_difference", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields",
            "gflops", "layer_rows", "layer_table", "timing_notes"]
 
@@ -23,13 +24,25 @@ __all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "model_macs", "descri
 DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in the DQN accelerator's reports
 
 
+def add_flat_argument(parser):
+    """``--flat-window N``: build the accelerator with the flat map (``DqnConfig.flat_slots``)."""
+    parser.add_argument("--flat-window", type=int, default=0, metavar="WORDS",
+                        help="build the flat map with a lane window of WORDS activation words (even; default 0: no "
+                             "flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
+                             "compiler predicts fewer cycles")
+
+
 def base_config(arguments):
-    """The configuration ``--modules``, ``--lanes``, ``--format`` ask for (RAMs grown later to hold the model);
-    raises InputError naming the options."""
+    """The configuration ``--modules``, ``--lanes``, ``--format`` (and ``--flat-window``) ask for (RAMs grown later
+    to hold the model); raises InputError naming the options."""
+    window = getattr(arguments, "flat_window", 0)
+    flat = dict(flat_slots=1, flat_window_words=window) if window else {}
     try:
-        return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format))
+        return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format),
+                         **flat)
     except ValueError as error:
-        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}: {error}") from None
+        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}"
+                         + (f" --flat-window {window}" if window else "") + f": {error}") from None
 
 
 def compile_model(path, base, *, split="auto"):
@@ -54,7 +67,8 @@ def describe_config(config):
     """The configuration a model was compiled for, in words."""
     return (f"{config.modules} x {config.lanes} {config.fmt.name} MACs, {config.row_elements}-element rows, "
             f"activation RAMs of {config.activation_depth} words, weight RAM of {config.weight_depth} words, "
-            f"{config.max_layers} descriptors" + (", max mode (max pooling)" if config.max_pooling else ""))
+            f"{config.max_layers} descriptors" + (", max mode (max pooling)" if config.max_pooling else "")
+            + (f", flat map ({config.flat_window_words}-word lane window)" if config.flat_slots else ""))
 
 
 def grouped_notes(notes):

@@ -30,9 +30,9 @@ from nnaccel.sim.fpga.devices import DEVICES, fit_summary, over_capacity
 from nnaccel.sim.fpga.dqn_configurations import cached_estimate, config_fields, resources_summary
 
 from nnaccel.cli.dqn.board import BOARDS, board_report, board_stream, model_base
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
-                                             describe_config, golden_mismatches, grouped_notes, layer_rows,
-                                             layer_table, model_macs, runtime_difference, simulate_dqn_plan)
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, add_flat_argument, base_config, compile_model,
+                                             counter_mismatches, describe_config, golden_mismatches, grouped_notes,
+                                             layer_rows, layer_table, model_macs, runtime_difference, simulate_dqn_plan)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, progress, text_table, write_json)
 
@@ -65,6 +65,7 @@ def add_arguments(parser):
     parser.add_argument("--formats", nargs="+", choices=list(PRESETS), default=list(PRESETS), metavar="FORMAT",
                         help=f"number formats the golden model runs every sample in, for the agreement with LiteRT "
                              f"and the KWS accuracy (default: {' '.join(PRESETS)})")
+    add_flat_argument(parser)
     parser.add_argument("--no-rtl", action="store_true",
                         help="skip the simulation: compile, the golden model and LiteRT only")
     add_simulator_argument(parser)

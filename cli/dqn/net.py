@@ -28,9 +28,9 @@ from nnaccel.models.dqn.model_files import reference_is_logits, reference_output
 from nnaccel.models.dqn.plan import SPLIT_MODES
 from nnaccel.models.shared.input_files import InputError, check_batch, load_single_array
 
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model, counter_mismatches,
-                                             describe_config, golden_mismatches, grouped_notes, layer_rows,
-                                             layer_table, model_macs, q_value_fields, runtime_difference,
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, add_flat_argument, base_config, compile_model,
+                                             counter_mismatches, describe_config, golden_mismatches, grouped_notes,
+                                             layer_rows, layer_table, model_macs, q_value_fields, runtime_difference,
                                              simulate_dqn_plan, timing_notes)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, write_json)
@@ -61,6 +61,7 @@ def add_arguments(parser):
     parser.add_argument("--format", choices=list(PRESETS), default=DqnConfig.fmt.name, dest="number_format",
                         help=f"number format of the float units (default {DqnConfig.fmt.name}): inputs and weights "
                              f"are rounded to it to nearest even")
+    add_flat_argument(parser)
     parser.add_argument("--split", choices=SPLIT_MODES, default="auto",
                         help="split accumulations over idle matrix modules: auto (where the compiler's cycle "
                              "estimate says it pays; default), always, never")

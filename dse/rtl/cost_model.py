@@ -14,7 +14,8 @@ compiler's own expansion) and lays them out as arrays; :func:`evaluate_batch` ev
   channels included: the modules run in lock step), plus the ``P - 1`` adds of each lane's partial-sum tree per
   group; weight-RAM reads (one word per product cycle, ``modules`` slices of ``lanes`` elements, and the bias row per
   group on the second port; a reduction reads only its bias rows); activation-RAM reads (both ports once per step ``(c, kh)`` of a group, a reduction one
-  word per product) and writes (:func:`models.dqn.timing.pass_writes`); the feeder's registers (a scalar per
+  word per product, a flat pass its windows' word pairs) and writes (:func:`models.dqn.timing.pass_writes`); the
+  feeder's registers (a scalar per
   module per product), the partial-sum registers (a read and a write per lane per product) and the writer's
   staging (a group's results in and out).  Each access costs the SRAM law's energy for the size of the storage
   it hits.  Not modelled: control logic, multiplexers, the clock tree, leakage, host I/O.
@@ -31,15 +32,15 @@ from nnaccel.dse.rtl import area as rtl_area
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import (assign_rams, check_mapping, default_mapping, layer_shapes, output_offset,
-                                      pass_handoffs, pass_shapes, reads_previous, with_copy_passes)
-from nnaccel.models.dqn.timing import LAYOUTS, pass_counters, pass_writes
+from nnaccel.models.dqn.plan import (assign_rams, check_mapping, default_mapping, group_positions, layer_shapes,
+                                      output_offset, pass_handoffs, pass_shapes, reads_previous, with_copy_passes)
+from nnaccel.models.dqn.timing import FLAT, LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
 
 ENERGY_FORMATS = {"binary32": "fp32", "bfloat16": "bf16", "binary16": "fp16"}
 _PASS_COLUMNS = ("case", "positions_per_group", "count", "products", "out_channels", "layout", "first_column",
-                 "out_width", "in_channels", "kernel_height", "reduce", "reads_previous")
+                 "out_width", "in_channels", "kernel_height", "reduce", "reads_previous", "row_elements", "flat_pairs")
 _HARDWARE_COLUMNS = ("modules", "lanes", "latency", "partial_sums", "multiply_pj", "add_pj", "weight_read_pj",
                      "activation_pj", "feeder_pj", "partial_sum_pj", "staging_pj")
 
@@ -106,14 +107,14 @@ def pack(cases, *, area=True, one_run=False):
         case_hardware.append(constants[1])
         # Cases that differ only in constants of the hardware (format, latencies, depths) share their passes; the
         # entry keeps the shape and mapping, so their ids stay their own.
-        key = (config.modules, id(shape), id(layer_mapping))
+        key = (config.modules, config.lanes, config.row_elements, config.flat_pairs, id(shape), id(layer_mapping))
         entry = expanded.get(key)
         if entry is None:
             layer_passes = pass_shapes(config, shape, layer_mapping)
             entry = expanded[key] = (shape, layer_mapping, [
-                (config.modules // work.column_blocks, work.count, work.in_channels * work.kernel[0] * work.kernel[1],
-                 work.out_channels, LAYOUTS[work.layout], work.first[1], work.grid[1], work.in_channels,
-                 work.kernel[0], work.reduce, reads)
+                (group_positions(config, work), work.count, work.products, work.out_channels, LAYOUTS[work.layout],
+                 work.first[1], (work.write_grid or work.grid)[1], work.in_channels, work.kernel[0], work.reduce, reads,
+                 config.row_elements, config.flat_pairs)
                 for work, reads in zip(layer_passes, reads_previous(layer_passes))])
         rows.extend((index, *row) for row in entry[2])
         if one_run:
@@ -163,11 +164,12 @@ def evaluate_batch(batch):
                              latency=p["latency"].astype(np.int64), out_channels=p["out_channels"], lanes=lanes,
                              layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
                              out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"],
-                             handoff=p["handoff"], start_delay=p["start_delay"])
+                             handoff=p["handoff"], start_delay=p["start_delay"], row_elements=p["row_elements"],
+                             flat_pairs=p["flat_pairs"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
-                         first_column=p["first_column"], out_width=p["out_width"])
-    groups = -(-p["count"] // p["positions_per_group"])
+                         first_column=p["first_column"], out_width=p["out_width"], row_elements=p["row_elements"])
+    groups = counters["product_cycles"] // p["products"]
     product_cycles = counters["product_cycles"]
     lane_operations = product_cycles * modules * lanes
     tree_adds = groups * modules * lanes * (p["partial_sums"] - 1)
@@ -175,6 +177,8 @@ def evaluate_batch(batch):
     reduce = p["reduce"].astype(bool)
     weight_reads = np.where(reduce, 0, product_cycles) + groups        # the products' rows, a bias row per group
     activation_reads = np.where(reduce, groups * p["products"] + 1, 2 * (1 + groups * p["in_channels"] * p["kernel_height"]))
+    # A flat pass reads its groups' windows in pairs of words (the window feeder's row registers stay idle).
+    activation_reads = np.where(p["layout"] == FLAT, 2 * p["flat_pairs"] * groups, activation_reads)
     registers = (product_cycles * modules * p["feeder_pj"] + 2 * lane_operations * p["partial_sum_pj"]
                  + 2 * groups * modules * lanes * p["staging_pj"])
     parts = {"mac_pj": mac, "weight_ram_pj": weight_reads * p["weight_read_pj"],

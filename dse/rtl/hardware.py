@@ -43,14 +43,17 @@ RTL_SPACE = RtlSpace()
 def config_to_json(config):
     return {"fmt": config.fmt.name, "pad_columns": config.pad_columns,
             **{name: getattr(config, name) for name in _CONFIG_FIELDS},
-            **({"max_pooling": True} if config.max_pooling else {})}
+            **({"max_pooling": True} if config.max_pooling else {}),
+            **({"flat_slots": config.flat_slots, "flat_window_words": config.flat_window_words}
+               if config.flat_slots else {})}
 
 
 def config_from_json(data):
     """The :class:`DqnConfig` of ``data`` (one written before ``pad_columns`` existed has the default; one without
-    ``max_pooling`` has no max mode)."""
+    ``max_pooling`` has no max mode, one without ``flat_slots`` no flat map)."""
     return DqnConfig(fmt=float_format(data["fmt"]), pad_columns=int(data.get("pad_columns", DqnConfig.pad_columns)),
-                     max_pooling=bool(data.get("max_pooling", False)),
+                     max_pooling=bool(data.get("max_pooling", False)), flat_slots=int(data.get("flat_slots", 0)),
+                     flat_window_words=int(data.get("flat_window_words", DqnConfig.flat_window_words)),
                      **{name: int(data[name]) for name in _CONFIG_FIELDS})
 
 

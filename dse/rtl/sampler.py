@@ -91,14 +91,34 @@ def _strided_block(channels, height, width):
             AddLayer("add", skip="shortcut", source="s2")]
 
 
+def _separable_block(rng, channels, height, width):
+    """A depthwise-separable block (MobileNet's, DS-CNN's): a 1x1 expansion to 2..6 channels, a depthwise
+    convolution of stride 1 with a 3x3, 3x2 or 2x3 kernel padded SAME, a 1x1 projection to 1..6 channels: on a
+    configuration with the flat map its depthwise layer takes the flat pass where the compiler predicts it faster."""
+    middle, out_channels = int(rng.integers(2, 7)), int(rng.integers(1, 7))
+    kernel = [(3, 3), (3, 2), (2, 3)][int(rng.integers(3))]
+    padding = ((kernel[0] - 1) // 2, kernel[0] // 2, (kernel[1] - 1) // 2, kernel[1] // 2)
+    return [ConvLayer("expand", channels, (height, width), middle, 1, 1),
+            ConvLayer("depthwise", middle, (height, width), middle, kernel, 1, padding=padding, groups=middle),
+            ConvLayer("project", middle, (height, width), out_channels, 1, 1)]
+
+
 def _draw_network(rng, config, max_size):
     channels, height, width = int(rng.integers(1, 4)), _draw_side(rng, max_size), _draw_side(rng, max_size)
     outputs_limit = min(2 * config.modules * config.lanes, 12)
     layers = []
     draw = rng.random()
-    if draw < 0.25:
+    if config.flat_slots and draw < 0.6:                            # the flat map's configurations: its block
+        if rng.random() < 0.5:                                      # a convolution writing its input (second grid)
+            first = _draw_conv(rng, config, "c0", channels, height, width)
+            if first.out_height >= 2 and first.out_width >= 2 and not first.maximum:
+                layers.append(first)
+                channels, height, width = first.out_channels, first.out_height, first.out_width
+        layers += _separable_block(rng, channels, height, width)
+        channels = layers[-1].out_channels
+    elif draw < 0.25:
         layers += _residual_block(rng, channels, height, width) + [AddLayer("add", skip="")]
-    elif draw < 0.4 and height >= 3 and width >= 3:
+    elif draw < 0.4 and height >= 3 and width >= 3 and not config.flat_slots:
         layers += _strided_block(channels, height, width)
         channels, height, width = 2 * channels, layers[0].out_height, layers[0].out_width
     for index in range(int(rng.integers(0, 3 - len(layers) // 3))):
@@ -121,7 +141,8 @@ def sample_network(rng, config, *, max_size=10, tries=200):
     1x1 stride-2 shortcut convolution (a graph, with a copy pass), then 0..2 convolutions (1..3 input channels,
     rectangular images, kernels 1..4 and strides 1..2 per axis, zero padding per side; a quarter of them
     depthwise, with the max mode 40 % max pools) and 1..2 dense layers, the last without ReLU; layers may have more
-    output channels than ``modules x lanes`` (channel tiles)."""
+    output channels than ``modules x lanes`` (channel tiles).  With the flat map, 60 % of the networks start with a
+    depthwise-separable block instead of the residual or downsampling one, half of them after a convolution."""
     for _ in range(tries):
         layers = _draw_network(rng, config, min(max_size, config.row_elements))
         try:
@@ -190,7 +211,12 @@ def sample_layer_mapping(rng, config, shape, *, max_passes):
     """A random legal mapping of one layer with at most ``max_passes`` passes (if its channel tiles leave room):
     per channel tile 1..3 segments (cut at random positions, the last position cut off alone half the time),
     random legal column blocks, a random K-split of single-position segments where one fits; the segments of all
-    tiles in random order."""
+    tiles in random order.  A flat pass runs as one pass; a layer with a second output grid one segment per tile."""
+    if shape.flat_pass:                     # all positions of every channel in one pass
+        return LayerMapping((Segment(0, shape.positions, 1),))
+    if shape.write_grid:                    # a second output grid: walked from position 0, one segment per tile
+        return LayerMapping(tuple(_sample_segment(rng, config, shape, 0, shape.positions, tile, split=False)
+                                  for tile in range(shape.tiles)))
     chosen = []
     for tile in range(shape.tiles):
         budget = max(1, max_passes - sum(segment.passes for segment in chosen) - (shape.tiles - 1 - tile))

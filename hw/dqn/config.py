@@ -64,6 +64,12 @@ class DqnConfig:
         The argmax spans a last layer cut into channel tiles: the descriptor carries its pass's ``first_channel``,
         every pass writing the network's output has the ``last`` bit, and the writer offsets the argmax index by the
         tile's first channel (default False: only the run's last pass feeds the argmax, the build unchanged).
+    flat_slots, flat_window_words
+        The flat map (docs/dqn_accelerator.md, "The flat map's datapath"): with ``flat_slots = 1`` the feeder has a
+        :class:`~hw.dqn.flat_lane_window.FlatLaneWindow` of ``flat_window_words`` words, the writer a
+        :class:`~hw.dqn.flat_word_packer.FlatWordPacker` and the descriptor the flat fields: a stride-1 depthwise
+        layer runs with the lanes over one channel's output positions (default 0: no flat map, the build unchanged;
+        several slots are not built into the sequencer).
     """
 
     modules: int = 16
@@ -83,6 +89,8 @@ class DqnConfig:
     weight_loads: int = 64
     external_bus_bits: int = 32
     argmax_tiles: bool = False
+    flat_slots: int = 0
+    flat_window_words: int = 6
 
     def __post_init__(self):
         check_int("modules", self.modules, 1, 64)
@@ -116,6 +124,14 @@ class DqnConfig:
                                       or self.weight_word_bits % bus):
             raise ValueError(f"external weights need a weight_depth of a power of two from 4 and weight words of whole "
                              f"{bus}-bit bus words, not {self.weight_depth} words of {self.weight_word_bits} bits")
+        check_int("flat_slots", self.flat_slots, 0, 1)
+        check_int("flat_window_words", self.flat_window_words, 2, 64)
+        if self.flat_slots and (self.flat_window_words % 2 or self.external_weights or self.fmt.width < 12
+                                or self.flat_window_words * self.row_elements < self.macs):
+            raise ValueError(f"the flat map needs an even flat_window_words of at least {self.macs} elements, on-chip "
+                             f"weights and elements of 12 bits or more (the lanes' coordinates), not "
+                             f"{self.flat_window_words} words of {self.row_elements} {self.fmt.name} elements"
+                             + (" with external weights" if self.external_weights else ""))
 
     @property
     def macs(self):
@@ -161,7 +177,13 @@ class DqnConfig:
                 + (f"_ext{self.weight_loads}" if self.external_weights else "")
                 + (f"_bus{self.external_bus_bits}" if self.external_weights and self.external_bus_bits != 32 else "")
                 + ("_at" if self.argmax_tiles else "") + ("_dr" if self.descriptor_ram else "")
-                + ("_cr" if self.counter_ram else ""))
+                + ("_cr" if self.counter_ram else "")
+                + (f"_flat{self.flat_slots}w{self.flat_window_words}" if self.flat_slots else ""))
+
+    @property
+    def flat_pairs(self):
+        """Word pairs of a flat-map window: the cycles that load it on the activation RAM's two read ports."""
+        return self.flat_window_words // 2
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick

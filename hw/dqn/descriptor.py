@@ -66,7 +66,27 @@ def _field_widths(config):
         "handoff": 1,                                  # the next pass reads while the last group is written (port 1)
         "start_delay": START_DELAY_BITS,               # 0: wait for the last pass's writes; d: first read on cycle d-1
     } | ({"maximum": 1} if config.max_pooling else {}) | (  # a max pool: the modules take the largest product
-        {"first_channel": GEOMETRY_BITS} if config.argmax_tiles else {})  # the channel tile's first: argmax offset
+        {"first_channel": GEOMETRY_BITS} if config.argmax_tiles else {}) | (  # the channel tile's first: argmax offset
+        _flat_field_widths(config) if config.flat_slots else {})
+
+
+def _flat_field_widths(config):
+    """The flat map's fields (docs/dqn_accelerator.md, "The flat map in the accelerator"): a flat pass's own (its other
+    fields: the map's ``in_height`` x ``in_width``, ``positions`` = their product, ``in_channels`` = ``out_channels`` =
+    its channels, ``products`` = the kernel's steps, ``weight_base`` its weight rows) and any pass's second output
+    grid ``write_width``: the writer writes position ``p`` at row ``p // write_width``, column ``p % write_width`` of
+    a grid ``out_height`` rows high (a convolution writing the flat layout: ``row_elements`` wide; a 1 x 1 convolution
+    on the flat view writing an image: the image's width); 0: the walk's own grid."""
+    activation_address = _bits_for(config.activation_depth - 1)
+    return {
+        "flat": 1,                                      # a flat depthwise pass (hw/dqn/flat_stepper.py)
+        "channel_words": activation_address,            # words of one channel's flat map
+        "window_word": activation_address,              # the first window's word from the channel's, mod depth
+        "window_element": _bits_for(config.row_elements - 1),   # the element of step (0, 0) under lane 0
+        "lane_rows": GEOMETRY_BITS,                     # the lanes' advance to the next positions: lanes // width
+        "lane_columns": GEOMETRY_BITS,                  # and lanes % width
+        "write_width": GEOMETRY_BITS,                   # the writer's grid width (0: out_width), walked from 0
+    }
 
 
 DESCRIPTOR_FIELDS = tuple(_field_widths(DqnConfig()))
@@ -83,9 +103,12 @@ def descriptor_bits(config):
 
 def group_layout(config):
     """A group of output positions, from the sequencer to the result writer: its first position ``p0`` and that
-    position's output row and column."""
+    position's output row and column; with the flat map also ``flat_word`` (a flat group's first word from the output
+    tensor's: channel * channel_words + p0 // row_elements) and ``flat_element`` (p0 % row_elements)."""
     widths = _field_widths(config)
-    return data.StructLayout({"p0": widths["first_position"], "oy0": widths["first_oy"], "ox0": widths["first_ox"]})
+    flat = {"flat_word": widths["channel_words"], "flat_element": widths["window_element"]} if config.flat_slots else {}
+    return data.StructLayout({"p0": widths["first_position"], "oy0": widths["first_oy"], "ox0": widths["first_ox"]}
+                             | flat)
 
 
 def encode_descriptor(config, **fields):

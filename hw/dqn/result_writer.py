@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import descriptor_layout
+from nnaccel.hw.dqn.flat_word_packer import FlatWordPacker
 from nnaccel.hw.dqn.float_argmax import candidate_layout
 from nnaccel.hw.dqn.interfaces import ResultGroupSignature
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature, writes_only
@@ -38,7 +39,12 @@ class ResultWriter(DqnBlock):
     ``(q << log2 C) | b``.  A residual add (``reduce`` and ``position_major``: one position per group, ``C =
     modules``) writes its row word whole on port 0 in one cycle: word ``out_base + p0 - first_position``, element
     ``e`` = lane ``e % lanes`` of module ``e // lanes``, enabled for ``e < out_channels`` (the row's width); no
-    ``packed`` beat (an add is never a network's last layer).
+    ``packed`` beat (an add is never a network's last layer).  With the flat map's configurations the image layout's
+    grid may be a second one (``write_width``: rows of that width, ``oy0`` / ``ox0`` in it).  A flat pass
+    (``config.flat_slots``, the descriptor's ``flat``): the group's positions ``p0 ..`` (the first ``positions - p0``
+    lanes, in lane order over the modules) of one channel in flat layout, one word a cycle on port 0 through a
+    :class:`~hw.dqn.flat_word_packer.FlatWordPacker`: words ``out_base + flat_word + j`` for ``j = 0 ..`` while the
+    group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e - flat_element``).
 
     Ports
     -----
@@ -64,7 +70,8 @@ class ResultWriter(DqnBlock):
 
     Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
-    reduction's groups before its last: ``out_channels`` times the rows, one port); ``ceil(out_channels / lanes)`` (packed), that times
+    reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
+    (``ceil((flat_element + valid) / row_elements)``); ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
     add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
     Handoff (the descriptor's ``handoff``, the pass's last group): the writes go one a cycle (``out_channels`` times
@@ -123,7 +130,10 @@ class ResultWriter(DqnBlock):
                      output1.address.eq(Mux(handed_off, single_address, paired_address)),
                      output1.write_data.eq(Mux(handed_off, single_data, paired_data)),
                      output1.write_enable.eq(Mux(handed_off, single_enable, paired_enable))]
-        two_rows = group.ox0 + valid_positions > layer.out_width
+        # The row width of the grid written: the walk's, or (the flat map's configurations) the second grid's.
+        row_width = (Mux(layer.write_width != 0, layer.write_width, layer.out_width) if config.flat_slots
+                     else layer.out_width)
+        two_rows = group.ox0 + valid_positions > row_width
 
         def advance(lane, block):
             """The lane and column block of the channel after the one in (lane, block)."""
@@ -137,7 +147,7 @@ class ResultWriter(DqnBlock):
                 module_lanes = Array(staging[(module * lanes + l) * width:(module * lanes + l + 1) * width]
                                      for l in range(lanes))
                 m.d.comb += picked.eq(module_lanes[row_lane])
-            row_offset = Mux(row_second, layer.out_width, 0) - group.ox0
+            row_offset = Mux(row_second, row_width, 0) - group.ox0
             data_elements, enables = [], []
             for element in range(config.row_elements):
                 # element + out_width - ox0: a position, one bit for the carry of the sum, one for the sign
@@ -146,7 +156,7 @@ class ResultWriter(DqnBlock):
                 source = Signal(range(modules), name=f"source_module_{element}_{suffix}")
                 m.d.comb += source.eq((position.as_unsigned() << layer.column_blocks_log2) | row_block)
                 data_elements.append(lane_of_module[source])
-                enables.append((element < layer.out_width) & (position >= 0) & (position < valid_positions))
+                enables.append((element < row_width) & (position >= 0) & (position < valid_positions))
             return Cat(*data_elements), Cat(*enables)
 
         # ---- Port 0: channel n, row oy0 + second_row.  Port 1 (paired): channel n's second row if the group
@@ -178,6 +188,8 @@ class ResultWriter(DqnBlock):
         add_data = staging[:add_elements * width]
         add_enable = Cat(element < layer.out_channels for element in range(add_elements))
 
+        flat_writes = self._flat_writes(m, staging) if config.flat_slots else None
+
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.results[0].valid):
@@ -191,6 +203,8 @@ class ResultWriter(DqnBlock):
                     ]
                     m.next = "WRITE"
             with m.State("WRITE"):
+                if flat_writes is not None:
+                    flat_writes(single_address, single_data, single_enable)
                 with m.If(row_add):
                     # The row word and written on one cycle: the writer takes the next group on the next.
                     m.d.comb += [single_address.eq(layer.out_base + group.p0 - layer.first_position),
@@ -212,7 +226,8 @@ class ResultWriter(DqnBlock):
                         m.d.sync += [block.eq(0), packed_position.eq(packed_position + 1)]
                         with m.If(~layer.position_major | (packed_position + 1 == valid_positions)):
                             m.next = "DONE"
-                with m.Else():
+                # The image layout: every other pass (a flat pass writes above).
+                with m.Elif(~layer.flat) if config.flat_slots else m.Else():
                     row_address = layer.out_base + channel_rows + group.oy0
                     m.d.comb += [
                         single_address.eq(row_address + second_row),
@@ -241,3 +256,26 @@ class ResultWriter(DqnBlock):
                 m.d.comb += self.group.written.eq(1)
                 m.next = "IDLE"
         return m
+
+    def _flat_writes(self, m, staging):
+        """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of the group (its address,
+        data and enables on the one-port write) and moves on to ``j + 1`` or to DONE."""
+        config, layer, group = self._config, self.group.layer, self.group.group
+        elements = config.row_elements
+        m.submodules.flat_packer = packer = FlatWordPacker(config=config, slots=config.flat_slots)
+        word = Signal(range(-(-config.macs // elements) + 2))           # j
+        remaining = layer.positions - group.p0
+        valid = Signal(range(config.macs + 1))
+        m.d.comb += [valid.eq(Mux(remaining < config.macs, remaining, config.macs)),
+                     packer.results.eq(staging), packer.word.valid.eq(valid),
+                     packer.word.offset.eq(word * elements - group.flat_element)]
+
+        def write(address, data, enable):
+            with m.If(layer.flat):
+                m.d.comb += [address.eq(layer.out_base + group.flat_word + word), data.eq(packer.data),
+                             enable.eq(packer.enable)]
+                m.d.sync += word.eq(word + 1)
+                with m.If((word + 1) * elements >= group.flat_element + valid):
+                    m.d.sync += word.eq(0)
+                    m.next = "DONE"
+        return write

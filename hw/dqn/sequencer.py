@@ -1,11 +1,12 @@
 """Layer sequencer of the DQN accelerator: runs the descriptor table, one product per cycle."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
 from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, descriptor_layout, tap_columns
+from nnaccel.hw.dqn.flat_stepper import FlatStepper
 from nnaccel.hw.dqn.interfaces import ActivationSelectSignature, FeederControlSignature, ResultGroupSignature
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.dqn.weight_handshake import WeightTileSignature
@@ -40,6 +41,12 @@ class LayerSequencer(DqnBlock):
     its ``row_zero`` flag, and the feeder loads it as zeros.  The left padding is the taps' offset, the right
     padding the feeder's zeroing of elements at and past ``in_width`` (``row_width``).  Padding costs no cycle:
     a group is ``in_channels * kernel_height * kernel_width`` products with or without it.
+
+    The flat map (``config.flat_slots``): a pass with the descriptor's ``flat`` bit is walked by a
+    :class:`~hw.dqn.flat_stepper.FlatStepper`, started where the pass would read its first rows (state FLAT: its
+    reads and products go to the feeder, its groups to the writer as any group, its lane-window control always to the
+    feeder's ``flat_lanes``); a pass with ``write_width`` has a second output grid, the writer's row and column of
+    each group kept beside the walk (from position 0, ``P`` on per group).
 
     Ports
     -----
@@ -195,11 +202,44 @@ class LayerSequencer(DqnBlock):
                          feeder.row_zero1.eq((second_row < 0) | (second_row >= layer.in_height)),
                          feeder.row_read.eq(1)]
 
+        flat_stepper = self._flat_stepper(m, in_flight) if config.flat_slots else None
+        write_grid = self._write_grid(m, reset_walk, start_walk, group_size) if config.flat_slots else None
+
         def first_read(row_base):
             # The pass's first step's rows; its products from the next cycle.
             read_rows(row_base, 0, 0)
             m.d.sync += [channel.eq(0), kernel_row.eq(0), kernel_column.eq(0), channel_base.eq(0), product.eq(0)]
             m.next = "RUN"
+            if flat_stepper is not None:
+                with m.If(layer.flat):                       # a flat pass: its stepper reads the first window
+                    m.d.comb += flat_stepper.start.eq(1)
+                    flat_reads()
+                    m.next = "FLAT"
+
+        def flat_reads():
+            # The flat stepper's reads of the input RAM and the weight RAM, and its products.
+            for name in ("row_address0", "row_address1", "row_read", "weight_address", "weight_read", "bias_address",
+                         "bias_read"):
+                m.d.comb += getattr(feeder, name).eq(getattr(flat_stepper.feeder, name))
+
+        def group_handed_over(issuing_group, issuing_last):
+            # A group's last product issued: its results reach the writer after the matrix modules' latency; its
+            # position and layer stay on the group ports until then (the next group's last product waits for
+            # in_flight, except an add's, whose groups the port follows as they are written).
+            m.d.comb += group_issued.eq(1)
+            m.d.sync += [product.eq(0), self.group.layer.eq(layer)]
+            if config.external_weights:  # the pass's last weight read: its tile's half is free
+                m.d.comb += self.weights.release.eq(issuing_last)
+            with m.If(in_flight_groups == self.group.written):
+                # No other group in flight: the port takes this one (an add's later groups follow
+                # through the port as they are written, above).
+                m.d.sync += self.group.group.eq(issuing_group)
+            with m.If(issuing_last & (run.layer_index + 1 == layer_count)):
+                m.next = "DRAIN"
+            with m.Elif(issuing_last):
+                # The next pass sets up while this one's last group drains through the writer.
+                m.d.sync += run.layer_index.eq(run.layer_index + 1)
+                m.next = "SETUP"
 
         # An add's groups in flight are consecutive row words: when one is written and another is in flight, the
         # group port moves on to the next word (the writer writes the group on the port).
@@ -271,6 +311,9 @@ class LayerSequencer(DqnBlock):
                     m.d.comb += [issuing_group.p0.eq(next_p0), issuing_group.oy0.eq(next_oy0),
                                  issuing_group.ox0.eq(next_ox0),
                                  issuing_last.eq(next_p0 + group_size >= layer.positions)]
+                    if write_grid is not None:       # the writer's row and column in its own grid
+                        with m.If(layer.write_width != 0):
+                            m.d.comb += [issuing_group.oy0.eq(write_grid[0]), issuing_group.ox0.eq(write_grid[1])]
                 with m.Else():
                     m.d.comb += [issuing_group.eq(current_group), issuing_last.eq(last_group)]
                 # A residual add (a reduction with position-major output: two products per row word) after its
@@ -328,26 +371,45 @@ class LayerSequencer(DqnBlock):
                     with m.Else():
                         m.d.sync += kernel_column.eq(kernel_column + 1)
                     with m.If(last_product):
-                        # The group's results reach the writer after the matrix modules' latency; its position
-                        # and layer stay on the group ports until then (the next group's last product waits
-                        # for in_flight, except an add's, whose groups the port follows as they are written).
-                        m.d.comb += group_issued.eq(1)
-                        m.d.sync += [product.eq(0), self.group.layer.eq(layer)]
-                        if config.external_weights:  # the pass's last weight read: its tile's half is free
-                            m.d.comb += self.weights.release.eq(issuing_last)
-                        with m.If(in_flight_groups == self.group.written):
-                            # No other group in flight: the port takes this one (an add's later groups follow
-                            # through the port as they are written, above).
-                            m.d.sync += self.group.group.eq(issuing_group)
-                        with m.If(issuing_last & (run.layer_index + 1 == layer_count)):
-                            m.next = "DRAIN"
-                        with m.Elif(issuing_last):
-                            # The next pass sets up while this one's last group drains through the writer.
-                            m.d.sync += run.layer_index.eq(run.layer_index + 1)
-                            m.next = "SETUP"
+                        group_handed_over(issuing_group, issuing_last)
+            if flat_stepper is not None:
+                with m.State("FLAT"):
+                    # A flat pass: its stepper drives the products and reads (the lane window's control always).
+                    m.d.comb += [run.busy.eq(1), issue.eq(flat_stepper.feeder.issue), stall.eq(flat_stepper.stall)]
+                    flat_reads()
+                    with m.If(flat_stepper.group_done):
+                        group_handed_over(flat_stepper.group, flat_stepper.last_group)
             with m.State("DRAIN"):
                 m.d.comb += [run.busy.eq(1), run.events.draining.eq(1)]
                 with m.If(~in_flight):
                     m.d.sync += run.done.eq(1)
                     m.next = "IDLE"
         return m
+
+    def _write_grid(self, m, reset_walk, start_walk, group_size):
+        """The second output grid (the descriptor's ``write_width``): beside the walk, the writer's row and column of
+        the next group's first position, from 0 at a pass's start, on by ``P`` positions a group (one row down at
+        most: the compiler keeps ``P <= write_width``).  Returns them (the group's ``oy0`` and ``ox0`` for the
+        writer)."""
+        width = self.run.descriptor.write_width
+        walk_row, walk_column = Signal(GEOMETRY_BITS), Signal(GEOMETRY_BITS)
+        next_row, next_column = Signal(GEOMETRY_BITS), Signal(GEOMETRY_BITS)
+        origin_row, origin_column = Mux(reset_walk, 0, walk_row), Mux(reset_walk, 0, walk_column)
+        moved = Signal(GEOMETRY_BITS + 1)
+        m.d.comb += moved.eq(origin_column + group_size)
+        wraps = moved >= width
+        with m.If(start_walk):
+            m.d.sync += [next_row.eq(origin_row), next_column.eq(origin_column), walk_row.eq(origin_row + wraps),
+                         walk_column.eq(Mux(wraps, moved - width, moved))]
+        return next_row, next_column
+
+    def _flat_stepper(self, m, in_flight):
+        """The flat passes' stepper (:class:`~hw.dqn.flat_stepper.FlatStepper`) on the running descriptor: its
+        lane-window control goes to the feeder; a flat product is marked for the feeder; a group's last product
+        waits while another group is in flight."""
+        m.submodules.flat_stepper = stepper = FlatStepper(config=self._config)
+        layer = self.run.descriptor
+        m.d.comb += [stepper.layer.eq(layer), stepper.may_finish.eq(~in_flight),
+                     self.feeder.product.flat.eq(self.feeder.issue & layer.flat)]
+        wiring.connect(m, stepper.feeder.flat_lanes, wiring.flipped(self.feeder.flat_lanes))
+        return stepper

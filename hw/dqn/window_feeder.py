@@ -6,7 +6,8 @@ from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from nnaccel.hw.dqn.config import DqnBlock, DqnConfig, check_config
-from nnaccel.hw.dqn.descriptor import tap_columns
+from nnaccel.hw.dqn.descriptor import GEOMETRY_BITS, tap_columns
+from nnaccel.hw.dqn.flat_lane_window import FlatLaneWindow
 from nnaccel.hw.dqn.interfaces import FeederControlSignature, product_layout
 from nnaccel.hw.dqn.matrix_module import COUNT_BITS, operand_layout
 from nnaccel.hw.shared.dual_port_buffer import BufferPortSignature
@@ -48,6 +49,13 @@ class WindowFeeder(DqnBlock):
     operands : Out(always-ready stream of :func:`~hw.dqn.matrix_module.operand_layout`) x ``modules``: module
         ``m``'s product: ``scalar``, ``vector``, ``seed``, ``count``, ``relu`` (and ``maximum`` with
         ``config.max_pooling``).
+
+    The flat map (``config.flat_slots``): a :class:`~hw.dqn.flat_lane_window.FlatLaneWindow` of
+    ``flat_window_words`` words takes the words read on ``rows0`` / ``rows1`` (``flat_lanes.load``, one cycle after
+    the read) and, on ``flat_lanes.set_lanes`` one cycle after the read, the lanes' output rows and columns from the
+    words read on ``weights`` and ``biases`` (lane ``i``: element ``i``, low 12 bits).  A flat product
+    (``product.flat``) gives module ``m`` the window's vector ``m`` and the first element of weight slot ``m`` as its
+    scalar.
 
     Timing: a product issued on cycle n (``issue``) is a valid ``operands`` beat on cycle n+1, with the scalars
     of ``load``/``shift``/``unit_scalar`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
@@ -101,6 +109,7 @@ class WindowFeeder(DqnBlock):
         product = Signal(product_layout(config))
         m.d.sync += [unit_scalar.eq(control.unit_scalar), valid.eq(control.issue), product.eq(control.product)]
 
+        window = self._flat_window(m) if config.flat_slots else None
         one = Const(config.fmt.bias << config.fmt.mantissa_bits, width)
         slot_elements = [Array(register.word_select(e, width) for e in range(register_elements))
                          for register in registers]
@@ -115,6 +124,9 @@ class WindowFeeder(DqnBlock):
                 vector = Mux(product.vector_from_activations, input_lanes, weight_slot)
             else:
                 vector = weight_slot
+            if window is not None:        # a flat product: the lane window's vector, the slot's weight as the scalar
+                vector = Mux(product.flat, window.vectors[module], vector)
+                tapped = Mux(product.flat, weight_slot[:width], tapped)
             m.d.comb += [operands.valid.eq(valid), operands.payload.scalar.eq(Mux(unit_scalar, one, tapped)),
                          operands.payload.vector.eq(vector), operands.payload.seed.eq(bias_slot),
                          operands.payload.count.eq(product.count),
@@ -122,3 +134,22 @@ class WindowFeeder(DqnBlock):
             if config.max_pooling:
                 m.d.comb += operands.payload.maximum.eq(product.maximum)
         return m
+
+    def _flat_window(self, m):
+        """The flat map's lane window, its loads and lane coordinates taken one cycle after their reads."""
+        config, control = self._config, self.control.flat_lanes
+        m.submodules.flat_window = window = FlatLaneWindow(config=config, window_words=config.flat_window_words,
+                                                           slots=config.flat_slots)
+        load, load_pair, set_lanes = Signal(), Signal.like(control.load_pair), Signal()
+        m.d.sync += [load.eq(control.load), load_pair.eq(control.load_pair), set_lanes.eq(control.set_lanes)]
+        lanes = window.control
+        for name in ("swap", "shifts", "advance", "advance_rows", "advance_columns", "out_width", "row_low", "row_high",
+                     "column_low", "column_high"):
+            m.d.comb += getattr(lanes, name).eq(getattr(control, name))
+        width = config.fmt.width
+        m.d.comb += [lanes.load.eq(load), lanes.load_pair.eq(load_pair), lanes.set_lanes.eq(set_lanes),
+                     window.words[0].eq(self.rows0.read_data), window.words[1].eq(self.rows1.read_data)]
+        for lane in range(config.macs):
+            m.d.comb += [lanes.lane_rows[lane].eq(self.weights.read_data[lane * width:lane * width + GEOMETRY_BITS]),
+                         lanes.lane_columns[lane].eq(self.biases.read_data[lane * width:lane * width + GEOMETRY_BITS])]
+        return window

@@ -19,6 +19,8 @@ tile of the last layer, the running maximum carried from tile to tile, the index
 without it the run's last pass alone, indexed within it: a channel-tiled last layer's last tile) by the hardware's
 total order on the encodings (``-0 < +0``; ties -> lowest index).  A convolution
 reads its padding (rows above and below the image, columns left of it and past its width) as ``+0``.
+A flat pass (descriptor bit ``flat``) is :func:`models.dqn.flat_map.flat_depthwise` on its input read from the flat
+layout, its outputs stored in flat layout (each channel's ``in_height * in_width`` elements, nothing past them).
 """
 
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnaccel.models.shared.float_arith import float_mul
+from nnaccel.models.dqn.flat_map import flat_depthwise, flat_layer, flat_pass_weights
 from nnaccel.models.dqn.plan import unpack_image
 from nnaccel.models.dqn.matrix_module import accumulate_products
 
@@ -65,11 +68,12 @@ def _windows(layer, image, positions):
     d = layer.descriptor
     kernel, stride_y, stride_x = (d["kernel_height"], d["kernel_width"]), d["stride_y"], d["stride_x"]
     top, left = d["pad_top"], d["pad_left"]
-    rows = max(0, (d["out_height"] - 1) * stride_y + kernel[0] - top - image.shape[1])
+    out_height = -(-d["positions"] // d["out_width"])       # the walk's rows (out_height may be a second grid's)
+    rows = max(0, (out_height - 1) * stride_y + kernel[0] - top - image.shape[1])
     columns = max(0, (d["out_width"] - 1) * stride_x + kernel[1] - left - image.shape[2])
     padded = np.pad(image, ((0, 0), (top, rows), (left, columns)))
     view = np.lib.stride_tricks.sliding_window_view(padded, kernel, axis=(1, 2))[:, ::stride_y, ::stride_x]
-    view = view[:, :d["out_height"], :d["out_width"]]                    # (C, oy, ox, kh, kw)
+    view = view[:, :out_height, :d["out_width"]]                         # (C, oy, ox, kh, kw)
     flat = view.transpose(1, 2, 0, 3, 4).reshape(-1, d["products"])
     return flat[positions]
 
@@ -104,6 +108,22 @@ def golden_pass(config, layer, rams):
                                seed=vectors[-1], maximum=bool(d.get("maximum", 0)))
 
 
+def _flat_pass(config, layer, rams):
+    """A flat pass on ``rams``, its outputs stored."""
+    d = layer.descriptor
+    channels, height, width = d["in_channels"], d["in_height"], d["in_width"]
+    positions, words = height * width, d["channel_words"]
+    addresses = (d["in_base"] + np.arange(channels * words)) % config.activation_depth
+    image = rams[d["in_ram"], addresses].reshape(channels, -1)[:, :positions].reshape(channels, height, width)
+    weights, biases = flat_pass_weights(layer.weight_words, channels, d["kernel_height"], d["kernel_width"])
+    results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d), adder_latency=config.adder_latency,
+                             relu=bool(d["relu"]))
+    out = rams[d["out_ram"]].reshape(-1)
+    starts = (d["out_base"] + np.arange(channels) * words) * config.row_elements
+    for channel, start in enumerate(starts):
+        out[start:start + positions] = results[channel].reshape(-1)
+
+
 def _store(config, layer, results, rams):
     """Write ``results`` as the result writer does."""
     d = layer.descriptor
@@ -117,7 +137,7 @@ def _store(config, layer, results, rams):
             count = min(lanes, channels - block * lanes)
             ram[d["out_base"] + block, :count] = results[0, block * lanes:block * lanes + count]
     else:
-        out_height, out_width = d["out_height"], d["out_width"]
+        out_height, out_width = d["out_height"], d.get("write_width") or d["out_width"]   # the writer's grid
         for index, position in enumerate(_positions(layer)):
             oy, ox = divmod(int(position), out_width)
             ram[d["out_base"] + np.arange(channels) * out_height + oy, ox] = results[index, :channels]
@@ -130,7 +150,10 @@ def golden_forward(plan, state):
     words = plan.input_words(state)
     rams[plan.input.ram, plan.input.base:plan.input.base + len(words)] = words
     for layer in plan.layers:
-        _store(config, layer, golden_pass(config, layer, rams), rams)
+        if layer.descriptor.get("flat"):
+            _flat_pass(config, layer, rams)
+        else:
+            _store(config, layer, golden_pass(config, layer, rams), rams)
     # Read after the run, as the host reads them: a split layer's reduction pass completes its main pass's tensor.
     activations = [rams[layer.output.ram, layer.output.base:layer.output.base + layer.output.words].copy()
                    for layer in plan.layers]

@@ -98,6 +98,8 @@ def start_delay(config, producer, consumer, *, handoff, **words):
     reads after its write; ``None`` where it cannot, or the delay does not fit the descriptor field.  ``words``:
     ``out_base`` (the producer's output word, as :func:`last_group_writes`), ``in_base`` and ``in_height`` (the
     consumer's input word and rows per channel, in the same RAM), ``latency`` (the matrix modules')."""
+    if "flat" in (producer.layout, consumer.layout) or producer.write_grid:   # the flat map's passes: not derived
+        return None
     slack = _slack(config, producer, consumer, handoff=handoff, **words)
     if slack is None:
         return None

@@ -60,6 +60,8 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
+from nnaccel.models.dqn.flat_map import (flat_descriptor_fields, flat_pass_fits, flat_pass_rows, flat_view,
+                                         flat_words)
 from nnaccel.models.dqn.handoff import start_delay
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
@@ -71,7 +73,7 @@ __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODE
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "pass_handoffs", "output_offset",
            "reads_previous", "check_mapping",
            "check_segment", "split_chunk",
-           "default_mapping", "group_column_blocks", "group_rows", "min_column_blocks", "pass_note",
+           "default_mapping", "group_column_blocks", "group_positions", "group_rows", "min_column_blocks", "pass_note",
            "network_weights",
            "pack_image", "unpack_image"]
 
@@ -87,7 +89,8 @@ class Tensor:
 
     ``packed``: the tensor holds packed outputs (``width == lanes``, element ``n`` of the flat vector at word
     ``base + n // lanes``, element ``n % lanes``); ``elements`` counts the meaningful ones (the rest of the
-    last word is padding).
+    last word is padding).  ``flat``: ``(H, W)`` of a map in flat layout (``shape`` is then its flat view ``(C,
+    ceil(H*W / row_elements), row_elements)``: models/dqn/flat_map.py); ``()`` otherwise.
     """
 
     ram: int
@@ -95,6 +98,7 @@ class Tensor:
     shape: tuple
     packed: bool
     elements: int
+    flat: tuple = ()
 
     @property
     def words(self):
@@ -102,7 +106,7 @@ class Tensor:
         return channels * height
 
     def describe(self):
-        layout = "packed" if self.packed else "image"
+        layout = "packed" if self.packed else f"flat {self.flat[0]}x{self.flat[1]}" if self.flat else "image"
         return f"RAM{self.ram} @{self.base} {layout} [{','.join(map(str, self.shape))}]"
 
 
@@ -169,6 +173,12 @@ class Plan:
         return self.network_input
 
     @property
+    def input_shape(self):
+        """The network input's shape ``(C, H, W)`` (a map in flat layout: its map's, not its view's)."""
+        channels = self.input.shape[0]
+        return (channels, *self.input.flat) if self.input.flat else self.input.shape
+
+    @property
     def activation_words(self):
         """Words each activation RAM holds at most: ``(RAM 0, RAM 1)``."""
         tops = [0, 0]
@@ -208,6 +218,10 @@ class Plan:
         """The activation words (``(words, row_elements)`` raw bits of the format) of one network input (float32)."""
         state = np.asarray(state)
         channels, height, width = self.input.shape
+        if self.input.flat:                    # the map's positions in raster order over the channel's words
+            if state.shape != (channels, *self.input.flat):
+                raise ValueError(f"the network input must have shape {(channels, *self.input.flat)}, not {state.shape}")
+            state = flat_words(state, width)
         if self.input.packed:
             if state.dtype != np.float32 or state.size != self.input.elements:
                 raise ValueError(f"the network input must be {self.input.elements} float32 values, "
@@ -221,7 +235,10 @@ class Plan:
 
     def output_values(self, words):
         """The last layer's outputs (raw bits, ``(actions,)``) from its words (``(words, row_elements)``)."""
-        return unpack_image(self.output, words).reshape(-1)[:self.output.elements]
+        values = unpack_image(self.output, words)
+        if self.output.flat:                   # each channel's map, without the last word's elements past it
+            values = values.reshape(values.shape[0], -1)[:, :self.output.flat[0] * self.output.flat[1]]
+        return values.reshape(-1)[:self.output.elements]
 
 
 def pack_image(image, row_elements, fmt=BINARY32):
@@ -298,10 +315,18 @@ class LayerShape:
     source: str = ""          # the tensor it reads (an add: its first addend): that layer's output, "" the input
     groups: int = 1           # a grouped convolution: a channel tile reads only its groups' input channels
     maximum: bool = False     # a max pool: one channel per tile, the modules' max mode
+    flat: tuple = ()          # (H, W): it reads a map of H x W in flat layout (in_shape: its view)
+    write_grid: tuple = ()    # (rows, width): the writer's second output grid (out_shape: a flat view or an image)
+    flat_out: tuple = ()      # (H, W): it writes a map of H x W in flat layout (out_shape: its view)
 
     @property
     def positions(self):
-        return self.out_height * self.out_width
+        return self.flat[0] * self.flat[1] if self.flat and not self.dense else self.out_height * self.out_width
+
+    @property
+    def flat_pass(self):
+        """A depthwise layer run by the flat pass (hw/dqn/flat_stepper.py)."""
+        return bool(self.flat) and self.groups > 1
 
     @property
     def tiles(self):
@@ -564,7 +589,101 @@ def layer_shapes(config, layers, *, tiling="widest"):
                           and shape.groups == 1 else shape)
         outputs[layer.name] = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
         previous = layer.name
-    return _within_the_table(config, shapes)
+    return _within_the_table(config, _flat_layouts(config, layers, shapes))
+
+
+# ---- The flat map: depthwise layers with the lanes over a channel's positions ------------------------------------
+
+def _pointwise(layer):
+    """A 1 x 1 convolution of stride 1 without padding: it reads the flat layout as it reads an image (its view)."""
+    return (isinstance(layer, ConvLayer) and layer.groups == 1 and not layer.maximum and not any(layer.border)
+            and (layer.kernel_height, layer.kernel_width, layer.stride_y, layer.stride_x) == (1, 1, 1, 1))
+
+
+class _Graph:
+    """The network's tensors: each layer's source and each tensor's readers (by layer name; "" the input)."""
+
+    def __init__(self, layers):
+        self.layers = {layer.name: layer for layer in layers}
+        self.sources = {layer.name: layer.source if layer.source is not None else (layers[index - 1].name if index
+                                                                                   else "")
+                        for index, layer in enumerate(layers)}
+        self.readers = {}
+        for layer in layers:
+            for name in (self.sources[layer.name], getattr(layer, "skip", None)):
+                if name is not None:
+                    self.readers.setdefault(name, []).append(layer)
+
+
+def _flat_tensors_hold(graph, flat, passes, packed_input):
+    """Whether the tensors ``flat`` can lie in flat layout with the layers ``passes`` run as flat passes: each is
+    written by a convolution (a flat pass, or any other through the second output grid) or is the network's image
+    input, and read only by flat passes, 1 x 1 convolutions (on the view) and dense layers (their weights laid out
+    on the view); a flat pass reads and writes flat tensors."""
+    for tensor in flat:
+        producer = graph.layers.get(tensor)
+        if producer is None and packed_input or producer is not None and not isinstance(producer, ConvLayer):
+            return False
+        for reader in graph.readers.get(tensor, []):
+            if not (reader.name in passes or _pointwise(reader) or isinstance(reader, DenseLayer)):
+                return False
+    return all(graph.sources[name] in flat and name in flat for name in passes)
+
+
+def _flat_shape(config, shape, layer, reads_flat, writes_flat):
+    """``shape`` with its tensors in the layouts given: a flat pass runs on the map's grid, all its channels in one
+    pass; a 1 x 1 convolution reading the flat view walks the view's grid (``positions`` = the map's); a dense layer
+    reads the view (its weights laid out on it); a convolution writing a layout other than its walk's has the second
+    output grid (``write_grid``)."""
+    row_elements = config.row_elements
+    _, height, width = shape.in_shape
+    if reads_flat:
+        shape = replace(shape, in_shape=flat_view(shape.in_shape, row_elements), flat=(height, width))
+        if shape.dense:
+            return replace(shape, kernel_height=shape.in_shape[1], kernel_width=shape.in_shape[2])
+        if shape.groups > 1:
+            return replace(shape, out_shape=shape.in_shape, tile_size=shape.out_channels, min_column_blocks=1,
+                           flat_out=shape.flat)
+        _, rows, elements = shape.in_shape
+        if not writes_flat:
+            return replace(shape, out_height=rows, out_width=elements, write_grid=shape.out_shape[1:])
+        return replace(shape, out_height=rows, out_width=elements, out_shape=flat_view(shape.out_shape, row_elements),
+                       flat_out=shape.flat)
+    view = flat_view(shape.out_shape, row_elements)
+    return replace(shape, out_shape=view, write_grid=view[1:], flat_out=(shape.out_height, shape.out_width)) \
+        if writes_flat else shape
+
+
+def _flat_layouts(config, layers, shapes):
+    """``shapes`` with the flat passes and the flat layout where they make the network faster: each depthwise layer
+    the flat pass fits (:func:`~models.dqn.flat_map.flat_pass_fits`), with its input and output in flat layout, where
+    every tensor in flat layout can be (:func:`_flat_tensors_hold`) and the layers touched take fewer predicted
+    cycles than before."""
+    if not config.flat_slots:
+        return shapes
+    graph = _Graph(layers)
+    original = list(shapes)
+    index_of = {shape.name: index for index, shape in enumerate(shapes)}
+    flat, passes = set(), set()
+
+    def laid_out(names, flat_tensors, flat_passes):
+        return [original[index_of[name]] if not (graph.sources[name] in flat_tensors or name in flat_tensors) else
+                _flat_shape(config, original[index_of[name]], graph.layers[name], graph.sources[name] in flat_tensors,
+                            name in flat_tensors) for name in names]
+
+    for layer in layers:
+        if not flat_pass_fits(config, layer):
+            continue
+        trial_flat, trial_passes = flat | {graph.sources[layer.name], layer.name}, passes | {layer.name}
+        if not _flat_tensors_hold(graph, trial_flat, trial_passes, original[0].in_packed):
+            continue
+        touched = {layer.name} | {reader.name for tensor in trial_flat for reader in graph.readers.get(tensor, [])} \
+            | {tensor for tensor in trial_flat if tensor}
+        before = sum(_shape_cycles(config, shape) for shape in laid_out(touched, flat, passes))
+        after = sum(_shape_cycles(config, shape) for shape in laid_out(touched, trial_flat, trial_passes))
+        if after < before:
+            flat, passes = trial_flat, trial_passes
+    return laid_out([layer.name for layer in layers], flat, passes)
 
 
 # ---- Passes: what a layer's mapping makes the hardware run -----------------------------------------------------
@@ -573,14 +692,16 @@ class PassShape(NamedTuple):
     """One pass of a layer as the descriptor describes it, without addresses or weights (a named tuple: the
     design-space cost model expands thousands of cases per second through :func:`pass_shapes`).
 
-    ``kind``: "positions" (a segment's output positions), "partials" (a split position's partial sums, one per
+    ``kind``: "positions" (a segment's output positions), "flat" (a flat pass: every channel's positions, layout
+    "flat"), "partials" (a split position's partial sums, one per
     group position), "sum" (their reduction with the bias) or "add" (a residual add: one row word per position,
     ``in_channels`` = the 2 addends, layout "row_words": position-major, each word written whole).  ``grid`` and
     ``first`` are the output grid the pass walks and its first position ``(oy, ox)``; ``in_channels`` counts the
     channels read (a reduction: the partial sums); ``stride`` is ``(stride_y, stride_x)``, ``padding`` ``(top,
     left)`` (the bottom and right borders follow from the input's size); ``first_channel`` is the first output
     channel of the pass's channel tile (``out_channels`` from there on); ``first_in_channel`` the first input
-    channel it reads (a grouped convolution's tile reads ``in_channels`` channels from there on)."""
+    channel it reads (a grouped convolution's tile reads ``in_channels`` channels from there on); ``write_grid`` the
+    writer's second output grid ``(rows, width)`` (``()``: ``grid``)."""
 
     name: str
     layer: str
@@ -600,10 +721,12 @@ class PassShape(NamedTuple):
     relu: bool
     first_in_channel: int = 0
     maximum: bool = False
+    write_grid: tuple = ()
 
     @property
     def products(self):
-        return self.in_channels * self.kernel[0] * self.kernel[1]
+        """Products per group: a flat pass's are its kernel's steps (one channel per group)."""
+        return self.kernel[0] * self.kernel[1] * (1 if self.kind == "flat" else self.in_channels)
 
     @property
     def reduce(self):
@@ -638,6 +761,12 @@ def pass_shapes(config, shape, layer_mapping):
                           first=(segment.first, 0), count=segment.count, column_blocks=segment.column_blocks,
                           first_channel=0, out_channels=shape.out_channels, layout="row_words", relu=shape.relu)
                 for segment in layer_mapping.segments]
+    if shape.flat_pass:
+        return [PassShape(name=shape.name, layer=shape.name, kind="flat", segment=segment,
+                          in_channels=shape.out_channels, kernel=(shape.kernel_height, shape.kernel_width),
+                          stride=(1, 1), padding=(top, left), grid=grid, first=(0, 0), count=shape.positions,
+                          column_blocks=1, first_channel=0, out_channels=shape.out_channels, layout="flat",
+                          relu=shape.relu) for segment in layer_mapping.segments]
     passes, named = [], set()
     for segment in layer_mapping.segments:
         first = divmod(segment.first, shape.out_width)
@@ -646,7 +775,7 @@ def pass_shapes(config, shape, layer_mapping):
         first_in_channel, in_channels = shape.tile_inputs(segment.tile)
         common = dict(layer=shape.name, segment=segment, in_channels=in_channels, padding=(top, left),
                       column_blocks=segment.column_blocks, first_channel=first_channel, out_channels=out_channels,
-                      first_in_channel=first_in_channel, maximum=shape.maximum)
+                      first_in_channel=first_in_channel, maximum=shape.maximum, write_grid=shape.write_grid)
         if segment.split == 1:
             name = f"{shape.name}{tile_suffix}"
             name = name if name not in named else f"{name} {segment.first}..{segment.last}"
@@ -691,15 +820,20 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None):
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
-    return pass_counters(positions_per_group=config.modules // column(lambda work: work.column_blocks),
+    return pass_counters(positions_per_group=column(lambda work: group_positions(config, work)),
                          count=column(lambda work: work.count), products=column(lambda work: work.products),
                          latency=matrix_module_latency(config.multiplier_latency, config.adder_latency),
                          out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
                          layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
                          first_column=column(lambda work: work.first[1]),
-                         out_width=column(lambda work: work.grid[1]), run=0,
+                         out_width=column(lambda work: (work.write_grid or work.grid)[1]), run=0,
                          reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs,
-                         start_delay=delays)
+                         start_delay=delays, row_elements=config.row_elements, flat_pairs=config.flat_pairs)
+
+
+def group_positions(config, work):
+    """Output positions a group of pass ``work`` computes: ``modules / C``, a flat pass's every lane."""
+    return config.macs if work.kind == "flat" else config.modules // work.column_blocks
 
 
 def pass_handoffs(config, passes, reads, words):
@@ -777,6 +911,11 @@ def check_segment(config, shape, segment):
     of layer ``shape``."""
     where = f"{shape.name}: segment {segment.describe()}"
     blocks = segment.column_blocks
+    if shape.flat_pass:
+        if (segment.first, segment.count, blocks, segment.split) != (0, shape.positions, 1, 1):
+            raise ValueError(f"{where}: a flat pass runs all {shape.positions} positions of every channel as one "
+                             f"segment of 1 column block without a K-split")
+        return
     if blocks & (blocks - 1):
         raise ValueError(f"{where}: column_blocks {blocks} is not a power of two (positions are spread over "
                          f"modules by shifts)")
@@ -790,6 +929,10 @@ def check_segment(config, shape, segment):
     if shape.add and (blocks != config.modules or segment.split != 1):
         raise ValueError(f"{where}: an add reads one word per step for all modules: it runs with {config.modules} "
                          f"column blocks (one row word per group) and no K-split")
+    if shape.write_grid and (segment.first, segment.split) != (0, 1) or positions_per_group > (
+            shape.write_grid or (0, config.modules))[1]:
+        raise ValueError(f"{where}: a second output grid of width {shape.write_grid[1]} is walked from position 0 "
+                         f"without a K-split, at most {shape.write_grid[1]} positions per group")
     if segment.split == 1:
         _check_groups(shape.name, segment.first, segment.first + segment.count, positions_per_group,
                       shape.out_width)
@@ -846,8 +989,11 @@ def check_mapping(config, shapes, mapping):
 
 def group_column_blocks(config, shape, blocks):
     """The fewest column blocks, ``blocks`` or more, whose groups of ``modules / C`` positions each lie in two
-    output rows of ``shape`` (``C = modules``, one position per group, always does)."""
-    while blocks < config.modules and group_rows(0, shape.positions, config.modules // blocks, shape.out_width)[0] > 2:
+    output rows of ``shape`` (``C = modules``, one position per group, always does) and, with a second output grid,
+    are no more positions than its width (the walker moves its origin one row down at most)."""
+    while blocks < config.modules and (
+            group_rows(0, shape.positions, config.modules // blocks, shape.out_width)[0] > 2
+            or shape.write_grid and config.modules // blocks > shape.write_grid[1]):
         blocks *= 2
     return blocks
 
@@ -857,7 +1003,8 @@ def _split_candidates(config, shape, blocks):
     equal chunks as fit the idle position slots; a convolution's last position alone in its group, one chunk per
     kernel column, or its first position, the kernel's row halves times its columns (:func:`split_chunk`)."""
     slots = config.modules // blocks
-    if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add or shape.groups > 1:
+    if blocks * config.lanes > config.row_elements or shape.tiles > 1 or shape.add or shape.groups > 1 \
+            or shape.write_grid:
         return []
     width, positions = shape.kernel_width, shape.positions
     if shape.dense:
@@ -884,6 +1031,8 @@ def _split_candidates(config, shape, blocks):
 
 
 def _default_layer_mapping(config, shape, split):
+    if shape.flat_pass:
+        return LayerMapping((Segment(0, shape.positions, 1),))
     segments = []
     for tile in range(shape.tiles):
         blocks = shape.min_column_blocks if shape.add else min_column_blocks(config, shape.tile_channels(tile)[1])
@@ -910,7 +1059,12 @@ def default_mapping(config, layers, *, split="auto"):
 
 def pass_note(config, shape, work):
     """A line for the report when a pass of output positions leaves modules idle beyond its last group (fewer
-    positions per group than its channels allow, and why) or lanes idle (a max pool); "" otherwise."""
+    positions per group than its channels allow, and why) or lanes idle (a max pool), and for a flat pass (its lanes
+    busy per group); "" otherwise."""
+    if work.kind == "flat":
+        busy = min(config.macs, work.count)
+        return (f"{work.name}: a flat pass, the lanes over one channel's {work.grid[0]}x{work.grid[1]} positions "
+                f"({busy} of {config.macs} lanes busy in a group)")
     if work.kind != "positions":
         return ""
     if work.maximum:
@@ -1091,7 +1245,8 @@ def _check_array(name, what, array, shape):
 
 def _kernel_bits(config, shape, layer, weight, bias):
     """``(in_channels, Kh, Kw, out_channels)`` weight bits and ``(out_channels,)`` bias bits in the format; row
-    ``(c*Kh + kh)*Kw + kw`` of the kernel is the dense input index, a packed input's padding has zero weights."""
+    ``(c*Kh + kh)*Kw + kw`` of the kernel is the dense input index, a packed input's padding has zero weights (and
+    the elements of a flat map's view past the map)."""
     weight = _check_array(shape.name, "weight", weight, layer.weight_shape)
     bias = _check_array(shape.name, "bias", bias, (shape.out_channels,))
     if shape.groups > 1:                      # block-diagonal: output channel n reads only its group's inputs
@@ -1101,6 +1256,11 @@ def _kernel_bits(config, shape, layer, weight, bias):
             outputs = slice(group * per_output, (group + 1) * per_output)
             full[group * per_input:(group + 1) * per_input, ..., outputs] = weight[..., outputs]
         weight = full
+    if shape.dense and shape.flat:            # a flat map's inputs on its view: zeros past each channel's map
+        channels, rows, elements = shape.in_shape
+        on_view = np.zeros((channels, rows * elements, shape.out_channels), np.float32)
+        on_view[:, :shape.flat[0] * shape.flat[1]] = weight.reshape(channels, -1, shape.out_channels)
+        weight = on_view
     kernel = np.zeros((shape.in_shape[0] * shape.kernel_height * shape.kernel_width, shape.out_channels), np.uint32)
     flat = weight.reshape(-1, shape.out_channels)
     kernel[:flat.shape[0]] = from_binary32(config.fmt, flat)
@@ -1128,10 +1288,15 @@ def _chunk_slots(config, blocks, chunks, out_channels):
 
 
 def _pass_weights(config, work, kernel, bias):
-    """``(products + 1, modules, lanes)`` weight rows of a pass, bias row last (its channel tile's slice)."""
+    """``(products + 1, modules, lanes)`` weight rows of a pass, bias row last (its channel tile's slice); a flat
+    pass's rows (:func:`models.dqn.flat_map.flat_pass_rows`)."""
     blocks, out_channels = work.column_blocks, work.out_channels
     if work.kind == "add":                                                 # vectors from RAM, no bias
         return np.zeros((work.products + 1, config.modules, config.lanes), np.uint32)
+    if work.kind == "flat":                  # the lanes' coordinates, then each channel's steps and bias
+        channels = np.arange(out_channels)
+        depthwise = kernel[channels, :, :, channels].transpose(1, 2, 0)[None]       # (1, kh, kw, C)
+        return flat_pass_rows(config, work.grid[1], depthwise, bias)
     tile = slice(work.first_channel, work.first_channel + out_channels)
     kernel, bias = kernel[work.first_in_channel:work.first_in_channel + work.in_channels, ..., tile], bias[tile]
     if work.kind == "positions":
@@ -1163,16 +1328,18 @@ def _descriptor(config, work, source, output, weight_base, last, addend):
     return dict(
         in_ram=source.ram, in_base=source.base, in_channels=work.in_channels, in_height=source.shape[1],
         in_width=source.shape[2], kernel_height=work.kernel[0], kernel_width=work.kernel[1], stride_y=work.stride[0],
-        stride_x=work.stride[1], pad_top=work.padding[0], pad_left=work.padding[1], out_height=work.grid[0],
+        stride_x=work.stride[1], pad_top=work.padding[0], pad_left=work.padding[1],
+        out_height=(work.write_grid or work.grid)[0],
         out_width=work.grid[1], positions=first_position + work.count, first_position=first_position,
         first_oy=work.first[0], first_ox=work.first[1], first_row=work.first[0] * work.stride[0],
         first_column=work.first[1] * work.stride[1], column_blocks_log2=work.column_blocks.bit_length() - 1,
         out_channels=work.out_channels, products=work.products, weight_base=weight_base, out_ram=output.ram,
-        out_base=out_base, packed_output=int(work.layout != "image"),
+        out_base=out_base, packed_output=int(work.layout not in ("image", "flat")),
         position_major=int(work.layout in ("position_major", "row_words")), reduce=int(work.reduce),
         step_distance=step_distance, relu=int(work.relu), last=int(last), handoff=0, start_delay=0,
         **({"maximum": int(work.maximum)} if config.max_pooling else {}),
-        **({"first_channel": work.first_channel} if config.argmax_tiles else {}))
+        **({"first_channel": work.first_channel} if config.argmax_tiles else {})) \
+        | _flat_fields(config, work, source)
 
 
 def _feeds_argmax(config, placed, index):
@@ -1181,6 +1348,21 @@ def _feeds_argmax(config, placed, index):
     if config.argmax_tiles:
         return placed[index][2] == placed[-1][2]
     return index == len(placed) - 1
+
+
+def _flat_fields(config, work, source):
+    """The descriptor's flat fields (a configuration with the flat map): a flat pass's own and its map's geometry
+    (``in_height`` x ``in_width``, ``positions``), zeros for the other passes."""
+    if not config.flat_slots:
+        return {}
+    if work.kind != "flat":
+        return dict.fromkeys(("flat", "channel_words", "window_word", "window_element", "lane_rows", "lane_columns"),
+                             0) | {"write_width": work.write_grid[1] if work.write_grid else 0}
+    height, width = source.flat
+    layer = ConvLayer(work.name, work.in_channels, (height, width), work.out_channels, work.kernel, 1,
+                      padding=(work.padding[0], work.kernel[0] - 1 - work.padding[0], work.padding[1],
+                               work.kernel[1] - 1 - work.padding[1]), groups=work.in_channels)
+    return flat_descriptor_fields(config, layer) | dict(in_height=height, in_width=width, write_width=0)
 
 
 def _real_macs(work, in_shape, inputs_per_output):
@@ -1271,6 +1453,10 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
                    fresh=name in shapes_by_name and shapes_by_name[name].dense)
              for name, (tensor_shape, packed, elements, ram) in described.items()]
     tensors, overwritten = _allocate(config, spans)
+    for shape in shapes:                       # the maps in flat layout: read (flat), written (flat_out)
+        for name, flat in ((shape.source, shape.flat), (shape.name, shape.flat_out)):
+            if flat:
+                tensors[name] = replace(tensors[name], flat=flat)
     # A graph's pass may read a tensor other than the previous pass's output: whether it waits for the previous
     # pass's writes is decided by the RAMs, as the sequencer decides it.
     reads = [index == 0 or tensors[source].ram == tensors[placed[index - 1][2]].ram
@@ -1284,15 +1470,15 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             channels, height, width = source.shape
             source = replace(source, base=source.base + work.first_in_channel * height,
                              shape=(work.in_channels, height, width), elements=work.in_channels * height * width)
-        weight_words = _pass_weights(config, work, *kernels[work.layer]).reshape(work.products + 1, -1)
+        weight_words = _pass_weights(config, work, *kernels[work.layer]).reshape(-1, config.modules * config.lanes)
         key = (work.layer, work.column_blocks, work.first_channel) if work.kind == "positions" else None
         base = shared.get(key, weight_base)
         if base == weight_base:
-            if weight_base + work.products + 1 > config.weight_depth:
+            if weight_base + len(weight_words) > config.weight_depth:
                 raise ValueError(f"{work.name}: the weight RAM is too small: the layers up to {work.name} need "
-                                 f"{weight_base + work.products + 1} words, the RAM has {config.weight_depth}")
+                                 f"{weight_base + len(weight_words)} words, the RAM has {config.weight_depth}")
             rows.append(weight_words)
-            weight_base += work.products + 1
+            weight_base += len(weight_words)
             if key is not None:
                 shared[key] = base
         addend = tensors[addend_name] if addend_name is not None else None
@@ -1310,13 +1496,15 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             encoded = encode_descriptor(config, **descriptor)
         except ValueError as error:
             raise ValueError(f"{work.name}: {error}") from None
-        positions_per_group = config.modules // work.column_blocks
+        positions_per_group = group_positions(config, work)
+        groups = -(-work.count // positions_per_group) * (work.out_channels if work.kind == "flat" else 1)
         inputs_per_output = shape.in_shape[0] // shape.groups if shape.groups > 1 else work.in_channels
         planned.append(LayerPlan(
             name=work.name, network_layer=work.layer, descriptor=descriptor, encoded=encoded, input=source,
             output=output, column_blocks=work.column_blocks, positions_per_group=positions_per_group,
-            groups=-(-work.count // positions_per_group), out_channels=work.out_channels,
-            ideal_macs=_real_macs(work, source.shape, inputs_per_output),
+            groups=groups, out_channels=work.out_channels,
+            ideal_macs=_real_macs(work, (source.shape[0], *source.flat) if work.kind == "flat" else source.shape,
+                                  inputs_per_output),
             predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words,
             first_channel=work.first_channel,
             note=(f"{work.name}: {copy_notes[work.layer]}" if work.layer in copy_notes

@@ -52,12 +52,14 @@ convolution) with more than one group.
 
 import numpy as np
 
-__all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "LAYOUTS", "pass_counters", "pass_writes"]
+__all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "FLAT", "LAYOUTS", "pass_counters",
+           "pass_writes", "flat_group_writes"]
 
 # ROW_WORDS: a residual add's output, one row word per position (group), written whole in one cycle; the add's
-# groups after its first do not wait for the writer.
-IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS = 0, 1, 2, 3
-LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR, "row_words": ROW_WORDS}
+# groups after its first do not wait for the writer.  FLAT: a flat pass (hw/dqn/flat_stepper.py), its groups
+# position-major over the channels, each group's flat words written one a cycle.
+IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, FLAT = 0, 1, 2, 3, 4
+LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR, "row_words": ROW_WORDS, "flat": FLAT}
 
 # A pass's cycles before its first product: the descriptor, its first group's taps and its first rows' read.
 SET_UP_CYCLES = 1
@@ -107,9 +109,26 @@ def _two_row_groups(P, count, groups, first_column, out_width):
     return full, last_column + count - (groups - 1) * P > out_width
 
 
+def flat_group_writes(count, group_lanes, row_elements):
+    """The result writer's write cycles of a flat pass's groups at positions ``0, G, 2G ..`` of a channel of
+    ``count`` positions (``G = group_lanes``): the flat words each touches, ``ceil((q0 % F + valid) / F)``."""
+    starts = np.arange(0, count, group_lanes)
+    valid = np.minimum(group_lanes, count - starts)
+    return -(-(starts % row_elements + valid) // row_elements)
+
+
+def _flat_pass(latency, span, count, channels, group_lanes, row_elements):
+    """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run channel
+    by channel at each position block ``j``, and a group's last product waits for the previous group's writes
+    ``W_j`` (``max(0, L + W_j + 2 - span)``, as any group's)."""
+    writes = flat_group_writes(count, group_lanes, row_elements)
+    waits = np.maximum(0, latency + writes + 2 - span)
+    return len(writes) * channels, int((channels - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])
+
+
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
                   first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None,
-                  weight_ready=None, weight_last=None):
+                  weight_ready=None, weight_last=None, row_elements=None, flat_pairs=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -126,6 +145,10 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     (its weight tile is loaded; :mod:`models.dqn.weight_stream`); the cycles its first product waits past its
     set-up for it are stall cycles (default: none); ``weight_last``: likewise the earliest last product of a
     one-group pass whose weights stream in while it runs (default: none).
+    A flat pass (layout :data:`FLAT`: ``positions_per_group`` = the lanes ``G`` over one channel's positions,
+    ``count`` its map's positions, ``out_channels`` its channels, ``products`` the kernel's steps) needs
+    ``row_elements`` and ``flat_pairs`` (the window's word pairs): its prologue loads the first window,
+    ``flat_pairs + 1`` cycles more than a pass's set-up; its groups :func:`_flat_pass`.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
@@ -155,6 +178,13 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     last_writes = np.where(image, np.where(handoff, out_channels * last_rows,
                                            _image_write_cycles(out_channels, last_rows)),
                            _word_write_cycles(layout, blocks, last_valid))
+    flat = np.flatnonzero(layout == FLAT)
+    if flat.size:
+        row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
+    flat_passes = {index: _flat_pass(latency[index], span[index], n[index], out_channels[index], P[index],
+                                     row_elements[index]) for index in flat}
+    for index, (_, _, writes) in flat_passes.items():
+        last_writes[index] = writes
     # Within a run: a pass sets up while the one before drains (its last group written L + W + 2 cycles after its
     # last product).  Without a start delay, a pass that reads that RAM waits for the writes (L + W + 1 drain cycles
     # from its cycle 1), then reads; with one, d, it reads on its cycle d - 1 (d - 2 drain cycles from cycle 1);
@@ -179,6 +209,14 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess) + \
         np.maximum(0, earliest_last - span) + weight_wait
     product_cycles = groups * products
+    if flat.size:
+        # A flat pass: its prologue (the first window's loads), its groups and the stalls between them.
+        prologue = np.broadcast_to(np.asarray(flat_pairs, np.int64), shape).ravel()[flat] + 1
+        first_product[flat] += prologue
+        stalls[flat] = np.maximum(0, earliest_last[flat] - prologue - span[flat]) + weight_wait[flat]
+        for index, (flat_groups, between, _) in flat_passes.items():
+            product_cycles[index] = flat_groups * products[index]
+            stalls[index] += between
     drain = np.where(ends, latency + last_writes + 3, 0)
     cycles = first_product + product_cycles + stalls + drain
     return {name: values.reshape(shape) for name, values in (
@@ -202,15 +240,21 @@ def _floor_sum(n, m, a, b):
     return total
 
 
-def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width):
+def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width, row_elements=None):
     """The result writer's row writes over a whole pass (arrays broadcast together, int64): per group one per
     output channel and row in image layout (two rows per channel when the group crosses an output row), one per
-    channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles."""
+    channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles;
+    a flat pass's (:data:`FLAT`, with ``row_elements``) the flat words of each channel's groups."""
     shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
         positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)
     blocks = -(-out_channels // lanes)
     two_rows, last_two_rows = _two_row_groups(P, n, groups, first_column, out_width)
     image = out_channels * (groups + two_rows + last_two_rows)
-    return np.where(layout == IMAGE, image, np.where(layout == PACKED, blocks * groups,
-                                                     _word_writes(layout, blocks, n))).reshape(shape)
+    writes = np.where(layout == IMAGE, image, np.where(layout == PACKED, blocks * groups, _word_writes(layout, blocks, n)))
+    flat = np.flatnonzero(layout == FLAT)
+    if flat.size:
+        row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
+        for index in flat:
+            writes[index] = out_channels[index] * flat_group_writes(n[index], P[index], row_elements[index]).sum()
+    return writes.reshape(shape)

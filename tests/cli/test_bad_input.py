@@ -131,6 +131,10 @@ CASES = {
                              "nnaccel: error: {d}/inf_weights.npz: fc1_w holds NaN or infinite values"),
     "dqn modules": ("run dqn --modules 3",
                     "nnaccel: error: --modules 3 --lanes 16: modules must be a power of two, not 3"),
+    "mlperf flat window": ("run mlperf-tiny --model ad --no-rtl --flat-window 3",
+                           "nnaccel: error: --modules 16 --lanes 16 --flat-window 3: the flat map needs an even "
+                           "flat_window_words of at least 256 elements, on-chip weights and elements of 12 bits or "
+                           "more (the lanes' coordinates), not 3 words of 84 binary32 elements"),
     "dqn too small": ("run dqn --modules 2 --lanes 4",
                       "nnaccel: error: --modules 2 --lanes 4: the network does not map onto this accelerator: "
                       "the network needs 41 passes (CONV_1: 2, CONV_2: 4, FC_1: 32, FC_2: 3); the descriptor "

@@ -116,7 +116,7 @@ def check_on_the_rtl(config, layers, *, seed, mapping=None, tiling="widest"):
     model, TOTAL_CYCLES and every pass's cycle counter equal to the compiler's prediction.  Returns the plan."""
     rng = np.random.default_rng(seed)
     plan = compile_network(config, layers, random_pairs(layers, rng), mapping=mapping, tiling=tiling)
-    state = rng.standard_normal(plan.input.shape).astype(np.float32)
+    state = rng.standard_normal(plan.input_shape).astype(np.float32)
     observed = run_inference(plan, state)
     golden = golden_forward(plan, state)
     np.testing.assert_array_equal(plan.output_values(observed["outputs"]), golden.q_values)

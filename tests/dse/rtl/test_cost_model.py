@@ -1,6 +1,7 @@
 """The RTL family's cost model against figures found without it: the thesis network's cycles as the RTL's counters
 measure them, one pass worked by hand (cycles and every energy action), the same figures inside a large batch, the
-area the table's composition.  Random networks and mappings against the simulated RTL: tests/dse/rtl/test_validate.py.
+area the table's composition; random networks with flat passes against the compiler's prediction.  Random networks
+and mappings against the simulated RTL: tests/dse/rtl/test_validate.py.
 """
 
 import dataclasses
@@ -10,7 +11,8 @@ import pytest
 
 from nnaccel.dse.rtl.area import compose
 from nnaccel.dse.rtl.cost_model import evaluate, evaluate_batch, evaluate_network, pack
-from nnaccel.dse.rtl.sampler import sample_config, sample_layer_mapping
+from nnaccel.dse.rtl.sampler import random_weights, sample_config, sample_layer_mapping, sample_mapping, sample_network
+from nnaccel.dse.rtl.validate import reduced_configs, validation_configs
 from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
@@ -134,3 +136,21 @@ def test_a_graph_with_an_add_in_two_segments_costs_what_the_compiler_predicts():
     plan = compile_network(REDUCED_CONFIG, layers, random_pairs(layers, np.random.default_rng(SEED)), mapping=mapping)
     _, _, totals = evaluate_network(REDUCED_CONFIG, layers, mapping, area=False)
     assert totals["latency_cycles"] == plan.estimated_cycles
+
+
+def test_the_cost_model_predicts_the_flat_networks_cycles():
+    """``nnaccel dse validate``'s draws on the flat map's configurations: random networks with depthwise-separable
+    blocks and random mappings, the cost model's latency equal to the compiler's prediction."""
+    configs = [config for config in reduced_configs() + validation_configs(np.random.default_rng(0), 6)
+               if config.flat_slots]
+    rng = np.random.default_rng(SEED)
+    flat_passes = 0
+    for index in range(24):
+        config = configs[index % len(configs)]
+        layers = sample_network(rng, config)
+        plan = compile_network(config, layers, random_weights(layers, index), mapping=sample_mapping(rng, config,
+                                                                                                     layers))
+        flat_passes += sum(layer.descriptor["flat"] for layer in plan.layers)
+        assert evaluate_network(config, layers, plan.mapping, area=False)[2]["latency_cycles"] == \
+            plan.estimated_cycles
+    assert flat_passes >= 8

@@ -1,0 +1,148 @@
+# amaranth: UnusedElaboratable=no
+"""The flat pass in the accelerator (hw/dqn/flat_stepper.py, the feeder's lane window, the writer's flat words), on
+Amaranth's simulator with the reduced configuration and the flat map (2 x 4 modules x lanes, 12-element rows, a
+4-word window): depthwise stride-1 layers between 1 x 1 layers, compiled with their tensors in flat layout, come out
+bit-exact with the golden model (models.dqn.flat_map.flat_depthwise per flat pass), TOTAL_CYCLES and every pass's
+cycle counter as models.dqn.timing predicts them.  The compiler keeps the block-diagonal mapping where the flat pass
+does not apply or is slower, and a configuration without the flat map builds and compiles as before."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
+from nnaccel.hw.dqn.descriptor import DESCRIPTOR_FIELDS, descriptor_layout
+from nnaccel.hw.shared.float_format import FloatFormat
+from nnaccel.models.dqn.flat_map import flat_pass_fits
+from nnaccel.models.dqn.golden import golden_forward
+from nnaccel.models.dqn.network import ConvLayer, DenseLayer
+from nnaccel.models.dqn.plan import compile_network
+from nnaccel.models.dqn.timing import flat_group_writes
+from nnaccel.sim.lint import lint_verilog
+from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs
+
+FLAT_CONFIG = dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4)
+SEED = 2525
+
+
+def separable_block(channels, size, kernel=3, padding=1):
+    """A 1 x 1 expansion, a depthwise layer, a 1 x 1 projection (MobileNet's and DS-CNN's block)."""
+    return (ConvLayer("expand", 3, size, channels, 1, 1),
+            ConvLayer("depthwise", channels, size, channels, kernel, 1, padding=padding, groups=channels),
+            ConvLayer("project", channels, size, 4, 1, 1, relu=False))
+
+
+@pytest.mark.parametrize("layers", [
+    separable_block(6, (5, 4)),                                  # 20 positions: groups of 8 over 2.5 words
+    separable_block(3, (7, 5)),                                  # 35 positions: the lanes wrap mid-row
+    separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0)),   # a rectangular kernel, uneven padding
+], ids=["5x4", "7x5", "6x3_kernel3x2"])
+def test_a_flat_pass_between_pointwise_layers_is_bit_exact(layers):
+    """The expansion reads the image input and writes the flat layout (its second output grid, rows of 12), the
+    projection reads the flat view and writes an image (its second grid as wide as the map)."""
+    plan = check_on_the_rtl(FLAT_CONFIG, layers, seed=SEED)
+    width = layers[0].in_width
+    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
+    assert [layer.descriptor["write_width"] for layer in plan.layers] == [FLAT_CONFIG.row_elements, 0, width]
+    assert [(bool(layer.input.flat), bool(layer.output.flat)) for layer in plan.layers] == [
+        (False, True), (True, True), (True, False)]
+
+
+def test_a_strided_convolution_writes_the_flat_layout_a_dense_layer_reads_the_image():
+    """DS-CNN's shape: a strided convolution writes the depthwise layer's input in flat layout (second grid), two
+    depthwise-pointwise pairs, the last pointwise layer writes the image a dense layer reads."""
+    layers = (ConvLayer("conv", 1, (9, 8), 3, (3, 2), 2, padding=(1, 1, 0, 0)),
+              ConvLayer("dw1", 3, (5, 4), 3, 3, 1, padding=1, groups=3),
+              ConvLayer("pw1", 3, (5, 4), 3, 1, 1),
+              ConvLayer("dw2", 3, (5, 4), 3, 3, 1, padding=1, groups=3),
+              ConvLayer("pw2", 3, (5, 4), 2, 1, 1),
+              DenseLayer("dense", 2 * 5 * 4, 3, relu=False))
+    plan = check_on_the_rtl(FLAT_CONFIG, layers, seed=SEED + 2)
+    assert [layer.descriptor["flat"] for layer in plan.layers[:5]] == [0, 1, 0, 1, 0]
+
+
+def test_a_flat_pass_reads_the_network_input_and_is_the_last():
+    """The host writes the input in flat layout; the output is read back from it (each channel's map alone)."""
+    layers = (ConvLayer("depthwise", 5, (4, 6), 5, 3, 1, padding=1, groups=5),)
+    plan = check_on_the_rtl(FLAT_CONFIG, layers, seed=SEED + 1)
+    assert plan.input.flat == (4, 6) and plan.output.flat == (4, 6)
+    assert plan.notes == ["depthwise: a flat pass, the lanes over one channel's 4x6 positions (8 of 8 lanes busy in "
+                          "a group)"]
+
+
+def test_the_golden_flat_pass_follows_the_float_reference():
+    """The compiled block's golden outputs against float64 convolutions: within float32 rounding."""
+    layers = separable_block(6, (5, 4))
+    rng = np.random.default_rng(SEED)
+    pairs = random_pairs(layers, rng)
+    plan = compile_network(FLAT_CONFIG, layers, pairs)
+    state = rng.standard_normal((3, 5, 4)).astype(np.float32)
+    reference = state.astype(np.float64)
+    for layer, (weight, bias) in zip(layers, pairs):
+        top, bottom, left, right = layer.border
+        padded = np.pad(reference, ((0, 0), (top, bottom), (left, right)))
+        windows = np.lib.stride_tricks.sliding_window_view(padded, (layer.kernel_height, layer.kernel_width),
+                                                            axis=(1, 2))            # (C, H, W, kh, kw)
+        if layer.groups > 1:
+            reference = np.einsum("chwij,ijc->chw", windows, weight[0]) + bias[:, None, None]
+        else:
+            reference = np.einsum("chwij,cijn->nhw", windows, weight) + bias[:, None, None]
+        reference = np.maximum(reference, 0) if layer.relu else reference
+    golden = golden_forward(plan, state).q_values.view(np.float32)
+    np.testing.assert_allclose(golden, reference.reshape(-1), rtol=0, atol=1e-5 * np.abs(reference).max())
+
+
+def test_the_compiler_keeps_block_diagonal_where_the_flat_pass_does_not_apply():
+    """A stride-2 depthwise layer, one whose output a 3 x 3 convolution reads (it reads images only) and one without
+    the flat map in the configuration: no flat pass, no flat tensor."""
+    cases = [
+        (FLAT_CONFIG, (ConvLayer("depthwise", 4, (6, 6), 4, 3, 2, padding=1, groups=4),)),
+        (FLAT_CONFIG, (ConvLayer("depthwise", 4, (5, 4), 4, 3, 1, padding=1, groups=4),
+                       ConvLayer("conv", 4, (5, 4), 2, 3, 1, padding=1))),
+        (REDUCED_CONFIG, separable_block(6, (5, 4))),
+    ]
+    for config, layers in cases:
+        plan = compile_network(config, layers, random_pairs(layers, np.random.default_rng(SEED)))
+        assert not any(layer.descriptor.get("flat") for layer in plan.layers)
+        assert not any(tensor.flat for tensor in plan.tensors.values())
+
+
+def test_flat_pass_fits_the_window_and_the_steps():
+    """The window must hold a group's span and load within its steps: a 1 x 3 kernel (3 steps) cannot hide a 2-pair
+    load, a 5 x 5 kernel on a map 12 wide spans more than 4 words of 12."""
+    assert flat_pass_fits(FLAT_CONFIG, ConvLayer("dw", 2, (5, 4), 2, 3, 1, padding=1, groups=2))
+    assert not flat_pass_fits(FLAT_CONFIG, ConvLayer("dw", 2, (5, 4), 2, (1, 3), 1, padding=(0, 0, 1, 1), groups=2))
+    assert not flat_pass_fits(FLAT_CONFIG, ConvLayer("dw", 2, (5, 12), 2, 5, 1, padding=2, groups=2))
+    assert not flat_pass_fits(REDUCED_CONFIG, ConvLayer("dw", 2, (5, 4), 2, 3, 1, padding=1, groups=2))
+
+
+def test_flat_group_writes_count_the_words_a_group_touches():
+    """Groups of 8 positions of a 20-position channel in 12-element words: 0..7 (word 0), 8..15 (words 0, 1),
+    16..19 (word 1)."""
+    assert flat_group_writes(20, 8, 12).tolist() == [1, 2, 1]
+
+
+def test_without_the_flat_map_the_descriptor_is_as_before():
+    """flat_slots = 0 (the default): no flat field; with the flat map the fields follow the old ones."""
+    assert tuple(descriptor_layout(DqnConfig()).members) == DESCRIPTOR_FIELDS
+    flat_fields = tuple(descriptor_layout(FLAT_CONFIG).members)
+    assert flat_fields[:len(DESCRIPTOR_FIELDS)] == DESCRIPTOR_FIELDS and "flat" in flat_fields
+    assert DqnConfig().module_name == dataclasses.replace(DqnConfig(), flat_window_words=8).module_name
+
+
+def test_the_flat_configuration_lints_clean():
+    accelerator = DqnAccelerator(config=FLAT_CONFIG)
+    assert accelerator.module_name.endswith("_flat1w4")
+    assert lint_verilog(accelerator, accelerator.module_name) == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(flat_slots=2), "flat_slots"),
+    (dict(flat_slots=1, flat_window_words=3), "even flat_window_words"),
+    (dict(flat_slots=1, fmt=FloatFormat(exponent_bits=4, mantissa_bits=5)), "elements of 12 bits"),
+])
+def test_bad_flat_configurations_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(REDUCED_CONFIG, **kwargs)
