@@ -136,12 +136,17 @@ def _settings(arguments, seed):
 
 
 def cases(arguments):
+    """The sweep's tasks; each names the evaluator's checkpoints by digest, so a retrained evaluator searches again."""
+    from nnaccel.dse.dance.training import checkpoint_digest
+
+    evaluator = checkpoint_digest(arguments.space, arguments.cost)
     found = []
     for seed in arguments.seeds:
         for method in arguments.methods:
             for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
                 found.append({"space": arguments.space, "cost": arguments.cost, "method": method,
-                              "lambda2": lambda2, "settings": asdict(_settings(arguments, seed))})
+                              "lambda2": lambda2, "evaluator": evaluator,
+                              "settings": asdict(_settings(arguments, seed))})
     return found
 
 

@@ -21,9 +21,10 @@ split               auto, never                  the compiler's K-split of idle 
 5,832 points; the DQN accelerator's default configuration (16 x 16 binary32, latencies 2 and 2, 84-element rows,
 1,024 and 4,096 words, split auto) is one of them, and every network of the DANCE network space compiles onto it.
 
-**Costs.** Latency: the compiler's cycle prediction (``models.dqn.timing.pass_counters``) with every pass costed
-as a run of its own, so that layers' costs add up (the hardware's TOTAL_CYCLES is lower by the set-ups that overlap
-a previous pass's drain: ``dse.rtl.cost_model.evaluate_network``) at a nominal 100 MHz (:data:`CLOCK_MHZ`, the clock nnaccel assumes for its FPGA designs), in ms.
+**Costs.** Latency: the compiler's cycle prediction (``models.dqn.timing.pass_counters``) of the network's passes as
+one run, as the hardware counts them (``dse.rtl.cost_model.evaluate_network``: each pass sets up while the one
+before drains, waits for its writes or reads early where the compiler sets a handoff and a start delay), at a
+nominal 100 MHz (:data:`CLOCK_MHZ`, the clock nnaccel assumes for its FPGA designs), in ms.
 Energy: the RTL cost model's per-action energies (45 nm table), in mJ.  Area: one scalar, **thousands of
 ALM-equivalents** (:func:`alm_equivalents`): the composed FPGA area (``dse.rtl.area``: ALMs, DSP blocks,
 M10K) with each DSP block and M10K block counted as the ALMs a Cyclone V 5CSEMA5 has per block of that kind (32,070
@@ -36,16 +37,18 @@ wider than a word, the weight or an activation RAM too small, more passes than d
 The exhaustive search ignores such points; the evaluator is trained on feasible cases only.
 
 **How the costs are computed.** A network's latency and energy are sums over its layers, and what a layer costs
-depends on the layer, the tensor it reads (a dense layer reading an image or a packed vector) and the
-configuration: a *layer context* (:func:`layer_contexts`) is the layer with the layer before it when that changes
-how it is read.  :func:`context_table` evaluates contexts on every point with the compiler's own functions
-(``layer_shapes``, ``default_mapping``, ``check_mapping``, ``pass_shapes``) and the cost model (``cost_model.pack`` /
-``evaluate_batch``), and records what a network needs of the shared resources: weight-RAM words (passes of the same
-layer and column blocks share weights, as the compiler places them), activation words (the output and any partial
-sums, in the output's RAM) and passes.  :meth:`RtlHardwareSpace.combine` adds a network's contexts up and checks
-the sums against the RAM depths and the descriptor table (the compiler's allocator: the input in RAM 0, each
-layer's output in the other RAM).  ``tests/dse/dance/test_rtl_hardware.py`` checks costs and feasibility against
-``compile_network`` and ``evaluate_network``.
+depends on the layer, the tensor it reads (a dense layer reading an image or a packed vector), the pass before it (in
+the run) and the configuration: a *layer context* (:func:`layer_contexts`) is the layer with the layers back to the
+nearest convolution before it.  :func:`context_table` evaluates contexts on every point with the compiler's own
+functions (``layer_shapes``, ``default_mapping``, ``check_mapping``, ``pass_shapes``) and the cost model
+(``cost_model.pack`` / ``evaluate_batch``): the layer's cycles in its context's run (ending with its drain, which
+:meth:`RtlHardwareSpace.combine` takes off but for the network's last layer), its energy, and what a network needs of
+the shared resources: weight-RAM words (passes of the same layer and column blocks share weights, as the compiler
+places them), activation words (the output and any partial sums, in the output's RAM) and passes.
+:meth:`RtlHardwareSpace.combine` adds a network's contexts up and checks the sums against the RAM depths and the
+descriptor table (the compiler's allocator: the input in RAM 0, each layer's output in the other RAM).
+``tests/dse/rtl/test_hardware_space.py`` checks costs and feasibility against ``compile_network`` and
+``evaluate_network``.
 """
 
 import base64
@@ -59,7 +62,9 @@ from nnaccel.dse.shared.hardware_grid import HardwareGrid
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import check_config, check_mapping, default_mapping, layer_shapes, pass_shapes
+from nnaccel.models.dqn.mapping import DqnMapping
+from nnaccel.models.dqn.plan import (check_config, check_mapping, default_mapping, layer_shapes, pass_shapes,
+                                      pass_timing)
 
 __all__ = ["RtlHardwareSpace", "PARAMETERS", "STRUCTURE", "COLUMNS", "CLOCK_MHZ", "alm_equivalents", "layer_contexts",
            "context_to_dict", "context_from_dict", "context_table"]
@@ -84,7 +89,10 @@ MAX_LAYERS = DqnConfig.max_layers
 # Cyclone V 5CSEMA5: ALMs, DSP blocks, M10K blocks (the device of the DE1-SoC)
 REFERENCE_DEVICE = {"alms": 32_070, "dsp_blocks": 87, "m10k": 397}
 #: the per-context columns of :func:`context_table`
-COLUMNS = ("feasible", "cycles", "energy_pj", "weight_words", "output_words", "input_words", "passes")
+COLUMNS = ("feasible", "cycles", "end_drain_cycles", "energy_pj", "weight_words", "output_words", "input_words",
+           "passes")
+#: the columns of :func:`context_table` that hold cycles or energies (float64; the others count words or passes)
+_COST_COLUMNS = ("cycles", "end_drain_cycles", "energy_pj")
 
 
 def alm_equivalents(area):
@@ -95,20 +103,21 @@ def alm_equivalents(area):
             + area["m10k"] * per / REFERENCE_DEVICE["m10k"])
 
 
-def _anonymous(layer):
-    return replace(layer, name="layer")
-
-
 def layer_contexts(layers):
-    """A network's layers (``ConvLayer`` / ``DenseLayer``) as contexts (tuples of layers, names dropped): a
-    convolution alone (it reads an image of the sizes it names), a dense layer after the layer it reads (an image
-    of a convolution or the packed output of a dense layer)."""
+    """A network's layers (``ConvLayer`` / ``DenseLayer``) as contexts (tuples of layers, names dropped): each layer
+    after the layers back to the nearest convolution before it (or the network's first layer).  A layer's cycles in
+    the network's run depend on the pass before it (the writes it waits for, the handoff and start delay the
+    compiler sets between the two: ``models.dqn.plan.pass_handoffs``), and a dense layer's passes on the tensor it
+    reads (an image or a packed vector), so the context holds what fixes the previous layer's last pass: a
+    convolution alone, or a dense layer with what it reads."""
     contexts = []
     for index, layer in enumerate(layers):
-        if isinstance(layer, DenseLayer) and index:
-            contexts.append((replace(layers[index - 1], name="previous"), _anonymous(layer)))
-        else:
-            contexts.append((_anonymous(layer),))
+        start = max(index - 1, 0)
+        while start and not isinstance(layers[start], ConvLayer):
+            start -= 1
+        chain = layers[start:index]
+        contexts.append(tuple(replace(previous, name=f"previous{len(chain) - position}")
+                              for position, previous in enumerate(chain)) + (replace(layer, name="layer"),))
     return tuple(contexts)
 
 
@@ -146,7 +155,7 @@ def context_table(space, contexts, structures=None):
     ``COLUMNS``; points outside ``structures`` are left infeasible."""
     points = space.all_points()
     table = {name: np.zeros((len(contexts), len(points)),
-                            dtype=bool if name == "feasible" else np.float64 if name in ("cycles", "energy_pj")
+                            dtype=bool if name == "feasible" else np.float64 if name in _COST_COLUMNS
                             else np.int32) for name in COLUMNS}
     for key, members in space.structure_members().items():
         if structures is not None and key not in structures:
@@ -158,14 +167,21 @@ def context_table(space, contexts, structures=None):
         cases, rows = [], []
         for row, context in enumerate(contexts):
             try:
-                shape = layer_shapes(reference, context)[-1]
-                mapping = default_mapping(reference, (shape,), split=structure["split"])
-                check_mapping(reference, (shape,), mapping)
+                shapes = layer_shapes(reference, context)
+                mappings = [default_mapping(reference, (shape,), split=structure["split"]).layers[0]
+                            for shape in shapes]
+                for shape, layer_mapping in zip(shapes, mappings):
+                    check_mapping(reference, (shape,), DqnMapping((layer_mapping,)))
             except ValueError:
                 continue
-            passes = pass_shapes(reference, shape, mapping.layers[0])
-            cases += [(config, mapping.layers[0], shape) for config in configs]
+            shape, passes = shapes[-1], pass_shapes(reference, shapes[-1], mappings[-1])
+            cases += [(config, mappings[-1], shape) for config in configs]
             rows.append(row)
+            # Cycles depend on the structure alone: the context's layers as one run, the layer's own passes.
+            run = cost_model.evaluate_batch(cost_model.pack(zip([reference] * len(shapes), mappings, shapes),
+                                                            area=False, one_run=True))
+            table["cycles"][row, members] = run["latency_cycles"][-1]
+            table["end_drain_cycles"][row, members] = pass_timing(reference, passes[-1:])["drain_cycles"][0]
             table["feasible"][row, members] = usable
             table["weight_words"][row, members] = _weight_words(passes)
             table["output_words"][row, members] = (shape.out_shape[0] * shape.out_shape[1]
@@ -175,7 +191,6 @@ def context_table(space, contexts, structures=None):
         if rows:
             costs = cost_model.evaluate_batch(cost_model.pack(cases, area=False))
             where = np.ix_(rows, members)
-            table["cycles"][where] = costs["latency_cycles"].reshape(len(rows), len(members))
             table["energy_pj"][where] = costs["energy_pj"].reshape(len(rows), len(members))
     return table
 
@@ -265,7 +280,11 @@ class RtlHardwareSpace(HardwareGrid):
         feasible = (rows["feasible"].astype(bool).all(axis=-2) & (rows["passes"].sum(axis=-2) <= MAX_LAYERS)
                     & (rows["weight_words"].sum(axis=-2) <= weight_depth)
                     & (ram0 <= activation_depth) & (ram1 <= activation_depth))
-        latency = rows["cycles"].sum(axis=-2) / (CLOCK_MHZ * 1e3)
+        # A context's cycles end with its layer's drain; in the network only the last layer's drain is paid.
+        present = rows["passes"] > 0
+        last = present & ~np.concatenate([present[..., 1:, :], np.zeros_like(present[..., :1, :])], axis=-2)
+        cycles = (rows["cycles"] - np.where(last, 0, rows["end_drain_cycles"])).sum(axis=-2)
+        latency = cycles / (CLOCK_MHZ * 1e3)
         energy = rows["energy_pj"].sum(axis=-2) * 1e-9
         costs = np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1).astype(np.float64)
         costs[~feasible] = np.inf
