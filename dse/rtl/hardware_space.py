@@ -63,8 +63,8 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import (check_config, check_mapping, default_mapping, layer_shapes, pass_shapes,
-                                      pass_timing)
+from nnaccel.models.dqn.plan import (check_config, check_mapping, default_mapping, layer_shapes, output_offset,
+                                      pass_handoffs, pass_shapes, pass_timing, reads_previous)
 
 __all__ = ["RtlHardwareSpace", "PARAMETERS", "STRUCTURE", "COLUMNS", "CLOCK_MHZ", "alm_equivalents", "layer_contexts",
            "context_to_dict", "context_from_dict", "context_table"]
@@ -149,6 +149,68 @@ def _structure_config(values):
                      adder_latency=values["adder_latency"], row_elements=values["row_elements"])
 
 
+class _RunCycles:
+    """A layer's cycles in a run on one structure's configuration, pass by pass: a pass's cycles depend on it and
+    the pass before it (the writes it waits for, the handoff and start delay the compiler sets between the two:
+    ``models.dqn.plan.pass_handoffs``), so they are kept per such pair, which many contexts share."""
+
+    def __init__(self, config):
+        self.config = config
+        self._known = {}
+
+    def _pass(self, previous, work, reads):
+        """Cycles of ``work`` (``(PassShape, words)``) after ``previous`` (``None``: it starts the run), its end drain
+        left out."""
+        key = (previous and (_unnamed(previous[0]), previous[1]), _unnamed(work[0]), work[1], reads)
+        cycles = self._known.get(key)
+        if cycles is None:
+            drain = pass_timing(self.config, [work[0]])["drain_cycles"][0]
+            if previous is None:
+                cycles = pass_timing(self.config, [work[0]])["cycles"][0] - drain
+            else:
+                passes, reads_both, words = [previous[0], work[0]], [True, reads], [previous[1], work[1]]
+                handoffs, delays = pass_handoffs(self.config, passes, reads_both, words)
+                cycles = pass_timing(self.config, passes, reads_both, handoffs, delays)["cycles"][1] - drain
+            self._known[key] = cycles
+        return cycles
+
+    def layer(self, layers):
+        """Cycles of the last of ``layers`` (``[(LayerShape, [PassShape])]``, a context in run order) after the
+        layers before it, its last pass's drain left out; and that drain."""
+        runs = [(work, _pass_words(work, shape)) for shape, passes in layers for work in passes]
+        reads = reads_previous([work for work, _ in runs])
+        first = len(runs) - len(layers[-1][1])
+        cycles = sum(self._pass(runs[index - 1] if index else None, runs[index], reads[index])
+                     for index in range(first, len(runs)))
+        return cycles, pass_timing(self.config, [runs[-1][0]])["drain_cycles"][0]
+
+
+def _unnamed(work):
+    return work._replace(name="", layer="")
+
+
+def _pass_words(work, shape):
+    """A pass's input word, rows per channel and output word, relative to its tensors (``cost_model.pack``'s)."""
+    return (work.first_in_channel * shape.in_shape[1], shape.in_shape[1],
+            output_offset(work, shape.out_shape, shape.dense))
+
+
+def _mapped(config, shape, split, known):
+    """``(LayerShape, layer mapping, [PassShape])`` of a layer shape on ``config`` (``known`` keeps them per shape),
+    ``None`` where the compiler cannot map it."""
+    key = replace(shape, name="", source="")
+    if key not in known:
+        try:
+            layer_mapping = default_mapping(config, (shape,), split=split).layers[0]
+            check_mapping(config, (shape,), DqnMapping((layer_mapping,)))
+            known[key] = (layer_mapping, pass_shapes(config, shape, layer_mapping))
+        except ValueError:
+            known[key] = None
+    found = known[key]
+    # The passes carry the shape's layer name (the run's reads and the RAMs follow it).
+    return found and (shape, found[0], [work._replace(name=shape.name, layer=shape.name) for work in found[1]])
+
+
 def context_table(space, contexts, structures=None):
     """Costs and resource needs of ``contexts`` on the points of ``space`` whose structure is in ``structures``
     (tuples of ``STRUCTURE`` values; default all).  Returns ``{column: (contexts, points) array}`` for
@@ -157,32 +219,34 @@ def context_table(space, contexts, structures=None):
     table = {name: np.zeros((len(contexts), len(points)),
                             dtype=bool if name == "feasible" else np.float64 if name in _COST_COLUMNS
                             else np.int32) for name in COLUMNS}
+    shapes = {}     # a context's layer shapes, per (modules, lanes, row_elements): the latencies do not change them
     for key, members in space.structure_members().items():
         if structures is not None and key not in structures:
             continue
         structure = dict(zip(STRUCTURE, key))
         reference = _structure_config(structure)
+        run_cycles, mapped = _RunCycles(reference), {}
         configs = [space.config(points[member]) for member in members]
         usable = np.array([space.config_feasible(points[member]) for member in members])
         cases, rows = [], []
         for row, context in enumerate(contexts):
-            try:
-                shapes = layer_shapes(reference, context)
-                mappings = [default_mapping(reference, (shape,), split=structure["split"]).layers[0]
-                            for shape in shapes]
-                for shape, layer_mapping in zip(shapes, mappings):
-                    check_mapping(reference, (shape,), DqnMapping((layer_mapping,)))
-            except ValueError:
+            shape_key = (reference.modules, reference.lanes, reference.row_elements, row)
+            if shape_key not in shapes:
+                try:
+                    shapes[shape_key] = layer_shapes(reference, context)
+                except ValueError:
+                    shapes[shape_key] = None
+            layers = [_mapped(reference, shape, structure["split"], mapped) for shape in shapes[shape_key] or ()]
+            if not layers or None in layers:
                 continue
-            shape, passes = shapes[-1], pass_shapes(reference, shapes[-1], mappings[-1])
-            cases += [(config, mappings[-1], shape) for config in configs]
+            shape, layer_mapping, passes = layers[-1]
+            cases += [(config, layer_mapping, shape) for config in configs]
             rows.append(row)
-            # Cycles depend on the structure alone: the context's layers as one run, the layer's own passes.
-            run = cost_model.evaluate_batch(cost_model.pack(zip([reference] * len(shapes), mappings, shapes),
-                                                            area=False, one_run=True))
-            table["cycles"][row, members] = run["latency_cycles"][-1]
-            table["end_drain_cycles"][row, members] = pass_timing(reference, passes[-1:])["drain_cycles"][0]
             table["feasible"][row, members] = usable
+            # Cycles depend on the structure alone: the layer's passes in its context's run.
+            cycles, drain = run_cycles.layer([(layer[0], layer[2]) for layer in layers])
+            table["cycles"][row, members] = cycles
+            table["end_drain_cycles"][row, members] = drain
             table["weight_words"][row, members] = _weight_words(passes)
             table["output_words"][row, members] = (shape.out_shape[0] * shape.out_shape[1]
                                                    + sum(work.count for work in passes if work.kind == "partials"))
@@ -280,10 +344,10 @@ class RtlHardwareSpace(HardwareGrid):
         feasible = (rows["feasible"].astype(bool).all(axis=-2) & (rows["passes"].sum(axis=-2) <= MAX_LAYERS)
                     & (rows["weight_words"].sum(axis=-2) <= weight_depth)
                     & (ram0 <= activation_depth) & (ram1 <= activation_depth))
-        # A context's cycles end with its layer's drain; in the network only the last layer's drain is paid.
+        # A context's cycles leave its layer's drain out; the network pays its last layer's.
         present = rows["passes"] > 0
         last = present & ~np.concatenate([present[..., 1:, :], np.zeros_like(present[..., :1, :])], axis=-2)
-        cycles = (rows["cycles"] - np.where(last, 0, rows["end_drain_cycles"])).sum(axis=-2)
+        cycles = (rows["cycles"] + np.where(last, rows["end_drain_cycles"], 0)).sum(axis=-2)
         latency = cycles / (CLOCK_MHZ * 1e3)
         energy = rows["energy_pj"].sum(axis=-2) * 1e-9
         costs = np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1).astype(np.float64)
