@@ -150,39 +150,48 @@ def _structure_config(values):
 
 
 class _RunCycles:
-    """A layer's cycles in a run on one structure's configuration, pass by pass: a pass's cycles depend on it and
-    the pass before it (the writes it waits for, the handoff and start delay the compiler sets between the two:
-    ``models.dqn.plan.pass_handoffs``), so they are kept per such pair, which many contexts share."""
+    """Layers' cycles in runs on one structure's configuration, pass by pass: a pass's cycles depend on it and the
+    pass before it (the writes it waits for, the handoff and start delay the compiler sets between the two:
+    ``models.dqn.plan.pass_handoffs``), so they are computed once per such pair, which many contexts share, and all
+    pairs at once (:meth:`resolve`)."""
 
     def __init__(self, config):
         self.config = config
-        self._known = {}
-
-    def _pass(self, previous, work, reads):
-        """Cycles of ``work`` (``(PassShape, words)``) after ``previous`` (``None``: it starts the run), its end drain
-        left out."""
-        key = (previous and (_unnamed(previous[0]), previous[1]), _unnamed(work[0]), work[1], reads)
-        cycles = self._known.get(key)
-        if cycles is None:
-            drain = pass_timing(self.config, [work[0]])["drain_cycles"][0]
-            if previous is None:
-                cycles = pass_timing(self.config, [work[0]])["cycles"][0] - drain
-            else:
-                passes, reads_both, words = [previous[0], work[0]], [True, reads], [previous[1], work[1]]
-                handoffs, delays = pass_handoffs(self.config, passes, reads_both, words)
-                cycles = pass_timing(self.config, passes, reads_both, handoffs, delays)["cycles"][1] - drain
-            self._known[key] = cycles
-        return cycles
+        self._pairs = {}      # (previous, work, reads) keys -> index
 
     def layer(self, layers):
-        """Cycles of the last of ``layers`` (``[(LayerShape, [PassShape])]``, a context in run order) after the
-        layers before it, its last pass's drain left out; and that drain."""
-        runs = [(work, _pass_words(work, shape)) for shape, passes in layers for work in passes]
-        reads = reads_previous([work for work, _ in runs])
+        """Pair indices of the last of ``layers`` (``[(LayerShape, [PassShape])]``, a context in run order) after the
+        layers before it, and its last pass's (alone, for its drain): what :meth:`resolve`'s arrays are read at."""
+        runs = [(_unnamed(work), _pass_words(work, shape)) for shape, passes in layers for work in passes]
+        reads = reads_previous([work for _, passes in layers for work in passes])
         first = len(runs) - len(layers[-1][1])
-        cycles = sum(self._pass(runs[index - 1] if index else None, runs[index], reads[index])
-                     for index in range(first, len(runs)))
-        return cycles, pass_timing(self.config, [runs[-1][0]])["drain_cycles"][0]
+        pairs = [self._index((runs[index - 1] if index else None, runs[index], reads[index]))
+                 for index in range(first, len(runs))]
+        return pairs, self._index((None, runs[-1], True))
+
+    def _index(self, key):
+        return self._pairs.setdefault(key, len(self._pairs))
+
+    def resolve(self):
+        """``(cycles, drains)``, arrays over the pairs: a pair's second pass's cycles after its first (its drain
+        left out), and that pass's drain."""
+        passes, reads, handoffs, delays, runs, ends = [], [], [], [], [], []
+        for index, (previous, work, read) in enumerate(self._pairs):
+            if previous is None:
+                pair, pair_reads, pair_handoffs, pair_delays = [work], [True], [False], [0]
+            else:
+                pair, pair_reads = [previous, work], [True, read]
+                pair_handoffs, pair_delays = pass_handoffs(self.config, [shape for shape, _ in pair], pair_reads,
+                                                           [words for _, words in pair])
+            passes += [shape for shape, _ in pair]
+            reads += pair_reads
+            handoffs += pair_handoffs
+            delays += pair_delays
+            runs += [index] * len(pair)
+            ends.append(len(passes) - 1)
+        timed = pass_timing(self.config, passes, reads, handoffs, delays, run=runs)
+        alone = pass_timing(self.config, [passes[end] for end in ends], run=np.arange(len(ends)))
+        return timed["cycles"][ends] - alone["drain_cycles"], alone["drain_cycles"]
 
 
 def _unnamed(work):
@@ -228,7 +237,7 @@ def context_table(space, contexts, structures=None):
         run_cycles, mapped = _RunCycles(reference), {}
         configs = [space.config(points[member]) for member in members]
         usable = np.array([space.config_feasible(points[member]) for member in members])
-        cases, rows = [], []
+        cases, rows, pairs = [], [], []
         for row, context in enumerate(contexts):
             shape_key = (reference.modules, reference.lanes, reference.row_elements, row)
             if shape_key not in shapes:
@@ -243,10 +252,7 @@ def context_table(space, contexts, structures=None):
             cases += [(config, layer_mapping, shape) for config in configs]
             rows.append(row)
             table["feasible"][row, members] = usable
-            # Cycles depend on the structure alone: the layer's passes in its context's run.
-            cycles, drain = run_cycles.layer([(layer[0], layer[2]) for layer in layers])
-            table["cycles"][row, members] = cycles
-            table["end_drain_cycles"][row, members] = drain
+            pairs.append(run_cycles.layer([(layer[0], layer[2]) for layer in layers]))
             table["weight_words"][row, members] = _weight_words(passes)
             table["output_words"][row, members] = (shape.out_shape[0] * shape.out_shape[1]
                                                    + sum(work.count for work in passes if work.kind == "partials"))
@@ -256,6 +262,12 @@ def context_table(space, contexts, structures=None):
             costs = cost_model.evaluate_batch(cost_model.pack(cases, area=False))
             where = np.ix_(rows, members)
             table["energy_pj"][where] = costs["energy_pj"].reshape(len(rows), len(members))
+            # Cycles depend on the structure alone: the layer's passes in its context's run.
+            cycles, drains = run_cycles.resolve()
+            table["cycles"][rows, members[0]] = [cycles[indices].sum() for indices, _ in pairs]
+            table["end_drain_cycles"][rows, members[0]] = drains[[last for _, last in pairs]]
+            for name in ("cycles", "end_drain_cycles"):
+                table[name][where] = table[name][rows, members[0]][:, None]
     return table
 
 
