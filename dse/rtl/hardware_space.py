@@ -41,8 +41,9 @@ depends on the layer, the tensor it reads (a dense layer reading an image or a p
 the run) and the configuration: a *layer context* (:func:`layer_contexts`) is the layer with the layers back to the
 nearest convolution before it.  :func:`context_table` evaluates contexts on every point with the compiler's own
 functions (``layer_shapes``, ``default_mapping``, ``check_mapping``, ``pass_shapes``) and the cost model
-(``cost_model.pack`` / ``evaluate_batch``): the layer's cycles in its context's run (ending with its drain, which
-:meth:`RtlHardwareSpace.combine` takes off but for the network's last layer), its energy, and what a network needs of
+(``cost_model.pack`` / ``evaluate_batch``; ``plan.pass_handoffs`` / ``pass_timing`` per pass pair): the layer's
+cycles in its context's run without its last pass's drain (a column of its own, which
+:meth:`RtlHardwareSpace.combine` adds for the network's last layer only), its energy, and what a network needs of
 the shared resources: weight-RAM words (passes of the same layer and column blocks share weights, as the compiler
 places them), activation words (the output and any partial sums, in the output's RAM) and passes.
 :meth:`RtlHardwareSpace.combine` adds a network's contexts up and checks the sums against the RAM depths and the
