@@ -136,12 +136,17 @@ def _settings(arguments, seed):
 
 
 def cases(arguments):
+    """The sweep's tasks; each names the evaluator's checkpoints by digest, so a retrained evaluator searches again."""
+    from nnaccel.dse.dance.training import checkpoint_digest
+
+    evaluator = checkpoint_digest(arguments.space, arguments.cost)
     found = []
     for seed in arguments.seeds:
         for method in arguments.methods:
             for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
                 found.append({"space": arguments.space, "cost": arguments.cost, "method": method,
-                              "lambda2": lambda2, "settings": asdict(_settings(arguments, seed))})
+                              "lambda2": lambda2, "evaluator": evaluator,
+                              "settings": asdict(_settings(arguments, seed))})
     return found
 
 
@@ -282,15 +287,16 @@ def seed_summary_lines(results):
     in decades), gain and accuracy change against the separate design's means; each method's hypervolume."""
     lines = [f"over seeds {', '.join(str(seed) for seed in sorted(pareto.by_seed(results)))}:",
              f"{'method':<16} {'l2':>6} {'seeds':>5} {'accuracy mean +- sd':>20} {'EDAP geomean':>13} {'sd log10':>9} "
-             f"{'vs base':>8} {'accuracy change':>16}"]
+             f"{'vs base':>8} {'accuracy change':>16} {'latency ms geomean':>19} {'vs base':>8}"]
     for (method, lambda2), value in pareto.seed_summary(results).items():
         gain = f"{value['edap_gain']:.2f}x" if value["edap_gain"] else "-"
         change = f"{100 * value['accuracy_change']:+.2f} points" if value["accuracy_change"] is not None else "-"
+        latency_gain = f"{value['latency_gain']:.2f}x" if value["latency_gain"] else "-"
         label = method if method != "dance" else f"dance ({results[0]['cost']})"
         lines.append(f"{label:<16} {lambda2:>6g} {value['seeds']:>5} {100 * value['accuracy_mean']:>10.2f}% +- "
                      f"{100 * value['accuracy_std']:.2f} {value['edap_geomean']:>13.3e} "
                      f"{value['log10_edap_std']:>9.2f} "
-                     f"{gain:>8} {change:>16}")
+                     f"{gain:>8} {change:>16} {value['latency_geomean']:>19.5f} {latency_gain:>8}")
     reference = pareto.reference_point(results)
     lines.append(f"Pareto-front hypervolume (error points x EDAP decades) against the reference "
                  f"({reference[0]:g} % error, EDAP {10 ** reference[1]:.3g}), per seed and mean +- sd:")

@@ -63,10 +63,12 @@ def method_hypervolumes(results, reference=None):
 def seed_summary(results):
     """Per (method, l2) in first-seen order: seeds, accuracy mean and standard deviation, the geometric mean EDAP
     and the standard deviation of log10 EDAP, and the EDAP gain and accuracy change against the separate design's
-    seed means (None without a separate design)."""
+    seed means (None without a separate design); where every result has a latency, its geometric mean and gain
+    likewise (what a latency-oriented search minimises)."""
     groups = defaultdict(list)
     for result in results:
         groups[(result["method"], result["lambda2"])].append(result)
+    with_latency = all("latency_ms" in result for result in results)
     summary = {}
     for key, chosen in groups.items():
         accuracy = np.array([r["accuracy"] for r in chosen])
@@ -74,9 +76,13 @@ def seed_summary(results):
         summary[key] = {"seeds": len(chosen), "accuracy_mean": float(accuracy.mean()),
                         "accuracy_std": float(accuracy.std(ddof=1)) if len(chosen) > 1 else 0.0,
                         "edap_geomean": float(10 ** log_edap.mean()),
-                        "log10_edap_std": float(log_edap.std(ddof=1)) if len(chosen) > 1 else 0.0}
+                        "log10_edap_std": float(log_edap.std(ddof=1)) if len(chosen) > 1 else 0.0,
+                        "latency_geomean": float(10 ** np.log10([r["latency_ms"] for r in chosen]).mean())
+                        if with_latency else None}
     baseline = next((value for (method, _), value in summary.items() if method == "baseline"), None)
     for value in summary.values():
         value["edap_gain"] = baseline["edap_geomean"] / value["edap_geomean"] if baseline else None
+        value["latency_gain"] = (baseline["latency_geomean"] / value["latency_geomean"]
+                                 if baseline and with_latency else None)
         value["accuracy_change"] = value["accuracy_mean"] - baseline["accuracy_mean"] if baseline else None
     return summary

@@ -25,6 +25,7 @@ Checkpoints (``save`` / ``load``): ``data/evaluator_<space>_<cost>.pt`` holds th
 cost network of one cost function, their sizes and the label settings.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -274,6 +275,15 @@ def cost_checkpoint(space_name):
 
 def generator_checkpoint(space_name, cost):
     return data_path(f"generator_{space_name}_{cost}.pt")
+
+
+def checkpoint_digest(space_name, cost):
+    """SHA-256 (16 hex digits) of the shipped cost network and ``cost``'s generator: what a co-search result was
+    searched with (part of its result store key, so that a retrained evaluator does not reuse stale results)."""
+    digest = hashlib.sha256()
+    for path in (cost_checkpoint(space_name), generator_checkpoint(space_name, cost)):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def save(trained, space_name, *, directory=None):

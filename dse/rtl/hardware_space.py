@@ -21,9 +21,10 @@ split               auto, never                  the compiler's K-split of idle 
 5,832 points; the DQN accelerator's default configuration (16 x 16 binary32, latencies 2 and 2, 84-element rows,
 1,024 and 4,096 words, split auto) is one of them, and every network of the DANCE network space compiles onto it.
 
-**Costs.** Latency: the compiler's cycle prediction (``models.dqn.timing.pass_counters``) with every pass costed
-as a run of its own, so that layers' costs add up (the hardware's TOTAL_CYCLES is lower by the set-ups that overlap
-a previous pass's drain: ``dse.rtl.cost_model.evaluate_network``) at a nominal 100 MHz (:data:`CLOCK_MHZ`, the clock nnaccel assumes for its FPGA designs), in ms.
+**Costs.** Latency: the compiler's cycle prediction (``models.dqn.timing.pass_counters``) of the network's passes as
+one run, as the hardware counts them (``dse.rtl.cost_model.evaluate_network``: each pass sets up while the one
+before drains, waits for its writes or reads early where the compiler sets a handoff and a start delay), at a
+nominal 100 MHz (:data:`CLOCK_MHZ`, the clock nnaccel assumes for its FPGA designs), in ms.
 Energy: the RTL cost model's per-action energies (45 nm table), in mJ.  Area: one scalar, **thousands of
 ALM-equivalents** (:func:`alm_equivalents`): the composed FPGA area (``dse.rtl.area``: ALMs, DSP blocks,
 M10K) with each DSP block and M10K block counted as the ALMs a Cyclone V 5CSEMA5 has per block of that kind (32,070
@@ -36,16 +37,19 @@ wider than a word, the weight or an activation RAM too small, more passes than d
 The exhaustive search ignores such points; the evaluator is trained on feasible cases only.
 
 **How the costs are computed.** A network's latency and energy are sums over its layers, and what a layer costs
-depends on the layer, the tensor it reads (a dense layer reading an image or a packed vector) and the
-configuration: a *layer context* (:func:`layer_contexts`) is the layer with the layer before it when that changes
-how it is read.  :func:`context_table` evaluates contexts on every point with the compiler's own functions
-(``layer_shapes``, ``default_mapping``, ``check_mapping``, ``pass_shapes``) and the cost model (``cost_model.pack`` /
-``evaluate_batch``), and records what a network needs of the shared resources: weight-RAM words (passes of the same
-layer and column blocks share weights, as the compiler places them), activation words (the output and any partial
-sums, in the output's RAM) and passes.  :meth:`RtlHardwareSpace.combine` adds a network's contexts up and checks
-the sums against the RAM depths and the descriptor table (the compiler's allocator: the input in RAM 0, each
-layer's output in the other RAM).  ``tests/dse/dance/test_rtl_hardware.py`` checks costs and feasibility against
-``compile_network`` and ``evaluate_network``.
+depends on the layer, the tensor it reads (a dense layer reading an image or a packed vector), the pass before it (in
+the run) and the configuration: a *layer context* (:func:`layer_contexts`) is the layer with the layers back to the
+nearest convolution before it.  :func:`context_table` evaluates contexts on every point with the compiler's own
+functions (``layer_shapes``, ``default_mapping``, ``check_mapping``, ``pass_shapes``) and the cost model
+(``cost_model.pack`` / ``evaluate_batch``; ``plan.pass_handoffs`` / ``pass_timing`` per pass pair): the layer's
+cycles in its context's run without its last pass's drain (a column of its own, which
+:meth:`RtlHardwareSpace.combine` adds for the network's last layer only), its energy, and what a network needs of
+the shared resources: weight-RAM words (passes of the same layer and column blocks share weights, as the compiler
+places them), activation words (the output and any partial sums, in the output's RAM) and passes.
+:meth:`RtlHardwareSpace.combine` adds a network's contexts up and checks the sums against the RAM depths and the
+descriptor table (the compiler's allocator: the input in RAM 0, each layer's output in the other RAM).
+``tests/dse/rtl/test_hardware_space.py`` checks costs and feasibility against ``compile_network`` and
+``evaluate_network``.
 """
 
 import base64
@@ -59,7 +63,9 @@ from nnaccel.dse.shared.hardware_grid import HardwareGrid
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
-from nnaccel.models.dqn.plan import check_config, check_mapping, default_mapping, layer_shapes, pass_shapes
+from nnaccel.models.dqn.mapping import DqnMapping
+from nnaccel.models.dqn.plan import (check_config, check_mapping, default_mapping, layer_shapes, output_offset,
+                                      pass_handoffs, pass_shapes, pass_timing, reads_previous)
 
 __all__ = ["RtlHardwareSpace", "PARAMETERS", "STRUCTURE", "COLUMNS", "CLOCK_MHZ", "alm_equivalents", "layer_contexts",
            "context_to_dict", "context_from_dict", "context_table"]
@@ -84,7 +90,10 @@ MAX_LAYERS = DqnConfig.max_layers
 # Cyclone V 5CSEMA5: ALMs, DSP blocks, M10K blocks (the device of the DE1-SoC)
 REFERENCE_DEVICE = {"alms": 32_070, "dsp_blocks": 87, "m10k": 397}
 #: the per-context columns of :func:`context_table`
-COLUMNS = ("feasible", "cycles", "energy_pj", "weight_words", "output_words", "input_words", "passes")
+COLUMNS = ("feasible", "cycles", "end_drain_cycles", "energy_pj", "weight_words", "output_words", "input_words",
+           "passes")
+#: the columns of :func:`context_table` that hold cycles or energies (float64; the others count words or passes)
+_COST_COLUMNS = ("cycles", "end_drain_cycles", "energy_pj")
 
 
 def alm_equivalents(area):
@@ -95,20 +104,21 @@ def alm_equivalents(area):
             + area["m10k"] * per / REFERENCE_DEVICE["m10k"])
 
 
-def _anonymous(layer):
-    return replace(layer, name="layer")
-
-
 def layer_contexts(layers):
-    """A network's layers (``ConvLayer`` / ``DenseLayer``) as contexts (tuples of layers, names dropped): a
-    convolution alone (it reads an image of the sizes it names), a dense layer after the layer it reads (an image
-    of a convolution or the packed output of a dense layer)."""
+    """A network's layers (``ConvLayer`` / ``DenseLayer``) as contexts (tuples of layers, names dropped): each layer
+    after the layers back to the nearest convolution before it (or the network's first layer).  A layer's cycles in
+    the network's run depend on the pass before it (the writes it waits for, the handoff and start delay the
+    compiler sets between the two: ``models.dqn.plan.pass_handoffs``), and a dense layer's passes on the tensor it
+    reads (an image or a packed vector), so the context holds what fixes the previous layer's last pass: a
+    convolution alone, or a dense layer with what it reads."""
     contexts = []
     for index, layer in enumerate(layers):
-        if isinstance(layer, DenseLayer) and index:
-            contexts.append((replace(layers[index - 1], name="previous"), _anonymous(layer)))
-        else:
-            contexts.append((_anonymous(layer),))
+        start = max(index - 1, 0)
+        while start and not isinstance(layers[start], ConvLayer):
+            start -= 1
+        chain = layers[start:index]
+        contexts.append(tuple(replace(previous, name=f"previous{len(chain) - position}")
+                              for position, previous in enumerate(chain)) + (replace(layer, name="layer"),))
     return tuple(contexts)
 
 
@@ -140,33 +150,110 @@ def _structure_config(values):
                      adder_latency=values["adder_latency"], row_elements=values["row_elements"])
 
 
+class _RunCycles:
+    """Layers' cycles in runs on one structure's configuration, pass by pass: a pass's cycles depend on it and the
+    pass before it (the writes it waits for, the handoff and start delay the compiler sets between the two:
+    ``models.dqn.plan.pass_handoffs``), so they are computed once per such pair, which many contexts share, and all
+    pairs at once (:meth:`resolve`)."""
+
+    def __init__(self, config):
+        self.config = config
+        self._pairs = {}      # (previous, work, reads) keys -> index
+
+    def layer(self, layers):
+        """Pair indices of the last of ``layers`` (``[(LayerShape, [PassShape])]``, a context in run order) after the
+        layers before it, and its last pass's (alone, for its drain): what :meth:`resolve`'s arrays are read at."""
+        runs = [(_unnamed(work), _pass_words(work, shape)) for shape, passes in layers for work in passes]
+        reads = reads_previous([work for _, passes in layers for work in passes])
+        first = len(runs) - len(layers[-1][1])
+        pairs = [self._index((runs[index - 1] if index else None, runs[index], reads[index]))
+                 for index in range(first, len(runs))]
+        return pairs, self._index((None, runs[-1], True))
+
+    def _index(self, key):
+        return self._pairs.setdefault(key, len(self._pairs))
+
+    def resolve(self):
+        """``(cycles, drains)``, arrays over the pairs: a pair's second pass's cycles after its first (its drain
+        left out), and that pass's drain."""
+        passes, reads, handoffs, delays, runs, ends = [], [], [], [], [], []
+        for index, (previous, work, read) in enumerate(self._pairs):
+            if previous is None:
+                pair, pair_reads, pair_handoffs, pair_delays = [work], [True], [False], [0]
+            else:
+                pair, pair_reads = [previous, work], [True, read]
+                pair_handoffs, pair_delays = pass_handoffs(self.config, [shape for shape, _ in pair], pair_reads,
+                                                           [words for _, words in pair])
+            passes += [shape for shape, _ in pair]
+            reads += pair_reads
+            handoffs += pair_handoffs
+            delays += pair_delays
+            runs += [index] * len(pair)
+            ends.append(len(passes) - 1)
+        timed = pass_timing(self.config, passes, reads, handoffs, delays, run=runs)
+        alone = pass_timing(self.config, [passes[end] for end in ends], run=np.arange(len(ends)))
+        return timed["cycles"][ends] - alone["drain_cycles"], alone["drain_cycles"]
+
+
+def _unnamed(work):
+    return work._replace(name="", layer="")
+
+
+def _pass_words(work, shape):
+    """A pass's input word, rows per channel and output word, relative to its tensors (``cost_model.pack``'s)."""
+    return (work.first_in_channel * shape.in_shape[1], shape.in_shape[1],
+            output_offset(work, shape.out_shape, shape.dense))
+
+
+def _mapped(config, shape, split, known):
+    """``(LayerShape, layer mapping, [PassShape])`` of a layer shape on ``config`` (``known`` keeps them per shape),
+    ``None`` where the compiler cannot map it."""
+    key = replace(shape, name="", source="")
+    if key not in known:
+        try:
+            layer_mapping = default_mapping(config, (shape,), split=split).layers[0]
+            check_mapping(config, (shape,), DqnMapping((layer_mapping,)))
+            known[key] = (layer_mapping, pass_shapes(config, shape, layer_mapping))
+        except ValueError:
+            known[key] = None
+    found = known[key]
+    # The passes carry the shape's layer name (the run's reads and the RAMs follow it).
+    return found and (shape, found[0], [work._replace(name=shape.name, layer=shape.name) for work in found[1]])
+
+
 def context_table(space, contexts, structures=None):
     """Costs and resource needs of ``contexts`` on the points of ``space`` whose structure is in ``structures``
     (tuples of ``STRUCTURE`` values; default all).  Returns ``{column: (contexts, points) array}`` for
     ``COLUMNS``; points outside ``structures`` are left infeasible."""
     points = space.all_points()
     table = {name: np.zeros((len(contexts), len(points)),
-                            dtype=bool if name == "feasible" else np.float64 if name in ("cycles", "energy_pj")
+                            dtype=bool if name == "feasible" else np.float64 if name in _COST_COLUMNS
                             else np.int32) for name in COLUMNS}
+    shapes = {}     # a context's layer shapes, per (modules, lanes, row_elements): the latencies do not change them
     for key, members in space.structure_members().items():
         if structures is not None and key not in structures:
             continue
         structure = dict(zip(STRUCTURE, key))
         reference = _structure_config(structure)
+        run_cycles, mapped = _RunCycles(reference), {}
         configs = [space.config(points[member]) for member in members]
         usable = np.array([space.config_feasible(points[member]) for member in members])
-        cases, rows = [], []
+        cases, rows, pairs = [], [], []
         for row, context in enumerate(contexts):
-            try:
-                shape = layer_shapes(reference, context)[-1]
-                mapping = default_mapping(reference, (shape,), split=structure["split"])
-                check_mapping(reference, (shape,), mapping)
-            except ValueError:
+            shape_key = (reference.modules, reference.lanes, reference.row_elements, row)
+            if shape_key not in shapes:
+                try:
+                    shapes[shape_key] = layer_shapes(reference, context)
+                except ValueError:
+                    shapes[shape_key] = None
+            layers = [_mapped(reference, shape, structure["split"], mapped) for shape in shapes[shape_key] or ()]
+            if not layers or None in layers:
                 continue
-            passes = pass_shapes(reference, shape, mapping.layers[0])
-            cases += [(config, mapping.layers[0], shape) for config in configs]
+            shape, layer_mapping, passes = layers[-1]
+            cases += [(config, layer_mapping, shape) for config in configs]
             rows.append(row)
             table["feasible"][row, members] = usable
+            pairs.append(run_cycles.layer([(layer[0], layer[2]) for layer in layers]))
             table["weight_words"][row, members] = _weight_words(passes)
             table["output_words"][row, members] = (shape.out_shape[0] * shape.out_shape[1]
                                                    + sum(work.count for work in passes if work.kind == "partials"))
@@ -175,8 +262,13 @@ def context_table(space, contexts, structures=None):
         if rows:
             costs = cost_model.evaluate_batch(cost_model.pack(cases, area=False))
             where = np.ix_(rows, members)
-            table["cycles"][where] = costs["latency_cycles"].reshape(len(rows), len(members))
             table["energy_pj"][where] = costs["energy_pj"].reshape(len(rows), len(members))
+            # Cycles depend on the structure alone: the layer's passes in its context's run.
+            cycles, drains = run_cycles.resolve()
+            table["cycles"][rows, members[0]] = [cycles[indices].sum() for indices, _ in pairs]
+            table["end_drain_cycles"][rows, members[0]] = drains[[last for _, last in pairs]]
+            for name in ("cycles", "end_drain_cycles"):
+                table[name][where] = table[name][rows, members[0]][:, None]
     return table
 
 
@@ -265,7 +357,11 @@ class RtlHardwareSpace(HardwareGrid):
         feasible = (rows["feasible"].astype(bool).all(axis=-2) & (rows["passes"].sum(axis=-2) <= MAX_LAYERS)
                     & (rows["weight_words"].sum(axis=-2) <= weight_depth)
                     & (ram0 <= activation_depth) & (ram1 <= activation_depth))
-        latency = rows["cycles"].sum(axis=-2) / (CLOCK_MHZ * 1e3)
+        # A context's cycles leave its layer's drain out; the network pays its last layer's.
+        present = rows["passes"] > 0
+        last = present & ~np.concatenate([present[..., 1:, :], np.zeros_like(present[..., :1, :])], axis=-2)
+        cycles = (rows["cycles"] + np.where(last, rows["end_drain_cycles"], 0)).sum(axis=-2)
+        latency = cycles / (CLOCK_MHZ * 1e3)
         energy = rows["energy_pj"].sum(axis=-2) * 1e-9
         costs = np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1).astype(np.float64)
         costs[~feasible] = np.inf

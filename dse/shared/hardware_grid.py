@@ -5,7 +5,8 @@ A space is a grid of hardware parameters, each a one-hot choice (``dse.shared.on
 reads and its hardware-generation network writes one one-hot block per parameter).
 
 A network (``models.dqn.network`` layers, at most :data:`NETWORK_UNITS`) costs the sum of its *cost units*: what a
-family's cost of one layer depends on (the template: the layer; the RTL family: the layer with the layer it reads).
+family's cost of one layer depends on (the template: the layer; the RTL family: the layer with the layers back to the
+convolution before it).
 A family gives
 
 * ``cost_units(layers)``: a network's units (hashable, names dropped);

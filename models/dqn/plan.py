@@ -811,12 +811,12 @@ def reads_previous(passes):
             for index, work in enumerate(passes)]
 
 
-def pass_timing(config, passes, reads=None, handoffs=None, delays=None):
+def pass_timing(config, passes, reads=None, handoffs=None, delays=None, run=None):
     """The four predicted counters (:data:`COUNTERS`) of ``passes`` (PassShape, one run in the order it runs) on
     ``config``: int64 arrays.  ``reads``: per pass whether it reads the activation RAM the pass before it writes (the
     sequencer compares the two RAMs); by default :func:`reads_previous`, a chain's answer.  ``handoffs``: per pass
     whether it hands its last group off to the next, ``delays`` its start delay (:func:`pass_handoffs`); by default
-    none."""
+    none.  ``run``: per pass the run it belongs to (several runs at once, each's passes consecutive; default one)."""
     def column(read):
         return np.array([read(work) for work in passes], dtype=np.int64)
 
@@ -826,7 +826,8 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None):
                          out_channels=column(lambda work: work.out_channels), lanes=config.lanes,
                          layout=column(lambda work: LAYOUTS[work.layout]), reduce=column(lambda work: work.reduce),
                          first_column=column(lambda work: work.first[1]),
-                         out_width=column(lambda work: (work.write_grid or work.grid)[1]), run=0,
+                         out_width=column(lambda work: (work.write_grid or work.grid)[1]),
+                         run=0 if run is None else run,
                          reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs,
                          start_delay=delays, row_elements=config.row_elements, flat_pairs=config.flat_pairs)
 

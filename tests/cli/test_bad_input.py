@@ -256,9 +256,8 @@ CASES = {
                                        "fields, not list"),
     "synth dqn config field": ("synth dqn --dqn-config {d}/dqn_rows.json",
                                "nnaccel: error: {d}/dqn_rows.json: unknown field 'rows' (fields: activation_depth, "
-                               "adder_latency, argmax_tiles, counter_ram, descriptor_ram, external_bus_bits, external_weights, fmt, lanes, "
-                               "max_layers, "
-                               "max_pooling, modules, "
+                               "adder_latency, argmax_tiles, counter_ram, descriptor_ram, external_bus_bits, external_weights, "
+                               "flat_slots, flat_window_words, fmt, lanes, max_layers, max_pooling, modules, "
                                "multiplier_latency, pad_columns, row_elements, weight_depth, weight_loads)"),
     "synth dqn config value": ("synth dqn --dqn-config {d}/dqn_lanes.json",
                                "nnaccel: error: {d}/dqn_lanes.json: lanes must be an integer from 1 to 64, not 0"),

@@ -1,11 +1,13 @@
 """The co-search on a few hundred digits: every method returns a candidate of the space and its
 exactly generated hardware; the hardware terms are the stated ones."""
 
+import argparse
+
 import numpy as np
 import pytest
 import torch
 
-from nnaccel.dse.dance import cosearch
+from nnaccel.dse.dance import command, cosearch, training
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
@@ -58,3 +60,16 @@ def test_the_flops_term_is_the_macs_of_the_sampled_network():
 def test_an_unknown_method_is_named(digits):
     with pytest.raises(ValueError, match="method must be one of"):
         cosearch.search("random", digits[0], SETTINGS)
+
+
+def test_a_task_names_the_evaluator_it_searches_with_so_a_retrained_one_searches_again(monkeypatch, tmp_path):
+    arguments = argparse.Namespace(space="rtl", cost="latency", seeds=(0, 1), methods=("dance",), lambdas=(0.01,),
+                                   search_epochs=1, warmup_epochs=0, retrain_epochs=1, train_images=0)
+    shipped = command.cases(arguments)
+    assert [case["evaluator"] for case in shipped] == [training.checkpoint_digest("rtl", "latency")] * 2
+    retrained = tmp_path / "cost_rtl.pt"
+    retrained.write_bytes(training.cost_checkpoint("rtl").read_bytes() + b"\0")
+    monkeypatch.setattr(training, "cost_checkpoint", lambda space_name: retrained)
+    again = command.cases(arguments)
+    assert all(old["evaluator"] != new["evaluator"] for old, new in zip(shipped, again))
+    assert [{**case, "evaluator": ""} for case in shipped] == [{**case, "evaluator": ""} for case in again]

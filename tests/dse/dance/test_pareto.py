@@ -51,16 +51,17 @@ def test_the_seed_summary_compares_means_with_the_separate_design():
     assert dance["edap_geomean"] == pytest.approx(10 ** -1.5)
     assert dance["edap_gain"] == pytest.approx(10 ** 1.5)
     assert dance["accuracy_change"] == pytest.approx(-0.01)
+    assert dance["latency_geomean"] is None and dance["latency_gain"] is None     # the results have no latency
 
 
 def test_the_table_adds_the_seed_means_and_the_hypervolumes():
     rows = [result("baseline", 0.98, 1.0, 0), result("baseline", 0.97, 1.0, 1),
             result("dance", 0.97, 0.1, 0, 0.01), result("dance", 0.96, 0.01, 1, 0.01)]
-    for row in rows:
-        row.update(cost="edap", latency_ms=1.0, energy_mj=1.0, area_mm2=row["edap"], network="n", hardware="h")
+    for row, latency in zip(rows, (1.0, 4.0, 0.5, 0.5)):
+        row.update(cost="edap", latency_ms=latency, energy_mj=1.0, area_mm2=row["edap"], network="n", hardware="h")
     lines = command.table_lines(rows)
     assert any(line.startswith("dance (edap)") and "96.50% +- 0.71" in line and "31.62x" in line
-               and "-1.00 points" in line for line in lines)
+               and "-1.00 points" in line and line.endswith(" 0.50000    4.00x") for line in lines)
     report = command.pareto_report(rows)
     assert report["hypervolume_reference"] == {"error_percent": 5.0, "edap": pytest.approx(10.0)}
     assert report["hypervolumes"]["dance"] == pytest.approx(((5 - 3) * (1 + 1), (5 - 4) * (1 + 2)))
