@@ -230,7 +230,8 @@ def layer_table(plan, run, rows, clock_hz, *, reference=None):
                 f"{reference['name']}' {reference['input']:,}") if reference else ""
     lines.append(f"(cycles: TOTAL_CYCLES and the per-pass counters of the first inference; a split layer's passes are "
                  f"listed under it (main, tail / partials: partial sums on idle modules, @p: of position p, sum: their "
-                 f"reduction); ideal = groups x products; stalls = cycles a product waited for the writer; "
+                 f"reduction); ideal = groups x products; stalls = cycles a product waited for the writer "
+                 f"(with external weights also for its weights); "
                  f"drain = cycles a pass waited for the previous pass's last writes, or its start delay, before its "
                  f"first read (a pass sets up while the one before drains) and the last pass's final "
                  f"drain{compared})")
