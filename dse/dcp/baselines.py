@@ -47,7 +47,8 @@ def random_search(space, layers, hardware, objective, *, budget=None, seconds=No
 SAMPLERS = ("tpe", "nsga2")
 
 
-def _sampler(name, seed, population):
+def optuna_sampler(name, seed, population):
+    """Optuna's TPE (``"tpe"``) or NSGA-II (``"nsga2"``) sampler, seeded."""
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
     if name == "nsga2":
@@ -61,7 +62,7 @@ def optuna_search(space, layers, hardware, objective, *, sampler, budget=None, s
     """Optuna's ``sampler`` (``tpe`` or ``nsga2``) minimising the log objective."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = Evaluator(space, layers, hardware, objective)
-    study = optuna.create_study(direction="minimize", sampler=_sampler(sampler, seed, population))
+    study = optuna.create_study(direction="minimize", sampler=optuna_sampler(sampler, seed, population))
     levels, dims = len(space.levels), len(space.dims)
 
     def trial_objective(trial):

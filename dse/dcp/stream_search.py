@@ -30,6 +30,7 @@ import numpy as np
 import optuna
 import torch
 
+from nnaccel.dse.dcp.baselines import optuna_sampler
 from nnaccel.dse.dcp.predictor import MLPNet
 from nnaccel.dse.rtl.stream_space import ORDERS
 from nnaccel.sim.progress import counting
@@ -280,7 +281,7 @@ def dcp_search(space, predictor, training, objective, known, *, budget, restarts
                 for restart in range(restarts):
                     decoded = _decode(evaluator, predictor, [current[restart, offsets[layer]:offsets[layer + 1]]
                                                              for layer in range(len(offsets) - 1)], target)
-                    if decoded is not None and decoded not in evaluator.seen and evaluator.evaluations < budget:
+                    if decoded is not None and evaluator.evaluations < budget:      # decoded: not costed yet
                         evaluator(decoded)
                         fresh.append(decoded)
                 for decoded in fresh:       # the search learns from its own answers
@@ -311,11 +312,7 @@ def optuna_search(space, objective, known, *, sampler, budget, seed=0, populatio
     """Optuna's TPE (``sampler="tpe"``) or NSGA-II (``"nsga2"``) with one categorical parameter per layer."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = StreamEvaluator(space, objective, known)
-    chosen = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
-              "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed, population_size=population)}
-    if sampler not in chosen:
-        raise ValueError(f"sampler must be one of {', '.join(chosen)}, not {sampler!r}")
-    study = optuna.create_study(direction="minimize", sampler=chosen[sampler]())
+    study = optuna.create_study(direction="minimize", sampler=optuna_sampler(sampler, seed, population))
     counts = [len(choices) for choices in space.choices]
 
     def trial_objective(trial):
