@@ -42,9 +42,11 @@ class ResultWriter(DqnBlock):
     ``packed`` beat (an add is never a network's last layer).  With the flat map's configurations the image layout's
     grid may be a second one (``write_width``: rows of that width, ``oy0`` / ``ox0`` in it).  A flat pass
     (``config.flat_slots``, the descriptor's ``flat``): the group's positions ``p0 ..`` (the first ``positions - p0``
-    lanes, in lane order over the modules) of one channel in flat layout, one word a cycle on port 0 through a
-    :class:`~hw.dqn.flat_word_packer.FlatWordPacker`: words ``out_base + flat_word + j`` for ``j = 0 ..`` while the
-    group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e - flat_element``).
+    lanes of each slot, in lane order over its modules) of each slot's channel in flat layout, one word a cycle on
+    port 0 through a
+    :class:`~hw.dqn.flat_word_packer.FlatWordPacker`: per channel slot ``s`` (``config.flat_slots``, channel ``c +
+    s``) words ``out_base + flat_word + s*channel_words + j`` for ``j = 0 ..`` while the group's positions reach them
+    (element ``e`` of word ``j`` takes lane ``j*row_elements + e - flat_element`` of the slot).
 
     Ports
     -----
@@ -71,7 +73,7 @@ class ResultWriter(DqnBlock):
     Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
-    (``ceil((flat_element + valid) / row_elements)``); ``ceil(out_channels / lanes)`` (packed), that times
+    (``ceil((flat_element + valid) / row_elements)`` per slot); ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
     add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
     Handoff (the descriptor's ``handoff``, the pass's last group): the writes go one a cycle (``out_channels`` times
@@ -258,24 +260,36 @@ class ResultWriter(DqnBlock):
         return m
 
     def _flat_writes(self, m, staging):
-        """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of the group (its address,
-        data and enables on the one-port write) and moves on to ``j + 1`` or to DONE."""
+        """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of slot ``s``'s channel (its
+        address, data and enables on the one-port write) and moves on to ``j + 1``, to the next slot's word 0 or to
+        DONE."""
         config, layer, group = self._config, self.group.layer, self.group.group
-        elements = config.row_elements
-        m.submodules.flat_packer = packer = FlatWordPacker(config=config, slots=config.flat_slots)
-        word = Signal(range(-(-config.macs // elements) + 2))           # j
+        elements, slots, group_lanes = config.row_elements, config.flat_slots, config.flat_group_lanes
+        m.submodules.flat_packer = packer = FlatWordPacker(config=config, slots=slots)
+        word = Signal(range(-(-group_lanes // elements) + 2))           # j
+        slot = Signal(range(slots), name="flat_slot") if slots > 1 else 0     # s
         remaining = layer.positions - group.p0
-        valid = Signal(range(config.macs + 1))
-        m.d.comb += [valid.eq(Mux(remaining < config.macs, remaining, config.macs)),
+        valid = Signal(range(group_lanes + 1))
+        m.d.comb += [valid.eq(Mux(remaining < group_lanes, remaining, group_lanes)),
                      packer.results.eq(staging), packer.word.valid.eq(valid),
                      packer.word.offset.eq(word * elements - group.flat_element)]
+        first_word = layer.out_base + group.flat_word                   # the slot's channel's word of q0
+        if slots > 1:
+            m.d.comb += packer.word.slot.eq(slot)
+            first_word = first_word + slot * layer.channel_words
 
         def write(address, data, enable):
             with m.If(layer.flat):
-                m.d.comb += [address.eq(layer.out_base + group.flat_word + word), data.eq(packer.data),
+                m.d.comb += [address.eq(first_word + word), data.eq(packer.data),
                              enable.eq(packer.enable)]
                 m.d.sync += word.eq(word + 1)
                 with m.If((word + 1) * elements >= group.flat_element + valid):
                     m.d.sync += word.eq(0)
-                    m.next = "DONE"
+                    if slots == 1:
+                        m.next = "DONE"
+                        return
+                    m.d.sync += slot.eq(slot + 1)
+                    with m.If(slot + 1 == slots):
+                        m.d.sync += slot.eq(0)
+                        m.next = "DONE"
         return write
