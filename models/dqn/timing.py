@@ -57,7 +57,8 @@ __all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "F
 
 # ROW_WORDS: a residual add's output, one row word per position (group), written whole in one cycle; the add's
 # groups after its first do not wait for the writer.  FLAT: a flat pass (hw/dqn/flat_stepper.py), its groups
-# position-major over the channels (a channel per slot), each group's flat words written one a cycle.
+# position-major over the channels (a channel per slot), each slot's flat words written one a cycle on a port of
+# its own.
 IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, FLAT = 0, 1, 2, 3, 4
 LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR, "row_words": ROW_WORDS, "flat": FLAT}
 
@@ -120,8 +121,9 @@ def flat_group_writes(count, group_lanes, row_elements):
 def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots):
     """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run ``slots``
     channels at a time at each position block ``j``, and a group's last product waits for the previous group's
-    writes ``W_j`` (every slot's words: ``max(0, L + W_j + 2 - span)``, as any group's)."""
-    writes = slots * flat_group_writes(count, group_lanes, row_elements)
+    writes ``W_j`` (a slot's words: the slots write on ports of their own; ``max(0, L + W_j + 2 - span)``, as any
+    group's)."""
+    writes = flat_group_writes(count, group_lanes, row_elements)
     waits = np.maximum(0, latency + writes + 2 - span)
     rounds = channels // slots
     return len(writes) * rounds, int((rounds - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])

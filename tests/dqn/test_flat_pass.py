@@ -156,9 +156,10 @@ def test_without_the_flat_map_the_descriptor_is_as_before():
     assert DqnConfig().module_name == dataclasses.replace(DqnConfig(), flat_window_words=8).module_name
 
 
-def test_the_flat_configuration_lints_clean():
-    accelerator = DqnAccelerator(config=FLAT_CONFIG)
-    assert accelerator.module_name.endswith("_flat1w4")
+@pytest.mark.parametrize("config, suffix", [(FLAT_CONFIG, "_flat1w4"), (TWO_SLOTS, "_flat2w4")], ids=["1", "2"])
+def test_the_flat_configuration_lints_clean(config, suffix):
+    accelerator = DqnAccelerator(config=config)
+    assert accelerator.module_name.endswith(suffix)
     assert lint_verilog(accelerator, accelerator.module_name) == []
 
 
