@@ -25,24 +25,29 @@ DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in th
 
 
 def add_flat_argument(parser):
-    """``--flat-window N``: build the accelerator with the flat map (``DqnConfig.flat_slots``)."""
+    """``--flat-window N`` and ``--flat-slots S``: build the accelerator with the flat map (``DqnConfig.flat_slots``,
+    ``flat_window_words``)."""
     parser.add_argument("--flat-window", type=int, default=0, metavar="WORDS",
                         help="build the flat map with a lane window of WORDS activation words (even; default 0: no "
                              "flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
                              "compiler predicts fewer cycles")
+    parser.add_argument("--flat-slots", type=int, default=1, metavar="S",
+                        help="with --flat-window: the flat map's channel slots, 1 or 2 (default 1): a group computes "
+                             "S channels' positions, each on modules / S modules")
 
 
 def base_config(arguments):
-    """The configuration ``--modules``, ``--lanes``, ``--format`` (and ``--flat-window``) ask for (RAMs grown later
-    to hold the model); raises InputError naming the options."""
-    window = getattr(arguments, "flat_window", 0)
-    flat = dict(flat_slots=1, flat_window_words=window) if window else {}
+    """The configuration ``--modules``, ``--lanes``, ``--format`` (and ``--flat-window``, ``--flat-slots``) ask for
+    (RAMs grown later to hold the model); raises InputError naming the options."""
+    window, slots = getattr(arguments, "flat_window", 0), getattr(arguments, "flat_slots", 1)
+    flat = dict(flat_slots=slots, flat_window_words=window) if window else {}
     try:
         return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format),
                          **flat)
     except ValueError as error:
         raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}"
-                         + (f" --flat-window {window}" if window else "") + f": {error}") from None
+                         + (f" --flat-window {window}" if window else "")
+                         + (f" --flat-slots {slots}" if window and slots != 1 else "") + f": {error}") from None
 
 
 def compile_model(path, base, *, split="auto"):
@@ -68,7 +73,9 @@ def describe_config(config):
     return (f"{config.modules} x {config.lanes} {config.fmt.name} MACs, {config.row_elements}-element rows, "
             f"activation RAMs of {config.activation_depth} words, weight RAM of {config.weight_depth} words, "
             f"{config.max_layers} descriptors" + (", max mode (max pooling)" if config.max_pooling else "")
-            + (f", flat map ({config.flat_window_words}-word lane window)" if config.flat_slots else ""))
+            + (f", flat map ({config.flat_window_words}-word lane window"
+               + (f", {config.flat_slots} channel slots)" if config.flat_slots > 1 else ")") if config.flat_slots
+               else ""))
 
 
 def grouped_notes(notes):

@@ -40,7 +40,8 @@ __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", 
 
 ENERGY_FORMATS = {"binary32": "fp32", "bfloat16": "bf16", "binary16": "fp16"}
 _PASS_COLUMNS = ("case", "positions_per_group", "count", "products", "out_channels", "layout", "first_column",
-                 "out_width", "in_channels", "kernel_height", "reduce", "reads_previous", "row_elements", "flat_pairs")
+                 "out_width", "in_channels", "kernel_height", "reduce", "reads_previous", "row_elements", "flat_loads",
+                 "flat_slots")
 _HARDWARE_COLUMNS = ("modules", "lanes", "latency", "partial_sums", "multiply_pj", "add_pj", "weight_read_pj",
                      "activation_pj", "feeder_pj", "partial_sum_pj", "staging_pj")
 
@@ -107,14 +108,15 @@ def pack(cases, *, area=True, one_run=False):
         case_hardware.append(constants[1])
         # Cases that differ only in constants of the hardware (format, latencies, depths) share their passes; the
         # entry keeps the shape and mapping, so their ids stay their own.
-        key = (config.modules, config.lanes, config.row_elements, config.flat_pairs, id(shape), id(layer_mapping))
+        key = (config.modules, config.lanes, config.row_elements, config.flat_loads, config.flat_slots, id(shape),
+               id(layer_mapping))
         entry = expanded.get(key)
         if entry is None:
             layer_passes = pass_shapes(config, shape, layer_mapping)
             entry = expanded[key] = (shape, layer_mapping, [
                 (group_positions(config, work), work.count, work.products, work.out_channels, LAYOUTS[work.layout],
                  work.first[1], (work.write_grid or work.grid)[1], work.in_channels, work.kernel[0], work.reduce, reads,
-                 config.row_elements, config.flat_pairs)
+                 config.row_elements, config.flat_loads, config.flat_slots)
                 for work, reads in zip(layer_passes, reads_previous(layer_passes))])
         rows.extend((index, *row) for row in entry[2])
         if one_run:
@@ -165,7 +167,7 @@ def evaluate_batch(batch):
                              layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
                              out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"],
                              handoff=p["handoff"], start_delay=p["start_delay"], row_elements=p["row_elements"],
-                             flat_pairs=p["flat_pairs"])
+                             flat_loads=p["flat_loads"], flat_slots=p["flat_slots"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
                          first_column=p["first_column"], out_width=p["out_width"], row_elements=p["row_elements"])
@@ -178,7 +180,7 @@ def evaluate_batch(batch):
     weight_reads = np.where(reduce, 0, product_cycles) + groups        # the products' rows, a bias row per group
     activation_reads = np.where(reduce, groups * p["products"] + 1, 2 * (1 + groups * p["in_channels"] * p["kernel_height"]))
     # A flat pass reads its groups' windows in pairs of words (the window feeder's row registers stay idle).
-    activation_reads = np.where(p["layout"] == FLAT, 2 * p["flat_pairs"] * groups, activation_reads)
+    activation_reads = np.where(p["layout"] == FLAT, 2 * p["flat_loads"] * groups, activation_reads)
     registers = (product_cycles * modules * p["feeder_pj"] + 2 * lane_operations * p["partial_sum_pj"]
                  + 2 * groups * modules * lanes * p["staging_pj"])
     parts = {"mac_pj": mac, "weight_ram_pj": weight_reads * p["weight_read_pj"],

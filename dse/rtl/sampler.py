@@ -91,11 +91,13 @@ def _strided_block(channels, height, width):
             AddLayer("add", skip="shortcut", source="s2")]
 
 
-def _separable_block(rng, channels, height, width):
-    """A depthwise-separable block (MobileNet's, DS-CNN's): a 1x1 expansion to 2..6 channels, a depthwise
-    convolution of stride 1 with a 3x3, 3x2 or 2x3 kernel padded SAME, a 1x1 projection to 1..6 channels: on a
-    configuration with the flat map its depthwise layer takes the flat pass where the compiler predicts it faster."""
+def _separable_block(rng, channels, height, width, slots):
+    """A depthwise-separable block (MobileNet's, DS-CNN's): a 1x1 expansion to 2..6 channels (a multiple of the flat
+    map's ``slots``), a depthwise convolution of stride 1 with a 3x3, 3x2 or 2x3 kernel padded SAME, a 1x1
+    projection to 1..6 channels: on a configuration with the flat map its depthwise layer takes the flat pass where
+    the compiler predicts it faster."""
     middle, out_channels = int(rng.integers(2, 7)), int(rng.integers(1, 7))
+    middle -= middle % slots
     kernel = [(3, 3), (3, 2), (2, 3)][int(rng.integers(3))]
     padding = ((kernel[0] - 1) // 2, kernel[0] // 2, (kernel[1] - 1) // 2, kernel[1] // 2)
     return [ConvLayer("expand", channels, (height, width), middle, 1, 1),
@@ -114,7 +116,7 @@ def _draw_network(rng, config, max_size):
             if first.out_height >= 2 and first.out_width >= 2 and not first.maximum:
                 layers.append(first)
                 channels, height, width = first.out_channels, first.out_height, first.out_width
-        layers += _separable_block(rng, channels, height, width)
+        layers += _separable_block(rng, channels, height, width, config.flat_slots)
         channels = layers[-1].out_channels
     elif draw < 0.25:
         layers += _residual_block(rng, channels, height, width) + [AddLayer("add", skip="")]

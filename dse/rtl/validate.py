@@ -54,8 +54,8 @@ def validation_configs(rng, count):
     """``count`` small configurations (quick builds), each with its own modules x lanes (2..8 modules, so that
     mappings have position slots to choose from; 1..4 lanes): the formats in turn, multiplier and adder
     latencies 1..3, 16- or 20-element rows, small RAMs, every other one with the matrix modules' max mode (its
-    networks draw max pools), every third one (binary32) with the flat map (a 6-word lane window: its networks draw
-    depthwise-separable blocks)."""
+    networks draw max pools), every third one (binary32) with the flat map (a 6-word lane window, one channel slot
+    and two in turn: its networks draw depthwise-separable blocks)."""
     configs, shapes = [], set()
     while len(configs) < count:
         modules, lanes = int(rng.choice([2, 4, 8])), int(rng.integers(1, 5))
@@ -66,20 +66,22 @@ def validation_configs(rng, count):
                                  multiplier_latency=int(rng.integers(1, 4)), adder_latency=int(rng.integers(1, 4)),
                                  row_elements=int(rng.choice([16, 20])), activation_depth=128, weight_depth=256,
                                  max_layers=8, max_pooling=len(configs) % 2 == 1,
-                                 flat_slots=int(len(configs) % 3 == 0), flat_window_words=6))
+                                 flat_slots=0 if len(configs) % 3 else 1 + len(configs) // 3 % 2,
+                                 flat_window_words=6))
     return configs
 
 
 def reduced_configs():
     """The reduced configuration (2 modules x 4 lanes) in each number format, and in binary32 with the matrix
     modules' max mode (its networks draw max pools); 16-element rows in the 16-bit formats (the host port, as wide
-    as the widest RAM word, must hold a descriptor), and in binary32 with the flat map (a 4-word lane window: its
-    networks draw depthwise-separable blocks)."""
+    as the widest RAM word, must hold a descriptor), and in binary32 with the flat map (a 4-word lane window, one
+    channel slot and two: its networks draw depthwise-separable blocks)."""
     configs = [dataclasses.replace(REDUCED_CONFIG, fmt=float_format(fmt),
                                    row_elements=REDUCED_CONFIG.row_elements if fmt == "binary32" else 16)
                for fmt in FORMATS]
     return configs + [dataclasses.replace(REDUCED_CONFIG, max_pooling=True),
-                      dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4)]
+                      dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4),
+                      dataclasses.replace(REDUCED_CONFIG, flat_slots=2, flat_window_words=4)]
 
 
 def validation_cases(count, *, seed, configs, thesis=True):
@@ -173,7 +175,8 @@ def validate_case(case):
 def describe_config(data):
     return (f"{data['modules']}x{data['lanes']} {data['fmt']} Lm{data['multiplier_latency']} "
             f"La{data['adder_latency']} r{data['row_elements']}" + (" max" if data.get("max_pooling") else "")
-            + (f" flat{data['flat_window_words']}" if data.get("flat_slots") else ""))
+            + (f" flat{data['flat_window_words']}" if data.get("flat_slots") else "")
+            + (f"x{data['flat_slots']}" if data.get("flat_slots", 0) > 1 else ""))
 
 
 def describe_network(case):

@@ -12,25 +12,29 @@ __all__ = ["FlatStepper"]
 
 
 class FlatStepper(DqnBlock):
-    """Walks a flat pass: groups (positions ``q0`` in steps of ``G = modules * lanes``, each channel in turn) ->
-    steps ``(kh, kw)``, one product a cycle.
+    """Walks a flat pass: groups (positions ``q0`` in steps of ``G``, ``S`` channels at a time) -> steps ``(kh,
+    kw)``, one product a cycle.
 
     A flat pass (descriptor bit ``flat``; models/dqn/flat_map.py has the layout and the arithmetic) computes, per
-    group, output positions ``q0 .. q0 + G - 1`` of channel ``c`` of a ``in_height x in_width`` map: global lane
-    ``i`` (module ``i // lanes``) takes position ``q0 + i``.  Step ``(kh, kw)`` gives the lane window (in the feeder)
+    group, output positions ``q0 .. q0 + G - 1`` of channels ``c .. c + S - 1`` of a ``in_height x in_width`` map,
+    ``S = config.flat_slots`` channel slots of ``G = config.flat_group_lanes`` lanes (``modules / S`` modules): lane
+    ``i`` of slot ``s`` (global lane ``s*G + i``, module ``(s*G + i) // lanes``) takes position ``q0 + i`` of channel
+    ``c + s`` (the pass's channels a multiple of ``S``).  Step ``(kh, kw)`` gives the lane window (in the feeder)
     the shift ``window_element + kh * in_width + kw`` (the window holds the group's words from the one of flat
     position ``q0 + d0``, ``d0 = -pad_top*in_width - pad_left``) and the bounds ``pad_top - kh <= oy < in_height +
     pad_top - kh``, ``pad_left - kw <= ox < in_width + pad_left - kw`` (padding as ``+0``); every module's scalar is
-    the channel's weight of the step, slot ``m``'s first element of weight row ``weight_base + 2 + c*(products + 1)
-    + k`` (``k = kh*kernel_width + kw``); the row after the steps is the channel's bias row (the seed).  The groups
-    run position-major: channels ``0 .. C-1`` at ``q0``, then ``q0 + G``, so the lanes' coordinates move on (by the
-    descriptor's ``lane_rows`` / ``lane_columns``) once per ``C`` groups.
+    its channel's weight of the step, slot ``m``'s first element of weight row ``weight_base + 2 + (c/S)*(products +
+    1) + k`` (``k = kh*kernel_width + kw``; the compiler puts channel ``c + s``'s weight in slot ``s``'s modules);
+    the row after the steps is the channels' bias row (the seed).  The groups run position-major: channels ``0 ..
+    C-1`` (``S`` a group) at ``q0``, then ``q0 + G``, so the lanes' coordinates (in a slot: ``i // in_width``, ``i %
+    in_width``) move on (by the descriptor's ``lane_rows`` / ``lane_columns``) once per ``C / S`` groups.
 
-    The window is double-buffered: during a group's steps ``0 .. pairs - 1`` the next group's words are read in
-    pairs on the input RAM's ports 0 and 1 (the steps use neither), and its last step swaps the windows.  A pass's
-    first group loads before its steps (the prologue): on the start cycle its first pair is read with the lanes'
-    coordinates (weight rows ``weight_base``: rows, ``weight_base + 1``: columns, on the weight RAM's two ports),
-    the other pairs on the cycles after, the swap on cycle ``pairs + 1`` and the first step on cycle ``pairs + 2``.
+    Each slot's window is double-buffered: during a group's steps ``0 .. loads - 1`` (``loads = S * pairs``) the
+    next group's words are read in pairs on the input RAM's ports 0 and 1 (the steps use neither), slot 0's pairs
+    first, and its last step swaps the windows.  A pass's first group loads before its steps (the prologue): on the
+    start cycle its first pair is read with the lanes' coordinates (weight rows ``weight_base``: rows,
+    ``weight_base + 1``: columns, on the weight RAM's two ports), the other pairs on the cycles after, the swap on
+    cycle ``loads + 1`` and the first step on cycle ``loads + 2``.
 
     Ports
     -----
@@ -42,10 +46,10 @@ class FlatStepper(DqnBlock):
         the layer sequencer passes them to the feeder from ``start`` to the pass's last product.
     stall : Out(1): a group's last product waits for ``may_finish``.
     group : Out(group layout): the group taking this cycle's product (``p0`` = ``q0``; ``flat_word`` = ``c *
-        channel_words + q0 // row_elements``; ``flat_element`` = ``q0 % row_elements``).
+        channel_words + q0 // row_elements``, slot 0's; ``flat_element`` = ``q0 % row_elements``).
     group_done : Out(1): the group's last product issues this cycle; ``last_group``: that group is the pass's last.
 
-    Timing: the first product on cycle ``pairs + 2`` after ``start``, then ``products`` cycles per group plus the
+    Timing: the first product on cycle ``loads + 2`` after ``start``, then ``products`` cycles per group plus the
     stalls (a group's last product waits until the previous group is written), the last product on the cycle
     ``group_done & last_group``, idle after it (``models.dqn.timing.pass_counters``, layout ``FLAT``, counts it).
     FPGA: counters and adders of <= 20 bits (the channel, the positions, the window's word and element, the step's
@@ -68,7 +72,8 @@ class FlatStepper(DqnBlock):
         m = Module()
         config, layer, feeder = self._config, self.layer, self.feeder
         lanes = feeder.flat_lanes
-        group_lanes, elements, pairs = config.macs, config.row_elements, config.flat_pairs
+        group_lanes, elements, slots = config.flat_group_lanes, config.row_elements, config.flat_slots
+        pairs, loads = config.flat_pairs, config.flat_loads
         group_words, group_elements = divmod(group_lanes, elements)    # G // F, G % F: a group's advance
 
         def advanced(word, element):
@@ -80,28 +85,35 @@ class FlatStepper(DqnBlock):
         # ---- The group: channel c at q0 (its word and element), the window's word and element -----------------
         channel = Signal.like(layer.in_channels)
         channel_offset = Signal.like(layer.channel_words)             # c * channel_words
-        channel_weights = Signal.like(layer.weight_base)              # weight_base + 2 + c*(products + 1)
+        channel_weights = Signal.like(layer.weight_base)              # weight_base + 2 + (c/S)*(products + 1)
         q0 = Signal.like(layer.positions)
         q_word, q_element = Signal.like(layer.channel_words), Signal.like(layer.window_element)
         window_word, window_element = Signal.like(layer.window_word), Signal.like(layer.window_element)
         step = Signal.like(layer.products)                            # k
         kernel_row, kernel_column = Signal.like(layer.kernel_height), Signal.like(layer.kernel_width)
         row_shift = Signal(len(lanes.shifts[0]) + len(layer.in_width))  # kh * in_width
-        prologue = Signal(range(pairs + 2))
+        prologue = Signal(range(loads + 2))
 
-        last_channel = channel + 1 == layer.in_channels
+        last_channel = channel + slots >= layer.in_channels
         last_group = last_channel & (q0 + group_lanes >= layer.positions)
         next_q_word, next_q_element = advanced(q_word, q_element)
         next_window_word, next_window_element = advanced(window_word, window_element)
-        # The next group's first window word: channel c + 1 at q0, or channel 0 at q0 + G.
-        next_window = layer.in_base + Mux(last_channel, next_window_word, channel_offset + layer.channel_words
+        # The next group's first window word: channel c + S at q0, or channel 0 at q0 + G.
+        next_window = layer.in_base + Mux(last_channel, next_window_word, channel_offset + slots * layer.channel_words
                                           + window_word)
         m.d.comb += [self.group.p0.eq(q0), self.group.flat_word.eq(channel_offset + q_word),
                      self.group.flat_element.eq(q_element), self.last_group.eq(last_group)]
 
-        def read_pair(address, pair):
+        def read_pair(first_word, load):
+            """Load ``load`` of a group's windows (slot ``load // pairs``, pair ``load % pairs``) from its slot 0's
+            first word."""
+            slot = load >= pairs if slots > 1 else 0
+            pair = Mux(slot, load - pairs, load) if slots > 1 else load
+            address = first_word + Mux(slot, layer.channel_words, 0) + 2 * pair if slots > 1 else first_word + 2 * pair
             m.d.comb += [feeder.row_address0.eq(address), feeder.row_address1.eq(address + 1), feeder.row_read.eq(1),
                          lanes.load.eq(1), lanes.load_pair.eq(pair)]
+            if slots > 1:
+                m.d.comb += lanes.load_slot.eq(slot)
 
         with m.FSM():
             with m.State("IDLE"):
@@ -118,9 +130,9 @@ class FlatStepper(DqnBlock):
                     m.next = "PROLOGUE"
             with m.State("PROLOGUE"):
                 m.d.sync += prologue.eq(prologue + 1)
-                with m.If(prologue < pairs):
-                    read_pair(layer.in_base + layer.window_word + 2 * prologue, prologue)
-                with m.If(prologue == pairs + 1):
+                with m.If(prologue < loads):
+                    read_pair(layer.in_base + layer.window_word, prologue)
+                with m.If(prologue == loads + 1):
                     m.d.comb += lanes.swap.eq(1)                   # the first pair's load is in: the window in front
                     m.next = "STEPS"
             with m.State("STEPS"):
@@ -132,8 +144,8 @@ class FlatStepper(DqnBlock):
                     m.d.comb += feeder.issue.eq(1)
                     with m.If(step == 0):
                         m.d.comb += [feeder.bias_read.eq(1), feeder.bias_address.eq(channel_weights + layer.products)]
-                    with m.If((step < pairs) & ~last_group):
-                        read_pair(next_window + 2 * step, step)
+                    with m.If((step < loads) & ~last_group):
+                        read_pair(next_window, step)
                     m.d.sync += step.eq(step + 1)
                     with m.If(kernel_column + 1 == layer.kernel_width):
                         m.d.sync += [kernel_column.eq(0), kernel_row.eq(kernel_row + 1),
@@ -141,11 +153,12 @@ class FlatStepper(DqnBlock):
                     with m.Else():
                         m.d.sync += kernel_column.eq(kernel_column + 1)
                     with m.If(final_step):
-                        # The group's last product: the next group's window in front, on to the next channel, or to
-                        # channel 0 at the next positions (the lanes move on).
+                        # The group's last product: the next group's windows in front, on to the next channels, or
+                        # to channel 0 at the next positions (the lanes move on).
                         m.d.comb += [self.group_done.eq(1), lanes.swap.eq(~last_group)]
                         m.d.sync += [step.eq(0), kernel_row.eq(0), kernel_column.eq(0), row_shift.eq(0),
-                                     channel.eq(channel + 1), channel_offset.eq(channel_offset + layer.channel_words),
+                                     channel.eq(channel + slots),
+                                     channel_offset.eq(channel_offset + slots * layer.channel_words),
                                      channel_weights.eq(channel_weights + layer.products + 1)]
                         with m.If(last_channel):
                             m.d.comb += [lanes.advance.eq(1), lanes.advance_rows.eq(layer.lane_rows),
@@ -157,7 +170,7 @@ class FlatStepper(DqnBlock):
                         with m.If(last_group):
                             m.next = "IDLE"
         # The step's shift and bounds (a step on cycle n gives the lanes' vectors on cycle n + 1).
-        m.d.comb += [lanes.shifts[0].eq(window_element + row_shift + kernel_column),
+        m.d.comb += [*(lanes.shifts[slot].eq(window_element + row_shift + kernel_column) for slot in range(slots)),
                      lanes.row_low.eq(layer.pad_top - kernel_row),
                      lanes.row_high.eq(layer.in_height + layer.pad_top - kernel_row),
                      lanes.column_low.eq(layer.pad_left - kernel_column),

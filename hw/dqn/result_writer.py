@@ -1,5 +1,7 @@
 """Result writer of the DQN accelerator: a group's results from all matrix modules into the output tensor."""
 
+import dataclasses
+
 from amaranth.hdl import Array, Cat, Module, Mux, Shape, Signal, signed
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
@@ -42,9 +44,11 @@ class ResultWriter(DqnBlock):
     ``packed`` beat (an add is never a network's last layer).  With the flat map's configurations the image layout's
     grid may be a second one (``write_width``: rows of that width, ``oy0`` / ``ox0`` in it).  A flat pass
     (``config.flat_slots``, the descriptor's ``flat``): the group's positions ``p0 ..`` (the first ``positions - p0``
-    lanes, in lane order over the modules) of one channel in flat layout, one word a cycle on port 0 through a
-    :class:`~hw.dqn.flat_word_packer.FlatWordPacker`: words ``out_base + flat_word + j`` for ``j = 0 ..`` while the
-    group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e - flat_element``).
+    lanes of each slot, in lane order over its modules) of each slot's channel in flat layout, through a
+    :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per channel slot: slot ``s`` (``config.flat_slots``, channel
+    ``c + s``) writes words ``out_base + flat_word + s*channel_words + j`` on port ``s``, one a cycle, for ``j = 0
+    ..`` while the group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e -
+    flat_element`` of the slot); with two slots both ports write together.
 
     Ports
     -----
@@ -71,7 +75,7 @@ class ResultWriter(DqnBlock):
     Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
-    (``ceil((flat_element + valid) / row_elements)``); ``ceil(out_channels / lanes)`` (packed), that times
+    (``ceil((flat_element + valid) / row_elements)``, the slots' words together); ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
     add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
     Handoff (the descriptor's ``handoff``, the pass's last group): the writes go one a cycle (``out_channels`` times
@@ -84,6 +88,8 @@ class ResultWriter(DqnBlock):
     16 x 16 binary32 with 84-element rows the area table (dse/rtl/area.py) composes 80,845 LUTs (43,222 with one
     port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).  The handoff adds a 2:1 mux in
     front of port 1's address, data and enables (``row_elements x (width + 1)`` bits plus the address) and an AND.
+    The flat map: a :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per channel slot (each over its slot's lanes)
+    and a 2:1 mux on each port's address, data and enables.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -204,7 +210,8 @@ class ResultWriter(DqnBlock):
                     m.next = "WRITE"
             with m.State("WRITE"):
                 if flat_writes is not None:
-                    flat_writes(single_address, single_data, single_enable)
+                    flat_writes(single_address, single_data, single_enable, paired_address, paired_data,
+                                paired_enable)
                 with m.If(row_add):
                     # The row word and written on one cycle: the writer takes the next group on the next.
                     m.d.comb += [single_address.eq(layer.out_base + group.p0 - layer.first_position),
@@ -259,21 +266,31 @@ class ResultWriter(DqnBlock):
 
     def _flat_writes(self, m, staging):
         """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of the group (its address,
-        data and enables on the one-port write) and moves on to ``j + 1`` or to DONE."""
+        data and enables on the one-port write, and with two channel slots slot 1's on the paired one) and moves on
+        to ``j + 1`` or to DONE.  With two slots each slot's words have a packer of their own (one slot of half the
+        modules) and port: slot 0's channel on port 0, slot 1's on port 1, a word each a cycle."""
         config, layer, group = self._config, self.group.layer, self.group.group
-        elements = config.row_elements
-        m.submodules.flat_packer = packer = FlatWordPacker(config=config, slots=config.flat_slots)
-        word = Signal(range(-(-config.macs // elements) + 2))           # j
+        elements, slots, group_lanes = config.row_elements, config.flat_slots, config.flat_group_lanes
+        slot_config = dataclasses.replace(config, modules=config.modules // slots, flat_slots=0)
+        packers = [FlatWordPacker(config=slot_config) for _ in range(slots)]
+        for slot, packer in enumerate(packers):
+            m.submodules[f"flat_packer{slot}" if slots > 1 else "flat_packer"] = packer
+        word = Signal(range(-(-group_lanes // elements) + 2))           # j
         remaining = layer.positions - group.p0
-        valid = Signal(range(config.macs + 1))
-        m.d.comb += [valid.eq(Mux(remaining < config.macs, remaining, config.macs)),
-                     packer.results.eq(staging), packer.word.valid.eq(valid),
-                     packer.word.offset.eq(word * elements - group.flat_element)]
+        valid = Signal(range(group_lanes + 1))
+        m.d.comb += valid.eq(Mux(remaining < group_lanes, remaining, group_lanes))
+        slot_bits = group_lanes * config.fmt.width
+        for slot, packer in enumerate(packers):
+            m.d.comb += [packer.results.eq(staging[slot * slot_bits:(slot + 1) * slot_bits]),
+                         packer.word.valid.eq(valid), packer.word.offset.eq(word * elements - group.flat_element)]
 
-        def write(address, data, enable):
+        def write(address, data, enable, paired_address, paired_data, paired_enable):
             with m.If(layer.flat):
-                m.d.comb += [address.eq(layer.out_base + group.flat_word + word), data.eq(packer.data),
-                             enable.eq(packer.enable)]
+                first_word = layer.out_base + group.flat_word                 # slot 0's channel's word of q0
+                m.d.comb += [address.eq(first_word + word), data.eq(packers[0].data), enable.eq(packers[0].enable)]
+                if slots > 1:
+                    m.d.comb += [paired_address.eq(first_word + layer.channel_words + word),
+                                 paired_data.eq(packers[1].data), paired_enable.eq(packers[1].enable)]
                 m.d.sync += word.eq(word + 1)
                 with m.If((word + 1) * elements >= group.flat_element + valid):
                     m.d.sync += word.eq(0)

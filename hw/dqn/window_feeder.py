@@ -51,9 +51,10 @@ class WindowFeeder(DqnBlock):
         ``config.max_pooling``).
 
     The flat map (``config.flat_slots``): a :class:`~hw.dqn.flat_lane_window.FlatLaneWindow` of
-    ``flat_window_words`` words takes the words read on ``rows0`` / ``rows1`` (``flat_lanes.load``, one cycle after
-    the read) and, on ``flat_lanes.set_lanes`` one cycle after the read, the lanes' output rows and columns from the
-    words read on ``weights`` and ``biases`` (lane ``i``: element ``i``, low 12 bits).  A flat product
+    ``flat_window_words`` words per channel slot takes the words read on ``rows0`` / ``rows1`` (``flat_lanes.load``
+    and ``load_slot``, one cycle after the read) and, on ``flat_lanes.set_lanes`` one cycle after the read, the
+    lanes' output rows and columns from the words read on ``weights`` and ``biases`` (lane ``i``: element ``i``, low
+    12 bits).  A flat product
     (``product.flat``) gives module ``m`` the window's vector ``m`` and the first element of weight slot ``m`` as its
     scalar.
 
@@ -149,6 +150,10 @@ class WindowFeeder(DqnBlock):
         width = config.fmt.width
         m.d.comb += [lanes.load.eq(load), lanes.load_pair.eq(load_pair), lanes.set_lanes.eq(set_lanes),
                      window.words[0].eq(self.rows0.read_data), window.words[1].eq(self.rows1.read_data)]
+        if config.flat_slots > 1:                           # the slot whose window the words go to, delayed likewise
+            load_slot = Signal.like(control.load_slot)
+            m.d.sync += load_slot.eq(control.load_slot)
+            m.d.comb += lanes.load_slot.eq(load_slot)
         for lane in range(config.macs):
             m.d.comb += [lanes.lane_rows[lane].eq(self.weights.read_data[lane * width:lane * width + GEOMETRY_BITS]),
                          lanes.lane_columns[lane].eq(self.biases.read_data[lane * width:lane * width + GEOMETRY_BITS])]

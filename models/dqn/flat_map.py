@@ -39,12 +39,13 @@ def flat_view(shape, row_elements):
 
 def flat_pass_fits(config, layer):
     """Whether the accelerator's flat pass (hw/dqn/flat_stepper.py) runs ``layer`` on ``config``: the flat map applies
-    with output maps as large as the input's (SAME), its window fits ``config.flat_window_words`` and the next group's
-    window loads within a group's steps (``flat_pairs`` reads, their last load before the last step's swap)."""
+    with output maps as large as the input's (SAME), its channels fill the channel slots of each group, a slot's
+    window fits ``config.flat_window_words`` and the next group's windows load within a group's steps
+    (``flat_loads`` reads, their last load before the last step's swap)."""
     return (bool(config.flat_slots) and isinstance(layer, ConvLayer) and not layer.maximum and flat_map_applies(layer)
-            and layer.out_height == layer.in_height
-            and window_words_needed(layer, config.row_elements, config.macs) <= config.flat_window_words
-            and layer.kernel_height * layer.kernel_width >= config.flat_pairs + 2)
+            and layer.out_height == layer.in_height and layer.in_channels % config.flat_slots == 0
+            and window_words_needed(layer, config.row_elements, config.flat_group_lanes) <= config.flat_window_words
+            and layer.kernel_height * layer.kernel_width >= config.flat_loads + 2)
 
 
 def flat_layer(descriptor):
@@ -58,31 +59,39 @@ def flat_layer(descriptor):
 
 def flat_descriptor_fields(config, layer):
     """A flat pass's own descriptor fields (hw/dqn/descriptor.py) for ``layer``: the words of a channel's map, the first
-    window's word (mod the RAM's depth) and element, and the lanes' advance per group of positions."""
+    window's word (mod the RAM's depth) and element, and the lanes' advance per group of positions (a slot's lanes)."""
     offset = step_offset(layer, 0, 0)
     return {"flat": 1, "channel_words": -(-layer.in_height * layer.in_width // config.row_elements),
             "window_word": (offset // config.row_elements) % config.activation_depth,
             "window_element": offset % config.row_elements,
-            "lane_rows": config.macs // layer.in_width, "lane_columns": config.macs % layer.in_width}
+            "lane_rows": config.flat_group_lanes // layer.in_width,
+            "lane_columns": config.flat_group_lanes % layer.in_width}
 
 
 def flat_pass_rows(config, width, kernel, bias):
-    """The weight rows of a flat pass over a map ``width`` wide (raw bits, ``(2 + C*(kh*kw + 1), modules * lanes)``):
-    the lanes' output rows and columns (lane ``i``: ``i // width``, ``i % width``), then per channel its ``kh*kw``
-    weights and its bias, each repeated over the row (module ``m`` takes slot ``m``'s first element as its scalar,
-    the bias row as its seed).  ``kernel`` ``(1, kh, kw, C)`` and ``bias`` ``(C,)`` bits of the format."""
-    lanes = np.arange(config.macs)
+    """The weight rows of a flat pass over a map ``width`` wide (raw bits, ``(2 + C/S*(kh*kw + 1), modules * lanes)``,
+    ``S = config.flat_slots`` channel slots of ``G = config.flat_group_lanes`` lanes): the lanes' output rows and
+    columns (lane ``i`` of a slot: ``i // width``, ``i % width``), then per group of ``S`` channels ``c ..`` their
+    ``kh*kw`` weights and their bias, channel ``c + s``'s repeated over slot ``s``'s lanes (module ``m`` takes weight
+    slot ``m``'s first element as its scalar, the bias row as its seed).  ``kernel`` ``(1, kh, kw, C)`` and ``bias``
+    ``(C,)`` bits of the format, ``C`` a multiple of ``S``."""
+    slots, group_lanes = config.flat_slots, config.flat_group_lanes
+    lanes = np.arange(config.macs) % group_lanes
     kernel = np.asarray(kernel)
     steps = kernel.shape[1] * kernel.shape[2]
     per_channel = np.concatenate([kernel.reshape(steps, -1), np.asarray(bias)[None, :]])       # (steps + 1, C)
-    channel_rows = np.repeat(per_channel.T.reshape(-1, 1), config.macs, axis=1)
+    # (C/S, steps + 1, S) -> every slot's value over its lanes
+    per_group = per_channel.reshape(steps + 1, -1, slots).transpose(1, 0, 2)
+    channel_rows = np.repeat(per_group, group_lanes, axis=2).reshape(-1, config.macs)
     return np.concatenate([(lanes // width)[None, :], (lanes % width)[None, :], channel_rows]).astype(np.uint32)
 
 
-def flat_pass_weights(rows, channels, kernel_height, kernel_width):
+def flat_pass_weights(config, rows, channels, kernel_height, kernel_width):
     """``(kernel (1, kh, kw, C), bias (C,))`` back from a flat pass's weight rows (:func:`flat_pass_rows`)."""
-    steps = kernel_height * kernel_width
-    per_channel = np.asarray(rows)[2:2 + channels * (steps + 1), 0].reshape(channels, steps + 1)
+    steps, slots = kernel_height * kernel_width, config.flat_slots
+    slot_starts = np.arange(slots) * config.flat_group_lanes
+    rows = np.asarray(rows).reshape(len(rows), -1)[2:2 + channels // slots * (steps + 1)][:, slot_starts]
+    per_channel = rows.reshape(channels // slots, steps + 1, slots).transpose(0, 2, 1).reshape(channels, steps + 1)
     return per_channel[:, :steps].T.reshape(1, kernel_height, kernel_width, channels), per_channel[:, steps]
 
 

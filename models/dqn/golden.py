@@ -115,7 +115,7 @@ def _flat_pass(config, layer, rams):
     positions, words = height * width, d["channel_words"]
     addresses = (d["in_base"] + np.arange(channels * words)) % config.activation_depth
     image = rams[d["in_ram"], addresses].reshape(channels, -1)[:, :positions].reshape(channels, height, width)
-    weights, biases = flat_pass_weights(layer.weight_words, channels, d["kernel_height"], d["kernel_width"])
+    weights, biases = flat_pass_weights(config, layer.weight_words, channels, d["kernel_height"], d["kernel_width"])
     results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d), adder_latency=config.adder_latency,
                              relu=bool(d["relu"]))
     out = rams[d["out_ram"]].reshape(-1)

@@ -829,12 +829,14 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None, run=None
                          out_width=column(lambda work: (work.write_grid or work.grid)[1]),
                          run=0 if run is None else run,
                          reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs,
-                         start_delay=delays, row_elements=config.row_elements, flat_pairs=config.flat_pairs)
+                         start_delay=delays, row_elements=config.row_elements, flat_loads=config.flat_loads,
+                         flat_slots=config.flat_slots)
 
 
 def group_positions(config, work):
-    """Output positions a group of pass ``work`` computes: ``modules / C``, a flat pass's every lane."""
-    return config.macs if work.kind == "flat" else config.modules // work.column_blocks
+    """Output positions a group of pass ``work`` computes: ``modules / C``, a flat pass's a slot's lanes (of each of
+    its ``flat_slots`` channels)."""
+    return config.flat_group_lanes if work.kind == "flat" else config.modules // work.column_blocks
 
 
 def pass_handoffs(config, passes, reads, words):
@@ -1063,8 +1065,9 @@ def pass_note(config, shape, work):
     positions per group than its channels allow, and why) or lanes idle (a max pool), and for a flat pass (its lanes
     busy per group); "" otherwise."""
     if work.kind == "flat":
-        busy = min(config.macs, work.count)
-        return (f"{work.name}: a flat pass, the lanes over one channel's {work.grid[0]}x{work.grid[1]} positions "
+        busy = config.flat_slots * min(config.flat_group_lanes, work.count)
+        slots = f"{config.flat_slots} channels' " if config.flat_slots > 1 else "one channel's "
+        return (f"{work.name}: a flat pass, the lanes over {slots}{work.grid[0]}x{work.grid[1]} positions "
                 f"({busy} of {config.macs} lanes busy in a group)")
     if work.kind != "positions":
         return ""
@@ -1498,7 +1501,8 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
         except ValueError as error:
             raise ValueError(f"{work.name}: {error}") from None
         positions_per_group = group_positions(config, work)
-        groups = -(-work.count // positions_per_group) * (work.out_channels if work.kind == "flat" else 1)
+        groups = -(-work.count // positions_per_group) * (work.out_channels // config.flat_slots
+                                                          if work.kind == "flat" else 1)
         inputs_per_output = shape.in_shape[0] // shape.groups if shape.groups > 1 else work.in_channels
         planned.append(LayerPlan(
             name=work.name, network_layer=work.layer, descriptor=descriptor, encoded=encoded, input=source,

@@ -57,7 +57,8 @@ __all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "F
 
 # ROW_WORDS: a residual add's output, one row word per position (group), written whole in one cycle; the add's
 # groups after its first do not wait for the writer.  FLAT: a flat pass (hw/dqn/flat_stepper.py), its groups
-# position-major over the channels, each group's flat words written one a cycle.
+# position-major over the channels (a channel per slot), each slot's flat words written one a cycle on a port of
+# its own.
 IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, FLAT = 0, 1, 2, 3, 4
 LAYOUTS = {"image": IMAGE, "packed": PACKED, "position_major": POSITION_MAJOR, "row_words": ROW_WORDS, "flat": FLAT}
 
@@ -117,18 +118,20 @@ def flat_group_writes(count, group_lanes, row_elements):
     return -(-(starts % row_elements + valid) // row_elements)
 
 
-def _flat_pass(latency, span, count, channels, group_lanes, row_elements):
-    """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run channel
-    by channel at each position block ``j``, and a group's last product waits for the previous group's writes
-    ``W_j`` (``max(0, L + W_j + 2 - span)``, as any group's)."""
+def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots):
+    """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run ``slots``
+    channels at a time at each position block ``j``, and a group's last product waits for the previous group's
+    writes ``W_j`` (a slot's words: the slots write on ports of their own; ``max(0, L + W_j + 2 - span)``, as any
+    group's)."""
     writes = flat_group_writes(count, group_lanes, row_elements)
     waits = np.maximum(0, latency + writes + 2 - span)
-    return len(writes) * channels, int((channels - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])
+    rounds = channels // slots
+    return len(writes) * rounds, int((rounds - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
                   first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None,
-                  weight_ready=None, weight_last=None, row_elements=None, flat_pairs=None):
+                  weight_ready=None, weight_last=None, row_elements=None, flat_loads=None, flat_slots=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -145,10 +148,11 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     (its weight tile is loaded; :mod:`models.dqn.weight_stream`); the cycles its first product waits past its
     set-up for it are stall cycles (default: none); ``weight_last``: likewise the earliest last product of a
     one-group pass whose weights stream in while it runs (default: none).
-    A flat pass (layout :data:`FLAT`: ``positions_per_group`` = the lanes ``G`` over one channel's positions,
+    A flat pass (layout :data:`FLAT`: ``positions_per_group`` = a slot's lanes ``G`` over one channel's positions,
     ``count`` its map's positions, ``out_channels`` its channels, ``products`` the kernel's steps) needs
-    ``row_elements`` and ``flat_pairs`` (the window's word pairs): its prologue loads the first window,
-    ``flat_pairs + 1`` cycles more than a pass's set-up; its groups :func:`_flat_pass`.
+    ``row_elements``, ``flat_loads`` (the read cycles of a group's windows) and ``flat_slots`` (channels a group):
+    its prologue loads the first windows, ``flat_loads + 1`` cycles more than a pass's set-up; its groups
+    :func:`_flat_pass`.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
@@ -181,8 +185,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     flat = np.flatnonzero(layout == FLAT)
     if flat.size:
         row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
+        flat_slots = np.broadcast_to(np.asarray(flat_slots, np.int64), shape).ravel()
     flat_passes = {index: _flat_pass(latency[index], span[index], n[index], out_channels[index], P[index],
-                                     row_elements[index]) for index in flat}
+                                     row_elements[index], flat_slots[index]) for index in flat}
     for index, (_, _, writes) in flat_passes.items():
         last_writes[index] = writes
     # Within a run: a pass sets up while the one before drains (its last group written L + W + 2 cycles after its
@@ -211,7 +216,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     product_cycles = groups * products
     if flat.size:
         # A flat pass: its prologue (the first window's loads), its groups and the stalls between them.
-        prologue = np.broadcast_to(np.asarray(flat_pairs, np.int64), shape).ravel()[flat] + 1
+        prologue = np.broadcast_to(np.asarray(flat_loads, np.int64), shape).ravel()[flat] + 1
         first_product[flat] += prologue
         stalls[flat] = np.maximum(0, earliest_last[flat] - prologue - span[flat]) + weight_wait[flat]
         for index, (flat_groups, between, _) in flat_passes.items():

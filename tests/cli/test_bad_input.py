@@ -135,6 +135,9 @@ CASES = {
                            "nnaccel: error: --modules 16 --lanes 16 --flat-window 3: the flat map needs an even "
                            "flat_window_words of at least 256 elements, on-chip weights and elements of 12 bits or "
                            "more (the lanes' coordinates), not 3 words of 84 binary32 elements"),
+    "mlperf flat slots": ("run mlperf-tiny --model ad --no-rtl --flat-window 6 --flat-slots 3",
+                          "nnaccel: error: --modules 16 --lanes 16 --flat-window 6 --flat-slots 3: flat_slots must be "
+                          "an integer from 0 to 2, not 3"),
     "dqn too small": ("run dqn --modules 2 --lanes 4",
                       "nnaccel: error: --modules 2 --lanes 4: the network does not map onto this accelerator: "
                       "the network needs 41 passes (CONV_1: 2, CONV_2: 4, FC_1: 32, FC_2: 3); the descriptor "

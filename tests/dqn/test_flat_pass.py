@@ -24,6 +24,7 @@ from nnaccel.sim.lint import lint_verilog
 from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs
 
 FLAT_CONFIG = dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4)
+TWO_SLOTS = dataclasses.replace(FLAT_CONFIG, flat_slots=2)          # a slot of one module's 4 lanes per channel
 SEED = 2525
 
 
@@ -48,6 +49,29 @@ def test_a_flat_pass_between_pointwise_layers_is_bit_exact(layers):
     assert [layer.descriptor["write_width"] for layer in plan.layers] == [FLAT_CONFIG.row_elements, 0, width]
     assert [(bool(layer.input.flat), bool(layer.output.flat)) for layer in plan.layers] == [
         (False, True), (True, True), (True, False)]
+
+
+@pytest.mark.parametrize("layers", [
+    separable_block(6, (5, 4)),                                  # 20 positions: 5 groups of 4 per channel pair
+    separable_block(4, (7, 5)),                                  # 35 positions: a slot's lanes wrap mid-row
+    separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0)),   # 6 steps: 4 loads hidden, uneven padding
+], ids=["5x4", "7x5", "6x3_kernel3x2"])
+def test_two_channel_slots_are_bit_exact(layers):
+    """Two channel slots: a group computes the same positions of two channels, each slot's window loaded from its
+    channel's words, each slot's words written in turn; outputs bit-exact, every counter as predicted."""
+    plan = check_on_the_rtl(TWO_SLOTS, layers, seed=SEED + 3)
+    flat = plan.layers[1]
+    channels, positions = layers[1].in_channels, layers[1].out_height * layers[1].out_width
+    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
+    assert flat.positions_per_group == TWO_SLOTS.lanes
+    assert flat.groups == -(-positions // TWO_SLOTS.lanes) * channels // 2
+
+
+def test_two_slots_need_an_even_channel_count():
+    """With two slots a depthwise layer of 3 channels keeps the block-diagonal mapping; 4 take the flat pass."""
+    assert not flat_pass_fits(TWO_SLOTS, ConvLayer("dw", 3, (5, 4), 3, 3, 1, padding=1, groups=3))
+    assert flat_pass_fits(TWO_SLOTS, ConvLayer("dw", 4, (5, 4), 4, 3, 1, padding=1, groups=4))
+    assert not flat_pass_fits(TWO_SLOTS, ConvLayer("dw", 4, (5, 4), 4, (1, 5), 1, padding=(0, 0, 2, 2), groups=4))
 
 
 def test_a_strided_convolution_writes_the_flat_layout_a_dense_layer_reads_the_image():
@@ -132,14 +156,15 @@ def test_without_the_flat_map_the_descriptor_is_as_before():
     assert DqnConfig().module_name == dataclasses.replace(DqnConfig(), flat_window_words=8).module_name
 
 
-def test_the_flat_configuration_lints_clean():
-    accelerator = DqnAccelerator(config=FLAT_CONFIG)
-    assert accelerator.module_name.endswith("_flat1w4")
+@pytest.mark.parametrize("config, suffix", [(FLAT_CONFIG, "_flat1w4"), (TWO_SLOTS, "_flat2w4")], ids=["1", "2"])
+def test_the_flat_configuration_lints_clean(config, suffix):
+    accelerator = DqnAccelerator(config=config)
+    assert accelerator.module_name.endswith(suffix)
     assert lint_verilog(accelerator, accelerator.module_name) == []
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(flat_slots=2), "flat_slots"),
+    (dict(flat_slots=3), "flat_slots"),
     (dict(flat_slots=1, flat_window_words=3), "even flat_window_words"),
     (dict(flat_slots=1, fmt=FloatFormat(exponent_bits=4, mantissa_bits=5)), "elements of 12 bits"),
 ])

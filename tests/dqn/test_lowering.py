@@ -35,6 +35,10 @@ FIGURES = {
 
 MAC_USE = {"ic": 0.905, "kws": 0.121, "vww": 0.271, "ad": 0.531}
 
+# The flat map with a 6-word window and two channel slots (--flat-window 6 --flat-slots 2): flat passes, predicted
+# cycles and MAC use.
+FLAT_FIGURES = {"kws": (4, 12_967, 0.800), "vww": (9, 53_306, 0.549)}
+
 
 def compiled(task, allocation="lifetimes"):
     graph = read_tflite(mlperf_tiny.model_path(task))
@@ -55,6 +59,18 @@ def test_mlperf_tiny_models_compile(task):
     # MAC use: the model's own MACs over cycles x 256 MACs.
     graph_macs = sum(graph.macs(op) for op in graph.ops)
     assert round(graph_macs / (cycles * config.modules * config.lanes), 3) == MAC_USE[task]
+
+
+@pytest.mark.parametrize("task", list(FLAT_FIGURES))
+def test_depthwise_models_on_the_flat_map_with_two_slots(task):
+    flat_passes, cycles, mac_use = FLAT_FIGURES[task]
+    graph = read_tflite(mlperf_tiny.model_path(task))
+    lowered = lower_graph(graph)
+    config, plan = fitting_config(DqnConfig(flat_slots=2, flat_window_words=6), lowered.layers, lowered.weights)
+    assert sum(layer.descriptor["flat"] for layer in plan.layers) == flat_passes
+    assert plan.estimated_cycles == cycles
+    graph_macs = sum(graph.macs(op) for op in graph.ops)
+    assert round(graph_macs / (cycles * config.macs), 3) == mac_use
 
 
 def test_resnet8_is_a_graph_with_shortcut_convolutions():
