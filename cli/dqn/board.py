@@ -15,7 +15,7 @@ __all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "model_base", "board_
            "board_report"]
 
 BOARDS = {"de1soc": DE1_SOC_BINARY16_CONFIG}
-MODEL_ROW_ELEMENTS = 16     # an imported model's narrowest rows on a board: a descriptor fits the host port's word
+MODEL_ROW_BITS = 512        # an imported model's narrowest rows on a board: a descriptor fits the host port's word
 LARGEST_LOAD_TABLE = 1 << 12
 THESIS_MS = 0.15            # the thesis' inference on the DE5-Net (16 x 16 MACs, every weight on chip)
 BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1 M cycles)
@@ -28,10 +28,11 @@ def compile_config(board):
 
 def model_base(board):
     """The base an imported model (``run mlperf-tiny --board``) is sized from (:func:`models.dqn.sizing.fitting_config`
-    grows its rows, activation RAMs and descriptor table to the smallest that hold the model): the board's MACs,
-    external weights and weight halves, the descriptor table in block RAM, rows of :data:`MODEL_ROW_ELEMENTS` or
-    the model's widest."""
-    return replace(compile_config(board), row_elements=MODEL_ROW_ELEMENTS, activation_depth=2, max_layers=1,
+    grows its rows, activation RAMs and descriptor table to the smallest that hold the model): the board's MACs and
+    format, external weights and weight halves, the descriptor table in block RAM, rows of :data:`MODEL_ROW_BITS` (16
+    binary32 or 32 binary16 elements) or the model's widest."""
+    config = compile_config(board)
+    return replace(config, row_elements=MODEL_ROW_BITS // config.fmt.width, activation_depth=2, max_layers=1,
                    descriptor_ram=True)
 
 
