@@ -93,8 +93,9 @@ def board_report(board, plan, run, clock_hz, *, thesis=True):
                    f"{ms / THESIS_MS:.0f} times as long)" if thesis else "")
     print(f"{board}: {total:,} cycles = {ms:.3f} ms per inference at {clock_hz / 1e6:g} MHz on "
           f"{config.modules} x {config.lanes} {config.fmt.name} MACs{thesis_note}")
+    streamed = f"{len(stream.streamed)} pass{'' if len(stream.streamed) == 1 else 'es'} streamed through their half"
     print(f"{board}: weights from SDRAM: {stream.weight_bytes:,} bytes per inference in {len(stream.loads)} loads "
-          f"({len(stream.streamed)} passes streamed through their half); the SDRAM model sustains "
+          f"({streamed}); the SDRAM model sustains "
           f"{per_cycle:.3f} bytes/cycle: bandwidth bound {bound:,.0f} cycles = {bound / clock_hz * 1e3:.3f} ms; the "
           f"run takes {total / bound:.2f} times the bound ({stalls:,} cycles waiting for weights or the writer)")
     resources = cached_estimate(config)
