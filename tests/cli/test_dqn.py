@@ -263,6 +263,32 @@ def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
     assert "network:       scores 0, mean 0.00" in capsys.readouterr().out
 
 
+def test_play_packs_the_emulators_frames_in_the_boards_format(monkeypatch):
+    """play's host loop runs in the testbench, which packs each frame stack itself: in the plan's format (binary16
+    on the board), as the plan packs a state."""
+    from types import SimpleNamespace
+
+    from nnaccel.models.dqn.atari import frames_to_states
+    from nnaccel.testbench.dqn import host
+    from nnaccel.testbench.dqn.accelerator_tb import frame_words
+
+    class Simulated(Exception):
+        pass
+
+    def simulate(top, **options):
+        raise Simulated(options["config"])
+
+    monkeypatch.setattr(host, "simulate", simulate)
+    stream = board.board_stream("de1soc", dqn_job._compile(parse("--board", "de1soc"), seeded_weights()))
+    accelerator = SimpleNamespace(config=stream.config, module_name="board")   # never built: simulate is the stub
+    with pytest.raises(Simulated) as simulated:
+        host.run_on_accelerator(accelerator, stream, play={"game": "breakout", "episodes": []}, sdram_inside=False)
+    frames = np.random.default_rng(29).integers(0, 256, (4, 84, 84), dtype=np.uint8)
+    words = frame_words(simulated.value.args[0], frames)
+    assert stream.config.fmt.name == "binary16"
+    assert np.array_equal(words, stream.plan.input_words(frames_to_states(frames)))
+
+
 def test_the_board_option_compiles_for_the_boards_configuration(capsys, monkeypatch):
     from nnaccel.hw.dqn.config import DE1_SOC_BINARY16_CONFIG, DE1_SOC_CONFIG
     from nnaccel.hw.shared.float_format import BINARY16
