@@ -32,6 +32,7 @@ from nnaccel.models.dqn.episodes import EVAL_EPSILON, MAX_EPISODE_STEPS
 from nnaccel.models.dqn.network import TRAINED_WEIGHTS, check_states, dqn_layers, load_weights, reference_q_values, \
     save_weights, seeded_weights
 from nnaccel.models.dqn.plan import SPLIT_MODES, compile_network
+from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError, load_single_array
 
 from nnaccel.cli.dqn.board import BOARDS, board_report, compile_config
@@ -71,9 +72,10 @@ def _hardware_arguments(parser):
                         help=f"lanes per module (default {DqnConfig.lanes}); modules x lanes must cover FC_1's "
                              f"256 outputs")
     parser.add_argument("--board", choices=sorted(BOARDS), default=None,
-                        help="run on the accelerator built for a board: de1soc = 2 x 4 MACs sized for the DE1-SoC's "
-                             "Cyclone V 5CSEMA5, the weights in the SDRAM model behind its Avalon port (every counter "
-                             "checked against the cycle formula with the SDRAM in it); replaces --modules/--lanes")
+                        help="run on the accelerator built for a board: de1soc = 2 x 4 binary16 MACs sized for the "
+                             "DE1-SoC's Cyclone V 5CSEMA5, the weights in the SDRAM model behind its Avalon port "
+                             "(every counter checked against the cycle formula with the SDRAM in it); replaces "
+                             "--modules/--lanes")
     parser.add_argument("--split", choices=SPLIT_MODES, default="auto",
                         help="split accumulations over idle matrix modules: auto (where the compiler's cycle "
                              "estimate says it pays; default), always, never (one pass per layer)")
@@ -211,17 +213,17 @@ def _check(plan, weights, states, run):
     worst_abs, worst_rel = 0.0, 0.0
     for state, golden in zip(states, goldens):
         reference = reference_q_values(weights, state)
-        distance = np.abs(golden.q_values.view(np.float32).astype(np.float64) - reference)
+        distance = np.abs(to_binary32(plan.config.fmt, golden.q_values).astype(np.float64) - reference)
         worst_abs = max(worst_abs, float(distance.max()))
         worst_rel = max(worst_rel, float(distance.max() / max(np.abs(reference).max(), np.finfo(np.float64).tiny)))
     return _Check(bit_exact=not mismatches, mismatches=mismatches, goldens=goldens, state_exact=state_exact,
                   float64_max_abs=worst_abs, float64_max_rel=worst_rel)
 
 
-def _state_rows(run, check):
-    """Per state: the verdict, the accelerator's and the golden model's action and Q-values."""
+def _state_rows(run, check, fmt):
+    """Per state: the verdict, the accelerator's and the golden model's action and Q-values (bits of ``fmt``)."""
     return [{"state": index, "bit_exact": exact, "action": int(run.actions[index]), "golden_action": golden.action,
-             **q_value_fields("", run.q_values[index]), **q_value_fields("golden_", golden.q_values)}
+             **q_value_fields("", run.q_values[index], fmt), **q_value_fields("golden_", golden.q_values, fmt)}
             for index, (golden, exact) in enumerate(zip(check.goldens, check.state_exact))]
 
 
@@ -287,7 +289,7 @@ def _check_and_print(arguments, plan, weights, weights_note, states, source, run
         "load_cycles": int(run.load_cycles[0]), "bit_exact": check.bit_exact, "counters_as_predicted": not counters,
         "mismatches": check.mismatches + counters,
         "actions": run.actions.tolist(), "golden_actions": check.golden_actions,
-        "per_state": _state_rows(run, check), "layers": rows,
+        "per_state": _state_rows(run, check, plan.config.fmt), "layers": rows,
         "float64_max_abs": json_float(check.float64_max_abs), "float64_max_rel": json_float(check.float64_max_rel),
         "simulated_cycles_per_second": cycles_per_second, "build_seconds": run.build_seconds,
         "simulation_seconds": run.run_seconds}
@@ -374,6 +376,7 @@ def _play_episodes(arguments, plan, minimal_actions, action_names):
             if step < arguments.gif_steps:
                 on_rtl = step < steps.stop - steps.start
                 q_bits = run.q_values[steps.start + step] if on_rtl else policy.q_values[-1]
+                q_bits = to_binary32(plan.config.fmt, q_bits).view(np.uint32)     # the GIF shows binary32
                 gif_steps.append((game.screen(), q_bits, action, explored, "RTL" if on_rtl else "golden"))
 
         episode = play_episode(AtariGame(arguments.game, seed=seed), policy, exploration, seed=seed,

@@ -1,11 +1,11 @@
 """``--board de1soc`` of ``nnaccel run dqn`` and ``nnaccel play``: the thesis network on the DQN accelerator sized
-for the DE1-SoC (``hw.dqn.config.DE1_SOC_CONFIG``), its weights in the SDRAM model behind the Avalon port; every
-counter checked against the cycle formula with that model in it, the time per inference against the thesis' on the
-DE5-Net and against the SDRAM's bandwidth bound."""
+for the DE1-SoC (``hw.dqn.config.DE1_SOC_BINARY16_CONFIG``, which fits its 5CSEMA5), its weights in the SDRAM model
+behind the Avalon port; every counter checked against the cycle formula with that model in it, the time per inference
+against the thesis' on the DE5-Net and against the SDRAM's bandwidth bound."""
 
 from dataclasses import replace
 
-from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
+from nnaccel.hw.dqn.config import DE1_SOC_BINARY16_CONFIG
 from nnaccel.models.dqn.plan import COUNTERS
 from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stream_plan
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
@@ -14,11 +14,11 @@ from nnaccel.models.shared.tile_port import TilePortModel
 __all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "model_base", "board_config", "board_stream",
            "board_report"]
 
-BOARDS = {"de1soc": DE1_SOC_CONFIG}
-MODEL_ROW_ELEMENTS = 16     # an imported model's narrowest rows on a board: a descriptor fits the host port's word
+BOARDS = {"de1soc": DE1_SOC_BINARY16_CONFIG}
+MODEL_ROW_BITS = 512        # an imported model's narrowest rows on a board: a descriptor fits the host port's word
 LARGEST_LOAD_TABLE = 1 << 12
 THESIS_MS = 0.15            # the thesis' inference on the DE5-Net (16 x 16 MACs, every weight on chip)
-BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1.7 M cycles)
+BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1 M cycles)
 
 
 def compile_config(board):
@@ -28,10 +28,11 @@ def compile_config(board):
 
 def model_base(board):
     """The base an imported model (``run mlperf-tiny --board``) is sized from (:func:`models.dqn.sizing.fitting_config`
-    grows its rows, activation RAMs and descriptor table to the smallest that hold the model): the board's MACs,
-    external weights and weight halves, the descriptor table in block RAM, rows of :data:`MODEL_ROW_ELEMENTS` or
-    the model's widest."""
-    return replace(compile_config(board), row_elements=MODEL_ROW_ELEMENTS, activation_depth=2, max_layers=1,
+    grows its rows, activation RAMs and descriptor table to the smallest that hold the model): the board's MACs and
+    format, external weights and weight halves, the descriptor table in block RAM, rows of :data:`MODEL_ROW_BITS` (16
+    binary32 or 32 binary16 elements) or the model's widest."""
+    config = compile_config(board)
+    return replace(config, row_elements=MODEL_ROW_BITS // config.fmt.width, activation_depth=2, max_layers=1,
                    descriptor_ram=True)
 
 
@@ -88,12 +89,13 @@ def board_report(board, plan, run, clock_hz, *, thesis=True):
     bound = stream.weight_bytes / per_cycle
     stalls = int(run.layer_counters[0][:, COUNTERS.index("stall_cycles")].sum())
     config = stream.config
+    thesis_note = (f" (thesis: {THESIS_MS} ms on the DE5-Net, 16 x 16 binary32 MACs with every weight on chip: "
+                   f"{ms / THESIS_MS:.0f} times as long)" if thesis else "")
     print(f"{board}: {total:,} cycles = {ms:.3f} ms per inference at {clock_hz / 1e6:g} MHz on "
-          f"{config.modules} x {config.lanes} MACs" + (f" (thesis: {THESIS_MS} ms on the DE5-Net, 16 x 16 MACs with "
-                                                       f"every weight on chip: {ms / THESIS_MS:.0f} times as long)"
-                                                       if thesis else ""))
+          f"{config.modules} x {config.lanes} {config.fmt.name} MACs{thesis_note}")
+    streamed = f"{len(stream.streamed)} pass{'' if len(stream.streamed) == 1 else 'es'} streamed through their half"
     print(f"{board}: weights from SDRAM: {stream.weight_bytes:,} bytes per inference in {len(stream.loads)} loads "
-          f"({len(stream.streamed)} passes streamed through their half); the SDRAM model sustains "
+          f"({streamed}); the SDRAM model sustains "
           f"{per_cycle:.3f} bytes/cycle: bandwidth bound {bound:,.0f} cycles = {bound / clock_hz * 1e3:.3f} ms; the "
           f"run takes {total / bound:.2f} times the bound ({stalls:,} cycles waiting for weights or the writer)")
     resources = cached_estimate(config)

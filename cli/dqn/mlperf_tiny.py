@@ -56,9 +56,9 @@ def add_arguments(parser):
     parser.add_argument("--lanes", type=positive_int, default=DqnConfig.lanes, metavar="N",
                         help=f"lanes per module (default {DqnConfig.lanes})")
     parser.add_argument("--board", choices=sorted(BOARDS), default=None,
-                        help="run on the accelerator sized for a board: de1soc = 2 x 4 MACs, the weights in the "
-                             "DE1-SoC's SDRAM model behind the Avalon port, the descriptor table in block RAM, rows "
-                             "and activation RAMs grown to the model; every counter checked against the cycle "
+                        help="run on the accelerator sized for a board: de1soc = 2 x 4 binary16 MACs, the weights "
+                             "in the DE1-SoC's SDRAM model behind the Avalon port, the descriptor table in block RAM, "
+                             "rows and activation RAMs grown to the model; every counter checked against the cycle "
                              "formula with the SDRAM model in it")
     parser.add_argument("--format", choices=list(PRESETS), default=DqnConfig.fmt.name, dest="number_format",
                         help=f"number format of the simulated RTL (default {DqnConfig.fmt.name})")

@@ -4,14 +4,15 @@ Software (the layer compiler, the testbench, the report) reads the same object, 
 software never disagree on a width, a depth or an address.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from amaranth.lib import wiring
 
-from nnaccel.hw.shared.float_format import BINARY32, FloatFormat
+from nnaccel.hw.shared.float_format import BINARY16, BINARY32, FloatFormat
 from nnaccel.hw.shared.parameters import check_int
 
-__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DE1_SOC_CONFIG", "DqnBlock", "check_config"]
+__all__ = ["DqnConfig", "REDUCED_CONFIG", "MLPERF_CONFIG", "DE1_SOC_CONFIG", "DE1_SOC_BINARY16_CONFIG", "DqnBlock",
+           "check_config"]
 
 
 @dataclass(frozen=True)
@@ -211,11 +212,15 @@ MLPERF_CONFIG = DqnConfig(row_elements=96, activation_depth=4096, weight_depth=8
 # The thesis network toward a DE1-SoC (Cyclone V 5CSEMA5: 397 M10K, 87 DSP blocks): 2 x 4 binary32 MACs, the thesis'
 # 84-element rows in two 512-word activation RAMs, the weights in the board's SDRAM through two 512-word halves
 # (FC_1's channel tiles, 2,593 words each, stream through their half), 64 descriptors and the layers' counters in
-# block RAM for the 41 passes, 512 loads, the argmax across FC_2's channel tiles (docs/dqn_accelerator.md, "Weights in external memory", for
-# the 5CSEMA5 estimate).
+# block RAM for the 41 passes, 512 loads, the argmax across FC_2's channel tiles. In binary32 it does not fit the
+# 5CSEMA5's ALMs (docs/dqn_accelerator.md, "Fit on the 5CSEMA5"); the external-weight design space's default.
 DE1_SOC_CONFIG = DqnConfig(modules=2, lanes=4, activation_depth=512, weight_depth=1024, max_layers=64,
                            descriptor_ram=True, counter_ram=True, external_weights=True, weight_loads=512,
                            argmax_tiles=True)
+
+# The same in binary16: it fits the 5CSEMA5 by `nnaccel synth`'s estimate (half the adders, multipliers, activation
+# steering, row registers, M10K and SDRAM bytes); the configuration `--board de1soc` builds.
+DE1_SOC_BINARY16_CONFIG = replace(DE1_SOC_CONFIG, fmt=BINARY16)
 
 
 def check_config(config):

@@ -18,9 +18,9 @@ weights: ``{"inside": the SDRAM model inside the simulator (a ``WithSdramModel``
 "weight_loads": the load table (ints), "timing": the ``SdramTiming``'s fields, "word_bytes": the Avalon port's,
 optional "delays": random stalls and late reads of the Python slave, ``RandomDelaySdram``'s fields}``, with the
 stimulus ``sdram_image`` (uint8, the external memory from byte 0) instead of ``weight_image``), ``play``
-(``{"game", "episodes": [{"seed", "explore"}]}``: per episode the emulator's seed and, per step, the random action
-that replaces the accelerator's, or -1 to play ACTION) and ``progress_file`` (rewritten with "done total" after
-every inference).
+(``{"game", "episodes": [{"seed", "explore"}], "format"}``: per episode the emulator's seed and, per step, the
+random action that replaces the accelerator's, or -1 to play ACTION; the name of the number format the frames are
+packed in) and ``progress_file`` (rewritten with "done total" after every inference).
 Outputs: ``outputs`` (N, words, row_elements), ``action``, ``action_value``, ``total_cycles`` (N,),
 ``layer_counters`` (N, layers, 4), ``load_cycles`` (N,) cycles the host took to write the state,
 ``start_cycles`` (N,) the cycle of each START write, counted from the first cycle after reset (the SDRAM
@@ -36,6 +36,7 @@ import cocotb
 import numpy as np
 
 from nnaccel.hw.dqn.accelerator import DqnMemory, DqnRegister
+from nnaccel.hw.shared.float_format import float_format
 from nnaccel.hw.shared.host_control import HostTarget
 from nnaccel.models.dqn.plan import pack_image
 from nnaccel.models.shared.sdram import SdramTiming
@@ -54,6 +55,13 @@ def words_to_ints(words, element_bits):
 def int_to_words(value, elements, element_bits):
     dtype = {32: "<u4", 16: "<u2"}[element_bits]
     return np.frombuffer(value.to_bytes(elements * element_bits // 8, "little"), dtype=dtype).astype(np.uint32)
+
+
+def frame_words(config, frame_stack):
+    """The activation words of one emulator frame stack (uint8, 4 x 84 x 84) in the ``play`` format."""
+    from nnaccel.models.dqn.atari import frames_to_states
+
+    return pack_image(frames_to_states(frame_stack), config["row_elements"], float_format(config["play"]["format"]))
 
 
 async def _infer(host, config, state_words, tensors, first_cycle):
@@ -106,14 +114,13 @@ async def run_states(dut):
     tensors = [config["output"]] + config.get("dumps", [])
     frames, runs, episode_steps = [], [], []
     if "play" in config:        # the host loop: emulator frame -> accelerator -> action -> emulator step
-        from nnaccel.models.dqn.atari import AtariGame, frames_to_states
+        from nnaccel.models.dqn.atari import AtariGame
 
         for episode in config["play"]["episodes"]:
             game = AtariGame(config["play"]["game"], seed=episode["seed"])
             for random_action in episode["explore"]:
                 frames.append(game.state())
-                state_words = pack_image(frames_to_states(frames[-1]), config["row_elements"])
-                runs.append(await _infer(host, config, state_words, tensors, first_cycle))
+                runs.append(await _infer(host, config, frame_words(config, frames[-1]), tensors, first_cycle))
                 report_progress(config, len(runs), inferences)
                 game.step(int(runs[-1]["action"]) if random_action < 0 else random_action)
                 if game.episode_over:

@@ -66,8 +66,8 @@ def run_on_accelerator(accelerator, plan, states=None, *, play=None, read_layers
     tb_config = {"descriptors": plan.descriptors, "input": _tensor_config(plan.input),
                  "output": _tensor_config(plan.output), "dumps": dumps, "max_cycles": max_cycles,
                  "element_bits": config.element_bits, "row_elements": config.row_elements}
-    if play is not None:
-        tb_config["play"] = play
+    if play is not None:        # the testbench packs the emulator's frames into words of the format itself
+        tb_config["play"] = dict(play, format=config.fmt.name)
     top, name, stimulus = accelerator, accelerator.module_name, {"weight_image": plan.weight_image, "states": words}
     if stream is not None:
         tb_config["sdram"] = {"inside": sdram_inside, "weight_loads": stream.table, "timing": asdict(sdram_timing),

@@ -263,12 +263,41 @@ def test_play_without_the_accelerator(tmp_path, monkeypatch, capsys):
     assert "network:       scores 0, mean 0.00" in capsys.readouterr().out
 
 
+def test_play_packs_the_emulators_frames_in_the_boards_format(monkeypatch):
+    """play's host loop runs in the testbench, which packs each frame stack itself: in the plan's format (binary16
+    on the board), as the plan packs a state."""
+    from types import SimpleNamespace
+
+    from nnaccel.models.dqn.atari import frames_to_states
+    from nnaccel.testbench.dqn import host
+    from nnaccel.testbench.dqn.accelerator_tb import frame_words
+
+    class Simulated(Exception):
+        pass
+
+    def simulate(top, **options):
+        raise Simulated(options["config"])
+
+    monkeypatch.setattr(host, "simulate", simulate)
+    stream = board.board_stream("de1soc", dqn_job._compile(parse("--board", "de1soc"), seeded_weights()))
+    accelerator = SimpleNamespace(config=stream.config, module_name="board")   # never built: simulate is the stub
+    with pytest.raises(Simulated) as simulated:
+        host.run_on_accelerator(accelerator, stream, play={"game": "breakout", "episodes": []}, sdram_inside=False)
+    frames = np.random.default_rng(29).integers(0, 256, (4, 84, 84), dtype=np.uint8)
+    words = frame_words(simulated.value.args[0], frames)
+    assert stream.config.fmt.name == "binary16"
+    assert np.array_equal(words, stream.plan.input_words(frames_to_states(frames)))
+
+
 def test_the_board_option_compiles_for_the_boards_configuration(capsys, monkeypatch):
-    from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
+    from nnaccel.hw.dqn.config import DE1_SOC_BINARY16_CONFIG, DE1_SOC_CONFIG
+    from nnaccel.hw.shared.float_format import BINARY16
     from nnaccel.models.dqn.weight_stream import on_chip_twin
 
+    # The board builds DE1_SOC_CONFIG in binary16 (the configuration that fits the 5CSEMA5).
+    assert DE1_SOC_BINARY16_CONFIG == replace(DE1_SOC_CONFIG, fmt=BINARY16)
     plan = dqn_job._compile(parse("--board", "de1soc"), seeded_weights())
-    assert plan.config == on_chip_twin(DE1_SOC_CONFIG)
+    assert plan.config == on_chip_twin(DE1_SOC_BINARY16_CONFIG)
     assert [layer.name for layer in plan.layers].count("FC_1 [0:8]") == 1     # FC_1 in channel tiles of 8
     assert plan.layers[-1].name == "FC_2 [16:18]" and plan.actions == 18     # FC_2 too: its last tile ends at 18
     assert main(["run", "dqn", "--board", "de1soc", "--lanes", "8"]) == 2
@@ -277,7 +306,7 @@ def test_the_board_option_compiles_for_the_boards_configuration(capsys, monkeypa
     # FC_2 in channel tiles, every tile feeding the argmax (argmax_tiles): play takes the board.
     assert [layer.name for layer in plan.argmax_passes] == ["FC_2 [0:8]", "FC_2 [8:16]", "FC_2 [16:18]"]
     # Without argmax_tiles the ACTION register would be the last tile's argmax, not the network's action.
-    monkeypatch.setitem(board.BOARDS, "de1soc", replace(DE1_SOC_CONFIG, argmax_tiles=False))
+    monkeypatch.setitem(board.BOARDS, "de1soc", replace(DE1_SOC_BINARY16_CONFIG, argmax_tiles=False))
     assert main(["play", "--board", "de1soc", "--rtl-steps", "1", "--max-steps", "2"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "nnaccel: error: --board de1soc: FC_2 runs in channel tiles here (FC_2 [16:18] is the last pass), and the "

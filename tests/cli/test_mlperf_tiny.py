@@ -137,15 +137,17 @@ def test_a_folder_without_models(tmp_path, capsys):
 
 
 def test_a_model_on_the_board_is_sized_from_the_boards_base(folder):
-    """``--board de1soc``: the board's 2 x 4 MACs and weight halves, the rows, activation RAMs and descriptor table
-    (in block RAM) grown to the model, the load table to the power of two that holds its loads."""
+    """``--board de1soc``: the board's 2 x 4 binary16 MACs and weight halves, rows of at least 512 bits (a
+    descriptor fits the host port's word), the rows, activation RAMs and descriptor table (in block RAM) grown to the
+    model, the load table to the power of two that holds its loads."""
     from nnaccel.cli.dqn.accelerator_run import compile_model
     from nnaccel.cli.dqn.board import board_stream, model_base
 
     _, _, plan = compile_model(mlperf_tiny.model_path("ad", folder), model_base("de1soc"))
     stream = board_stream("de1soc", plan)
     config = stream.config
-    assert (config.modules, config.lanes, config.row_elements, config.weight_depth) == (2, 4, 16, 1024)
+    assert (config.modules, config.lanes, config.fmt.name, config.row_elements, config.weight_depth) == (
+        2, 4, "binary16", 32, 1024)
     assert config.external_weights and config.descriptor_ram and config.max_layers == len(plan.layers) == 209
     assert (len(stream.loads), config.weight_loads) == (257, 512)
 

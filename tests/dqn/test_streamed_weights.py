@@ -13,6 +13,7 @@ import pytest
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.dqn.streamed_weights import load_entry_layout
+from nnaccel.hw.shared.float_format import BINARY16
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import reduced_layers
 from nnaccel.models.dqn.timing import pass_counters
@@ -98,8 +99,9 @@ def test_the_sdram_run_is_bit_exact_with_every_counter_as_the_formula(sdram_run)
 
 
 def test_a_slower_memory_on_a_wider_port_of_the_python_slave_is_timed_as_exactly():
-    """A 64-bit Avalon port (a weight word is 4 bus words; the SDRAM's 16 bits take 4 beats a bus word)."""
-    wide = replace(EXTERNAL, external_bus_bits=64)
+    """binary16 (the DE1-SoC board's format; 20-element rows: 20 x 16 bits hold a descriptor with external weights)
+    on a 64-bit Avalon port (a weight word is 2 bus words; the SDRAM's 16 bits take 4 beats a bus word)."""
+    wide = replace(EXTERNAL, external_bus_bits=64, fmt=BINARY16, row_elements=20)
     rng = np.random.default_rng(SEED + 1)
     stream = _stream(rng, wide)
     states = reduced_states(rng)[:1]
