@@ -304,12 +304,16 @@ def run(arguments):
 def _trained_note():
     """How the shipped weights were made, from their provenance file (the run's phase when they were selected)."""
     provenance = json.loads(TRAINED_WEIGHTS.with_suffix(".json").read_text())
-    selected = provenance["selected"]
+    selected, settings = provenance["selected"], provenance["settings"]
     method = {"pretrain": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM",
               "dagger": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM, "
                         "then DAgger",
               "finetune": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM, "
                           "DAgger, then DQN fine-tuning"}[selected["phase"]]
+    if settings.get("loss") == "cross_entropy":
+        method += " (behaviour cloning: cross-entropy on its actions)"
+    if settings.get("initial_weights"):
+        method += ", starting from an earlier run's weights"
     return (f"trained for Breakout (models/dqn/data/{TRAINED_WEIGHTS.name}): {method}; selected by validation after "
             f"{selected['steps']:,} agent steps; docs/dqn_training.md")
 

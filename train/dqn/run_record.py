@@ -57,8 +57,8 @@ def plot_curve(path, curve, episodes, baselines, settings, wall_seconds):
               + [baseline["mean"] for baseline in baselines.values()] + [10])
     axis.set_ylim(0, top * 1.5)
     axis.set_ylabel("Breakout score (linear to 10, then log)")
-    axis.set_title(f"Thesis DQN on Breakout: demonstrations, DAgger, fine-tuning "
-                   f"({wall_seconds / 3600:.2f} h wall)")
+    phases = "demonstrations, DAgger" + (", fine-tuning" if s.finetune_steps else "")
+    axis.set_title(f"Thesis DQN on Breakout: {phases} ({wall_seconds / 3600:.2f} h wall)")
     axis.legend(fontsize=7, loc="upper right", framealpha=0.9)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
