@@ -14,7 +14,8 @@ import argparse
 import math
 from pathlib import Path
 
-from nnaccel.cli.report import EXIT_DONE, make_output_directory, output_directory, output_file, positive_int
+from nnaccel.cli.report import EXIT_DONE, make_output_directory, non_negative_int, output_directory, output_file, \
+    positive_int
 from nnaccel.models.capsnet.network import VARIANTS
 
 __all__ = ["add_arguments", "run_dqn", "run_capsnet"]
@@ -64,6 +65,10 @@ def add_arguments(parser):
                      help="Adam's step size (default: the recipe's, imitation "
                           f"{RECIPES['imitation']['learning_rate']:g}, dqfd {Settings.learning_rate:g}); may change "
                           "when resuming")
+    for option, budget in (("--demo-steps", "demonstration agent steps"), ("--pretrain-updates", "pre-training updates"),
+                           ("--dagger-steps", "DAgger agent steps"), ("--finetune-steps", "fine-tuning agent steps")):
+        dqn.add_argument(option, type=non_negative_int, metavar="N",
+                         help=f"{budget} (default: the recipe's); may change when resuming")
     dqn.add_argument("--init-weights", metavar="FILE",
                      help="start from this weights .npz (the project's layout, e.g. an earlier run's export) "
                           "instead of a seeded initialisation")
@@ -109,7 +114,9 @@ def run_dqn(arguments):
     if arguments.export:
         export_checkpoint(torch, arguments.out, Path(arguments.export))
         return EXIT_DONE
-    changes = {} if arguments.learning_rate is None else {"learning_rate": arguments.learning_rate}
+    changes = {name: getattr(arguments, name) for name in ("learning_rate", "demo_steps", "pretrain_updates",
+                                                           "dagger_steps", "finetune_steps")
+               if getattr(arguments, name) is not None}
     if arguments.init_weights:
         load_weights(arguments.init_weights)          # a bad file: one line and exit 2 before anything is written
         changes["initial_weights"] = arguments.init_weights

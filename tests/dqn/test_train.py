@@ -208,3 +208,16 @@ def test_a_run_can_start_from_exported_weights(tmp_path):
     exported = torch_network.export_weights(trainer.Trainer(torch, settings, tmp_path).network)
     shipped = load_weights(TRAINED_WEIGHTS)
     assert all(np.array_equal(exported[key], shipped[key]) for key in shipped)
+
+
+def test_a_resume_may_change_the_phase_budgets_and_nothing_else(tmp_path):
+    torch = pytest.importorskip("torch", reason="PyTorch (the [train] extra) is needed")
+    first = trainer.Trainer(torch, trainer.recipe_settings("imitation", smoke=True), tmp_path)
+    first.steps = 1_000
+    first.checkpoint()
+    resumed = trainer.Trainer(torch, trainer.recipe_settings("imitation", smoke=True, demo_steps=800), tmp_path)
+    assert resumed.restore() and resumed.phase() == "pretrain"
+    assert resumed.changes == [{"steps": 1_000, "updates": 0, "demo_steps": [3_000, 800]}]
+    other = trainer.Trainer(torch, trainer.recipe_settings("imitation", smoke=True, batch=8), tmp_path)
+    with pytest.raises(trainer.InputError, match="the checkpoint was made with other settings \\(batch\\)"):
+        other.restore()

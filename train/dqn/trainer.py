@@ -137,7 +137,9 @@ RECIPES = {
                       dagger_steps=300_000, dagger_epsilon=(0.05, 0.01), finetune_steps=0, train_every=2,
                       replay_capacity=320_000, eval_every=10_000, eval_episodes=10),
 }
-RESUMABLE_CHANGES = ("learning_rate",)     # the optimiser takes the new value; results.json lists the change
+# Settings a resume may change (results.json lists each change): the optimiser takes the new learning rate; a phase
+# budget moves the phase's end (a budget below the steps or updates already done ends the phase at once).
+RESUMABLE_CHANGES = ("learning_rate", "demo_steps", "pretrain_updates", "dagger_steps", "finetune_steps")
 SMOKE = dict(demo_steps=3_000, pretrain_updates=300, dagger_steps=3_000, finetune_steps=3_000,
              replay_capacity=20_000, eval_every=2_000, eval_episodes=2, max_episode_steps=2_000,
              target_every=200, checkpoint_seconds=60.0)
