@@ -49,8 +49,10 @@ def plot_curve(path, curve, episodes, baselines, settings, wall_seconds):
             axis.axhline(baselines[name]["mean"], color=colour, linestyle="--",
                          label=f"{name} policy, test games ({baselines[name]['mean']:.1f})")
     s = settings
+    reached = max([episode["steps"] for episode in episodes] + [row["steps"] for row in curve] + [0])
     for boundary in (s.demo_steps, s.demo_steps + s.dagger_steps):
-        axis.axvline(boundary / 1e3, color="0.85", linewidth=0.8)
+        if boundary <= reached:               # a phase the run has not finished draws no boundary
+            axis.axvline(boundary / 1e3, color="0.85", linewidth=0.8)
     axis.set_xlabel("agent steps (thousands; 4 frames each)")
     axis.set_yscale("symlog", linthresh=10)
     top = max([episode["score"] for episode in episodes] + [row["validation_mean"] for row in curve]
