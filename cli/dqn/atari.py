@@ -14,8 +14,8 @@ of each episode from where the accelerator left it (the emulator is deterministi
 accelerator's actions and checks it sees the same frames).  ``--gif`` draws the first episode.
 
 Weights: by default the network trained for Breakout that ships in ``models/dqn/data/dqn_breakout.npz``
-(:mod:`train.dqn`, ``nnaccel train dqn``: imitation of a scripted player that reads the emulator's RAM, DAgger, DQN
-fine-tuning; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :mod:`models.dqn.network`;
+(:mod:`train.dqn`, ``nnaccel train dqn``: imitation of a scripted player that reads the emulator's RAM, with
+DAgger; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :mod:`models.dqn.network`;
 ``--seeded-weights`` the untrained He-uniform initialisation ``seeded_weights(seed=0)``.
 """
 
