@@ -14,7 +14,8 @@ import argparse
 import math
 from pathlib import Path
 
-from nnaccel.cli.report import EXIT_DONE, make_output_directory, output_directory, output_file, positive_int
+from nnaccel.cli.report import EXIT_DONE, make_output_directory, non_negative_int, output_directory, output_file, \
+    positive_int
 from nnaccel.models.capsnet.network import VARIANTS
 
 __all__ = ["add_arguments", "run_dqn", "run_capsnet"]
@@ -42,7 +43,7 @@ def _directory(text):
 
 def add_arguments(parser):
     """The ``train`` subcommands, each with its handler."""
-    from nnaccel.train.dqn.trainer import Settings
+    from nnaccel.train.dqn.trainer import RECIPES, Settings
 
     commands = parser.add_subparsers(dest="train_command", required=True, metavar="NETWORK")
     dqn = commands.add_parser(
@@ -53,11 +54,24 @@ def add_arguments(parser):
     dqn.add_argument("--out", required=True, type=output_directory, metavar="DIR",
                      help="run directory: checkpoints, curve.csv, episodes.csv, curve.png, dqn_breakout.npz, "
                           "results.json (created if missing)")
+    dqn.add_argument("--recipe", choices=tuple(RECIPES), default="imitation",
+                     help="imitation: behaviour cloning with DAgger (cross-entropy, the shipped weights); dqfd: "
+                          "DQfD pre-training, DAgger and DQN fine-tuning (the weights before issue 28); "
+                          "default imitation")
     dqn.add_argument("--smoke", action="store_true", help="tiny budgets: every phase in a few minutes")
     dqn.add_argument("--seed", type=int, default=Settings.seed, metavar="N",
                      help=f"seed of the network's initialisation and of every random draw (default {Settings.seed})")
-    dqn.add_argument("--learning-rate", type=_positive_number, default=Settings.learning_rate, metavar="RATE",
-                     help=f"Adam's step size (default {Settings.learning_rate:g}); may change when resuming")
+    dqn.add_argument("--learning-rate", type=_positive_number, metavar="RATE",
+                     help="Adam's step size (default: the recipe's, imitation "
+                          f"{RECIPES['imitation']['learning_rate']:g}, dqfd {Settings.learning_rate:g}); may change "
+                          "when resuming")
+    for option, budget in (("--demo-steps", "demonstration agent steps"), ("--pretrain-updates", "pre-training updates"),
+                           ("--dagger-steps", "DAgger agent steps"), ("--finetune-steps", "fine-tuning agent steps")):
+        dqn.add_argument(option, type=non_negative_int, metavar="N",
+                         help=f"{budget} (default: the recipe's); may change when resuming")
+    dqn.add_argument("--init-weights", metavar="FILE",
+                     help="start from this weights .npz (the project's layout, e.g. an earlier run's export) "
+                          "instead of a seeded initialisation")
     dqn.add_argument("--export", type=output_file, metavar="FILE",
                      help="do not train: write the best validated network of the run in --out (its latest "
                           "checkpoint) to this weights .npz, with a .json saying where it came from")
@@ -93,14 +107,20 @@ def _torch(threads):
 
 def run_dqn(arguments):
     """``nnaccel train dqn``: train (or resume) into ``--out``, or ``--export`` its best network."""
-    from nnaccel.train.dqn.trainer import SMOKE, Settings, Trainer, export_checkpoint
+    from nnaccel.models.dqn.network import load_weights
+    from nnaccel.train.dqn.trainer import Trainer, export_checkpoint, recipe_settings
 
     torch = _torch(DQN_THREADS)
     if arguments.export:
         export_checkpoint(torch, arguments.out, Path(arguments.export))
         return EXIT_DONE
-    settings = Settings(seed=arguments.seed, learning_rate=arguments.learning_rate,
-                        **(SMOKE if arguments.smoke else {}))
+    changes = {name: getattr(arguments, name) for name in ("learning_rate", "demo_steps", "pretrain_updates",
+                                                           "dagger_steps", "finetune_steps")
+               if getattr(arguments, name) is not None}
+    if arguments.init_weights:
+        load_weights(arguments.init_weights)          # a bad file: one line and exit 2 before anything is written
+        changes["initial_weights"] = arguments.init_weights
+    settings = recipe_settings(arguments.recipe, smoke=arguments.smoke, seed=arguments.seed, **changes)
     make_output_directory("--out", arguments.out)
     Trainer(torch, settings, arguments.out).run()
     return EXIT_DONE

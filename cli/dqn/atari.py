@@ -14,8 +14,8 @@ of each episode from where the accelerator left it (the emulator is deterministi
 accelerator's actions and checks it sees the same frames).  ``--gif`` draws the first episode.
 
 Weights: by default the network trained for Breakout that ships in ``models/dqn/data/dqn_breakout.npz``
-(:mod:`train.dqn`, ``nnaccel train dqn``: imitation of a scripted player that reads the emulator's RAM, DAgger, DQN
-fine-tuning; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :mod:`models.dqn.network`;
+(:mod:`train.dqn`, ``nnaccel train dqn``: imitation of a scripted player that reads the emulator's RAM, with
+DAgger; docs/dqn_training.md); ``--weights`` a ``.npz`` in the layout of :mod:`models.dqn.network`;
 ``--seeded-weights`` the untrained He-uniform initialisation ``seeded_weights(seed=0)``.
 """
 
@@ -328,12 +328,16 @@ def run(arguments):
 def _trained_note():
     """How the shipped weights were made, from their provenance file (the run's phase when they were selected)."""
     provenance = json.loads(TRAINED_WEIGHTS.with_suffix(".json").read_text())
-    selected = provenance["selected"]
+    selected, settings = provenance["selected"], provenance["settings"]
     method = {"pretrain": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM",
               "dagger": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM, "
                         "then DAgger",
               "finetune": "imitation of a scripted player that reads the ball and paddle from the emulator's RAM, "
                           "DAgger, then DQN fine-tuning"}[selected["phase"]]
+    if settings.get("loss") == "cross_entropy":
+        method += " (behaviour cloning: cross-entropy on its actions)"
+    if settings.get("initial_weights"):
+        method += ", starting from an earlier run's weights"
     return (f"trained for Breakout (models/dqn/data/{TRAINED_WEIGHTS.name}): {method}; selected by validation after "
             f"{selected['steps']:,} agent steps; docs/dqn_training.md")
 

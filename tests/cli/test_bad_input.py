@@ -303,6 +303,15 @@ CASES = {
                        "nnaccel run ebp: error: argument --out: {d}/notnpy.txt exists and is not a directory"),
     "train dqn out a file": ("train dqn --out {d}/notnpy.txt",
                              "nnaccel train dqn: error: argument --out: {d}/notnpy.txt exists and is not a directory"),
+    "train dqn recipe": ("train dqn --out {d}/run --recipe dqn",
+                         "nnaccel train dqn: error: argument --recipe: invalid choice: 'dqn' (choose from 'dqfd', "
+                         "'imitation')"),
+    "train dqn init weights": ("train dqn --out {d}/run --init-weights {d}/nowhere.npz",
+                               "nnaccel: error: {d}/nowhere.npz: no such file (expected a weights .npz with the "
+                               "float32 arrays conv1_w, conv1_b, conv2_w, conv2_b, fc1_w, fc1_b, fc2_w, fc2_b)"),
+    "train dqn dagger steps": ("train dqn --out {d}/run --dagger-steps x",
+                               "nnaccel train dqn: error: argument --dagger-steps: must be a non-negative integer, "
+                               "not 'x'"),
     "train dqn learning rate": ("train dqn --out {d}/run --learning-rate 0",
                                 "nnaccel train dqn: error: argument --learning-rate: must be a positive number, not "
                                 "'0'"),

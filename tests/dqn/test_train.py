@@ -12,7 +12,7 @@ import pytest
 from nnaccel.cli.main import main
 from nnaccel.models.dqn.atari import AtariGame, recorded_states
 from nnaccel.models.dqn.episodes import evaluate
-from nnaccel.models.dqn.network import check_weights, load_weights, reference_q_values
+from nnaccel.models.dqn.network import TRAINED_WEIGHTS, check_weights, load_weights, reference_q_values
 from nnaccel.train.dqn import breakout, trainer
 from nnaccel.train.dqn import network as torch_network
 from nnaccel.train.dqn.replay_buffer import ReplayBuffer
@@ -171,3 +171,53 @@ def test_export_of_a_run_without_a_checkpoint_is_one_line_and_exit_2(tmp_path, c
     assert capsys.readouterr().err == (f"nnaccel: error: {tmp_path}: no checkpoint to export (expected "
                                        f"{tmp_path / 'checkpoint' / 'state.pt'})\n")
     assert not (tmp_path / "w.npz").exists()
+
+
+def test_recipes_and_their_smoke_budgets():
+    imitation = trainer.recipe_settings("imitation")
+    assert imitation.loss == "cross_entropy" and imitation.finetune_steps == 0 and imitation.dagger_steps > 0
+    smoke = trainer.recipe_settings("imitation", smoke=True, seed=3)
+    assert (smoke.demo_steps, smoke.dagger_steps, smoke.finetune_steps, smoke.seed) == (3_000, 3_000, 0, 3)
+    assert smoke.loss == "cross_entropy" and smoke.learning_rate == imitation.learning_rate
+    assert trainer.recipe_settings("dqfd", smoke=True) == trainer.Settings(**trainer.SMOKE)
+    assert trainer.recipe_settings("dqfd", learning_rate=1e-4).learning_rate == 1e-4
+
+
+def test_cross_entropy_updates_learn_the_labels(tmp_path):
+    """The imitation recipe's update: plain classification of the labels (here where a bright square is)."""
+    torch = pytest.importorskip("torch", reason="PyTorch (the [train] extra) is needed")
+    settings = trainer.recipe_settings("imitation", smoke=True, replay_capacity=400, batch=16)
+    run = trainer.Trainer(torch, settings, tmp_path)
+    rng = np.random.default_rng(4)
+    for _ in range(400):
+        label = int(rng.integers(len(breakout.MINIMAL_ACTIONS)))
+        frame = np.zeros((84, 84), np.uint8)
+        frame[10 + 16 * label:22 + 16 * label, 30:42] = 200
+        run.replay.add(frame, label, label, 0.0, terminal=True, last=True)     # one-step games: states are the frame
+    for _ in range(60):
+        run.update(margin_weight=1.0)
+    assert set(run.metrics) == {"cross_entropy", "agreement"}
+    assert run.metrics["cross_entropy"][0] > 1.0 and np.mean(run.metrics["cross_entropy"][-10:]) < 0.05
+    assert np.mean(run.metrics["agreement"][-10:]) > 0.95
+
+
+def test_a_run_can_start_from_exported_weights(tmp_path):
+    """``--init-weights``: the shipped weights (an export: 18 outputs copying 4) load into the 4-output network."""
+    torch = pytest.importorskip("torch", reason="PyTorch (the [train] extra) is needed")
+    settings = trainer.recipe_settings("imitation", smoke=True, initial_weights=str(TRAINED_WEIGHTS))
+    exported = torch_network.export_weights(trainer.Trainer(torch, settings, tmp_path).network)
+    shipped = load_weights(TRAINED_WEIGHTS)
+    assert all(np.array_equal(exported[key], shipped[key]) for key in shipped)
+
+
+def test_a_resume_may_change_the_phase_budgets_and_nothing_else(tmp_path):
+    torch = pytest.importorskip("torch", reason="PyTorch (the [train] extra) is needed")
+    first = trainer.Trainer(torch, trainer.recipe_settings("imitation", smoke=True), tmp_path)
+    first.steps = 1_000
+    first.checkpoint()
+    resumed = trainer.Trainer(torch, trainer.recipe_settings("imitation", smoke=True, demo_steps=800), tmp_path)
+    assert resumed.restore() and resumed.phase() == "pretrain"
+    assert resumed.changes == [{"steps": 1_000, "updates": 0, "demo_steps": [3_000, 800]}]
+    other = trainer.Trainer(torch, trainer.recipe_settings("imitation", smoke=True, batch=8), tmp_path)
+    with pytest.raises(trainer.InputError, match="the checkpoint was made with other settings \\(batch\\)"):
+        other.restore()

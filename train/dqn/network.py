@@ -61,19 +61,30 @@ def network_from_weights(torch, weights):
 
 
 class GreedyPolicy:
-    """The greedy action of a network whose output j is ALE action ``action_ids[j]``."""
+    """The greedy action of a network whose output j is ALE action ``action_ids[j]``.
 
-    def __init__(self, torch, network, action_ids):
-        self._torch, self._network, self._action_ids = torch, network, action_ids
+    With a ``teacher`` (a :class:`.scripted_player.ScriptedPlayer`) it also counts how often the greedy action
+    does what the teacher would do in the same state: ``agreed`` of ``labelled`` states.
+    """
+
+    def __init__(self, torch, network, action_ids, teacher=None):
+        self._torch, self._network, self._action_ids, self._teacher = torch, network, action_ids, teacher
+        self.agreed = self.labelled = 0
 
     def reset(self):
-        pass
+        if self._teacher is not None:
+            self._teacher.reset()
 
     def observe(self, action):
-        pass
+        if self._teacher is not None:
+            self._teacher.observe(action)
 
     def choose(self, game):
         with self._torch.no_grad():
             best = int(q_values(self._torch, self._network, game.state()[None])[0].argmax())
-        return self._action_ids[best]
+        action = self._action_ids[best]
+        if self._teacher is not None:
+            self.agreed += FULL_TO_MINIMAL[action] == self._teacher.action(game.ram())
+            self.labelled += 1
+        return action
 

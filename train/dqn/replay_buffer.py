@@ -49,15 +49,22 @@ class ReplayBuffer:
         offsets = np.maximum(offsets, self.game_start[indices % self.capacity][:, None])
         return self.frames[offsets % self.capacity]
 
+    def sample_labelled(self, rng, size, newest_excluded=0):
+        """A batch of states with the actions played and the labels, from all but the newest ``newest_excluded``
+        entries; also their global ``indices``."""
+        oldest = max(self.count - self.capacity, 0) + STATE_FRAMES
+        indices = rng.integers(oldest, self.count - newest_excluded, size=size)
+        slots = indices % self.capacity
+        return {"indices": indices, "states": self.states(indices), "actions": self.actions[slots],
+                "labels": self.labels[slots]}
+
     def sample(self, rng, size, n_step, gamma):
         """A batch: states, actions, labels, 1-step and n-step (return, discount, bootstrap state, valid)."""
-        oldest = max(self.count - self.capacity, 0) + STATE_FRAMES
-        indices = rng.integers(oldest, self.count - n_step, size=size)
-        slots = indices % self.capacity
-        one = self._returns(indices, 1, gamma)
-        many = self._returns(indices, n_step, gamma)
-        return {"states": self.states(indices), "actions": self.actions[slots], "labels": self.labels[slots],
-                **{f"{key}1": value for key, value in one.items()}, **{f"{key}n": value for key, value in many.items()}}
+        batch = self.sample_labelled(rng, size, newest_excluded=n_step)
+        one = self._returns(batch["indices"], 1, gamma)
+        many = self._returns(batch["indices"], n_step, gamma)
+        return {**batch, **{f"{key}1": value for key, value in one.items()},
+                **{f"{key}n": value for key, value in many.items()}}
 
     def _returns(self, indices, steps, gamma):
         """Discounted clipped rewards over up to ``steps`` entries; the discount left for the bootstrap (0 when

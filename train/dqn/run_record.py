@@ -49,16 +49,18 @@ def plot_curve(path, curve, episodes, baselines, settings, wall_seconds):
             axis.axhline(baselines[name]["mean"], color=colour, linestyle="--",
                          label=f"{name} policy, test games ({baselines[name]['mean']:.1f})")
     s = settings
+    reached = max([episode["steps"] for episode in episodes] + [row["steps"] for row in curve] + [0])
     for boundary in (s.demo_steps, s.demo_steps + s.dagger_steps):
-        axis.axvline(boundary / 1e3, color="0.85", linewidth=0.8)
+        if boundary <= reached:               # a phase the run has not finished draws no boundary
+            axis.axvline(boundary / 1e3, color="0.85", linewidth=0.8)
     axis.set_xlabel("agent steps (thousands; 4 frames each)")
     axis.set_yscale("symlog", linthresh=10)
     top = max([episode["score"] for episode in episodes] + [row["validation_mean"] for row in curve]
               + [baseline["mean"] for baseline in baselines.values()] + [10])
     axis.set_ylim(0, top * 1.5)
     axis.set_ylabel("Breakout score (linear to 10, then log)")
-    axis.set_title(f"Thesis DQN on Breakout: demonstrations, DAgger, fine-tuning "
-                   f"({wall_seconds / 3600:.2f} h wall)")
+    phases = "demonstrations, DAgger" + (", fine-tuning" if s.finetune_steps else "")
+    axis.set_title(f"Thesis DQN on Breakout: {phases} ({wall_seconds / 3600:.2f} h wall)")
     axis.legend(fontsize=7, loc="upper right", framealpha=0.9)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -1,14 +1,20 @@
 """The Breakout training's four phases with checkpoints, and the export of a run's best network.
 
-    nnaccel train dqn --out DIR            # the full run (about 2 to 3 hours on one busy core)
-    nnaccel train dqn --out DIR --smoke    # a few minutes: every phase, tiny budgets
+    nnaccel train dqn --out DIR --init-weights START.npz   # the imitation recipe (docs/dqn_training.md)
+    nnaccel train dqn --out DIR --recipe dqfd              # DQfD, DAgger, DQN fine-tuning (2 to 3 hours)
+    nnaccel train dqn --out DIR --smoke    # a few minutes: every phase of the recipe, tiny budgets
     nnaccel train dqn --out DIR --export models/dqn/data/dqn_breakout.npz   # ship the best network so far
+
+A recipe (:data:`RECIPES`) names the settings.  ``imitation`` is behaviour cloning with DAgger: a classifier of
+the scripted player's actions (cross-entropy, no TD term), trained on its demonstrations and then on every state
+the network itself visits, relabelled by the scripted player; no fine-tuning.  ``dqfd`` made the weights shipped
+before issue 28: the DQfD loss, DAgger, DQN fine-tuning; it trained with 1e-4 for its first 16,772 updates (the
+imitation crept: validation mean 5 to 7), then with 5e-4, its default since.  ``--init-weights`` starts either from
+an exported network (the shipped imitation weights started from the ``dqfd`` run's).
 
 Rerunning the same command continues from the last checkpoint in ``DIR``; the finished run prints and
 writes its results again.  Only the learning rate may differ on a resume (``--learning-rate``): the
-change is logged and listed in ``results.json``.  The run that made the shipped weights trained with
-1e-4 for its first 16,772 updates (the imitation crept: validation mean 5 to 7), then with 5e-4,
-the default since, which a margin-loss-only test on the same demonstrations had shown to learn faster.
+change is logged and listed in ``results.json``.
 Training is optional: only the ``train`` floor uses PyTorch (the ``[train]`` extra; the command imports it and
 passes it in).  ``--export`` reads the latest checkpoint, so it works while the run is going (and after it has
 finished: the checkpoint holds the same best network as the run's own ``dqn_breakout.npz``).
@@ -41,8 +47,11 @@ one shared core gives in a few hours, so:
 4. DQN fine-tuning: the margin loss's weight falls linearly to zero over the first half of the phase,
    leaving double DQN with n-step returns on the network's own games.
 
+The ``imitation`` recipe (``loss="cross_entropy"``) replaces the DQfD loss of phases 2 and 3 by the cross-entropy of
+the outputs against the scripted player's action and has no phase 4.
+
 Every ``eval_every`` agent steps the network plays the validation games (seeds 1000, 1001, ...,
-epsilon 0.05); the network with the best validation mean is exported (``dqn_breakout.npz``, the layout of
+epsilon 0.05; the scripted player labels their states too: the network's agreement with it there); the network with the best validation mean is exported (``dqn_breakout.npz``, the layout of
 :func:`models.dqn.network.save_weights`), then evaluated on the test games (seeds 0..9, epsilon 0.05)
 next to the random policy and the scripted player on the same seeds.  A game is one full Breakout game
 (5 lives) of at most ``max_episode_steps`` agent steps; the epsilon-random actions come from the minimal
@@ -73,12 +82,19 @@ from nnaccel.train.dqn.replay_buffer import ReplayBuffer
 from nnaccel.train.dqn.run_record import write_run_record
 from nnaccel.train.dqn.scripted_player import ScriptedPlayer
 
-__all__ = ["Settings", "SMOKE", "RESUMABLE_CHANGES", "METHOD", "Trainer", "export_checkpoint"]
+__all__ = ["Settings", "RECIPES", "SMOKE", "recipe_settings", "RESUMABLE_CHANGES", "METHODS", "Trainer", "export_checkpoint"]
 
 VALIDATION_SEEDS_FROM = 1000
-METHOD = ("imitation of a scripted Breakout player that reads the ball and paddle from the emulator's RAM (DQfD loss: "
-          "1-step and n-step double-DQN TD with a target network and Huber loss, large-margin supervised loss), "
-          "DAgger relabelling of the states the network visits, then DQN fine-tuning (margin weight annealed to zero)")
+# What a run did, by its Settings.loss (results.json and the weights' provenance file say it).
+METHODS = {
+    "dqfd": ("imitation of a scripted Breakout player that reads the ball and paddle from the emulator's RAM (DQfD "
+             "loss: 1-step and n-step double-DQN TD with a target network and Huber loss, large-margin supervised "
+             "loss), DAgger relabelling of the states the network visits, then DQN fine-tuning (margin weight "
+             "annealed to zero)"),
+    "cross_entropy": ("behaviour cloning of a scripted Breakout player that reads the ball and paddle from the "
+                      "emulator's RAM (cross-entropy on its actions), then DAgger: the network plays, the scripted "
+                      "player labels every state it visits, training goes on with all the data"),
+}
 TEST_SEEDS = tuple(range(10))
 
 
@@ -109,12 +125,33 @@ class Settings:
     eval_episodes: int = 5
     max_episode_steps: int = MAX_EPISODE_STEPS
     checkpoint_seconds: float = 600.0
+    loss: str = "dqfd"                # "dqfd" (TD + margin, METHODS) or "cross_entropy" (the labels alone)
+    initial_weights: str = ""         # a weights .npz (project layout, 18 outputs) to start from; "": He-uniform
 
 
-RESUMABLE_CHANGES = ("learning_rate",)     # the optimiser takes the new value; results.json lists the change
+# Named settings for --recipe.  "dqfd" made the weights shipped before issue 28 (imitation crept, validation mean
+# 16.2); "imitation" is plain behaviour cloning with DAgger at scale, no TD and no fine-tuning (docs/dqn_training.md).
+RECIPES = {
+    "dqfd": {},
+    "imitation": dict(loss="cross_entropy", learning_rate=5e-4, demo_steps=20_000, pretrain_updates=3_000,
+                      dagger_steps=300_000, dagger_epsilon=(0.05, 0.01), finetune_steps=0, train_every=2,
+                      replay_capacity=320_000, eval_every=10_000, eval_episodes=10),
+}
+# Settings a resume may change (results.json lists each change): the optimiser takes the new learning rate; a phase
+# budget moves the phase's end (a budget below the steps or updates already done ends the phase at once).
+RESUMABLE_CHANGES = ("learning_rate", "demo_steps", "pretrain_updates", "dagger_steps", "finetune_steps")
 SMOKE = dict(demo_steps=3_000, pretrain_updates=300, dagger_steps=3_000, finetune_steps=3_000,
              replay_capacity=20_000, eval_every=2_000, eval_episodes=2, max_episode_steps=2_000,
              target_every=200, checkpoint_seconds=60.0)
+
+
+def recipe_settings(recipe, *, smoke=False, **changes):
+    """The :class:`Settings` of ``RECIPES[recipe]``, with the :data:`SMOKE` budgets if ``smoke`` (a phase the recipe
+    skips stays skipped), then ``changes``."""
+    chosen = dict(RECIPES[recipe])
+    if smoke:
+        chosen.update({key: value for key, value in SMOKE.items() if chosen.get(key) != 0})
+    return Settings(**{**chosen, **changes})
 
 
 class Trainer:
@@ -125,6 +162,10 @@ class Trainer:
         torch.manual_seed(settings.seed)
         self.rng = np.random.default_rng(settings.seed)
         self.network = build_network(torch, len(MINIMAL_ACTIONS))
+        if settings.initial_weights:
+            start = load_weights(settings.initial_weights)
+            start.update(fc2_w=start["fc2_w"][:, list(MINIMAL_ACTIONS)], fc2_b=start["fc2_b"][list(MINIMAL_ACTIONS)])
+            self.network.load_state_dict(network_from_weights(torch, start).state_dict())
         self.target = copy.deepcopy(self.network)
         self.optimiser = torch.optim.Adam(self.network.parameters(), lr=settings.learning_rate,
                                           weight_decay=settings.weight_decay)
@@ -143,9 +184,9 @@ class Trainer:
 
     # -- bookkeeping --
 
-    @staticmethod
-    def _fresh_metrics():
-        return {"td": [], "td_n": [], "margin": [], "agreement": []}
+    def _fresh_metrics(self):
+        terms = ("cross_entropy",) if self.settings.loss == "cross_entropy" else ("td", "td_n", "margin")
+        return {term: [] for term in terms + ("agreement",)}
 
     def phase(self):
         s = self.settings
@@ -218,6 +259,32 @@ class Trainer:
     # -- learning --
 
     def update(self, margin_weight):
+        """One optimiser step on a replay batch with the run's loss."""
+        torch, s = self.torch, self.settings
+        outputs, loss, terms, labels = (self._cross_entropy_loss() if s.loss == "cross_entropy"
+                                        else self._dqfd_loss(margin_weight))
+        self.optimiser.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.network.parameters(), s.gradient_clip)
+        self.optimiser.step()
+        self.updates += 1
+        if self.updates % s.target_every == 0:
+            self.target.load_state_dict(self.network.state_dict())
+        terms["agreement"] = (outputs.argmax(1) == labels).float().mean()
+        for key, value in terms.items():
+            self.metrics[key].append(value.detach().item())
+
+    def _cross_entropy_loss(self):
+        """Behaviour cloning: the scripted player's action as the class of each state."""
+        torch, s = self.torch, self.settings
+        batch = self.replay.sample_labelled(self.rng, s.batch)
+        labels = torch.from_numpy(batch["labels"].astype(np.int64))
+        outputs = q_values(torch, self.network, batch["states"])
+        loss = torch.nn.functional.cross_entropy(outputs, labels)
+        return outputs, loss, {"cross_entropy": loss}, labels
+
+    def _dqfd_loss(self, margin_weight):
+        """DQfD: 1-step and n-step double-DQN TD terms and the large-margin term on the scripted player's action."""
         torch, s = self.torch, self.settings
         batch = self.replay.sample(self.rng, s.batch, s.n_step, s.gamma)
         actions = torch.from_numpy(batch["actions"].astype(np.int64))
@@ -238,17 +305,7 @@ class Trainer:
         margins = s.margin * (1 - torch.nn.functional.one_hot(labels, len(MINIMAL_ACTIONS)).float())
         margin = ((outputs + margins).max(1).values - outputs.gather(1, labels[:, None]).squeeze(1)).mean()
         loss = td + s.n_step_weight * td_n + margin_weight * margin
-        self.optimiser.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.network.parameters(), s.gradient_clip)
-        self.optimiser.step()
-        self.updates += 1
-        if self.updates % s.target_every == 0:
-            self.target.load_state_dict(self.network.state_dict())
-        for key, value in (("td", td), ("td_n", td_n), ("margin", margin),
-                           ("agreement", (outputs.argmax(1) == labels).float().mean())):
-            value = value.detach()
-            self.metrics[key].append(value.item())
+        return outputs, loss, {"td": td, "td_n": td_n, "margin": margin}, labels
 
     def _margin_weight(self, phase):
         s = self.settings
@@ -262,12 +319,13 @@ class Trainer:
     def validate(self, phase):
         s = self.settings
         seeds = range(VALIDATION_SEEDS_FROM, VALIDATION_SEEDS_FROM + s.eval_episodes)
-        result = evaluate(GreedyPolicy(self.torch, self.network, MINIMAL_ACTIONS), seeds, game=GAME,
-                          max_steps=s.max_episode_steps)
+        policy = GreedyPolicy(self.torch, self.network, MINIMAL_ACTIONS, teacher=ScriptedPlayer())
+        result = evaluate(policy, seeds, game=GAME, max_steps=s.max_episode_steps)
         recent = [episode["score"] for episode in self.episodes[-20:]]
         row = {"wall_seconds": round(self.elapsed(), 1), "steps": self.steps, "updates": self.updates,
                "phase": phase, "validation_mean": result["mean"],
                "validation_scores": " ".join(f"{score:g}" for score in result["scores"]),
+               "validation_agreement": policy.agreed / policy.labelled,
                "training_mean_last_20": float(np.mean(recent)) if recent else float("nan"),
                **{key: float(np.mean(values)) if values else float("nan") for key, values in self.metrics.items()}}
         self.curve.append(row)
@@ -276,9 +334,10 @@ class Trainer:
         if self.best is None or result["mean"] >= self.best["mean"]:
             self.best = {"mean": result["mean"], "steps": self.steps, "updates": self.updates, "phase": phase,
                          "state": copy.deepcopy(self.network.state_dict())}
+        terms = ", ".join(f"{key} {row[key]:.4f}" for key in self.metrics)
         self.log(f"validation after {self.steps} steps / {self.updates} updates ({phase}): mean score "
-                 f"{result['mean']:.1f} {result['scores']}; expert agreement {row['agreement']:.3f}, "
-                 f"TD {row['td']:.4f}, n-step TD {row['td_n']:.4f}, margin {row['margin']:.4f}")
+                 f"{result['mean']:.1f} {result['scores']}, agreement with the scripted player on them "
+                 f"{row['validation_agreement']:.3f}; training batches: {terms}")
         self.write_curve()
 
     def write_curve(self):
@@ -350,10 +409,6 @@ class Trainer:
                                                 max_steps=s.max_episode_steps)
             self.log(f"random policy on the test games: mean {self.baselines['random']['mean']:.2f} "
                      f"{self.baselines['random']['scores']}")
-            self.baselines["scripted"] = evaluate(ScriptedPlayer(), TEST_SEEDS, game=GAME,
-                                                  max_steps=s.max_episode_steps)
-            self.log(f"scripted player (eps {EVAL_EPSILON}) on the test games: mean "
-                     f"{self.baselines['scripted']['mean']:.1f} {self.baselines['scripted']['scores']}")
             self.checkpoint()
         while (phase := self.phase()) != "done":
             if phase == "demo":
@@ -381,6 +436,11 @@ class Trainer:
     def finish(self):
         """Export the best validated network, check the export, evaluate it on the test games, write results."""
         torch, s = self.torch, self.settings
+        if "scripted" not in self.baselines:      # long games: played once training is over
+            self.baselines["scripted"] = evaluate(ScriptedPlayer(), TEST_SEEDS, game=GAME,
+                                                  max_steps=s.max_episode_steps)
+            self.log(f"scripted player (eps {EVAL_EPSILON}) on the test games: mean "
+                     f"{self.baselines['scripted']['mean']:.1f} {self.baselines['scripted']['scores']}")
         network = build_network(torch, len(MINIMAL_ACTIONS))
         network.load_state_dict(self.best["state"])
         path = self.out / "dqn_breakout.npz"
@@ -398,7 +458,7 @@ class Trainer:
                         max_steps=s.max_episode_steps)
         random_mean = self.baselines["random"]["mean"]
         results = {
-            "method": METHOD, "game": GAME, "settings": asdict(s), "settings_changed_on_resume": self.changes,
+            "method": METHODS[s.loss], "game": GAME, "settings": asdict(s), "settings_changed_on_resume": self.changes,
             "wall_seconds": round(self.elapsed(), 1),
             "wall_hours": round(self.elapsed() / 3600, 3), "agent_steps": self.steps, "updates": self.updates,
             "training_games": self.games, "weights": str(path), "curve_png": str(self.out / "curve.png"),
@@ -436,7 +496,7 @@ def export_checkpoint(torch, out, path):
     save_weights(path, export_weights(network))
     results = out / "results.json"
     provenance = {
-        "method": METHOD, "game": GAME, "run": str(out), "finished": results.exists(),
+        "method": METHODS[state["settings"].get("loss", "dqfd")], "game": GAME, "run": str(out), "finished": results.exists(),
         "selected": {key: value for key, value in state["best"].items() if key != "state"},
         "validation": {"seeds_from": VALIDATION_SEEDS_FROM, "games": state["settings"]["eval_episodes"],
                        "epsilon": EVAL_EPSILON},
