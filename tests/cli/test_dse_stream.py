@@ -17,3 +17,11 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert main(["dse", "stream", "--objective", "energy", "--simulate"]) == 2
     assert capsys.readouterr().err.strip() == ("nnaccel: error: --simulate: runs DCP's latency answer; give "
                                                "--objective latency or both")
+
+
+def test_dcps_training_mappings_must_leave_room_in_its_budget(capsys):
+    assert main(["dse", "stream", "--budget", "20", "--samples", "20"]) == 2
+    assert capsys.readouterr().err.strip() == ("nnaccel: error: --samples 20: DCP's training mappings count in its "
+                                               "budget; give fewer than --budget (20)")
+    assert main(["dse", "stream", "--model", "vww"]) == 2
+    assert "argument --model: invalid choice: 'vww'" in capsys.readouterr().err
