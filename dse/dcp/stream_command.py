@@ -47,10 +47,10 @@ def add_stream_parser(commands, *, option_types):
     parser.add_argument("--objective", choices=("latency", "energy", "both"), default="both",
                         help="what to minimise (default both, one search each)")
     parser.add_argument("--seeds", type=option_types.positive_int, default=5, help="seeds per searcher (default 5)")
-    parser.add_argument("--budget", type=option_types.positive_int, default=60,
-                        help="cost-model evaluations per search, DCP's training mappings included (default 60)")
-    parser.add_argument("--samples", type=option_types.positive_int, default=30,
-                        help="of DCP's budget, the mappings its predictor is trained on (default 30)")
+    parser.add_argument("--budget", type=option_types.positive_int, default=40,
+                        help="cost-model evaluations per search, DCP's training mappings included (default 40)")
+    parser.add_argument("--samples", type=option_types.positive_int, default=16,
+                        help="of DCP's budget, the mappings its predictor is trained on (default 16)")
     parser.add_argument("--simulate", action="store_true",
                         help="run DCP's latency answer (seed 0) on Verilator with the SDRAM model: bit-exact and "
                              "every counter against the formula (a build of minutes, about 15 s per inference)")
@@ -152,7 +152,8 @@ def _best_known(space, objective, known, starts):
     from nnaccel.dse.dcp import stream_search
 
     if space.size()[1] <= EXHAUSTIVE_LIMIT:
-        return stream_search.exhaustive_search(space, objective, known), "exhaustive"
+        result = stream_search.exhaustive_search(space, objective, known)
+        return result, f"exhaustive, {result.evaluations:,} legal mappings"
     return (stream_search.coordinate_search(space, objective, known, starts=starts),
             "coordinate descent from the compiler's mapping and DCP's best answer")
 

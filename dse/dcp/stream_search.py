@@ -251,18 +251,19 @@ def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, see
 
 def _decode(evaluator, predictor, probabilities, target):
     """The mapping a restart costs next: among its most likely choice per layer and every single-layer change of
-    that, the legal one not costed yet of best predicted objective (None if there is none)."""
+    that, the legal one not costed yet of best predicted objective (None if there is none).  The candidates are
+    ranked first and compiled in that order (a legality check compiles the network)."""
     best = tuple(int(np.argmax(layer)) for layer in probabilities)
     candidates = [best] + [best[:position] + (index,) + best[position + 1:]
                            for position, layer in enumerate(probabilities) for index in range(len(layer))
                            if index != best[position]]
-    candidates = [candidate for candidate in candidates
-                  if candidate not in evaluator.seen and evaluator.legal(candidate)]
+    candidates = [candidate for candidate in candidates if candidate not in evaluator.seen]
     if not candidates:
         return None
     with torch.no_grad():
         predicted = predictor(predictor.one_hot(candidates))[:, target]
-    return candidates[int(torch.argmin(predicted))]
+    return next((candidates[index] for index in torch.argsort(predicted).tolist()
+                 if evaluator.legal(candidates[index])), None)
 
 
 def dcp_search(space, predictor, training, objective, known, *, budget, restarts=4, steps=150, decode_every=5,
