@@ -24,7 +24,6 @@ __all__ = ["add_arguments"]
 NETWORKS = ("dqn",)
 COST_SCHEMA = "nnaccel.dse.cost/1"
 STREAM_SCHEMA = "nnaccel.dse.stream/1"
-STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's stream space: descriptor and load tables 4 x the compiler's
 # The integer fields of hw.dqn.config.DqnConfig that nnaccel dse cost takes as options (--modules, ...).
 _INTEGER_FIELDS = (("modules", "matrix modules, a power of two"), ("lanes", "lanes per matrix module"),
                    ("multiplier_latency", "the multiplier's register stages"),
@@ -107,41 +106,11 @@ def run_predictor(arguments):
     return 0
 
 
-def _stream_network(model, folder):
-    """The stream space of ``nnaccel dse stream --model``, the weights its answer is simulated with and one input:
-    the thesis network on ``DE1_SOC_CONFIG`` (the trained Breakout weights, a recorded state), or an MLPerf Tiny
-    model on the configuration ``nnaccel run mlperf-tiny --board de1soc`` builds for it, its descriptor and load
-    tables :data:`STREAM_TABLE_ROOM` times as deep (a mapping of more passes and loads than the compiler's has room;
-    at most the block RAM's 1,024 descriptors and 4,096 loads)."""
-    from dataclasses import replace
-
-    from nnaccel.cli.dqn.accelerator_run import compile_model
-    from nnaccel.cli.dqn.board import board_stream, model_base
-    from nnaccel.cli.dqn.mlperf_tiny import model_inputs
-    from nnaccel.dse.rtl.stream_space import StreamSpace
-    from nnaccel.models.dqn.mlperf_tiny import mlperf_tiny_dir, model_path
-
-    if model == "thesis":
-        from nnaccel.models.dqn.atari import recorded_states
-        from nnaccel.models.dqn.network import TRAINED_WEIGHTS, load_weights
-
-        return StreamSpace(), load_weights(TRAINED_WEIGHTS), recorded_states(1)
-    folder = mlperf_tiny_dir(folder)
-    _, lowered, plan = compile_model(model_path(model, folder), model_base("de1soc"))
-    config = board_stream("de1soc", plan).config
-    passes = 1 << (len(plan.layers) - 1).bit_length()
-    roomy = replace(config, max_layers=min(1024, STREAM_TABLE_ROOM * passes),
-                    weight_loads=min(1 << 12, STREAM_TABLE_ROOM * config.weight_loads))
-    inputs = model_inputs(model, folder, 1)[0]
-    return (StreamSpace(roomy, lowered.layers, name=f"MLPerf Tiny {model}"), lowered.weights,
-            inputs.reshape(len(inputs), *lowered.input_shape))
-
-
 def run_stream(arguments):
     from nnaccel.dse.dcp import stream_command
 
     stream_command.check_arguments(arguments)
-    report = stream_command.run_stream(arguments, *_stream_network(arguments.model, arguments.dir))
+    report = stream_command.run_stream(arguments, *stream_command.stream_network(arguments.model, arguments.dir))
     if arguments.json:
         write_json(arguments.json, report, schema=STREAM_SCHEMA)
     simulation = report.get("simulation")

@@ -36,7 +36,7 @@ from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, add_flat_argument, ba
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
                                 positive_int, progress, text_table, write_json)
 
-__all__ = ["add_arguments", "run", "model_inputs", "JSON_SCHEMA"]
+__all__ = ["add_arguments", "run", "JSON_SCHEMA"]
 
 JSON_SCHEMA = "nnaccel.mlperf_tiny/1"
 
@@ -73,7 +73,7 @@ def add_arguments(parser):
     add_json_argument(parser, "the report (per model: the counters, the checks, the comparisons)")
 
 
-def model_inputs(task, folder, count):
+def _inputs(task, folder, count):
     """The task's inputs ``(N, *input shape)`` and, for KWS, the labels."""
     if task == "kws":
         samples = kws_samples(folder, count)
@@ -197,7 +197,7 @@ def _run_model(arguments, task, folder, base):
               "ops": lowered.describe(), "macs": macs, "predicted_cycles": plan.estimated_cycles, "notes": notes}
     failures = 0
     if not arguments.no_rtl:
-        inputs, _, source = model_inputs(task, folder, arguments.inputs)
+        inputs, _, source = _inputs(task, folder, arguments.inputs)
         states = inputs.reshape(len(inputs), *lowered.input_shape)
         accelerator_run = simulate_dqn_plan(arguments, plan, states=states, what="inputs")
         mismatches, _, _ = golden_mismatches(plan, states, accelerator_run)

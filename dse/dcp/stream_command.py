@@ -21,11 +21,14 @@ import numpy as np
 from nnaccel.models.shared.cache import cache_root
 from nnaccel.models.shared.input_files import InputError
 
-__all__ = ["add_stream_parser", "check_arguments", "run_stream", "METHODS", "MODELS"]
+__all__ = ["add_stream_parser", "check_arguments", "stream_network", "run_stream", "METHODS", "MODELS",
+           "STREAM_TABLE_ROOM"]
 
 METHODS = ("DCP", "random", "TPE", "NSGA-II")
 MODELS = ("thesis", "kws", "ad")
 EXHAUSTIVE_LIMIT = 5_000    # network mappings: above it the best known is coordinate descent's
+STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's space: descriptor and load tables 4 x what its default needs
+MODEL_ROW_ELEMENTS = 16     # as run mlperf-tiny --board (cli.dqn.board.MODEL_ROW_ELEMENTS; a test keeps them equal)
 SUMMARY = ("A network on the DE1-SoC configuration with its weights in the SDRAM model (the thesis network or an "
            "MLPerf Tiny model): the mapping space (channel tiles, column blocks, position ranges, loop order, "
            "K-splits), DCP (its predictor's training mappings counted in its budget) against random search, TPE "
@@ -156,6 +159,52 @@ def _best_known(space, objective, known, starts):
         return result, f"exhaustive, {result.evaluations:,} legal mappings"
     return (stream_search.coordinate_search(space, objective, known, starts=starts),
             "coordinate descent from the compiler's mapping and DCP's best answer")
+
+
+def _power_of_two(count):
+    return 1 << max(0, count - 1).bit_length()
+
+
+def stream_network(model, folder=None):
+    """The stream space of ``--model``, the weights its answer is simulated with and one input: the thesis network
+    on ``DE1_SOC_CONFIG`` (the trained Breakout weights, a recorded state), or an MLPerf Tiny model (``folder``: the
+    MLPerf Tiny folder) on the configuration ``nnaccel run mlperf-tiny --board de1soc`` builds for it (the board's
+    MACs and weight halves, rows, activation RAMs and descriptor table grown to hold the model) with its descriptor
+    and load tables :data:`STREAM_TABLE_ROOM` times as deep (a mapping of more passes and loads than the compiler's
+    has room; at most the block RAM's 1,024 descriptors and 4,096 loads)."""
+    from dataclasses import replace
+
+    from nnaccel.dse.rtl.stream_space import StreamSpace
+    from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
+    from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_plan
+
+    if model == "thesis":
+        from nnaccel.models.dqn.atari import recorded_states
+        from nnaccel.models.dqn.network import TRAINED_WEIGHTS, load_weights
+
+        return StreamSpace(), load_weights(TRAINED_WEIGHTS), recorded_states(1)
+    from nnaccel.models.dqn.lowering import lower_graph
+    from nnaccel.models.dqn.mlperf_tiny import ad_windows, kws_samples, mlperf_tiny_dir, model_path
+    from nnaccel.models.dqn.model_files import read_model
+    from nnaccel.models.dqn.sizing import fitting_config
+
+    folder = mlperf_tiny_dir(folder)
+    path = model_path(model, folder)
+    lowered = lower_graph(read_model(path))
+    base = replace(on_chip_twin(DE1_SOC_CONFIG), row_elements=MODEL_ROW_ELEMENTS, activation_depth=2, max_layers=1,
+                   descriptor_ram=True)
+    try:
+        grown, plan = fitting_config(base, lowered.layers, lowered.weights)
+    except ValueError as error:
+        raise InputError(f"{path}: does not fit the DE1-SoC configuration: {error}") from None
+    external = replace(grown, external_weights=True, weight_depth=DE1_SOC_CONFIG.weight_depth,
+                       max_layers=min(1024, STREAM_TABLE_ROOM * _power_of_two(len(plan.layers))), weight_loads=1 << 12)
+    loads = len(stream_plan(external, replace(plan, config=on_chip_twin(external))).loads)
+    external = replace(external, weight_loads=min(1 << 12, STREAM_TABLE_ROOM * max(DE1_SOC_CONFIG.weight_loads,
+                                                                                   _power_of_two(loads))))
+    inputs = kws_samples(folder, 1).inputs if model == "kws" else ad_windows(folder)[:1]
+    return (StreamSpace(external, lowered.layers, name=f"MLPerf Tiny {model}"), lowered.weights,
+            inputs.reshape(len(inputs), *lowered.input_shape))
 
 
 def check_arguments(arguments):
