@@ -109,7 +109,8 @@ def run_predictor(arguments):
 def run_stream(arguments):
     from nnaccel.dse.dcp import stream_command
 
-    report = stream_command.run_stream(arguments)
+    stream_command.check_arguments(arguments)
+    report = stream_command.run_stream(arguments, *stream_command.stream_network(arguments.model, arguments.dir))
     if arguments.json:
         write_json(arguments.json, report, schema=STREAM_SCHEMA)
     simulation = report.get("simulation")

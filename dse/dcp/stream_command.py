@@ -1,11 +1,14 @@
-"""``nnaccel dse stream``: DCP on the external-weight mapping space of the thesis network on the DE1-SoC
-configuration (``dse.rtl.stream_space``), against random search, TPE and NSGA-II at equal numbers of cost-model
-evaluations over several seeds, and against the best mapping of an exhaustive search; ``--simulate`` runs DCP's
-latency answer on the simulated accelerator (Verilator, the SDRAM model inside) and checks it bit for bit and every
-counter against the cycle formula.
+"""``nnaccel dse stream``: DCP on the external-weight mapping space (``dse.rtl.stream_space``) of the thesis
+network on the DE1-SoC configuration or of an MLPerf Tiny model (``--model kws|ad``) on the configuration ``run
+mlperf-tiny --board de1soc`` builds for it, against random search, TPE and NSGA-II at equal numbers of cost-model
+evaluations (DCP's predictor-training mappings counted in its budget) over several seeds, and against the best
+known mapping (an exhaustive search where the space has at most :data:`EXHAUSTIVE_LIMIT` mappings, else coordinate
+descent from the compiler's mapping and DCP's best answer; the best of that and every searcher's answer); ``--simulate`` runs DCP's latency answer on the simulated
+accelerator (Verilator, the SDRAM model inside) and checks it bit for bit and every counter against the cycle
+formula.
 
 The costs (the exact cycle formula with the SDRAM model in it takes about a second per mapping) are kept in a cache
-file per space (``~/.cache/nnaccel/dse/stream_<digest>.json``), so the exhaustive search is paid once; every
+file per space (``~/.cache/nnaccel/dse/stream_<digest>.json``), so the best-known search is paid once; every
 searcher still counts each distinct mapping it asks for as one evaluation.
 """
 
@@ -18,27 +21,39 @@ import numpy as np
 from nnaccel.models.shared.cache import cache_root
 from nnaccel.models.shared.input_files import InputError
 
-__all__ = ["add_stream_parser", "run_stream", "METHODS"]
+__all__ = ["add_stream_parser", "check_arguments", "stream_network", "run_stream", "METHODS", "MODELS",
+           "STREAM_TABLE_ROOM"]
 
 METHODS = ("DCP", "random", "TPE", "NSGA-II")
-SUMMARY = ("The thesis network on the DE1-SoC configuration with its weights in the SDRAM model: the mapping space "
-           "(channel tiles, column blocks, position ranges, loop order, K-splits), DCP against random search, TPE "
-           "and NSGA-II at equal cost-model evaluations over several seeds, the best mapping of an exhaustive "
-           "search, and with --simulate DCP's answer on Verilator.")
+MODELS = ("thesis", "kws", "ad")
+EXHAUSTIVE_LIMIT = 5_000    # network mappings: above it the best known is coordinate descent's
+STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's space: descriptor and load tables 4 x what its default needs
+MODEL_ROW_ELEMENTS = 16     # as run mlperf-tiny --board (cli.dqn.board.MODEL_ROW_ELEMENTS; a test keeps them equal)
+SUMMARY = ("A network on the DE1-SoC configuration with its weights in the SDRAM model (the thesis network or an "
+           "MLPerf Tiny model): the mapping space (channel tiles, column blocks, position ranges, loop order, "
+           "K-splits), DCP (its predictor's training mappings counted in its budget) against random search, TPE "
+           "and NSGA-II at equal cost-model evaluations over several seeds, the best known mapping (exhaustive "
+           "where the space is small, else coordinate descent), and with --simulate DCP's answer on Verilator.")
 
 
 def add_stream_parser(commands, *, option_types):
     """The ``stream`` subcommand of ``commands`` (an argparse subparsers object) with its options; returns it.
     ``option_types`` gives the CLI floor's argparse types."""
     parser = commands.add_parser("stream", description=SUMMARY,
-                                 help="DCP on the external-weight mapping space (DE1-SoC, the thesis network)")
+                                 help="DCP on the external-weight mapping space (DE1-SoC: the thesis network or an "
+                                      "MLPerf Tiny model)")
+    parser.add_argument("--model", choices=MODELS, default="thesis",
+                        help="the network: the thesis' (default) or an MLPerf Tiny model on the configuration "
+                             "'nnaccel run mlperf-tiny --board de1soc' builds for it")
+    parser.add_argument("--dir", metavar="DIR",
+                        help="the MLPerf Tiny folder (default $NNACCEL_MLPERF_TINY_DIR or ../shared/mlperf_tiny)")
     parser.add_argument("--objective", choices=("latency", "energy", "both"), default="both",
                         help="what to minimise (default both, one search each)")
     parser.add_argument("--seeds", type=option_types.positive_int, default=5, help="seeds per searcher (default 5)")
-    parser.add_argument("--budget", type=option_types.positive_int, default=30,
-                        help="cost-model evaluations per search (default 30)")
-    parser.add_argument("--samples", type=option_types.positive_int, default=120,
-                        help="mappings the predictor is trained on, a quarter of them held out (default 120)")
+    parser.add_argument("--budget", type=option_types.positive_int, default=40,
+                        help="cost-model evaluations per search, DCP's training mappings included (default 40)")
+    parser.add_argument("--samples", type=option_types.positive_int, default=16,
+                        help="of DCP's budget, the mappings its predictor is trained on (default 16)")
     parser.add_argument("--simulate", action="store_true",
                         help="run DCP's latency answer (seed 0) on Verilator with the SDRAM model: bit-exact and "
                              "every counter against the formula (a build of minutes, about 15 s per inference)")
@@ -47,7 +62,8 @@ def add_stream_parser(commands, *, option_types):
 
 
 def _cache_path(space):
-    key = json.dumps([repr(space.config), repr(space.timing), [repr(layer) for layer in space.layers]])
+    key = json.dumps([repr(space.config), repr(space.timing), [repr(layer) for layer in space.layers],
+                      [[choice.to_list() for choice in choices] for choices in space.choices]])
     return cache_root() / "dse" / f"stream_{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
@@ -69,61 +85,51 @@ def _summary(values, best):
             "median_above_best_percent": 100 * (median / best - 1), "values": values.tolist()}
 
 
-def _compare(space, objective, known, predictor, training, arguments, best):
-    """Every searcher over the seeds: ``{method: summary}`` and DCP's results."""
+def _compare(space, objective, known, arguments, path):
+    """Every searcher over the seeds at ``arguments.budget`` evaluations each (DCP's predictor-training mappings
+    among them), the cost cache saved to ``path`` after each seed: ``({method: [objective per seed]}, DCP's
+    results)``."""
     from nnaccel.dse.dcp import stream_search
 
-    rows, dcp_results = {method: [] for method in METHODS}, []
-    wide = {method: [] for method in METHODS[1:]}       # the baselines given DCP's training samples too
-    budget, extra = arguments.budget, len(training)
+    rows, dcp_results, budget = {method: [] for method in METHODS}, [], arguments.budget
     for seed in range(arguments.seeds):
-        dcp = stream_search.dcp_search(space, predictor, training, objective, known, budget=budget, seed=seed,
-                                       progress=False)
+        dcp = stream_search.dcp_counted(space, objective, known, budget=budget, samples=arguments.samples, seed=seed)
         dcp_results.append(dcp)
         rows["DCP"].append(dcp.objective)
-        for method, run in (("random", lambda: stream_search.random_search(space, objective, known,
-                                                                          budget=budget + extra, seed=seed)),
-                            ("TPE", lambda: stream_search.optuna_search(space, objective, known, sampler="tpe",
-                                                                        budget=budget + extra, seed=seed)),
-                            ("NSGA-II", lambda: stream_search.optuna_search(space, objective, known,
-                                                                            sampler="nsga2", budget=budget + extra,
-                                                                            seed=seed))):
-            result = run()
-            rows[method].append(result.best_within(budget))
-            wide[method].append(result.objective)
+        for method, sampler in (("TPE", "tpe"), ("NSGA-II", "nsga2")):
+            rows[method].append(stream_search.optuna_search(space, objective, known, sampler=sampler, budget=budget,
+                                                            seed=seed).objective)
+        rows["random"].append(stream_search.random_search(space, objective, known, budget=budget, seed=seed).objective)
+        _save_known(path, known)
         print(f"  {objective} seed {seed}: " + ", ".join(f"{method} {_shown(objective, values[-1])}"
                                                       for method, values in rows.items()), flush=True)
-    summary = {method: _summary(values, best) for method, values in rows.items()}
-    summary.update({f"{method} (+{extra} evaluations)": _summary(values, best) for method, values in wide.items()})
-    return summary, dcp_results
+    return rows, dcp_results
 
 
 def _shown(objective, value):
     return f"{value:,.0f} cycles" if objective == "latency" else f"{value / 1e6:,.3f} uJ"
 
 
-def _print_table(objective, summary, best, budget):
-    print(f"\n{objective}, {budget} cost-model evaluations per search; best known {_shown(objective, best)}:")
+def _print_table(objective, summary, best, arguments):
+    print(f"\n{objective}, {arguments.budget} cost-model evaluations per search (DCP's: {arguments.samples} to train "
+          f"its predictor + {arguments.budget - arguments.samples} searching); best known {_shown(objective, best)}:")
     print(f"  {'searcher':<28} {'median':>16} {'min':>16} {'max':>16} {'median vs best':>15}")
     for method, row in summary.items():
         print(f"  {method:<28} {_shown(objective, row['median']):>16} {_shown(objective, row['min']):>16} "
               f"{_shown(objective, row['max']):>16} {row['median_above_best_percent']:>+14.4f}%")
 
 
-def _simulate(space, indices):
-    """Compile the mapping with the trained Breakout weights, run one recorded state on Verilator with the SDRAM
-    model inside, check Q-values and counters: a dict for the report."""
+def _simulate(space, indices, weights, states):
+    """Compile the mapping with ``weights``, run ``states`` (one input) on Verilator with the SDRAM model inside,
+    check the outputs and counters: a dict for the report."""
     from nnaccel.hw.dqn.accelerator import DqnAccelerator
-    from nnaccel.models.dqn.atari import recorded_states
     from nnaccel.models.dqn.golden import golden_forward
-    from nnaccel.models.dqn.network import TRAINED_WEIGHTS, load_weights
     from nnaccel.models.dqn.plan import COUNTERS
     from nnaccel.models.shared.tile_port import TilePortModel
     from nnaccel.testbench.dqn.host import run_on_accelerator
 
     choices = [layer_choices[index] for layer_choices, index in zip(space.choices, indices)]
-    stream, _, plan = space.compile(choices, load_weights(TRAINED_WEIGHTS))
-    states = recorded_states(1)
+    stream, _, plan = space.compile(choices, weights)
     started = time.perf_counter()
     run = run_on_accelerator(DqnAccelerator(config=space.config), stream, states, simulator="verilator",
                              max_cycles=50_000_000, sdram_timing=space.timing)
@@ -143,59 +149,121 @@ def _simulate(space, indices):
             "build_seconds": run.build_seconds, "seconds": time.perf_counter() - started}
 
 
-def run_stream(arguments):
+def _best_known(space, objective, known, starts):
+    """The exhaustive search's best where the space has at most :data:`EXHAUSTIVE_LIMIT` mappings, else coordinate
+    descent's from ``starts``: ``(result, how)``."""
     from nnaccel.dse.dcp import stream_search
+
+    if space.size()[1] <= EXHAUSTIVE_LIMIT:
+        result = stream_search.exhaustive_search(space, objective, known)
+        return result, f"exhaustive, {result.evaluations:,} legal mappings"
+    return (stream_search.coordinate_search(space, objective, known, starts=starts),
+            "coordinate descent from the compiler's mapping and DCP's best answer")
+
+
+def _power_of_two(count):
+    return 1 << max(0, count - 1).bit_length()
+
+
+def stream_network(model, folder=None):
+    """The stream space of ``--model``, the weights its answer is simulated with and one input: the thesis network
+    on ``DE1_SOC_CONFIG`` (the trained Breakout weights, a recorded state), or an MLPerf Tiny model (``folder``: the
+    MLPerf Tiny folder) on the configuration ``nnaccel run mlperf-tiny --board de1soc`` builds for it (the board's
+    MACs and weight halves, rows, activation RAMs and descriptor table grown to hold the model) with its descriptor
+    and load tables :data:`STREAM_TABLE_ROOM` times as deep (a mapping of more passes and loads than the compiler's
+    has room; at most the block RAM's 1,024 descriptors and 4,096 loads)."""
+    from dataclasses import replace
+
     from nnaccel.dse.rtl.stream_space import StreamSpace
+    from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
+    from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_plan
+
+    if model == "thesis":
+        from nnaccel.models.dqn.atari import recorded_states
+        from nnaccel.models.dqn.network import TRAINED_WEIGHTS, load_weights
+
+        return StreamSpace(), load_weights(TRAINED_WEIGHTS), recorded_states(1)
+    from nnaccel.models.dqn.lowering import lower_graph
+    from nnaccel.models.dqn.mlperf_tiny import ad_windows, kws_samples, mlperf_tiny_dir, model_path
+    from nnaccel.models.dqn.model_files import read_model
+    from nnaccel.models.dqn.sizing import fitting_config
+
+    folder = mlperf_tiny_dir(folder)
+    path = model_path(model, folder)
+    lowered = lower_graph(read_model(path))
+    base = replace(on_chip_twin(DE1_SOC_CONFIG), row_elements=MODEL_ROW_ELEMENTS, activation_depth=2, max_layers=1,
+                   descriptor_ram=True)
+    try:
+        grown, plan = fitting_config(base, lowered.layers, lowered.weights)
+    except ValueError as error:
+        raise InputError(f"{path}: does not fit the DE1-SoC configuration: {error}") from None
+    external = replace(grown, external_weights=True, weight_depth=DE1_SOC_CONFIG.weight_depth,
+                       max_layers=min(1024, STREAM_TABLE_ROOM * _power_of_two(len(plan.layers))), weight_loads=1 << 12)
+    loads = len(stream_plan(external, replace(plan, config=on_chip_twin(external))).loads)
+    external = replace(external, weight_loads=min(1 << 12, STREAM_TABLE_ROOM * max(DE1_SOC_CONFIG.weight_loads,
+                                                                                   _power_of_two(loads))))
+    inputs = kws_samples(folder, 1).inputs if model == "kws" else ad_windows(folder)[:1]
+    return (StreamSpace(external, lowered.layers, name=f"MLPerf Tiny {model}"), lowered.weights,
+            inputs.reshape(len(inputs), *lowered.input_shape))
+
+
+def check_arguments(arguments):
+    """The options' faults no argparse type sees: an InputError naming the option."""
+    if arguments.simulate and arguments.objective == "energy":
+        raise InputError("--simulate: runs DCP's latency answer; give --objective latency or both")
+    if arguments.samples >= arguments.budget:
+        raise InputError(f"--samples {arguments.samples}: DCP's training mappings count in its budget; give fewer "
+                         f"than --budget ({arguments.budget})")
+
+
+def run_stream(arguments, space, weights, states):
+    """``nnaccel dse stream`` on ``space`` (a ``StreamSpace``); ``weights`` and ``states`` (one input): what
+    ``--simulate`` runs DCP's latency answer with.  Returns the report."""
+    from nnaccel.dse.dcp import stream_search
 
     import torch
 
-    if arguments.simulate and arguments.objective == "energy":
-        raise InputError("--simulate: runs DCP's latency answer; give --objective latency or both")
+    check_arguments(arguments)
     torch.set_num_threads(1)
     started = time.perf_counter()
-    space = StreamSpace()
     counts, total = space.size()
-    print(f"space: {space.config.module_name} (external weights, DE1-SoC SDRAM model), the thesis network; choices "
+    print(f"space: {space.name} on {space.config.module_name} (external weights, the DE1-SoC SDRAM model); choices "
           f"per layer " + ", ".join(f"{layer.name} {count}" for layer, count in zip(space.layers, counts))
           + f": {total:,} network mappings before the shared limits")
     path = _cache_path(space)
     known = _load_known(path)
+    default = stream_search.StreamEvaluator(space, "latency", known).cost(tuple(0 for _ in counts))
+    bound = space.bandwidth_bound()
+    print(f"the compiler's mapping: {default['latency']:,} cycles, {default['energy'] / 1e6:,.2f} uJ; the SDRAM's "
+          f"bandwidth bound for its {default['bytes']:,} weight bytes: {bound:,.0f} cycles")
+    report = {"job": "dse stream", "network": space.name,
+              "space": {"config": space.config.module_name, "choices_per_layer": counts, "network_mappings": total},
+              "default": default, "bandwidth_bound_cycles": bound, "budget": arguments.budget,
+              "dcp_training_samples": arguments.samples, "seeds": arguments.seeds, "objectives": {}}
     objectives = ("latency", "energy") if arguments.objective == "both" else (arguments.objective,)
-    best = {objective: stream_search.exhaustive_search(space, objective, known) for objective in objectives}
-    _save_known(path, known)
-    legal = sum(cost is not None for cost in known.values())
-    default = known[tuple(0 for _ in counts)]
-    print(f"legal: {legal:,} of {total:,} (the descriptor table's {space.config.max_layers} passes and the load "
-          f"table's {space.config.weight_loads} loads); the compiler's default: {default['latency']:,} cycles, "
-          f"{default['energy'] / 1e6:,.2f} uJ")
-    for objective, result in best.items():
-        print(f"exhaustive best {objective}: {_shown(objective, result.objective)} "
-              f"({space.describe([c[i] for c, i in zip(space.choices, result.indices)])})")
-    predictor, accuracy, training = stream_search.train_predictor(space, known, samples=arguments.samples)
-    print(f"predictor: {accuracy['train']} training mappings, {accuracy['held_out']} held out: mean relative error "
-          f"latency {100 * accuracy['latency_mre']:.3f} %, energy {100 * accuracy['energy_mre']:.3f} %")
-    report = {"job": "dse stream", "space": {"config": space.config.module_name, "choices_per_layer": counts,
-                                             "network_mappings": total, "legal": legal},
-              "default": default, "predictor": accuracy, "budget": arguments.budget, "seeds": arguments.seeds,
-              "objectives": {}}
     answers = {}
     for objective in objectives:
-        summary, dcp_results = _compare(space, objective, known, predictor, training, arguments,
-                                        best[objective].objective)
-        _print_table(objective, summary, best[objective].objective, arguments.budget)
+        rows, dcp_results = _compare(space, objective, known, arguments, path)
+        starts = [tuple(0 for _ in counts), min(dcp_results, key=lambda result: result.objective).indices]
+        best, how = _best_known(space, objective, known, starts)
+        _save_known(path, known)
+        best_value = min(best.objective, *(min(values) for values in rows.values()))
+        print(f"best known {objective} ({how}): {_shown(objective, best_value)} "
+              f"({space.describe([c[i] for c, i in zip(space.choices, best.indices)])})")
+        summary = {method: _summary(values, best_value) for method, values in rows.items()}
+        _print_table(objective, summary, best_value, arguments)
         answers[objective] = dcp_results[0]
         report["objectives"][objective] = {
-            "best_known": best[objective].objective, "best_known_mapping": [
-                space.choices[layer][index].to_list() for layer, index in enumerate(best[objective].indices)],
+            "best_known": best_value, "best_known_by": how, "best_known_mapping": [
+                space.choices[layer][index].to_list() for layer, index in enumerate(best.indices)],
             "searchers": summary, "dcp_answers": [[space.choices[layer][index].to_list()
                                                    for layer, index in enumerate(result.indices)]
                                                   for result in dcp_results]}
-    _save_known(path, known)
     if arguments.simulate and "latency" in answers:
         print("\nsimulating DCP's latency answer (seed 0) on Verilator with the SDRAM model ...", flush=True)
-        simulation = _simulate(space, answers["latency"].indices)
+        simulation = _simulate(space, answers["latency"].indices, weights, states)
         verdict = "bit-exact" if simulation["bit_exact"] else "MISMATCH"
-        print(f"simulation: {simulation['mapping']}: {verdict} ({simulation['q_values']} Q-values); counters: "
+        print(f"simulation: {simulation['mapping']}: {verdict} ({simulation['q_values']} outputs); counters: "
               f"{'all' if not simulation['counter_mismatches'] else 'NOT all'} {simulation['counters']} equal to "
               f"the formula; TOTAL_CYCLES {simulation['total_cycles']:,} (START on cycle "
               f"{simulation['start_cycle']:,}); {simulation['passes']} passes, {simulation['loads']} loads")

@@ -35,8 +35,9 @@ from nnaccel.dse.dcp.predictor import MLPNet
 from nnaccel.dse.rtl.stream_space import ORDERS
 from nnaccel.sim.progress import counting
 
-__all__ = ["StreamEvaluator", "StreamResult", "StreamPredictor", "sample_legal", "sample_balanced", "train_predictor",
-           "dcp_search", "random_search", "optuna_search", "exhaustive_search", "OBJECTIVES"]
+__all__ = ["StreamEvaluator", "StreamResult", "StreamPredictor", "sample_legal", "sample_balanced", "fit_predictor",
+           "train_predictor", "dcp_search", "dcp_counted", "random_search", "optuna_search", "coordinate_search",
+           "exhaustive_search", "OBJECTIVES"]
 
 OBJECTIVES = ("latency", "energy")
 
@@ -78,11 +79,13 @@ class StreamEvaluator:
         self.trace, self.start = [], time.perf_counter()
 
     def cost(self, indices):
-        """The cost dict of ``indices`` (None: illegal), from ``known`` or the cost model; not counted."""
+        """The cost dict of ``indices`` (None: illegal), from ``known`` or the cost model; not counted.  For the
+        energy objective the latency is left out (unless ``known`` has it)."""
         indices = tuple(int(index) for index in indices)
-        if indices not in self.known:
+        latency = self.objective == "latency"
+        if indices not in self.known or (latency and self.known[indices] and "latency" not in self.known[indices]):
             choices = [layer_choices[index] for layer_choices, index in zip(self.space.choices, indices)]
-            self.known[indices] = self.space.cost(choices)
+            self.known[indices] = self.space.cost(choices, latency=latency)
         return self.known[indices]
 
     def legal(self, indices):
@@ -166,10 +169,12 @@ class StreamPredictor(torch.nn.Module):
 
 
 def _fit(predictor, rows, targets, *, epochs, learning_rate=3e-3):
+    """Adam on the squared standardised error; a target that is NaN (a latency not costed) is left out."""
     inputs, targets = predictor.one_hot(rows), torch.log(torch.as_tensor(np.asarray(targets), dtype=torch.float32))
+    known, targets = ~torch.isnan(targets), torch.nan_to_num(targets)
     optimiser = torch.optim.Adam(predictor.parameters(), lr=learning_rate)
     for _ in range(epochs):
-        loss = (((predictor(inputs) - targets) / predictor.scale) ** 2).mean()
+        loss = ((((predictor(inputs) - targets) / predictor.scale) ** 2)[known]).mean()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -205,20 +210,35 @@ def sample_balanced(evaluator, count, rng):
     return drawn
 
 
+def fit_predictor(space, rows, targets, *, epochs=300, seed=0, width=64, depth=2):
+    """A :class:`StreamPredictor` fitted on ``rows`` (index tuples) and their ``targets`` ((latency, energy)s), its
+    outputs standardised on them."""
+    torch.manual_seed(seed)
+    predictor = StreamPredictor(space, width=width, depth=depth)
+    logs = np.log(np.asarray(targets, dtype=np.float64))
+    costed = ~np.isnan(logs).all(0)             # the energy objective's rows have no latency
+    mean, spread = np.zeros(2), np.ones(2)
+    mean[costed], spread[costed] = np.nanmean(logs[:, costed], 0), np.nanstd(logs[:, costed], 0)
+    predictor.mean.copy_(torch.as_tensor(mean, dtype=torch.float32))
+    predictor.scale.copy_(torch.as_tensor(np.maximum(spread, 1e-4), dtype=torch.float32))
+    _fit(predictor, rows, targets, epochs=epochs)
+    return predictor
+
+
+def _targets(evaluator, rows):
+    """``(latency, energy)`` of each row (latency NaN where the evaluator did not cost it)."""
+    return [(evaluator.cost(row).get("latency", math.nan), evaluator.cost(row)["energy"]) for row in rows]
+
+
 def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, seed=0, width=64, depth=2):
     """A :class:`StreamPredictor` trained on ``samples`` legal mappings (:func:`sample_balanced`) labelled by the
     cost model (through ``known``, the shared cost cache); returns ``(predictor, accuracy dict, the training rows)``.
     The accuracy: mean relative error of latency and energy on the held-out share."""
-    torch.manual_seed(seed)
     evaluator = StreamEvaluator(space, "latency", known)
     rows = sample_balanced(evaluator, samples, np.random.default_rng(seed))
-    targets = [(evaluator.cost(row)["latency"], evaluator.cost(row)["energy"]) for row in rows]
+    targets = _targets(evaluator, rows)
     cut = int(len(rows) * (1 - held_out))
-    predictor = StreamPredictor(space, width=width, depth=depth)
-    logs = np.log(np.asarray(targets[:cut]))
-    predictor.mean.copy_(torch.as_tensor(logs.mean(0), dtype=torch.float32))
-    predictor.scale.copy_(torch.as_tensor(np.maximum(logs.std(0), 1e-4), dtype=torch.float32))
-    _fit(predictor, rows[:cut], targets[:cut], epochs=epochs)
+    predictor = fit_predictor(space, rows[:cut], targets[:cut], epochs=epochs, seed=seed, width=width, depth=depth)
     with torch.no_grad():
         predicted = torch.exp(predictor(predictor.one_hot(rows[cut:]))).numpy()
     error = np.abs(predicted / np.asarray(targets[cut:]) - 1)
@@ -231,31 +251,36 @@ def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, see
 
 def _decode(evaluator, predictor, probabilities, target):
     """The mapping a restart costs next: among its most likely choice per layer and every single-layer change of
-    that, the legal one not costed yet of best predicted objective (None if there is none)."""
+    that, the legal one not costed yet of best predicted objective (None if there is none).  The candidates are
+    ranked first and compiled in that order (a legality check compiles the network)."""
     best = tuple(int(np.argmax(layer)) for layer in probabilities)
     candidates = [best] + [best[:position] + (index,) + best[position + 1:]
                            for position, layer in enumerate(probabilities) for index in range(len(layer))
                            if index != best[position]]
-    candidates = [candidate for candidate in candidates
-                  if candidate not in evaluator.seen and evaluator.legal(candidate)]
+    candidates = [candidate for candidate in candidates if candidate not in evaluator.seen]
     if not candidates:
         return None
     with torch.no_grad():
         predicted = predictor(predictor.one_hot(candidates))[:, target]
-    return candidates[int(torch.argmin(predicted))]
+    return next((candidates[index] for index in torch.argsort(predicted).tolist()
+                 if evaluator.legal(candidates[index])), None)
 
 
 def dcp_search(space, predictor, training, objective, known, *, budget, restarts=4, steps=150, decode_every=5,
-               learning_rate=0.3, refit_epochs=40, seed=0, progress=True):
+               learning_rate=0.3, refit_epochs=40, seed=0, progress=True, evaluator=None):
     """DCP on the whole network (module docstring); ``training``: the predictor's ``(indices, (latency, energy))``
-    rows, extended with the mappings the search costs.  Stops at ``budget`` evaluations or after ``steps``."""
+    rows, extended with the mappings the search costs.  Stops at ``budget`` evaluations or after ``steps``.
+    ``evaluator``: a :class:`StreamEvaluator` that has counted evaluations already (the predictor's training
+    mappings, :func:`dcp_counted`): the search then starts from the ``restarts`` best of them, else from random legal
+    mappings."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     predictor = copy.deepcopy(predictor)        # refitted on the search's answers: the caller's stays as trained
-    evaluator = StreamEvaluator(space, objective, known)
+    evaluator = evaluator or StreamEvaluator(space, objective, known)
     target = OBJECTIVES.index(objective)
     rows, targets = [row for row, _ in training], [cost for _, cost in training]
-    starts = sample_legal(evaluator, restarts, rng)
+    starts = (sorted(evaluator.seen, key=evaluator.seen.get)[:restarts] if evaluator.evaluations
+              else sample_legal(evaluator, restarts, rng))
     logits = predictor.one_hot(starts) * 3.0
     logits = (logits + 0.1 * torch.randn_like(logits)).requires_grad_(True)
     optimiser = torch.optim.Adam([logits], lr=learning_rate)
@@ -284,9 +309,8 @@ def dcp_search(space, predictor, training, objective, known, *, budget, restarts
                     if decoded is not None and evaluator.evaluations < budget:      # decoded: not costed yet
                         evaluator(decoded)
                         fresh.append(decoded)
-                for decoded in fresh:       # the search learns from its own answers
-                    rows.append(decoded)
-                    targets.append((evaluator.cost(decoded)["latency"], evaluator.cost(decoded)["energy"]))
+                rows += fresh               # the search learns from its own answers
+                targets += _targets(evaluator, fresh)
                 if fresh:
                     _fit(predictor, rows, targets, epochs=refit_epochs)
                 if not fresh:               # every restart sits on a mapping already costed: move one elsewhere
@@ -295,6 +319,23 @@ def dcp_search(space, predictor, training, objective, known, *, budget, restarts
                         logits[restart] = predictor.one_hot(sample_legal(evaluator, 1, rng))[0] * 3.0
             shown.update()
     return evaluator.result("DCP")
+
+
+def dcp_counted(space, objective, known, *, budget, samples, seed=0, epochs=300, **search):
+    """DCP with its predictor's training inside ``budget``: ``samples`` legal mappings (:func:`sample_balanced`)
+    costed through the search's own evaluator (each one evaluation), the predictor fitted on them
+    (:func:`fit_predictor`), then :func:`dcp_search` for the remaining ``budget - samples``; ``search``: its
+    options."""
+    if not 0 < samples < budget:
+        raise ValueError(f"samples must be between 1 and the budget ({budget}) minus one, not {samples!r}")
+    evaluator = StreamEvaluator(space, objective, known)
+    rows = sample_balanced(evaluator, samples, np.random.default_rng(seed))
+    for row in rows:
+        evaluator(row)
+    targets = _targets(evaluator, rows)
+    predictor = fit_predictor(space, rows, targets, epochs=epochs, seed=seed)
+    return dcp_search(space, predictor, list(zip(rows, targets)), objective, known, budget=budget, seed=seed,
+                      evaluator=evaluator, progress=False, **search)
 
 
 def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000):
@@ -325,6 +366,26 @@ def optuna_search(space, objective, known, *, sampler, budget, seed=0, populatio
             break
         study.optimize(trial_objective, n_trials=1)
     return evaluator.result({"tpe": "TPE", "nsga2": "NSGA-II"}[sampler])
+
+
+def coordinate_search(space, objective, known, *, starts, progress=True):
+    """The best known where the space is too large to cost whole: from each of ``starts`` (index tuples), one layer
+    at a time every choice of it with the others fixed, the best kept, sweep after sweep over the layers until a
+    sweep changes nothing (a local optimum for single-layer changes); the best over the starts."""
+    evaluator = StreamEvaluator(space, objective, known)
+    counts = [len(choices) for choices in space.choices]
+    with counting("coordinate descent: sweeps", total=None, enabled=progress) as shown:
+        for start in starts:
+            current, changed = tuple(start), True
+            while changed:
+                changed = False
+                for layer, count in enumerate(counts):
+                    for index in range(count):
+                        candidate = current[:layer] + (index,) + current[layer + 1:]
+                        if evaluator(candidate) < evaluator(current):
+                            current, changed = candidate, True
+                shown.update()
+    return evaluator.result("coordinate descent")
 
 
 def exhaustive_search(space, objective, known, *, progress=True):

@@ -47,9 +47,9 @@ from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import dqn_layers
-from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes
+from nnaccel.models.dqn.plan import check_segment, compile_network, default_mapping, layer_shapes
 from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stream_plan
-from nnaccel.models.shared.sdram import DE1_SOC_SDRAM
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
 from nnaccel.models.shared.tile_port import TilePortModel
 
 __all__ = ["LayerChoice", "StreamSpace", "SEGMENT_COUNTS", "ORDERS", "START_CYCLE", "zero_weights"]
@@ -97,13 +97,16 @@ def _ranges(positions, count, positions_per_group):
 
 
 class StreamSpace:
-    """The external-weight mapping space of ``layers`` (default: the thesis network) on ``config`` (default
-    ``DE1_SOC_CONFIG``) with the memory ``timing`` (a ``models.shared.sdram.SdramTiming``)."""
+    """The external-weight mapping space of ``layers`` (default: the thesis network; any network the external-weight
+    compiler runs, e.g. an imported MLPerf Tiny model) on ``config`` (default ``DE1_SOC_CONFIG``) with the memory
+    ``timing`` (a ``models.shared.sdram.SdramTiming``); ``name``: the network's, for reports.  Each layer's first
+    choice is the compiler's own mapping of it (``models.dqn.plan.default_mapping``: its K-split where the compiler
+    takes one), so the all-default mapping is the plan ``compile_streamed`` gives."""
 
-    def __init__(self, config=DE1_SOC_CONFIG, layers=None, *, timing=DE1_SOC_SDRAM):
+    def __init__(self, config=DE1_SOC_CONFIG, layers=None, *, timing=DE1_SOC_SDRAM, name="the thesis network"):
         if not config.external_weights:
             raise ValueError(f"{config.module_name}: the stream space needs a configuration with external_weights=True")
-        self.config, self.timing = config, timing
+        self.config, self.timing, self.name = config, timing, name
         self.layers = tuple(dqn_layers() if layers is None else layers)
         self.weights = zero_weights(self.layers)
         self.twin = on_chip_twin(config)
@@ -132,6 +135,17 @@ class StreamSpace:
         return layer_shapes(self.twin, self.layers, tiling={self.layers[index].name: tile})[index]
 
     @cached_property
+    def _compiler_tiled(self):
+        """The names of the layers whose channel tiles are the compiler's (adds, grouped convolutions, max pools)."""
+        return {shape.name for shape in layer_shapes(self.twin, self.layers)
+                if shape.add or shape.groups > 1 or shape.maximum}
+
+    @cached_property
+    def _compiler_mappings(self):
+        """The compiler's ``LayerMapping`` of every layer at its widest tiles."""
+        return default_mapping(self.twin, layer_shapes(self.twin, self.layers)).layers
+
+    @cached_property
     def choices(self):
         """Per layer the list of its legal :class:`LayerChoice` s (each compiles on its own; the network-wide
         limits are checked by :meth:`cost`), the compiler's default first."""
@@ -139,8 +153,8 @@ class StreamSpace:
         per_layer = []
         for index, layer in enumerate(self.layers):
             widest = self._shape(index, None)
-            if widest.add or widest.groups > 1 or widest.maximum:
-                per_layer.append([self.default_choice(index)])      # their tiles are the compiler's
+            if layer.name in self._compiler_tiled:
+                per_layer.append([self.default_choice(index)])
                 continue
             tiles = sorted({self._tile(widest, lanes << power) for power in range(modules.bit_length())},
                            reverse=True)
@@ -163,9 +177,17 @@ class StreamSpace:
         return min(size, shape.tile_size, -(-shape.out_channels // self.config.lanes) * self.config.lanes)
 
     def default_choice(self, index):
-        """The compiler's default of layer ``index``: the widest tile, the fewest column blocks, one range."""
-        shape = self._shape(index, None)
-        return LayerChoice(self._tile(shape, shape.tile_size), shape.min_column_blocks)
+        """The compiler's default of layer ``index``: the widest tile, its column blocks (the fewest that keep a
+        group in two output rows) and K-split, one range; it compiles to the compiler's own mapping of the layer."""
+        return self._default_choices[index]
+
+    @cached_property
+    def _default_choices(self):
+        defaults = []
+        for index, mapping in enumerate(self._compiler_mappings):
+            shape, first = self._shape(index, None), mapping.segments[0]
+            defaults.append(LayerChoice(self._tile(shape, shape.tile_size), first.column_blocks, split=first.split))
+        return defaults
 
     def size(self):
         """``(choices per layer, choices of the network)`` (the network's before its shared limits)."""
@@ -177,11 +199,13 @@ class StreamSpace:
     def compile(self, choices, weights=None):
         """``choices`` (one :class:`LayerChoice` per layer) compiled: ``(WeightStream, shapes, the plan compiled for
         the on-chip twin)`` (the golden model runs the plan); a ValueError names the limit a choice breaks."""
-        tiling = {layer.name: choice.tile for layer, choice in zip(self.layers, choices)}
+        tiling = {layer.name: choice.tile for layer, choice in zip(self.layers, choices)
+                  if layer.name not in self._compiler_tiled}
         shapes = layer_shapes(self.twin, self.layers, tiling=tiling)
         mappings = []
-        for shape, choice in zip(shapes, choices):
-            mapping = self._layer_mapping(shape, choice)
+        for index, (shape, choice) in enumerate(zip(shapes, choices)):
+            default = choice == self.default_choice(index)
+            mapping = self._compiler_mappings[index] if default else self._layer_mapping(shape, choice)
             if mapping is None:
                 raise ValueError(f"{shape.name}: {choice.describe()} does not map onto the hardware")
             mappings.append(mapping)
@@ -204,15 +228,22 @@ class StreamSpace:
         memory = float(energy_table.dram_pj_per_word(8 * stream.weight_bytes))
         return float(on_chip + loaded + memory)
 
-    def cost(self, choices):
+    def cost(self, choices, *, latency=True):
         """``{"latency": cycles, "energy": pJ, "bytes": weight bytes, "passes", "loads"}`` of a network mapping, or
-        None if it breaks a limit."""
+        None if it breaks a limit; without ``latency`` (the SDRAM model's run, most of the time) no "latency"."""
         try:
             stream, shapes, _ = self.compile(choices)
         except ValueError:
             return None
-        return {"latency": self.latency(stream).total, "energy": self.energy(stream, shapes),
-                "bytes": stream.weight_bytes, "passes": len(stream.plan.layers), "loads": len(stream.loads)}
+        cost = {"energy": self.energy(stream, shapes), "bytes": stream.weight_bytes,
+                "passes": len(stream.plan.layers), "loads": len(stream.loads)}
+        return {"latency": self.latency(stream).total, **cost} if latency else cost
+
+    def bandwidth_bound(self):
+        """Cycles the memory needs for the default mapping's weight bytes at its sustained read rate (a latency no
+        mapping of the same bytes goes below)."""
+        stream, _, _ = self.compile(self.default())
+        return stream.weight_bytes / sustained_read_bytes_per_cycle(self.timing, port_bits=self.config.external_bus_bits)
 
     def default(self):
         return [self.default_choice(index) for index in range(len(self.layers))]

@@ -17,3 +17,40 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert main(["dse", "stream", "--objective", "energy", "--simulate"]) == 2
     assert capsys.readouterr().err.strip() == ("nnaccel: error: --simulate: runs DCP's latency answer; give "
                                                "--objective latency or both")
+
+
+def test_dcps_training_mappings_must_leave_room_in_its_budget(capsys):
+    assert main(["dse", "stream", "--budget", "20", "--samples", "20"]) == 2
+    assert capsys.readouterr().err.strip() == ("nnaccel: error: --samples 20: DCP's training mappings count in its "
+                                               "budget; give fewer than --budget (20)")
+    assert main(["dse", "stream", "--model", "vww"]) == 2
+    assert "argument --model: invalid choice: 'vww'" in capsys.readouterr().err
+
+
+def test_a_models_space_is_the_boards_configuration_with_deeper_tables():
+    """``--model kws``: the configuration ``run mlperf-tiny --board de1soc`` builds, its descriptor and load tables
+    4 times as deep; the all-default mapping is the board's plan."""
+    from dataclasses import replace
+
+    import pytest
+
+    from nnaccel.cli.dqn.accelerator_run import compile_model
+    from nnaccel.cli.dqn.board import board_stream, model_base
+    from nnaccel.dse.dcp.stream_command import STREAM_TABLE_ROOM, stream_network
+    from nnaccel.models.dqn.mlperf_tiny import mlperf_tiny_dir, model_path
+    from nnaccel.models.shared.input_files import InputError
+
+    try:
+        mlperf_tiny_dir()
+    except InputError:
+        pytest.skip("no MLPerf Tiny folder")
+    space, _, states = stream_network("kws")
+    _, _, plan = compile_model(model_path("kws"), model_base("de1soc"))
+    board = board_stream("de1soc", plan)
+    assert replace(space.config, max_layers=board.config.max_layers,
+                   weight_loads=board.config.weight_loads) == board.config
+    assert space.config.max_layers == STREAM_TABLE_ROOM * 128 == 512
+    assert space.config.weight_loads == STREAM_TABLE_ROOM * board.config.weight_loads
+    stream, _, _ = space.compile(space.default())
+    assert stream.plan.descriptors == board.plan.descriptors and stream.table == board.table
+    assert states.shape == (1, 1, 49, 10)

@@ -83,3 +83,26 @@ def test_dcp_leaves_the_callers_predictor_as_trained(space, known, trained):
     before = [parameter.detach().clone() for parameter in predictor.parameters()]
     stream_search.dcp_search(space, predictor, training, "latency", known, budget=BUDGET, seed=2, progress=False)
     assert all(torch.equal(old, new) for old, new in zip(before, predictor.parameters()))
+
+
+@pytest.mark.parametrize("objective", stream_search.OBJECTIVES)
+def test_dcps_training_mappings_count_in_its_budget(space, known, objective):
+    samples, budget = 6, 14
+    result = stream_search.dcp_counted(space, objective, dict(known), budget=budget, samples=samples, seed=3)
+    assert result.evaluations == budget          # the 6 training mappings and 8 the search costs
+    assert [used for used, _ in result.trace] == list(range(1, budget + 1))
+    assert known[result.indices][objective] == result.objective
+    with pytest.raises(ValueError, match="samples must be between 1 and the budget"):
+        stream_search.dcp_counted(space, objective, known, budget=samples, samples=samples)
+
+
+@pytest.mark.parametrize("objective", stream_search.OBJECTIVES)
+def test_coordinate_descent_ends_where_no_single_layer_change_improves(space, known, objective):
+    default = tuple(0 for _ in space.choices)
+    result = stream_search.coordinate_search(space, objective, known, starts=[default], progress=False)
+    best = stream_search.exhaustive_search(space, objective, known, progress=False).objective
+    assert best <= result.objective <= known[default][objective]
+    for layer, choices in enumerate(space.choices):
+        for index in range(len(choices)):
+            neighbour = result.indices[:layer] + (index,) + result.indices[layer + 1:]
+            assert known[neighbour] is None or known[neighbour][objective] >= result.objective

@@ -10,7 +10,7 @@ from nnaccel.dse.rtl.stream_space import LayerChoice, StreamSpace
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import REDUCED_CONFIG
 from nnaccel.models.dqn.golden import golden_forward
-from nnaccel.models.dqn.network import reduced_layers
+from nnaccel.models.dqn.network import ConvLayer, reduced_layers
 from nnaccel.models.dqn.weight_stream import compile_streamed, stream_counters
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM
 from nnaccel.models.shared.tile_port import TilePortModel
@@ -106,3 +106,22 @@ def test_a_searched_mapping_runs_bit_exact_with_every_counter_as_the_cost_model(
         assert run.layer_counters[index].tolist() == [[counters[name] for name in COUNTER_NAMES]
                                                       for counters in predicted.passes]
     assert len(stream.plan.layers) == 2 + 2 + 2 + 2
+
+
+def test_any_network_the_compiler_runs_its_default_the_compilers_mapping():
+    """A network with a depthwise convolution (its channel tiles the compiler's: a single choice) and, compiled with
+    ``split="auto"``, the compiler's own K-splits: the all-default mapping is ``compile_streamed``'s plan, its
+    latency the formula's."""
+    layers = (ConvLayer("c1", 2, 10, 4, 3, 2), ConvLayer("dw", 4, 4, 4, 1, 1, groups=4),
+              *reduced_layers()[1:])
+    space = StreamSpace(EXTERNAL, layers, name="reduced with a depthwise layer")
+    assert [len(choices) for choices in space.choices][1] == 1
+    assert space.size()[0] == [6, 1, 6, 3, 3]
+    weights = _weights(np.random.default_rng(SEED), layers)
+    stream, _, _ = space.compile(space.default(), weights)
+    reference = compile_streamed(EXTERNAL, layers, weights)
+    assert stream.plan.descriptors == reference.plan.descriptors and stream.table == reference.table
+    assert np.array_equal(stream.image, reference.image)
+    port = TilePortModel(timing=DE1_SOC_SDRAM, port_bits=EXTERNAL.external_bus_bits)
+    assert space.cost(space.default())["latency"] == stream_counters(reference, 100, port).total
+    assert space.bandwidth_bound() < space.cost(space.default())["latency"]
