@@ -3,12 +3,14 @@ the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
         [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
-        [--workers W] [--out DIR] [--json F] [--measure]
+        [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR] [--measure]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
 cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
 ``--measure`` trains nothing: it prints the shipped checkpoints' Table 1 on the labels as they are now.
+``--checkpoint-dir DIR`` keeps the cost network's training state in DIR after every epoch: a long run killed or
+stopped at a deadline resumes where it was when the same command runs again.
 """
 
 import argparse
@@ -62,6 +64,9 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
     parser.add_argument("--out", help="checkpoint directory (default: the package's data/)")
     parser.add_argument("--json", help="write the reports as JSON")
+    parser.add_argument("--checkpoint-dir",
+                        help="keep the cost network's training state there after every epoch; the same command "
+                             "again resumes it (default: no checkpoints)")
     parser.add_argument("--measure", action="store_true",
                         help="train nothing: Table 1 of the shipped evaluators on the labels as they are now")
     arguments = parser.parse_args(argv)
@@ -88,7 +93,8 @@ def main(argv=None):
         epochs[0] += 1
         print(f"  epoch {epochs[0]} done at {time.perf_counter() - start:.0f} s", flush=True)
 
-    trained = training.train_evaluators(table, settings, arguments.costs, progress=progress)
+    trained = training.train_evaluators(table, settings, arguments.costs, progress=progress,
+                                        checkpoint_dir=arguments.checkpoint_dir)
     print(f"training: {time.perf_counter() - start:.1f} s")
     _print_reports({name: evaluator.report for name, evaluator in trained.items()})
     cold, warm = exhaustive_search_seconds(table, next(iter(trained.values())).cost_function)

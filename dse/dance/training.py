@@ -80,9 +80,11 @@ def _features(table, networks, points):
                            table.hardware_space.encode(table.hardware_space.all_points()[points])], axis=1)
 
 
-def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None):
+def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, checkpoint_dir=None):
     """Train the cost network once and a generator per cost function on ``table`` (a
-    ``labels.LabelTable``); returns {cost name: TrainedEvaluator} with each one's Table 1."""
+    ``labels.LabelTable``); returns {cost name: TrainedEvaluator} with each one's Table 1. With ``checkpoint_dir``
+    the cost network's training (the long part) keeps its state there after every epoch, in a file named by the
+    space and ``settings`` (``training_state_path``), and a rerun with the same settings resumes it."""
     rng = np.random.default_rng(settings.seed)
     network_space, hardware_space = table.network_space, table.hardware_space
     all_networks = network_space.all_points()
@@ -102,7 +104,8 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None):
     cost = ev.CostEstimator(network_space.encoding_width + hardware_space.encoding_width,
                             np.log(targets).mean(axis=0))
     ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
-                  seed=settings.seed, progress=progress)
+                  seed=settings.seed, progress=progress,
+                  checkpoint=checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings))
     ev.freeze(cost)
     sizes = {"cost_cases_train": int(len(pair_networks)), "cost_cases_validation": int(settings.validation_cases),
              "generator_cases_train": int(len(train)), "generator_cases_validation": int(len(held_out)),
@@ -125,6 +128,13 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None):
         evaluator.report["settings"] = vars(settings)
         trained[name] = evaluator
     return trained
+
+
+def training_state_path(directory, space_name, settings):
+    """The cost network's training state in ``directory`` for ``space_name`` and ``settings`` (their digest in the
+    name, so a run with other settings starts afresh instead of resuming a different training)."""
+    digest = hashlib.sha256(repr((space_name, sorted(vars(settings).items()))).encode()).hexdigest()[:12]
+    return Path(directory) / f"cost_{space_name}_training_{digest}.pt"
 
 
 def feasible_pairs(table, networks, count, rng):

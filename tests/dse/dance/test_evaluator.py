@@ -57,6 +57,43 @@ def test_the_cost_network_fits_positive_costs_with_forwarded_inputs():
     assert np.all(after > 0.9) and np.all(after > before)
 
 
+
+class _Stop(Exception):
+    pass
+
+
+def test_cost_training_stopped_after_an_epoch_resumes_to_the_uninterrupted_result(tmp_path):
+    rng = np.random.default_rng(2)
+    features = rng.integers(2, size=(600, 6)).astype(np.float32)
+    targets = np.exp(features @ rng.uniform(-1, 1, size=(6, 3)))
+
+    def trained(**options):
+        torch.manual_seed(7)
+        return ev.train_cost(ev.CostEstimator(6, np.log(targets).mean(axis=0)), features, targets, epochs=3,
+                             batch=128, **options)
+
+    def stop():
+        raise _Stop
+
+    uninterrupted = trained()
+    state = tmp_path / "state" / "cost.pt"
+    with pytest.raises(_Stop):
+        trained(checkpoint=state, progress=stop)          # killed after its first epoch
+    assert torch.load(state, weights_only=True)["epochs_done"] == 1
+    resumed = trained(checkpoint=state)
+    assert torch.load(state, weights_only=True)["epochs_done"] == 3
+    for name, value in uninterrupted.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], value), name
+
+
+def test_the_training_state_is_named_by_space_and_settings(tmp_path):
+    settings = training.EvaluatorSettings()
+    path = training.training_state_path(tmp_path, "template", settings)
+    assert path.parent == tmp_path and path.name.startswith("cost_template_training_")
+    assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings()) == path
+    assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings(cost_epochs=40)) != path
+    assert training.training_state_path(tmp_path, "rtl", settings) != path
+
 def test_checkpoints_round_trip(tmp_path):
     generator = ev.freeze(ev.HardwareGenerator(5, (2, 3)))
     cost = ev.freeze(ev.CostEstimator(10, np.zeros(3)))
