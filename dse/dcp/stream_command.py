@@ -1,11 +1,11 @@
 """``nnaccel dse stream``: DCP on the external-weight mapping space (``dse.rtl.stream_space``) of the thesis
 network on the DE1-SoC configuration or of an MLPerf Tiny model (``--model kws|ad``) on the configuration ``run
-mlperf-tiny --board de1soc`` builds for it, against random search, TPE and NSGA-II at equal numbers of cost-model
-evaluations (DCP's predictor-training mappings counted in its budget) over several seeds, and against the best
-known mapping (an exhaustive search where the space has at most :data:`EXHAUSTIVE_LIMIT` mappings, else coordinate
-descent from the compiler's mapping and DCP's best answer; the best of that and every searcher's answer); ``--simulate`` runs DCP's latency answer on the simulated
-accelerator (Verilator, the SDRAM model inside) and checks it bit for bit and every counter against the cycle
-formula.
+mlperf-tiny --board de1soc`` sizes for it (in binary32), against random search, TPE and NSGA-II at equal numbers
+of cost-model evaluations (DCP's predictor-training mappings counted in its budget) over several seeds, and against
+the best known mapping (an exhaustive search where the space has at most :data:`EXHAUSTIVE_LIMIT` mappings, else
+coordinate descent from the compiler's mapping and DCP's best answer; the best of that and every searcher's
+answer); ``--simulate`` runs DCP's latency answer on the simulated accelerator (Verilator, the SDRAM model inside)
+and checks it bit for bit and every counter against the cycle formula.
 
 The costs (the exact cycle formula with the SDRAM model in it takes about a second per mapping) are kept in a cache
 file per space (``~/.cache/nnaccel/dse/stream_<digest>.json``), so the best-known search is paid once; every
@@ -28,7 +28,7 @@ METHODS = ("DCP", "random", "TPE", "NSGA-II")
 MODELS = ("thesis", "kws", "ad")
 EXHAUSTIVE_LIMIT = 5_000    # network mappings: above it the best known is coordinate descent's
 STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's space: descriptor and load tables 4 x what its default needs
-MODEL_ROW_ELEMENTS = 16     # as run mlperf-tiny --board (cli.dqn.board.MODEL_ROW_ELEMENTS; a test keeps them equal)
+MODEL_ROW_ELEMENTS = 16     # binary32 rows of run mlperf-tiny --board's 512 bits (cli.dqn.board.MODEL_ROW_BITS; a test)
 SUMMARY = ("A network on the DE1-SoC configuration with its weights in the SDRAM model (the thesis network or an "
            "MLPerf Tiny model): the mapping space (channel tiles, column blocks, position ranges, loop order, "
            "K-splits), DCP (its predictor's training mappings counted in its budget) against random search, TPE "
@@ -168,8 +168,9 @@ def _power_of_two(count):
 def stream_network(model, folder=None):
     """The stream space of ``--model``, the weights its answer is simulated with and one input: the thesis network
     on ``DE1_SOC_CONFIG`` (the trained Breakout weights, a recorded state), or an MLPerf Tiny model (``folder``: the
-    MLPerf Tiny folder) on the configuration ``nnaccel run mlperf-tiny --board de1soc`` builds for it (the board's
-    MACs and weight halves, rows, activation RAMs and descriptor table grown to hold the model) with its descriptor
+    MLPerf Tiny folder) on the configuration ``nnaccel run mlperf-tiny --board de1soc`` sizes for it, from the
+    binary32 ``DE1_SOC_CONFIG`` (the board itself builds binary16: ``DE1_SOC_BINARY16_CONFIG``): the MACs and weight
+    halves, rows, activation RAMs and descriptor table grown to hold the model, with its descriptor
     and load tables :data:`STREAM_TABLE_ROOM` times as deep (a mapping of more passes and loads than the compiler's
     has room; at most the block RAM's 1,024 descriptors and 4,096 loads)."""
     from dataclasses import replace
