@@ -79,10 +79,14 @@ def float_max(fmt, a, b):
 
 def _native(fmt, operation, a, b):
     dtype, uint = _NATIVE[fmt]
-    a, b = (np.asarray(x).astype(uint).view(dtype) for x in (a, b))
+    a, b = (np.asarray(x).astype(uint, copy=False).view(dtype) for x in (a, b))
     with np.errstate(all="ignore"):
         result = np.asarray(operation(a, b))
-    return np.where(np.isnan(result), uint(fmt.canonical_nan), result.view(uint)).astype(uint)
+    bits = result.view(uint)
+    nans = np.isnan(result)
+    if nans.any():
+        bits = np.where(nans, uint(fmt.canonical_nan), bits).astype(uint)
+    return bits
 
 
 def _bfloat16_via_float32(operation, a, b):
