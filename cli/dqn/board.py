@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from nnaccel.hw.dqn.config import DE1_SOC_BINARY16_CONFIG
 from nnaccel.models.dqn.plan import COUNTERS
+from nnaccel.models.dqn.weight_stream import model_base as sized_model_base
 from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stream_plan
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
 from nnaccel.models.shared.tile_port import TilePortModel
@@ -15,7 +16,6 @@ __all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "model_base", "board_
            "board_report"]
 
 BOARDS = {"de1soc": DE1_SOC_BINARY16_CONFIG}
-MODEL_ROW_BITS = 512        # an imported model's narrowest rows on a board: a descriptor fits the host port's word
 LARGEST_LOAD_TABLE = 1 << 12
 THESIS_MS = 0.15            # the thesis' inference on the DE5-Net (16 x 16 MACs, every weight on chip)
 BOARD_MAX_CYCLES = 50_000_000   # a run's timeout in the simulation (the DE1-SoC's run: 1 M cycles)
@@ -27,13 +27,9 @@ def compile_config(board):
 
 
 def model_base(board):
-    """The base an imported model (``run mlperf-tiny --board``) is sized from (:func:`models.dqn.sizing.fitting_config`
-    grows its rows, activation RAMs and descriptor table to the smallest that hold the model): the board's MACs and
-    format, external weights and weight halves, the descriptor table in block RAM, rows of :data:`MODEL_ROW_BITS` (16
-    binary32 or 32 binary16 elements) or the model's widest."""
-    config = compile_config(board)
-    return replace(config, row_elements=MODEL_ROW_BITS // config.fmt.width, activation_depth=2, max_layers=1,
-                   descriptor_ram=True)
+    """The base an imported model (``run mlperf-tiny --board``) is sized from: :func:`models.dqn.weight_stream.
+    model_base` of the board's configuration."""
+    return sized_model_base(BOARDS[board])
 
 
 def board_config(board, compiled):

@@ -28,7 +28,6 @@ METHODS = ("DCP", "random", "TPE", "NSGA-II")
 MODELS = ("thesis", "kws", "ad")
 EXHAUSTIVE_LIMIT = 5_000    # network mappings: above it the best known is coordinate descent's
 STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's space: descriptor and load tables 4 x what its default needs
-MODEL_ROW_ELEMENTS = 16     # binary32 rows of run mlperf-tiny --board's 512 bits (cli.dqn.board.MODEL_ROW_BITS; a test)
 SUMMARY = ("A network on the DE1-SoC configuration with its weights in the SDRAM model (the thesis network or an "
            "MLPerf Tiny model): the mapping space (channel tiles, column blocks, position ranges, loop order, "
            "K-splits), DCP (its predictor's training mappings counted in its budget) against random search, TPE "
@@ -177,7 +176,7 @@ def stream_network(model, folder=None):
 
     from nnaccel.dse.rtl.stream_space import StreamSpace
     from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
-    from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_plan
+    from nnaccel.models.dqn.weight_stream import model_base, on_chip_twin, stream_plan
 
     if model == "thesis":
         from nnaccel.models.dqn.atari import recorded_states
@@ -192,8 +191,7 @@ def stream_network(model, folder=None):
     folder = mlperf_tiny_dir(folder)
     path = model_path(model, folder)
     lowered = lower_graph(read_model(path))
-    base = replace(on_chip_twin(DE1_SOC_CONFIG), row_elements=MODEL_ROW_ELEMENTS, activation_depth=2, max_layers=1,
-                   descriptor_ram=True)
+    base = model_base(DE1_SOC_CONFIG)
     try:
         grown, plan = fitting_config(base, lowered.layers, lowered.weights)
     except ValueError as error:

@@ -39,8 +39,8 @@ from nnaccel.hw.dqn.streamed_weights import EXTERNAL_ADDRESS_BITS, READ_BITS, lo
 from nnaccel.models.dqn.plan import COUNTERS, compile_network
 from nnaccel.models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, pass_counters
 
-__all__ = ["WeightStream", "Load", "compile_streamed", "on_chip_twin", "stream_plan", "load_entries", "ring_base",
-           "encode_load", "stream_counters", "StreamCounters", "run_timing_arguments"]
+__all__ = ["WeightStream", "Load", "compile_streamed", "on_chip_twin", "MODEL_ROW_BITS", "model_base", "stream_plan",
+           "load_entries", "ring_base", "encode_load", "stream_counters", "StreamCounters", "run_timing_arguments"]
 
 
 class Load(NamedTuple):
@@ -147,6 +147,19 @@ def on_chip_twin(config):
     if not config.external_weights:
         raise ValueError(f"{config.module_name}: compile_streamed needs a configuration with external_weights=True")
     return replace(config, external_weights=False, weight_depth=1 << 20)
+
+
+MODEL_ROW_BITS = 512        # an imported model's narrowest rows: a descriptor fits the host port's word
+
+
+def model_base(config):
+    """The base an imported model is sized from on an external-weight ``config`` (``run mlperf-tiny --board``,
+    ``dse stream --model``; :func:`models.dqn.sizing.fitting_config` grows its rows, activation RAMs and descriptor
+    table to the smallest that hold the model): :func:`on_chip_twin` of ``config`` with rows of
+    :data:`MODEL_ROW_BITS` (16 binary32 or 32 binary16 elements) and the descriptor table in block RAM."""
+    twin = on_chip_twin(config)
+    return replace(twin, row_elements=MODEL_ROW_BITS // twin.fmt.width, activation_depth=2, max_layers=1,
+                   descriptor_ram=True)
 
 
 def compile_streamed(config, layers, weights, **options):

@@ -36,10 +36,11 @@ def test_a_models_space_is_the_boards_configuration_with_deeper_tables():
     import pytest
 
     from nnaccel.cli.dqn.accelerator_run import compile_model
-    from nnaccel.cli.dqn.board import MODEL_ROW_BITS, board_stream, model_base
+    from nnaccel.cli.dqn.board import board_stream
     from nnaccel.hw.dqn.config import DE1_SOC_CONFIG
     from nnaccel.dse.dcp.stream_command import STREAM_TABLE_ROOM, stream_network
     from nnaccel.models.dqn.mlperf_tiny import mlperf_tiny_dir, model_path
+    from nnaccel.models.dqn.weight_stream import model_base
     from nnaccel.models.shared.input_files import InputError
 
     try:
@@ -47,9 +48,7 @@ def test_a_models_space_is_the_boards_configuration_with_deeper_tables():
     except InputError:
         pytest.skip("no MLPerf Tiny folder")
     space, _, states = stream_network("kws")
-    binary32 = DE1_SOC_CONFIG.fmt
-    base = replace(model_base("de1soc"), fmt=binary32, row_elements=MODEL_ROW_BITS // binary32.width)
-    _, _, plan = compile_model(model_path("kws"), base)
+    _, _, plan = compile_model(model_path("kws"), model_base(DE1_SOC_CONFIG))
     board = board_stream("de1soc", plan)
     assert replace(space.config, max_layers=board.config.max_layers,
                    weight_loads=board.config.weight_loads) == board.config
