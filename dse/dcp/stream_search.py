@@ -338,10 +338,13 @@ def dcp_counted(space, objective, known, *, budget, samples, seed=0, epochs=300,
                       evaluator=evaluator, progress=False, **search)
 
 
-def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000):
+def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000, start=None):
+    """Uniform random mappings; ``start`` (an index tuple, e.g. the compiler's mapping): costed first."""
     evaluator = StreamEvaluator(space, objective, known)
     rng = np.random.default_rng(seed)
     counts = [len(choices) for choices in space.choices]
+    if start is not None:
+        evaluator(start)
     for _ in range(max_trials):
         if evaluator.evaluations >= budget:
             break
@@ -349,12 +352,15 @@ def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000)
     return evaluator.result("random")
 
 
-def optuna_search(space, objective, known, *, sampler, budget, seed=0, population=20, max_trials=2_000):
-    """Optuna's TPE (``sampler="tpe"``) or NSGA-II (``"nsga2"``) with one categorical parameter per layer."""
+def optuna_search(space, objective, known, *, sampler, budget, seed=0, population=20, max_trials=2_000, start=None):
+    """Optuna's TPE (``sampler="tpe"``) or NSGA-II (``"nsga2"``) with one categorical parameter per layer;
+    ``start`` (an index tuple, e.g. the compiler's mapping): its first trial (``enqueue_trial``)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = StreamEvaluator(space, objective, known)
     study = optuna.create_study(direction="minimize", sampler=optuna_sampler(sampler, seed, population))
     counts = [len(choices) for choices in space.choices]
+    if start is not None:
+        study.enqueue_trial({layer.name: int(index) for layer, index in zip(space.layers, start)})
 
     def trial_objective(trial):
         value = evaluator(tuple(trial.suggest_categorical(layer.name, list(range(count)))
