@@ -88,9 +88,14 @@ def load_known(path):
 
 
 def save_known(path, known):
-    """``known`` into ``path`` (the folder made if need be)."""
+    """``known`` into ``path`` with what the file holds already (another process costing the same space may have
+    added to it; the folder made if need be)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([[list(indices), cost] for indices, cost in known.items()]))
+    merged = load_known(path)
+    for indices, cost in known.items():     # a cost with the latency beats one without
+        if indices not in merged or len(cost or {}) >= len(merged[indices] or {}):
+            merged[indices] = cost
+    path.write_text(json.dumps([[list(indices), cost] for indices, cost in merged.items()]))
 
 
 def _summary(values, best):

@@ -23,6 +23,7 @@ it on mappings of a network it never saw, and :func:`dcp_transfer` is DCP with i
 
 import copy
 import math
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -172,7 +173,7 @@ def _standardise(predictor, batches):
     predictor.scale.copy_(torch.as_tensor(np.concatenate([scale[list(CONTEXT_COLUMNS)], scale])))
 
 
-def train_transfer(networks, *, epochs=1500, learning_rate=3e-3, seed=0, width=64, depth=2):
+def train_transfer(networks, *, epochs=600, learning_rate=3e-3, seed=0, width=64, depth=2):
     """A :class:`TransferPredictor` fitted on ``networks``: ``[(space, rows)]`` (rows of :func:`transfer_rows`), its
     inputs standardised over every network's choices and its output offset to their mean log cost per layer."""
     torch.manual_seed(seed)
@@ -238,8 +239,8 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
     evaluation), or with ``start_default`` the compiler's mapping costed first and taking one restart's place; Adam on
     the predicted log objective of every restart's softmax; every ``decode_every`` steps each restart decoded (its
     most likely choice per layer, or the single-layer change of it the predictor rates best, legal and not costed
-    yet) and costed; the predictor (a copy) refitted on the network's own costed mappings for ``refit_epochs`` steps
-    (it learns the searched network from the evaluations it counts).  Stops at ``budget`` evaluations or after
+    yet) and costed; the predictor (a copy) refitted on the network's own costed mappings: its level set to their
+    mean, then ``refit_epochs`` steps (it learns the searched network from the evaluations it counts).  Stops at ``budget`` evaluations or after
     ``steps``; the answer is the best mapping by the cost model."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -257,7 +258,7 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
 
     pool = [row for row in dict.fromkeys(_random_rows(space, candidates, rng))]
     ranked = np.argsort(predict(predictor, space, pool, tables)[:, target])
-    starts = [pool[index] for index in ranked if evaluator.legal(pool[index])][:restarts]
+    starts = list(islice((pool[index] for index in ranked if evaluator.legal(pool[index])), restarts))
     if start_default:
         default = tuple(0 for _ in space.choices)
         cost(default)
@@ -305,9 +306,12 @@ def _decode(space, evaluator, predictor, tables, best, target):
 
 
 def _refit(predictor, optimiser, space, costed, evaluator, tables, target, epochs):
-    """A few Adam steps of ``predictor``'s ``target`` output on the searched network's costed mappings."""
+    """``predictor``'s ``target`` output on the searched network's costed mappings: its level moved to their mean
+    (a network's scale is what transfers worst: one offset), then a few Adam steps."""
     one_hot = TransferPredictor.one_hot(space, costed)
     truth = torch.log(torch.as_tensor([evaluator.seen[row] for row in costed], dtype=torch.float32))
+    with torch.no_grad():
+        predictor.offset[target] += (truth - predictor(one_hot, *tables)[:, target]).mean()
     for _ in range(epochs):
         loss = ((predictor(one_hot, *tables)[:, target] - truth) ** 2).mean()
         optimiser.zero_grad()
