@@ -247,6 +247,13 @@ def check_arguments(arguments):
     """The options' faults no argparse type sees: an InputError naming the option."""
     if arguments.simulate and arguments.objective == "energy":
         raise InputError("--simulate: runs DCP's latency answer; give --objective latency or both")
+    if arguments.dcp == "transfer":
+        from nnaccel.dse.dcp.stream_transfer import transfer_path
+
+        if not transfer_path(arguments.model).exists():
+            raise InputError(f"--model {arguments.model}: no transfer predictor trained without it "
+                             f"({transfer_path(arguments.model).name}); give --dcp counted or train one "
+                             f"(benchmarks/dse/train_stream_predictor.py)")
     if arguments.from_compiler and arguments.dcp == "counted":
         raise InputError("--from-compiler: DCP starts from the compiler's mapping with --dcp transfer only")
     if arguments.dcp == "counted" and arguments.samples >= arguments.budget:
@@ -263,9 +270,6 @@ def _transfer_predictor(arguments, space, known, path):
     if arguments.dcp != "transfer":
         return None, None, None
     file = stream_transfer.transfer_path(arguments.model)
-    if not file.exists():
-        raise InputError(f"--model {arguments.model}: no transfer predictor trained without it ({file}); give --dcp "
-                         f"counted or train one (benchmarks/dse/train_stream_predictor.py)")
     predictor, evaluations = stream_transfer.load_transfer(file)
     print(f"DCP's predictor: {file.name}, trained once on " + ", ".join(
         f"{network} {count}" for network, count in evaluations.items()) + " costed mappings (none of this network)")

@@ -233,31 +233,39 @@ def _random_rows(space, count, rng):
 
 
 def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_default=False, restarts=4, steps=400,
-                 decode_every=5, learning_rate=0.3, candidates=2000, refit_epochs=30, refit_rate=1e-3):
+                 decode_every=5, learning_rate=0.3, candidates=2000, ridge=0.1):
     """DCP with a predictor trained on other networks (:func:`load_transfer`): its whole ``budget`` searching.
     The starts: the ``restarts`` best of ``candidates`` random mappings by the predictor (predictions cost no
     evaluation), or with ``start_default`` the compiler's mapping costed first and taking one restart's place; Adam on
     the predicted log objective of every restart's softmax; every ``decode_every`` steps each restart decoded (its
     most likely choice per layer, or the single-layer change of it the predictor rates best, legal and not costed
-    yet) and costed; the predictor (a copy) refitted on the network's own costed mappings: its level set to their
-    mean, then ``refit_epochs`` steps (it learns the searched network from the evaluations it counts).  Stops at ``budget`` evaluations or after
-    ``steps``; the answer is the best mapping by the cost model."""
+    yet) and costed.  The search learns the network from the evaluations it counts: after each round the predictor
+    (a copy) has its level set to the mean of the costed mappings (a network's scale transfers worst), and a
+    correction per layer and choice is fitted to what is left (ridge regression on the one-hot mappings, strength
+    ``ridge``: the transferred prediction is the prior, the costs pull it where they say).  Stops at ``budget``
+    evaluations or after ``steps``; the answer is the best mapping by the cost model."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     predictor = copy.deepcopy(predictor)
     tables = choice_features(space)
-    features, context = tables
     evaluator = StreamEvaluator(space, objective, known)
     target = OBJECTIVES.index(objective)
+    corrections = [torch.zeros(len(choices)) for choices in space.choices]
     costed = []
+
+    def predicted(probabilities):
+        """The log objective of per-layer probabilities, with the network's corrections."""
+        return predictor(probabilities, *tables)[:, target] + sum(
+            layer @ correction for layer, correction in zip(probabilities, corrections))
 
     def cost(indices):
         evaluator(indices)
         if evaluator.seen[indices] < math.inf:
             costed.append(indices)
 
-    pool = [row for row in dict.fromkeys(_random_rows(space, candidates, rng))]
-    ranked = np.argsort(predict(predictor, space, pool, tables)[:, target])
+    pool = list(dict.fromkeys(_random_rows(space, candidates, rng)))
+    with torch.no_grad():
+        ranked = torch.argsort(predicted(TransferPredictor.one_hot(space, pool))).tolist()
     starts = list(islice((pool[index] for index in ranked if evaluator.legal(pool[index])), restarts))
     if start_default:
         default = tuple(0 for _ in space.choices)
@@ -266,11 +274,10 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
     logits = [(3.0 * layer + 0.1 * torch.randn_like(layer)).requires_grad_(True)
               for layer in TransferPredictor.one_hot(space, starts)]
     optimiser = torch.optim.Adam(logits, lr=learning_rate)
-    refit = torch.optim.Adam(predictor.parameters(), lr=refit_rate)
     for step in range(1, steps + 1):
         if evaluator.evaluations >= budget:
             break
-        loss = predictor([torch.softmax(layer, dim=1) for layer in logits], features, context)[:, target].sum()
+        loss = predicted([torch.softmax(layer, dim=1) for layer in logits]).sum()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -278,14 +285,13 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
             continue
         fresh = 0
         for restart in range(len(starts)):
-            decoded = _decode(space, evaluator, predictor, tables,
-                              tuple(int(torch.argmax(layer[restart])) for layer in logits), target)
+            decoded = _decode(space, evaluator, predicted, tuple(int(torch.argmax(layer[restart])) for layer in logits))
             if decoded is not None and evaluator.evaluations < budget:
                 cost(decoded)
                 fresh += 1
-        if fresh and refit_epochs:
-            _refit(predictor, refit, space, costed, evaluator, tables, target, refit_epochs)
-        if not fresh:                   # every restart sits on a mapping already costed: move one elsewhere
+        if fresh:
+            _correct(predictor, corrections, space, costed, evaluator, tables, target, ridge)
+        else:                           # every restart sits on a mapping already costed: move one elsewhere
             restart = int(rng.integers(len(starts)))
             with torch.no_grad():
                 for layer, encoded in zip(logits, TransferPredictor.one_hot(space, _random_rows(space, 1, rng))):
@@ -293,27 +299,30 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
     return evaluator.result("DCP (transfer)")
 
 
-def _decode(space, evaluator, predictor, tables, best, target):
-    """Among ``best`` and every single-layer change of it, the legal mapping not costed yet of best predicted
-    objective (None if there is none); ranked first, then checked for legality in that order."""
+def _decode(space, evaluator, predicted, best):
+    """Among ``best`` and every single-layer change of it, the legal mapping not costed yet of best ``predicted``
+    log objective (None if there is none); ranked first, then checked for legality in that order."""
     candidates = [best] + [best[:layer] + (index,) + best[layer + 1:] for layer, choices in enumerate(space.choices)
                            for index in range(len(choices)) if index != best[layer]]
     candidates = [candidate for candidate in candidates if candidate not in evaluator.seen]
     if not candidates:
         return None
-    predicted = predict(predictor, space, candidates, tables)[:, target]
-    return next((candidates[index] for index in np.argsort(predicted) if evaluator.legal(candidates[index])), None)
-
-
-def _refit(predictor, optimiser, space, costed, evaluator, tables, target, epochs):
-    """``predictor``'s ``target`` output on the searched network's costed mappings: its level moved to their mean
-    (a network's scale is what transfers worst: one offset), then a few Adam steps."""
-    one_hot = TransferPredictor.one_hot(space, costed)
-    truth = torch.log(torch.as_tensor([evaluator.seen[row] for row in costed], dtype=torch.float32))
     with torch.no_grad():
-        predictor.offset[target] += (truth - predictor(one_hot, *tables)[:, target]).mean()
-    for _ in range(epochs):
-        loss = ((predictor(one_hot, *tables)[:, target] - truth) ** 2).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+        ranked = torch.argsort(predicted(TransferPredictor.one_hot(space, candidates))).tolist()
+    return next((candidates[index] for index in ranked if evaluator.legal(candidates[index])), None)
+
+
+def _correct(predictor, corrections, space, costed, evaluator, tables, target, ridge):
+    """The predictor's level set to the mean log cost of ``costed`` (the network's mappings costed so far), and
+    ``corrections`` (per layer, per choice) the ridge fit of what is left."""
+    one_hot = TransferPredictor.one_hot(space, costed)
+    truth = torch.log(torch.as_tensor([evaluator.seen[row] for row in costed], dtype=torch.float64))
+    with torch.no_grad():
+        base = predictor(one_hot, *tables)[:, target].double()
+        predictor.offset[target] += float((truth - base).mean())
+        residual = truth - base - (truth - base).mean()
+        inputs = torch.cat(one_hot, dim=1).double()
+        fitted = torch.linalg.solve(inputs.T @ inputs + ridge * torch.eye(inputs.shape[1], dtype=torch.float64),
+                                    inputs.T @ residual)
+    for correction, part in zip(corrections, torch.split(fitted.float(), [len(c) for c in corrections])):
+        correction.copy_(part)
