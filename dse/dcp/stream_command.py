@@ -34,8 +34,9 @@ STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's space: descriptor and load 
 SUMMARY = ("A network on the DE1-SoC configuration with its weights in the SDRAM model (the thesis network or an "
            "MLPerf Tiny model): the mapping space (channel tiles, column blocks, position ranges, loop order, "
            "K-splits), DCP (its predictor trained once on other networks, or on mappings counted in its budget) "
-           "against random search, TPE and NSGA-II at equal cost-model evaluations over several seeds, the best known mapping (exhaustive "
-           "where the space is small, else coordinate descent), and with --simulate DCP's answer on Verilator.")
+           "against random search, TPE and NSGA-II at equal cost-model evaluations over several seeds, the best "
+           "known mapping (exhaustive where the space is small, else coordinate descent), and with --simulate DCP's "
+           "answer on Verilator.")
 
 
 def add_stream_parser(commands, *, option_types):
