@@ -1,7 +1,10 @@
 """``nnaccel dse stream``: DCP on the external-weight mapping space (``dse.rtl.stream_space``) of the thesis
 network on the DE1-SoC configuration or of an MLPerf Tiny model (``--model kws|ad``) on the configuration ``run
 mlperf-tiny --board de1soc`` sizes for it (in binary32), against random search, TPE and NSGA-II at equal numbers
-of cost-model evaluations (DCP's predictor-training mappings counted in its budget) over several seeds, and against
+of cost-model evaluations over several seeds (``--dcp transfer``, the default: DCP with the predictor trained once on
+the other networks, ``dse.dcp.stream_transfer``, its whole budget searching, the predictor's own training
+evaluations reported apart; ``--dcp counted``: its predictor trained on ``--samples`` of the network's own mappings
+inside its budget; ``--from-compiler``: every searcher's first evaluation is the compiler's mapping), and against
 the best known mapping (an exhaustive search where the space has at most :data:`EXHAUSTIVE_LIMIT` mappings, else
 coordinate descent from the compiler's mapping and DCP's best answer; the best of that and every searcher's
 answer); ``--simulate`` runs DCP's latency answer on the simulated accelerator (Verilator, the SDRAM model inside)
@@ -21,8 +24,8 @@ import numpy as np
 from nnaccel.models.shared.cache import cache_root
 from nnaccel.models.shared.input_files import InputError
 
-__all__ = ["add_stream_parser", "check_arguments", "stream_network", "run_stream", "METHODS", "MODELS",
-           "STREAM_TABLE_ROOM"]
+__all__ = ["add_stream_parser", "check_arguments", "stream_network", "run_stream", "cache_path", "load_known",
+           "save_known", "METHODS", "MODELS", "STREAM_TABLE_ROOM"]
 
 METHODS = ("DCP", "random", "TPE", "NSGA-II")
 MODELS = ("thesis", "kws", "ad")
@@ -30,9 +33,10 @@ EXHAUSTIVE_LIMIT = 5_000    # network mappings: above it the best known is coord
 STREAM_TABLE_ROOM = 4       # an MLPerf Tiny model's space: descriptor and load tables 4 x what its default needs
 SUMMARY = ("A network on the DE1-SoC configuration with its weights in the SDRAM model (the thesis network or an "
            "MLPerf Tiny model): the mapping space (channel tiles, column blocks, position ranges, loop order, "
-           "K-splits), DCP (its predictor's training mappings counted in its budget) against random search, TPE "
-           "and NSGA-II at equal cost-model evaluations over several seeds, the best known mapping (exhaustive "
-           "where the space is small, else coordinate descent), and with --simulate DCP's answer on Verilator.")
+           "K-splits), DCP (its predictor trained once on other networks, or on mappings counted in its budget) "
+           "against random search, TPE and NSGA-II at equal cost-model evaluations over several seeds, the best "
+           "known mapping (exhaustive where the space is small, else coordinate descent), and with --simulate DCP's "
+           "answer on Verilator.")
 
 
 def add_stream_parser(commands, *, option_types):
@@ -51,8 +55,18 @@ def add_stream_parser(commands, *, option_types):
     parser.add_argument("--seeds", type=option_types.positive_int, default=5, help="seeds per searcher (default 5)")
     parser.add_argument("--budget", type=option_types.positive_int, default=40,
                         help="cost-model evaluations per search, DCP's training mappings included (default 40)")
+    parser.add_argument("--dcp", choices=("transfer", "counted"), default="transfer",
+                        help="DCP's predictor: trained once on the other networks and shipped (default; its "
+                             "training evaluations reported apart), or trained on --samples of this network's "
+                             "mappings inside DCP's budget")
     parser.add_argument("--samples", type=option_types.positive_int, default=16,
-                        help="of DCP's budget, the mappings its predictor is trained on (default 16)")
+                        help="with --dcp counted: of DCP's budget, the mappings its predictor is trained on "
+                             "(default 16)")
+    parser.add_argument("--from-compiler", action="store_true",
+                        help="every searcher (DCP and the baselines) costs the compiler's mapping first")
+    parser.add_argument("--held-out", type=option_types.non_negative_int, default=40, metavar="N",
+                        help="with --dcp transfer: N mappings of the network (costed apart from every search) "
+                             "on which the predictor's error is measured before any search (default 40)")
     parser.add_argument("--simulate", action="store_true",
                         help="run DCP's latency answer (seed 0) on Verilator with the SDRAM model: bit-exact and "
                              "every counter against the formula (a build of minutes, about 15 s per inference)")
@@ -60,21 +74,29 @@ def add_stream_parser(commands, *, option_types):
     return parser
 
 
-def _cache_path(space):
+def cache_path(space):
+    """The cost cache file of ``space`` (keyed by its configuration, memory, layers and choices)."""
     key = json.dumps([repr(space.config), repr(space.timing), [repr(layer) for layer in space.layers],
                       [[choice.to_list() for choice in choices] for choices in space.choices]])
     return cache_root() / "dse" / f"stream_{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
-def _load_known(path):
+def load_known(path):
+    """The costs kept in ``path``: index tuples -> cost dicts (None: illegal)."""
     if not path.exists():
         return {}
     return {tuple(row[0]): row[1] for row in json.loads(path.read_text())}
 
 
-def _save_known(path, known):
+def save_known(path, known):
+    """``known`` into ``path`` with what the file holds already (another process costing the same space may have
+    added to it; the folder made if need be)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([[list(indices), cost] for indices, cost in known.items()]))
+    merged = load_known(path)
+    for indices, cost in known.items():     # a cost with the latency beats one without
+        if indices not in merged or len(cost or {}) >= len(merged[indices] or {}):
+            merged[indices] = cost
+    path.write_text(json.dumps([[list(indices), cost] for indices, cost in merged.items()]))
 
 
 def _summary(values, best):
@@ -84,22 +106,29 @@ def _summary(values, best):
             "median_above_best_percent": 100 * (median / best - 1), "values": values.tolist()}
 
 
-def _compare(space, objective, known, arguments, path):
-    """Every searcher over the seeds at ``arguments.budget`` evaluations each (DCP's predictor-training mappings
-    among them), the cost cache saved to ``path`` after each seed: ``({method: [objective per seed]}, DCP's
-    results)``."""
-    from nnaccel.dse.dcp import stream_search
+def _compare(space, objective, known, arguments, path, predictor):
+    """Every searcher over the seeds at ``arguments.budget`` evaluations each (with ``--dcp counted`` DCP's
+    predictor-training mappings among them; else DCP searches with ``predictor``, trained on other networks), the
+    cost cache saved to ``path`` after each seed: ``({method: [objective per seed]}, DCP's results)``."""
+    from nnaccel.dse.dcp import stream_search, stream_transfer
 
     rows, dcp_results, budget = {method: [] for method in METHODS}, [], arguments.budget
+    start = tuple(0 for _ in space.choices) if arguments.from_compiler else None
     for seed in range(arguments.seeds):
-        dcp = stream_search.dcp_counted(space, objective, known, budget=budget, samples=arguments.samples, seed=seed)
+        if predictor is None:
+            dcp = stream_search.dcp_counted(space, objective, known, budget=budget, samples=arguments.samples,
+                                            seed=seed)
+        else:
+            dcp = stream_transfer.dcp_transfer(space, predictor, objective, known, budget=budget, seed=seed,
+                                               start_default=arguments.from_compiler)
         dcp_results.append(dcp)
         rows["DCP"].append(dcp.objective)
         for method, sampler in (("TPE", "tpe"), ("NSGA-II", "nsga2")):
             rows[method].append(stream_search.optuna_search(space, objective, known, sampler=sampler, budget=budget,
-                                                            seed=seed).objective)
-        rows["random"].append(stream_search.random_search(space, objective, known, budget=budget, seed=seed).objective)
-        _save_known(path, known)
+                                                            seed=seed, start=start).objective)
+        rows["random"].append(stream_search.random_search(space, objective, known, budget=budget, seed=seed,
+                                                          start=start).objective)
+        save_known(path, known)
         print(f"  {objective} seed {seed}: " + ", ".join(f"{method} {_shown(objective, values[-1])}"
                                                       for method, values in rows.items()), flush=True)
     return rows, dcp_results
@@ -109,13 +138,20 @@ def _shown(objective, value):
     return f"{value:,.0f} cycles" if objective == "latency" else f"{value / 1e6:,.3f} uJ"
 
 
-def _print_table(objective, summary, best, arguments):
-    print(f"\n{objective}, {arguments.budget} cost-model evaluations per search (DCP's: {arguments.samples} to train "
-          f"its predictor + {arguments.budget - arguments.samples} searching); best known {_shown(objective, best)}:")
-    print(f"  {'searcher':<28} {'median':>16} {'min':>16} {'max':>16} {'median vs best':>15}")
+def _print_table(objective, summary, best, arguments, transfer):
+    """The comparison; ``transfer``: the transfer predictor's training evaluations (network -> mappings) or None."""
+    dcp = (f"DCP's all searching, its predictor trained once on {sum(transfer.values()):,} mappings of other networks"
+           if transfer else f"DCP's: {arguments.samples} to train its predictor + "
+                            f"{arguments.budget - arguments.samples} searching")
+    starts = "every searcher from the compiler's mapping" if arguments.from_compiler else "no searcher from the " \
+        "compiler's mapping"
+    print(f"\n{objective}, {arguments.budget} cost-model evaluations per search ({dcp}; {starts}); best known "
+          f"{_shown(objective, best)}:")
+    print(f"  {'searcher':<28} {'median':>16} {'min':>16} {'max':>16} {'median vs best':>15} {'transfer evals':>15}")
     for method, row in summary.items():
+        trained = sum(transfer.values()) if transfer and method == "DCP" else 0
         print(f"  {method:<28} {_shown(objective, row['median']):>16} {_shown(objective, row['min']):>16} "
-              f"{_shown(objective, row['max']):>16} {row['median_above_best_percent']:>+14.4f}%")
+              f"{_shown(objective, row['max']):>16} {row['median_above_best_percent']:>+14.4f}% {trained:>15,}")
 
 
 def _simulate(space, indices, weights, states):
@@ -165,7 +201,8 @@ def _power_of_two(count):
 
 
 def stream_network(model, folder=None):
-    """The stream space of ``--model``, the weights its answer is simulated with and one input: the thesis network
+    """The stream space of ``--model`` (or of ``"vww"``, one of the networks the transfer predictor is trained on),
+    the weights its answer is simulated with and one input: the thesis network
     on ``DE1_SOC_CONFIG`` (the trained Breakout weights, a recorded state), or an MLPerf Tiny model (``folder``: the
     MLPerf Tiny folder) on the configuration ``nnaccel run mlperf-tiny --board de1soc`` sizes for it, from the
     binary32 ``DE1_SOC_CONFIG`` (the board itself builds binary16: ``DE1_SOC_BINARY16_CONFIG``): the MACs and weight
@@ -184,7 +221,7 @@ def stream_network(model, folder=None):
 
         return StreamSpace(), load_weights(TRAINED_WEIGHTS), recorded_states(1)
     from nnaccel.models.dqn.lowering import lower_graph
-    from nnaccel.models.dqn.mlperf_tiny import ad_windows, kws_samples, mlperf_tiny_dir, model_path
+    from nnaccel.models.dqn.mlperf_tiny import ad_windows, kws_samples, mlperf_tiny_dir, model_path, sample_images
     from nnaccel.models.dqn.model_files import read_model
     from nnaccel.models.dqn.sizing import fitting_config
 
@@ -201,7 +238,8 @@ def stream_network(model, folder=None):
     loads = len(stream_plan(external, replace(plan, config=on_chip_twin(external))).loads)
     external = replace(external, weight_loads=min(1 << 12, STREAM_TABLE_ROOM * max(DE1_SOC_CONFIG.weight_loads,
                                                                                    _power_of_two(loads))))
-    inputs = kws_samples(folder, 1).inputs if model == "kws" else ad_windows(folder)[:1]
+    inputs = {"kws": lambda: kws_samples(folder, 1).inputs, "ad": lambda: ad_windows(folder)[:1],
+              "vww": lambda: sample_images("vww", 1).inputs}[model]()
     return (StreamSpace(external, lowered.layers, name=f"MLPerf Tiny {model}"), lowered.weights,
             inputs.reshape(len(inputs), *lowered.input_shape))
 
@@ -210,9 +248,41 @@ def check_arguments(arguments):
     """The options' faults no argparse type sees: an InputError naming the option."""
     if arguments.simulate and arguments.objective == "energy":
         raise InputError("--simulate: runs DCP's latency answer; give --objective latency or both")
-    if arguments.samples >= arguments.budget:
+    if arguments.dcp == "transfer":
+        from nnaccel.dse.dcp.stream_transfer import transfer_path
+
+        if not transfer_path(arguments.model).exists():
+            raise InputError(f"--model {arguments.model}: no transfer predictor trained without it "
+                             f"({transfer_path(arguments.model).name}); give --dcp counted or train one "
+                             f"(benchmarks/dse/train_stream_predictor.py)")
+    if arguments.from_compiler and arguments.dcp == "counted":
+        raise InputError("--from-compiler: DCP starts from the compiler's mapping with --dcp transfer only")
+    if arguments.dcp == "counted" and arguments.samples >= arguments.budget:
         raise InputError(f"--samples {arguments.samples}: DCP's training mappings count in its budget; give fewer "
                          f"than --budget ({arguments.budget})")
+
+
+def _transfer_predictor(arguments, space, known, path):
+    """With ``--dcp transfer``: the shipped predictor for ``--model`` (trained without it), its training evaluations
+    and its error on ``--held-out`` mappings of the network (costed into ``known``, saved to ``path``), printed;
+    else ``(None, None, None)``."""
+    from nnaccel.dse.dcp import stream_transfer
+
+    if arguments.dcp != "transfer":
+        return None, None, None
+    file = stream_transfer.transfer_path(arguments.model)
+    predictor, evaluations = stream_transfer.load_transfer(file)
+    print(f"DCP's predictor: {file.name}, trained once on " + ", ".join(
+        f"{network} {count}" for network, count in evaluations.items()) + " costed mappings (none of this network)")
+    held_out = None
+    if arguments.held_out:
+        rows = stream_transfer.transfer_rows(space, known, arguments.held_out, seed=1_000)
+        save_known(path, known)
+        held_out = stream_transfer.held_out_error(predictor, space, rows)
+        print(f"its error on {held_out['mappings']} mappings of {space.name} before any search: latency "
+              f"{100 * held_out['latency_mre']:.2f} % (rank correlation {held_out['latency_spearman']:.3f}), energy "
+              f"{100 * held_out['energy_mre']:.2f} % ({held_out['energy_spearman']:.3f})")
+    return predictor, evaluations, held_out
 
 
 def run_stream(arguments, space, weights, states):
@@ -229,8 +299,8 @@ def run_stream(arguments, space, weights, states):
     print(f"space: {space.name} on {space.config.module_name} (external weights, the DE1-SoC SDRAM model); choices "
           f"per layer " + ", ".join(f"{layer.name} {count}" for layer, count in zip(space.layers, counts))
           + f": {total:,} network mappings before the shared limits")
-    path = _cache_path(space)
-    known = _load_known(path)
+    path = cache_path(space)
+    known = load_known(path)
     default = stream_search.StreamEvaluator(space, "latency", known).cost(tuple(0 for _ in counts))
     bound = space.bandwidth_bound()
     print(f"the compiler's mapping: {default['latency']:,} cycles, {default['energy'] / 1e6:,.2f} uJ; the SDRAM's "
@@ -238,19 +308,25 @@ def run_stream(arguments, space, weights, states):
     report = {"job": "dse stream", "network": space.name,
               "space": {"config": space.config.module_name, "choices_per_layer": counts, "network_mappings": total},
               "default": default, "bandwidth_bound_cycles": bound, "budget": arguments.budget,
-              "dcp_training_samples": arguments.samples, "seeds": arguments.seeds, "objectives": {}}
+              "dcp": arguments.dcp, "seeds": arguments.seeds, "from_compiler": arguments.from_compiler,
+              "objectives": {}}
+    predictor, transfer, held_out = _transfer_predictor(arguments, space, known, path)
+    if transfer:
+        report["dcp_transfer"] = {"evaluations": transfer, "held_out": held_out}
+    else:
+        report["dcp_training_samples"] = arguments.samples
     objectives = ("latency", "energy") if arguments.objective == "both" else (arguments.objective,)
     answers = {}
     for objective in objectives:
-        rows, dcp_results = _compare(space, objective, known, arguments, path)
+        rows, dcp_results = _compare(space, objective, known, arguments, path, predictor)
         starts = [tuple(0 for _ in counts), min(dcp_results, key=lambda result: result.objective).indices]
         best, how = _best_known(space, objective, known, starts)
-        _save_known(path, known)
+        save_known(path, known)
         best_value = min(best.objective, *(min(values) for values in rows.values()))
         print(f"best known {objective} ({how}): {_shown(objective, best_value)} "
               f"({space.describe([c[i] for c, i in zip(space.choices, best.indices)])})")
         summary = {method: _summary(values, best_value) for method, values in rows.items()}
-        _print_table(objective, summary, best_value, arguments)
+        _print_table(objective, summary, best_value, arguments, transfer)
         answers[objective] = dcp_results[0]
         report["objectives"][objective] = {
             "best_known": best_value, "best_known_by": how, "best_known_mapping": [

@@ -6,9 +6,10 @@ layer, a vector of logits over the layer's choices; its relaxation is their soft
 softmax (one-hot on a mapping) and the choices' attributes weighted by it (log2 tile, log2 column blocks, log2
 position ranges, the order, log2 split), per layer; its output the standardised natural logs of latency and energy.
 
-* :func:`train_predictor`: a linear term plus a residual MLP (``dse.dcp.predictor.MLPNet``) trained on ``samples``
-  legal mappings in which every choice of every layer appears about equally often (a one-hot the predictor never
-  saw is a weight it never trained), labelled by the cost model; its held-out accuracy (mean relative error).
+* :func:`fit_predictor`: a linear term plus a residual MLP (``dse.dcp.predictor.MLPNet``) fitted on costed legal
+  mappings, drawn so that every choice of every layer appears about equally often (:func:`sample_balanced`: a
+  one-hot the predictor never saw is a weight it never trained); :func:`dcp_counted` costs them inside DCP's budget.
+  (``dse.dcp.stream_transfer`` has the predictor trained once on other networks.)
 * :func:`dcp_search`: ``restarts`` random legal starts as logits; Adam on the predicted log objective of all
   restarts at once; every ``decode_every`` steps each restart is decoded (its most likely choice per layer, or the
   single-layer change of it that the predictor rates best, legal and not costed yet) and costed;
@@ -36,7 +37,7 @@ from nnaccel.dse.rtl.stream_space import ORDERS
 from nnaccel.sim.progress import counting
 
 __all__ = ["StreamEvaluator", "StreamResult", "StreamPredictor", "sample_legal", "sample_balanced", "fit_predictor",
-           "train_predictor", "dcp_search", "dcp_counted", "random_search", "optuna_search", "coordinate_search",
+           "dcp_search", "dcp_counted", "random_search", "optuna_search", "coordinate_search",
            "exhaustive_search", "OBJECTIVES"]
 
 OBJECTIVES = ("latency", "energy")
@@ -230,23 +231,6 @@ def _targets(evaluator, rows):
     return [(evaluator.cost(row).get("latency", math.nan), evaluator.cost(row)["energy"]) for row in rows]
 
 
-def train_predictor(space, known, *, samples=120, held_out=0.25, epochs=300, seed=0, width=64, depth=2):
-    """A :class:`StreamPredictor` trained on ``samples`` legal mappings (:func:`sample_balanced`) labelled by the
-    cost model (through ``known``, the shared cost cache); returns ``(predictor, accuracy dict, the training rows)``.
-    The accuracy: mean relative error of latency and energy on the held-out share."""
-    evaluator = StreamEvaluator(space, "latency", known)
-    rows = sample_balanced(evaluator, samples, np.random.default_rng(seed))
-    targets = _targets(evaluator, rows)
-    cut = int(len(rows) * (1 - held_out))
-    predictor = fit_predictor(space, rows[:cut], targets[:cut], epochs=epochs, seed=seed, width=width, depth=depth)
-    with torch.no_grad():
-        predicted = torch.exp(predictor(predictor.one_hot(rows[cut:]))).numpy()
-    error = np.abs(predicted / np.asarray(targets[cut:]) - 1)
-    accuracy = {"train": cut, "held_out": len(rows) - cut, "latency_mre": float(error[:, 0].mean()),
-                "energy_mre": float(error[:, 1].mean())}
-    return predictor, accuracy, list(zip(rows[:cut], targets[:cut]))
-
-
 # ---- the searchers ---------------------------------------------------------------------------------------------
 
 def _decode(evaluator, predictor, probabilities, target):
@@ -338,10 +322,13 @@ def dcp_counted(space, objective, known, *, budget, samples, seed=0, epochs=300,
                       evaluator=evaluator, progress=False, **search)
 
 
-def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000):
+def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000, start=None):
+    """Uniform random mappings; ``start`` (an index tuple, e.g. the compiler's mapping): costed first."""
     evaluator = StreamEvaluator(space, objective, known)
     rng = np.random.default_rng(seed)
     counts = [len(choices) for choices in space.choices]
+    if start is not None:
+        evaluator(start)
     for _ in range(max_trials):
         if evaluator.evaluations >= budget:
             break
@@ -349,12 +336,15 @@ def random_search(space, objective, known, *, budget, seed=0, max_trials=10_000)
     return evaluator.result("random")
 
 
-def optuna_search(space, objective, known, *, sampler, budget, seed=0, population=20, max_trials=2_000):
-    """Optuna's TPE (``sampler="tpe"``) or NSGA-II (``"nsga2"``) with one categorical parameter per layer."""
+def optuna_search(space, objective, known, *, sampler, budget, seed=0, population=20, max_trials=2_000, start=None):
+    """Optuna's TPE (``sampler="tpe"``) or NSGA-II (``"nsga2"``) with one categorical parameter per layer;
+    ``start`` (an index tuple, e.g. the compiler's mapping): its first trial (``enqueue_trial``)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = StreamEvaluator(space, objective, known)
     study = optuna.create_study(direction="minimize", sampler=optuna_sampler(sampler, seed, population))
     counts = [len(choices) for choices in space.choices]
+    if start is not None:
+        study.enqueue_trial({layer.name: int(index) for layer, index in zip(space.layers, start)})
 
     def trial_objective(trial):
         value = evaluator(tuple(trial.suggest_categorical(layer.name, list(range(count)))

@@ -134,6 +134,11 @@ class StreamSpace:
     def _shape(self, index, tile):
         return layer_shapes(self.twin, self.layers, tiling={self.layers[index].name: tile})[index]
 
+    def choice_shape(self, index, choice):
+        """The ``LayerShape`` of layer ``index`` under ``choice`` (its channel tiles: the choice's, or the
+        compiler's where they are no choice)."""
+        return self._shape(index, None if self.layers[index].name in self._compiler_tiled else choice.tile)
+
     @cached_property
     def _compiler_tiled(self):
         """The names of the layers whose channel tiles are the compiler's (adds, grouped convolutions, max pools)."""

@@ -20,9 +20,18 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
 
 
 def test_dcps_training_mappings_must_leave_room_in_its_budget(capsys):
-    assert main(["dse", "stream", "--budget", "20", "--samples", "20"]) == 2
+    assert main(["dse", "stream", "--dcp", "counted", "--budget", "20", "--samples", "20"]) == 2
     assert capsys.readouterr().err.strip() == ("nnaccel: error: --samples 20: DCP's training mappings count in its "
                                                "budget; give fewer than --budget (20)")
+    assert main(["dse", "stream", "--dcp", "counted", "--from-compiler"]) == 2
+    assert capsys.readouterr().err.strip() == ("nnaccel: error: --from-compiler: DCP starts from the compiler's "
+                                               "mapping with --dcp transfer only")
+    assert main(["dse", "stream", "--model", "ad"]) == 2
+    assert capsys.readouterr().err.strip() == ("nnaccel: error: --model ad: no transfer predictor trained without it "
+                                               "(predictor_stream_ad.pt); give --dcp counted or train one "
+                                               "(benchmarks/dse/train_stream_predictor.py)")
+    assert main(["dse", "stream", "--held-out", "-1"]) == 2
+    assert "argument --held-out" in capsys.readouterr().err
     assert main(["dse", "stream", "--model", "vww"]) == 2
     assert "argument --model: invalid choice: 'vww'" in capsys.readouterr().err
 

@@ -31,7 +31,11 @@ def known(space):
 
 @pytest.fixture(scope="module")
 def trained(space, known):
-    return stream_search.train_predictor(space, known, samples=40, epochs=150)
+    """A predictor fitted on 30 balanced mappings and those rows."""
+    evaluator = stream_search.StreamEvaluator(space, "latency", dict(known))
+    rows = stream_search.sample_balanced(evaluator, 30, np.random.default_rng(0))
+    targets = [(known[row]["latency"], known[row]["energy"]) for row in rows]
+    return stream_search.fit_predictor(space, rows, targets, epochs=150), list(zip(rows, targets))
 
 
 def test_the_evaluator_counts_each_legal_mapping_once(space, known):
@@ -53,15 +57,9 @@ def test_exhaustive_is_the_minimum_of_every_mapping(space, known):
         assert best.evaluations == len(values)
 
 
-def test_the_predictor_is_trained_and_held_out(trained):
-    _, accuracy, training = trained
-    assert accuracy["train"] == 30 and accuracy["held_out"] == 10 and len(training) == 30
-    assert accuracy["latency_mre"] < 0.2 and accuracy["energy_mre"] < 0.2
-
-
 @pytest.mark.parametrize("objective", stream_search.OBJECTIVES)
 def test_every_searcher_stays_within_its_budget_and_answers_a_legal_mapping(space, known, trained, objective):
-    predictor, _, training = trained
+    predictor, training = trained
     best = stream_search.exhaustive_search(space, objective, known, progress=False).objective
     results = [stream_search.dcp_search(space, predictor, training, objective, known, budget=BUDGET, seed=1,
                                         progress=False),
@@ -79,7 +77,7 @@ def test_every_searcher_stays_within_its_budget_and_answers_a_legal_mapping(spac
 def test_dcp_leaves_the_callers_predictor_as_trained(space, known, trained):
     import torch
 
-    predictor, _, training = trained
+    predictor, training = trained
     before = [parameter.detach().clone() for parameter in predictor.parameters()]
     stream_search.dcp_search(space, predictor, training, "latency", known, budget=BUDGET, seed=2, progress=False)
     assert all(torch.equal(old, new) for old, new in zip(before, predictor.parameters()))
