@@ -52,6 +52,8 @@ convolution) with more than one group.
 
 import numpy as np
 
+from nnaccel.models.dqn.flat_map import strided_writes
+
 __all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "FLAT", "LAYOUTS", "pass_counters",
            "pass_writes", "flat_group_writes"]
 
@@ -110,20 +112,24 @@ def _two_row_groups(P, count, groups, first_column, out_width):
     return full, last_column + count - (groups - 1) * P > out_width
 
 
-def flat_group_writes(count, group_lanes, row_elements):
+def flat_group_writes(count, group_lanes, row_elements, width=None, stride=1):
     """The result writer's write cycles of a flat pass's groups at positions ``0, G, 2G ..`` of a channel of
-    ``count`` positions (``G = group_lanes``): the flat words each touches, ``ceil((q0 % F + valid) / F)``."""
+    ``count`` positions (``G = group_lanes``): the flat words each touches, ``ceil((q0 % F + valid) / F)``; at
+    ``stride`` 2 (a map ``width`` wide) the output words of its even rows (``strided_writes``), at least one cycle."""
     starts = np.arange(0, count, group_lanes)
     valid = np.minimum(group_lanes, count - starts)
+    if stride == 2:
+        return np.array([max(1, len(strided_writes(start, lanes, width, row_elements)))
+                         for start, lanes in zip(starts, valid)], dtype=np.int64)
     return -(-(starts % row_elements + valid) // row_elements)
 
 
-def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots):
+def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots, width, stride):
     """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run ``slots``
     channels at a time at each position block ``j``, and a group's last product waits for the previous group's
     writes ``W_j`` (a slot's words: the slots write on ports of their own; ``max(0, L + W_j + 2 - span)``, as any
     group's)."""
-    writes = flat_group_writes(count, group_lanes, row_elements)
+    writes = flat_group_writes(count, group_lanes, row_elements, width, stride)
     waits = np.maximum(0, latency + writes + 2 - span)
     rounds = channels // slots
     return len(writes) * rounds, int((rounds - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])
@@ -131,7 +137,8 @@ def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots)
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
                   first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None,
-                  weight_ready=None, weight_last=None, row_elements=None, flat_loads=None, flat_slots=None):
+                  weight_ready=None, weight_last=None, row_elements=None, flat_loads=None, flat_slots=None,
+                  flat_strides=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -152,7 +159,8 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     ``count`` its map's positions, ``out_channels`` its channels, ``products`` the kernel's steps) needs
     ``row_elements``, ``flat_loads`` (the read cycles of a group's windows) and ``flat_slots`` (channels a group):
     its prologue loads the first windows, ``flat_loads + 1`` cycles more than a pass's set-up; its groups
-    :func:`_flat_pass`.
+    :func:`_flat_pass`; ``flat_strides`` (default 1): 2 where it writes only its even rows and columns (``out_width``
+    its map's width).
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
@@ -186,8 +194,10 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     if flat.size:
         row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
         flat_slots = np.broadcast_to(np.asarray(flat_slots, np.int64), shape).ravel()
+        flat_strides = np.broadcast_to(np.asarray(1 if flat_strides is None else flat_strides, np.int64), shape).ravel()
     flat_passes = {index: _flat_pass(latency[index], span[index], n[index], out_channels[index], P[index],
-                                     row_elements[index], flat_slots[index]) for index in flat}
+                                     row_elements[index], flat_slots[index], out_width[index], flat_strides[index])
+                   for index in flat}
     for index, (_, _, writes) in flat_passes.items():
         last_writes[index] = writes
     # Within a run: a pass sets up while the one before drains (its last group written L + W + 2 cycles after its
@@ -245,11 +255,12 @@ def _floor_sum(n, m, a, b):
     return total
 
 
-def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width, row_elements=None):
+def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width, row_elements=None,
+                flat_strides=None):
     """The result writer's row writes over a whole pass (arrays broadcast together, int64): per group one per
     output channel and row in image layout (two rows per channel when the group crosses an output row), one per
     channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles;
-    a flat pass's (:data:`FLAT`, with ``row_elements``) the flat words of each channel's groups."""
+    a flat pass's (:data:`FLAT`, with ``row_elements`` and ``flat_strides``) the flat words of each channel's groups."""
     shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
         positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)
@@ -260,6 +271,8 @@ def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, firs
     flat = np.flatnonzero(layout == FLAT)
     if flat.size:
         row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
+        flat_strides = np.broadcast_to(np.asarray(1 if flat_strides is None else flat_strides, np.int64), shape).ravel()
         for index in flat:
-            writes[index] = out_channels[index] * flat_group_writes(n[index], P[index], row_elements[index]).sum()
+            writes[index] = out_channels[index] * flat_group_writes(n[index], P[index], row_elements[index],
+                                                                    out_width[index], flat_strides[index]).sum()
     return writes.reshape(shape)
