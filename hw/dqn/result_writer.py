@@ -59,7 +59,8 @@ class ResultWriter(DqnBlock):
     results : In(always-ready stream of ``lanes`` x width) x ``modules``
         Module ``m``'s results.  The modules finish a group together: the beat is taken when ``results[0]`` is
         valid (the others' ``valid`` is the same and not looked at).  A beat must not come while the writer is
-        still writing the previous group (the writer never stalls the modules).
+        still writing the previous group (the writer never stalls the modules); with the flat map
+        (``config.flat_slots``) one may: it waits in a second staging register until the writer is idle.
     group : In(:class:`~hw.dqn.interfaces.ResultGroupSignature`)
         ``group`` (``p0``, ``oy0``, ``ox0``) and ``layer`` (the descriptor: ``out_base``, ``out_height``,
         ``out_width``, ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``,
@@ -76,7 +77,8 @@ class ResultWriter(DqnBlock):
         index of element 0; with ``argmax_tiles`` offset by the descriptor's ``first_channel``, so that a
         channel-tiled last layer's tiles number their outputs as the layer does).
 
-    Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
+    Timing: the first write on the cycle after the valid ``results`` beat (or after the idle cycle that takes a
+    waiting one from the second staging register), then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
     (``ceil((flat_element + valid) / row_elements)``, a stride-2 group's row words, at least one; the slots' words together); ``ceil(out_channels / lanes)`` (packed), that times
@@ -93,7 +95,8 @@ class ResultWriter(DqnBlock):
     port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).  The handoff adds a 2:1 mux in
     front of port 1's address, data and enables (``row_elements x (width + 1)`` bits plus the address) and an AND.
     The flat map: a :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per channel slot (each over its slot's lanes)
-    and a 2:1 mux on each port's address, data and enables; for stride 2 a 2:1 mux in front of each packer (the
+    and a 2:1 mux on each port's address, data and enables; the second staging register (``modules x lanes x
+    width`` flip-flops and a 2:1 mux in front of the first); for stride 2 a 2:1 mux in front of each packer (the
     slot's lanes or its even lanes: ``modules * lanes / 2 * width`` bits) and the row walk's adders and compares.
     """
 
@@ -199,14 +202,28 @@ class ResultWriter(DqnBlock):
         add_data = staging[:add_elements * width]
         add_enable = Cat(element < layer.out_channels for element in range(add_elements))
 
-        flat_writes = self._flat_writes(m, staging) if config.flat_slots else None
+        beat = Cat(results.payload for results in self.results)
+        captured = self.results[0].valid
+        if config.flat_slots:
+            # The second staging register: a group's results that come while the writer still writes the one
+            # before wait here; the writer takes them when it is idle again.
+            waiting, waiting_results = Signal(), Signal.like(staging)
+            captured = Signal()
+            with m.If(captured):
+                m.d.sync += waiting.eq(0)
+            with m.If(self.results[0].valid & ~captured):
+                m.d.sync += [waiting_results.eq(beat), waiting.eq(1)]
+            beat = Mux(self.results[0].valid, beat, waiting_results)
+        flat_writes = self._flat_writes(m, staging, captured) if config.flat_slots else None
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.results[0].valid):
+                if config.flat_slots:
+                    m.d.comb += captured.eq(self.results[0].valid | waiting)
+                with m.If(captured):
                     remaining = layer.positions - group.p0
                     m.d.sync += [
-                        staging.eq(Cat(results.payload for results in self.results)),
+                        staging.eq(beat),
                         lane.eq(0), block.eq(0), channel.eq(0),
                         packed_position.eq(0),
                         channel_rows.eq(0), second_row.eq(0),
@@ -269,7 +286,7 @@ class ResultWriter(DqnBlock):
                 m.next = "IDLE"
         return m
 
-    def _flat_writes(self, m, staging):
+    def _flat_writes(self, m, staging, captured):
         """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of the group (its address,
         data and enables on the one-port write, and with two channel slots slot 1's on the paired one) and moves on
         to ``j + 1`` or to DONE.  With two slots each slot's words have a packer of their own (one slot of half the
@@ -284,7 +301,7 @@ class ResultWriter(DqnBlock):
         remaining = layer.positions - group.p0
         valid = Signal(range(group_lanes + 1))
         m.d.comb += valid.eq(Mux(remaining < group_lanes, remaining, group_lanes))
-        strided, rows = layer.stride_x == 2, self._strided_rows(m, valid)
+        strided, rows = layer.stride_x == 2, self._strided_rows(m, valid, captured)
         width = config.fmt.width
         slot_bits = group_lanes * width
         for slot, packer in enumerate(packers):
@@ -316,7 +333,7 @@ class ResultWriter(DqnBlock):
                         m.next = "DONE"
         return write
 
-    def _strided_rows(self, m, valid):
+    def _strided_rows(self, m, valid, captured):
         """A stride-2 flat pass's writes (models.dqn.flat_map.strided_writes), one a cycle in the WRITE state: output
         row by output row of the group from ``flat_row_lane`` / ``flat_out_word`` / ``flat_out_element``, each row's
         one or two words.  Returns the current write's ``word`` (from ``flat_out_word``), ``offset``, ``first``,
@@ -345,7 +362,7 @@ class ResultWriter(DqnBlock):
         m.d.comb += [rows.word.eq(row_word + in_second), rows.first.eq(first), rows.end.eq(end),
                      rows.offset.eq(Mux(in_second, elements, 0) - row_element + row_lane),
                      rows.done.eq(row_written & (next_lane >= even_valid))]
-        with m.If(self.results[0].valid):           # a group's beat (IDLE): its first row
+        with m.If(captured):                         # a group's results taken (IDLE): its first row
             m.d.sync += [row_lane.eq(group.flat_row_lane), row_word.eq(0), row_element.eq(group.flat_out_element),
                          second.eq(0)]
         with m.Elif(row_written):                    # the row's last word: on to the next row

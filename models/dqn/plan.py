@@ -832,7 +832,15 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None, run=None
                          reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs,
                          start_delay=delays, row_elements=config.row_elements, flat_loads=config.flat_loads,
                          flat_slots=config.flat_slots,
-                         flat_strides=column(lambda work: work.stride[0] if work.kind == "flat" else 1))
+                         flat_strides=column(lambda work: work.stride[0] if work.kind == "flat" else 1),
+                         staged=column(lambda work: staged(config, work)))
+
+
+def staged(config, work):
+    """Whether pass ``work`` has two groups in flight where it can (the writer's second staging register, built
+    with the flat map): a pass in image or flat layout that does not read the RAM it writes
+    (models.dqn.timing.staged_stalls)."""
+    return bool(config.flat_slots) and work.layout in ("image", "flat") and not work.reduce
 
 
 def group_positions(config, work):
@@ -1069,8 +1077,10 @@ def pass_note(config, shape, work):
     if work.kind == "flat":
         busy = config.flat_slots * min(config.flat_group_lanes, work.count)
         slots = f"{config.flat_slots} channels' " if config.flat_slots > 1 else "one channel's "
+        strided = (f" at stride 1, the {-(-work.grid[0] // 2)}x{-(-work.grid[1] // 2)} positions of its even rows and "
+                   f"columns written" if work.stride[0] == 2 else "")
         return (f"{work.name}: a flat pass, the lanes over {slots}{work.grid[0]}x{work.grid[1]} positions "
-                f"({busy} of {config.macs} lanes busy in a group)")
+                f"({busy} of {config.macs} lanes busy in a group){strided}")
     if work.kind != "positions":
         return ""
     if work.maximum:

@@ -124,21 +124,47 @@ def flat_group_writes(count, group_lanes, row_elements, width=None, stride=1):
     return -(-(starts % row_elements + valid) // row_elements)
 
 
-def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots, width, stride):
+def staged_stalls(products, latency, writes):
+    """Stall cycles between the groups of a pass whose writer has a second staging register (the flat map's
+    configurations), ``writes`` the write cycles ``W_g`` of its groups before the last.  A group's last product
+    ``t_g`` may issue while one group is in flight (its results wait in the second register), except the pass's
+    first and last groups, which wait until no group is in flight; group ``g``'s results reach the writer on
+    ``t_g + L + 1``, which takes them when it is idle, writes them (``W_g`` cycles) and says written on
+    ``D_g``::
+
+        t_g = max(t_{g-1} + products, D_{g-2} + 1)      (the last group: D_{g-1} + 1)
+        D_g = max(t_g + L + 1, D_{g-1} + 1) + W_g + 1   (D_0 = t_0 + L + W_0 + 2)
+
+    Without the second register ``t_g = max(t_{g-1} + products, D_{g-1} + 1)``: ``max(0, L + W + 2 - span)`` a
+    group, the closed form of :func:`pass_counters`."""
+    last_product, written, before = 0, latency + writes[0] + 2 if len(writes) else 0, None
+    for group in range(1, len(writes) + 1):
+        earliest = last_product + products
+        if group == len(writes):                                   # the last group: nothing in flight
+            last_product = max(earliest, written + 1)
+            break
+        last_product = max(earliest, before + 1) if before is not None else earliest
+        before, written = written, max(last_product + latency + 1, written + 1) + writes[group] + 1
+    return int(last_product - len(writes) * products)
+
+
+def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots, width, stride, staged):
     """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run ``slots``
     channels at a time at each position block ``j``, and a group's last product waits for the previous group's
     writes ``W_j`` (a slot's words: the slots write on ports of their own; ``max(0, L + W_j + 2 - span)``, as any
-    group's)."""
+    group's), or with ``staged`` (a second staging register) as :func:`staged_stalls` says."""
     writes = flat_group_writes(count, group_lanes, row_elements, width, stride)
-    waits = np.maximum(0, latency + writes + 2 - span)
     rounds = channels // slots
+    if staged:
+        return len(writes) * rounds, staged_stalls(span + 1, latency, np.repeat(writes, rounds)[:-1]), int(writes[-1])
+    waits = np.maximum(0, latency + writes + 2 - span)
     return len(writes) * rounds, int((rounds - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
                   first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None,
                   weight_ready=None, weight_last=None, row_elements=None, flat_loads=None, flat_slots=None,
-                  flat_strides=None):
+                  flat_strides=None, staged=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -160,7 +186,8 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     ``row_elements``, ``flat_loads`` (the read cycles of a group's windows) and ``flat_slots`` (channels a group):
     its prologue loads the first windows, ``flat_loads + 1`` cycles more than a pass's set-up; its groups
     :func:`_flat_pass`; ``flat_strides`` (default 1): 2 where it writes only its even rows and columns (``out_width``
-    its map's width).
+    its map's width).  ``staged`` (default 0): 1 where the writer has a second staging register and the pass uses it
+    (image or flat layout, not a reduction): its stalls between groups :func:`staged_stalls`.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
@@ -195,8 +222,10 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
         row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
         flat_slots = np.broadcast_to(np.asarray(flat_slots, np.int64), shape).ravel()
         flat_strides = np.broadcast_to(np.asarray(1 if flat_strides is None else flat_strides, np.int64), shape).ravel()
+    staged = np.broadcast_to(np.asarray(0 if staged is None else staged, np.int64), shape).ravel() != 0
     flat_passes = {index: _flat_pass(latency[index], span[index], n[index], out_channels[index], P[index],
-                                     row_elements[index], flat_slots[index], out_width[index], flat_strides[index])
+                                     row_elements[index], flat_slots[index], out_width[index], flat_strides[index],
+                                     staged[index])
                    for index in flat}
     for index, (_, _, writes) in flat_passes.items():
         last_writes[index] = writes
@@ -221,8 +250,14 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span
     one_rows = groups - 1 - two_rows
-    stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess) + \
-        np.maximum(0, earliest_last - span) + weight_wait
+    between = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
+    for index in np.flatnonzero(staged & image & (reduce == 0) & (groups > 1)):
+        # The groups before the last: one or two output rows, their paired write cycles.
+        columns = (first_column[index] + np.arange(groups[index] - 1) * P[index]) % out_width[index]
+        rows = 1 + (columns + P[index] > out_width[index])
+        between[index] = staged_stalls(products[index], latency[index],
+                                       _image_write_cycles(out_channels[index], rows))
+    stalls = between + np.maximum(0, earliest_last - span) + weight_wait
     product_cycles = groups * products
     if flat.size:
         # A flat pass: its prologue (the first window's loads), its groups and the stalls between them.

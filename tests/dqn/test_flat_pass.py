@@ -71,7 +71,8 @@ def test_two_channel_slots_are_bit_exact(layers):
     (TWO_SLOTS, separable_block(4, (8, 5), padding=(0, 1, 1, 1), stride=2)),   # TFLite's SAME: rows padded unevenly
     (TWO_SLOTS, separable_block(2, (7, 5), stride=2)),                         # PyTorch's padding 1, odd sizes
     (FLAT_CONFIG, separable_block(2, (8, 9), padding=(0, 1, 1, 1), stride=2)),  # one slot: rows of 5 in 12
-], ids=["8x5_same_two_slots", "7x5_pad1_two_slots", "8x9_one_slot"])
+    (FLAT_CONFIG, separable_block(2, (8, 3), padding=(0, 1, 1, 1), stride=2)),  # 4 even lanes span a row pair
+], ids=["8x5_same_two_slots", "7x5_pad1_two_slots", "8x9_one_slot", "8x3_one_slot"])
 def test_a_stride_2_depthwise_layer_on_the_flat_map_is_bit_exact(config, layers):
     """A stride-2 depthwise layer runs as a flat pass at stride 1 and writes its even rows' even columns in flat
     layout (models.dqn.flat_map.strided_writes), read by the projection on the flat view: outputs bit-exact with the
