@@ -40,7 +40,8 @@ class FlatStepper(DqnBlock):
     -----
     layer : In(descriptor): the running pass's descriptor (stable through the pass).
     start : In(1): the pass's first read (its prologue's cycle 0).
-    may_finish : In(1): a group's last product may issue (no group is being written); otherwise it waits (``stall``).
+    may_finish : In(1): a group's last product may issue (no group is being written, or the writer's second
+        staging register takes it); otherwise it waits (``stall``).
     feeder : Out(:class:`~hw.dqn.interfaces.FeederControlSignature`): ``issue``, the input RAM's reads
         (``row_address0/1``, ``row_read``), the weight and bias reads and ``flat_lanes`` (the lane window's control);
         the layer sequencer passes them to the feeder from ``start`` to the pass's last product.

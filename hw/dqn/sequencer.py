@@ -46,7 +46,10 @@ class LayerSequencer(DqnBlock):
     :class:`~hw.dqn.flat_stepper.FlatStepper`, started where the pass would read its first rows (state FLAT: its
     reads and products go to the feeder, its groups to the writer as any group, its lane-window control always to the
     feeder's ``flat_lanes``); a pass with ``write_width`` has a second output grid, the writer's row and column of
-    each group kept beside the walk (from position 0, ``P`` on per group).
+    each group kept beside the walk (from position 0, ``P`` on per group).  The writer has a second staging
+    register: in a pass in image or flat layout that does not read the RAM it writes, a group that is neither the
+    pass's first nor its last may finish while one group is in flight; the group port takes it (from a queued group
+    register) when the one before is written (``models.dqn.timing.staged_stalls``).
 
     Ports
     -----
