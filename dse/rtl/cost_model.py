@@ -33,7 +33,8 @@ from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
 from nnaccel.models.dqn.plan import (assign_rams, check_mapping, default_mapping, group_positions, layer_shapes,
-                                      output_offset, pass_handoffs, pass_shapes, reads_previous, with_copy_passes)
+                                      output_offset, pass_handoffs, pass_shapes, reads_previous, staged,
+                                      with_copy_passes)
 from nnaccel.models.dqn.timing import FLAT, LAYOUTS, pass_counters, pass_writes
 
 __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", "evaluate_network", "hardware_costs"]
@@ -41,7 +42,7 @@ __all__ = ["ENERGY_FORMATS", "PassBatch", "pack", "evaluate_batch", "evaluate", 
 ENERGY_FORMATS = {"binary32": "fp32", "bfloat16": "bf16", "binary16": "fp16"}
 _PASS_COLUMNS = ("case", "positions_per_group", "count", "products", "out_channels", "layout", "first_column",
                  "out_width", "in_channels", "kernel_height", "reduce", "reads_previous", "row_elements", "flat_loads",
-                 "flat_slots")
+                 "flat_slots", "flat_stride", "staged")
 _HARDWARE_COLUMNS = ("modules", "lanes", "latency", "partial_sums", "multiply_pj", "add_pj", "weight_read_pj",
                      "activation_pj", "feeder_pj", "partial_sum_pj", "staging_pj")
 
@@ -116,7 +117,8 @@ def pack(cases, *, area=True, one_run=False):
             entry = expanded[key] = (shape, layer_mapping, [
                 (group_positions(config, work), work.count, work.products, work.out_channels, LAYOUTS[work.layout],
                  work.first[1], (work.write_grid or work.grid)[1], work.in_channels, work.kernel[0], work.reduce, reads,
-                 config.row_elements, config.flat_loads, config.flat_slots)
+                 config.row_elements, config.flat_loads, config.flat_slots,
+                 work.stride[0] if work.kind == "flat" else 1, staged(config, work))
                 for work, reads in zip(layer_passes, reads_previous(layer_passes))])
         rows.extend((index, *row) for row in entry[2])
         if one_run:
@@ -167,10 +169,12 @@ def evaluate_batch(batch):
                              layout=p["layout"], reduce=p["reduce"], first_column=p["first_column"],
                              out_width=p["out_width"], run=p["run"], reads_previous=p["reads_previous"],
                              handoff=p["handoff"], start_delay=p["start_delay"], row_elements=p["row_elements"],
-                             flat_loads=p["flat_loads"], flat_slots=p["flat_slots"])
+                             flat_loads=p["flat_loads"], flat_slots=p["flat_slots"], flat_strides=p["flat_stride"],
+                             staged=p["staged"])
     writes = pass_writes(positions_per_group=p["positions_per_group"], count=p["count"],
                          out_channels=p["out_channels"], lanes=lanes, layout=p["layout"],
-                         first_column=p["first_column"], out_width=p["out_width"], row_elements=p["row_elements"])
+                         first_column=p["first_column"], out_width=p["out_width"], row_elements=p["row_elements"],
+                         flat_strides=p["flat_stride"])
     groups = counters["product_cycles"] // p["products"]
     product_cycles = counters["product_cycles"]
     lane_operations = product_cycles * modules * lanes

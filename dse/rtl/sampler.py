@@ -93,16 +93,21 @@ def _strided_block(channels, height, width):
 
 def _separable_block(rng, channels, height, width, slots):
     """A depthwise-separable block (MobileNet's, DS-CNN's): a 1x1 expansion to 2..6 channels (a multiple of the flat
-    map's ``slots``), a depthwise convolution of stride 1 with a 3x3, 3x2 or 2x3 kernel padded SAME, a 1x1
-    projection to 1..6 channels: on a configuration with the flat map its depthwise layer takes the flat pass where
-    the compiler predicts it faster."""
+    map's ``slots``), a depthwise convolution with a 3x3, 3x2 or 2x3 kernel padded SAME, of stride 1 or (40 %, a 3 x 3
+    kernel, maps of 3 x 3 or more) stride 2 (TFLite's SAME: padded unevenly where a side is even), a 1x1 projection
+    to 1..6 channels: on a configuration with the flat map its depthwise layer takes the flat pass where the compiler
+    predicts it faster."""
     middle, out_channels = int(rng.integers(2, 7)), int(rng.integers(1, 7))
     middle -= middle % slots
     kernel = [(3, 3), (3, 2), (2, 3)][int(rng.integers(3))]
     padding = ((kernel[0] - 1) // 2, kernel[0] // 2, (kernel[1] - 1) // 2, kernel[1] // 2)
-    return [ConvLayer("expand", channels, (height, width), middle, 1, 1),
-            ConvLayer("depthwise", middle, (height, width), middle, kernel, 1, padding=padding, groups=middle),
-            ConvLayer("project", middle, (height, width), out_channels, 1, 1)]
+    stride = 1
+    if height >= 3 and width >= 3 and rng.random() < 0.4:
+        kernel, stride = (3, 3), 2
+        padding = (height % 2, 1, width % 2, 1)        # SAME: one row above and below if odd, one below if even
+    depthwise = ConvLayer("depthwise", middle, (height, width), middle, kernel, stride, padding=padding, groups=middle)
+    return [ConvLayer("expand", channels, (height, width), middle, 1, 1), depthwise,
+            ConvLayer("project", middle, (depthwise.out_height, depthwise.out_width), out_channels, 1, 1)]
 
 
 def _draw_network(rng, config, max_size):
@@ -117,7 +122,7 @@ def _draw_network(rng, config, max_size):
                 layers.append(first)
                 channels, height, width = first.out_channels, first.out_height, first.out_width
         layers += _separable_block(rng, channels, height, width, config.flat_slots)
-        channels = layers[-1].out_channels
+        channels, height, width = layers[-1].out_channels, layers[-1].out_height, layers[-1].out_width
     elif draw < 0.25:
         layers += _residual_block(rng, channels, height, width) + [AddLayer("add", skip="")]
     elif draw < 0.4 and height >= 3 and width >= 3 and not config.flat_slots:

@@ -6,6 +6,7 @@ of the descriptor table; :func:`descriptor_layout` gives its fields (LSB first) 
 :func:`encode_descriptor` packs them for the host.  docs/dqn_accelerator.md explains the fields.
 """
 
+from amaranth.hdl import signed
 from amaranth.lib import data
 
 from nnaccel.hw.dqn.config import DqnConfig
@@ -86,6 +87,11 @@ def _flat_field_widths(config):
         "lane_rows": GEOMETRY_BITS,                     # the lanes' advance to the next positions: lanes // width
         "lane_columns": GEOMETRY_BITS,                  # and lanes % width
         "write_width": GEOMETRY_BITS,                   # the writer's grid width (0: out_width), walked from 0
+        # A stride-2 flat pass (stride_x 2) writes its even rows' even columns (models.dqn.flat_map.strided_writes):
+        "out_channel_words": activation_address,        # words of one channel's output map
+        "lane_advance": GEOMETRY_BITS,                  # per group: the first row's even lane back by this,
+        "out_advance_word": activation_address,         # its output position on by these words
+        "out_advance_element": _bits_for(config.row_elements - 1),   # and elements
     }
 
 
@@ -104,9 +110,13 @@ def descriptor_bits(config):
 def group_layout(config):
     """A group of output positions, from the sequencer to the result writer: its first position ``p0`` and that
     position's output row and column; with the flat map also ``flat_word`` (a flat group's first word from the output
-    tensor's: channel * channel_words + p0 // row_elements) and ``flat_element`` (p0 % row_elements)."""
+    tensor's: channel * channel_words + p0 // row_elements) and ``flat_element`` (p0 % row_elements), and for a
+    stride-2 flat pass ``flat_out_word`` / ``flat_out_element`` (the output word and element of the group's first
+    written row: channel * out_channel_words + its position) and ``flat_row_lane`` (that row's even lane, signed)."""
     widths = _field_widths(config)
-    flat = {"flat_word": widths["channel_words"], "flat_element": widths["window_element"]} if config.flat_slots else {}
+    flat = {"flat_word": widths["channel_words"], "flat_element": widths["window_element"],
+            "flat_out_word": widths["out_channel_words"], "flat_out_element": widths["out_advance_element"],
+            "flat_row_lane": signed(GEOMETRY_BITS + 1)} if config.flat_slots else {}
     return data.StructLayout({"p0": widths["first_position"], "oy0": widths["first_oy"], "ox0": widths["first_ox"]}
                              | flat)
 

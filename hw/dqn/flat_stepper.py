@@ -40,20 +40,27 @@ class FlatStepper(DqnBlock):
     -----
     layer : In(descriptor): the running pass's descriptor (stable through the pass).
     start : In(1): the pass's first read (its prologue's cycle 0).
-    may_finish : In(1): a group's last product may issue (no group is being written); otherwise it waits (``stall``).
+    may_finish : In(1): a group's last product may issue (no group is being written, or the writer's second
+        staging register takes it); otherwise it waits (``stall``).
     feeder : Out(:class:`~hw.dqn.interfaces.FeederControlSignature`): ``issue``, the input RAM's reads
         (``row_address0/1``, ``row_read``), the weight and bias reads and ``flat_lanes`` (the lane window's control);
         the layer sequencer passes them to the feeder from ``start`` to the pass's last product.
     stall : Out(1): a group's last product waits for ``may_finish``.
     group : Out(group layout): the group taking this cycle's product (``p0`` = ``q0``; ``flat_word`` = ``c *
-        channel_words + q0 // row_elements``, slot 0's; ``flat_element`` = ``q0 % row_elements``).
+        channel_words + q0 // row_elements``, slot 0's; ``flat_element`` = ``q0 % row_elements``; for a stride-2 pass,
+        which computes at stride 1 and writes its even rows' even columns, ``flat_row_lane`` = the even lane ``r`` of
+        the group's first row written (the first even row whose last even lane ``r + ceil(W/2) - 1`` is in the group),
+        ``flat_out_word`` = ``c * out_channel_words`` + its output position's word, ``flat_out_element`` its element,
+        moved on per group of positions by the descriptor's ``lane_advance`` and ``out_advance_word`` /
+        ``out_advance_element``, one row more where needed: models.dqn.flat_map.strided_writes).
     group_done : Out(1): the group's last product issues this cycle; ``last_group``: that group is the pass's last.
 
     Timing: the first product on cycle ``loads + 2`` after ``start``, then ``products`` cycles per group plus the
     stalls (a group's last product waits until the previous group is written), the last product on the cycle
     ``group_done & last_group``, idle after it (``models.dqn.timing.pass_counters``, layout ``FLAT``, counts it).
     FPGA: counters and adders of <= 20 bits (the channel, the positions, the window's word and element, the step's
-    row offset) and four 14-bit subtractions for the bounds, in ALMs; no DSPs, no RAM.
+    row offset, a stride-2 pass's first written row) and four 14-bit subtractions for the bounds, in ALMs; no DSPs,
+    no RAM.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -76,11 +83,16 @@ class FlatStepper(DqnBlock):
         pairs, loads = config.flat_pairs, config.flat_loads
         group_words, group_elements = divmod(group_lanes, elements)    # G // F, G % F: a group's advance
 
+        def moved_on(word, element, words, more_elements):
+            """(word, element) of a flat position ``words * row_elements + more_elements`` positions on
+            (``more_elements < row_elements``)."""
+            moved = element + more_elements
+            wraps = moved >= elements
+            return word + words + wraps, Mux(wraps, moved - elements, moved)
+
         def advanced(word, element):
             """(word, element) of a flat position ``G`` positions on."""
-            moved = element + group_elements
-            wraps = moved >= elements
-            return word + group_words + wraps, Mux(wraps, moved - elements, moved)
+            return moved_on(word, element, group_words, group_elements)
 
         # ---- The group: channel c at q0 (its word and element), the window's word and element -----------------
         channel = Signal.like(layer.in_channels)
@@ -93,6 +105,11 @@ class FlatStepper(DqnBlock):
         kernel_row, kernel_column = Signal.like(layer.kernel_height), Signal.like(layer.kernel_width)
         row_shift = Signal(len(lanes.shifts[0]) + len(layer.in_width))  # kh * in_width
         prologue = Signal(range(loads + 2))
+        # A stride-2 pass's writes: the output word of channel c, the first written row's output word and element,
+        # and its even lane (models.dqn.flat_map.strided_writes).
+        out_channel_offset = Signal.like(layer.out_channel_words)
+        out_word, out_element = Signal.like(layer.out_channel_words), Signal.like(layer.out_advance_element)
+        row_lane = Signal.like(self.group.flat_row_lane)
 
         last_channel = channel + slots >= layer.in_channels
         last_group = last_channel & (q0 + group_lanes >= layer.positions)
@@ -102,7 +119,16 @@ class FlatStepper(DqnBlock):
         next_window = layer.in_base + Mux(last_channel, next_window_word, channel_offset + slots * layer.channel_words
                                           + window_word)
         m.d.comb += [self.group.p0.eq(q0), self.group.flat_word.eq(channel_offset + q_word),
-                     self.group.flat_element.eq(q_element), self.last_group.eq(last_group)]
+                     self.group.flat_element.eq(q_element), self.last_group.eq(last_group),
+                     self.group.flat_out_word.eq(out_channel_offset + out_word),
+                     self.group.flat_out_element.eq(out_element), self.group.flat_row_lane.eq(row_lane)]
+        # The next positions' first written row: a = (G/2) // W rows on (lane_advance lanes back, out_advance on),
+        # one more where that row ends before the group (its last even lane r + Wo - 1 < 0).
+        out_width = (layer.in_width + 1) >> 1
+        advanced_lane = row_lane - layer.lane_advance
+        one_more = advanced_lane + out_width <= 0
+        rows_word, rows_element = moved_on(out_word, out_element, layer.out_advance_word, layer.out_advance_element)
+        next_out_word, next_out_element = moved_on(rows_word, rows_element, 0, Mux(one_more, out_width, 0))
 
         def read_pair(first_word, load):
             """Load ``load`` of a group's windows (slot ``load // pairs``, pair ``load % pairs``) from its slot 0's
@@ -126,7 +152,8 @@ class FlatStepper(DqnBlock):
                     m.d.sync += [channel.eq(0), channel_offset.eq(0), channel_weights.eq(layer.weight_base + 2),
                                  q0.eq(0), q_word.eq(0), q_element.eq(0), window_word.eq(layer.window_word),
                                  window_element.eq(layer.window_element), step.eq(0), kernel_row.eq(0),
-                                 kernel_column.eq(0), row_shift.eq(0), prologue.eq(1)]
+                                 kernel_column.eq(0), row_shift.eq(0), prologue.eq(1), out_channel_offset.eq(0),
+                                 out_word.eq(0), out_element.eq(0), row_lane.eq(0)]
                     m.next = "PROLOGUE"
             with m.State("PROLOGUE"):
                 m.d.sync += prologue.eq(prologue + 1)
@@ -159,14 +186,18 @@ class FlatStepper(DqnBlock):
                         m.d.sync += [step.eq(0), kernel_row.eq(0), kernel_column.eq(0), row_shift.eq(0),
                                      channel.eq(channel + slots),
                                      channel_offset.eq(channel_offset + slots * layer.channel_words),
-                                     channel_weights.eq(channel_weights + layer.products + 1)]
+                                     channel_weights.eq(channel_weights + layer.products + 1),
+                                     out_channel_offset.eq(out_channel_offset + slots * layer.out_channel_words)]
                         with m.If(last_channel):
                             m.d.comb += [lanes.advance.eq(1), lanes.advance_rows.eq(layer.lane_rows),
                                          lanes.advance_columns.eq(layer.lane_columns),
                                          lanes.out_width.eq(layer.in_width)]
                             m.d.sync += [channel.eq(0), channel_offset.eq(0), channel_weights.eq(layer.weight_base + 2),
                                          q0.eq(q0 + group_lanes), q_word.eq(next_q_word), q_element.eq(next_q_element),
-                                         window_word.eq(next_window_word), window_element.eq(next_window_element)]
+                                         window_word.eq(next_window_word), window_element.eq(next_window_element),
+                                         out_channel_offset.eq(0), out_word.eq(next_out_word),
+                                         out_element.eq(next_out_element),
+                                         row_lane.eq(advanced_lane + Mux(one_more, layer.in_width, 0))]
                         with m.If(last_group):
                             m.next = "IDLE"
         # The step's shift and bounds (a step on cycle n gives the lanes' vectors on cycle n + 1).

@@ -1,6 +1,7 @@
 """Result writer of the DQN accelerator: a group's results from all matrix modules into the output tensor."""
 
 import dataclasses
+from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Module, Mux, Shape, Signal, signed
 from amaranth.lib import data, stream
@@ -48,14 +49,18 @@ class ResultWriter(DqnBlock):
     :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per channel slot: slot ``s`` (``config.flat_slots``, channel
     ``c + s``) writes words ``out_base + flat_word + s*channel_words + j`` on port ``s``, one a cycle, for ``j = 0
     ..`` while the group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e -
-    flat_element`` of the slot); with two slots both ports write together.
+    flat_element`` of the slot); with two slots both ports write together.  A stride-2 flat pass (``stride_x`` 2)
+    writes only its even rows' even columns: the packers take the slot's even lanes, and the writes go output row by
+    output row from the group's ``flat_row_lane``, ``flat_out_word``, ``flat_out_element``, one or two words a row
+    (``out_base + flat_out_word + s*out_channel_words + ...``; models.dqn.flat_map.strided_writes).
 
     Ports
     -----
     results : In(always-ready stream of ``lanes`` x width) x ``modules``
         Module ``m``'s results.  The modules finish a group together: the beat is taken when ``results[0]`` is
         valid (the others' ``valid`` is the same and not looked at).  A beat must not come while the writer is
-        still writing the previous group (the writer never stalls the modules).
+        still writing the previous group (the writer never stalls the modules); with the flat map
+        (``config.flat_slots``) one may: it waits in a second staging register until the writer is idle.
     group : In(:class:`~hw.dqn.interfaces.ResultGroupSignature`)
         ``group`` (``p0``, ``oy0``, ``ox0``) and ``layer`` (the descriptor: ``out_base``, ``out_height``,
         ``out_width``, ``positions``, ``out_channels``, ``column_blocks_log2``, ``packed_output``,
@@ -72,10 +77,11 @@ class ResultWriter(DqnBlock):
         index of element 0; with ``argmax_tiles`` offset by the descriptor's ``first_channel``, so that a
         channel-tiled last layer's tiles number their outputs as the layer does).
 
-    Timing: the first write on the cycle after the valid ``results`` beat, then one write cycle after another:
+    Timing: the first write on the cycle after the valid ``results`` beat (or after the idle cycle that takes a
+    waiting one from the second staging register), then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
-    (``ceil((flat_element + valid) / row_elements)``, the slots' words together); ``ceil(out_channels / lanes)`` (packed), that times
+    (``ceil((flat_element + valid) / row_elements)``, a stride-2 group's row words, at least one; the slots' words together); ``ceil(out_channels / lanes)`` (packed), that times
     the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
     add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
     Handoff (the descriptor's ``handoff``, the pass's last group): the writes go one a cycle (``out_channels`` times
@@ -89,7 +95,9 @@ class ResultWriter(DqnBlock):
     port): the accelerator's estimate grows from 433,099 to 460,097 ALMs (6 %).  The handoff adds a 2:1 mux in
     front of port 1's address, data and enables (``row_elements x (width + 1)`` bits plus the address) and an AND.
     The flat map: a :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per channel slot (each over its slot's lanes)
-    and a 2:1 mux on each port's address, data and enables.
+    and a 2:1 mux on each port's address, data and enables; the second staging register (``modules x lanes x
+    width`` flip-flops and a 2:1 mux in front of the first); for stride 2 a 2:1 mux in front of each packer (the
+    slot's lanes or its even lanes: ``modules * lanes / 2 * width`` bits) and the row walk's adders and compares.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -194,14 +202,28 @@ class ResultWriter(DqnBlock):
         add_data = staging[:add_elements * width]
         add_enable = Cat(element < layer.out_channels for element in range(add_elements))
 
-        flat_writes = self._flat_writes(m, staging) if config.flat_slots else None
+        beat = Cat(results.payload for results in self.results)
+        captured = self.results[0].valid
+        if config.flat_slots:
+            # The second staging register: a group's results that come while the writer still writes the one
+            # before wait here; the writer takes them when it is idle again.
+            waiting, waiting_results = Signal(), Signal.like(staging)
+            captured = Signal()
+            with m.If(captured):
+                m.d.sync += waiting.eq(0)
+            with m.If(self.results[0].valid & ~captured):
+                m.d.sync += [waiting_results.eq(beat), waiting.eq(1)]
+            beat = Mux(self.results[0].valid, beat, waiting_results)
+        flat_writes = self._flat_writes(m, staging, captured) if config.flat_slots else None
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.results[0].valid):
+                if config.flat_slots:
+                    m.d.comb += captured.eq(self.results[0].valid | waiting)
+                with m.If(captured):
                     remaining = layer.positions - group.p0
                     m.d.sync += [
-                        staging.eq(Cat(results.payload for results in self.results)),
+                        staging.eq(beat),
                         lane.eq(0), block.eq(0), channel.eq(0),
                         packed_position.eq(0),
                         channel_rows.eq(0), second_row.eq(0),
@@ -264,7 +286,7 @@ class ResultWriter(DqnBlock):
                 m.next = "IDLE"
         return m
 
-    def _flat_writes(self, m, staging):
+    def _flat_writes(self, m, staging, captured):
         """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of the group (its address,
         data and enables on the one-port write, and with two channel slots slot 1's on the paired one) and moves on
         to ``j + 1`` or to DONE.  With two slots each slot's words have a packer of their own (one slot of half the
@@ -279,20 +301,73 @@ class ResultWriter(DqnBlock):
         remaining = layer.positions - group.p0
         valid = Signal(range(group_lanes + 1))
         m.d.comb += valid.eq(Mux(remaining < group_lanes, remaining, group_lanes))
-        slot_bits = group_lanes * config.fmt.width
+        strided, rows = layer.stride_x == 2, self._strided_rows(m, valid, captured)
+        width = config.fmt.width
+        slot_bits = group_lanes * width
         for slot, packer in enumerate(packers):
-            m.d.comb += [packer.results.eq(staging[slot * slot_bits:(slot + 1) * slot_bits]),
-                         packer.word.valid.eq(valid), packer.word.offset.eq(word * elements - group.flat_element)]
+            lanes = staging[slot * slot_bits:(slot + 1) * slot_bits]
+            even_lanes = Cat(lanes.word_select(2 * lane, width) for lane in range(group_lanes // 2))
+            m.d.comb += [packer.results.eq(Mux(strided, even_lanes, lanes)),
+                         packer.word.first.eq(Mux(strided, rows.first, 0)),
+                         packer.word.valid.eq(Mux(strided, rows.end, valid)),
+                         packer.word.offset.eq(Mux(strided, rows.offset, word * elements - group.flat_element))]
 
         def write(address, data, enable, paired_address, paired_data, paired_enable):
             with m.If(layer.flat):
-                first_word = layer.out_base + group.flat_word                 # slot 0's channel's word of q0
-                m.d.comb += [address.eq(first_word + word), data.eq(packers[0].data), enable.eq(packers[0].enable)]
+                # Slot 0's channel's word of q0 (stride 2: of the row written) and the word of the group.
+                first_word = layer.out_base + Mux(strided, group.flat_out_word + rows.word, group.flat_word)
+                group_word = Mux(strided, 0, word)
+                m.d.comb += [address.eq(first_word + group_word), data.eq(packers[0].data),
+                             enable.eq(packers[0].enable)]
                 if slots > 1:
-                    m.d.comb += [paired_address.eq(first_word + layer.channel_words + word),
+                    channel_words = Mux(strided, layer.out_channel_words, layer.channel_words)
+                    m.d.comb += [paired_address.eq(first_word + channel_words + group_word),
                                  paired_data.eq(packers[1].data), paired_enable.eq(packers[1].enable)]
-                m.d.sync += word.eq(word + 1)
-                with m.If((word + 1) * elements >= group.flat_element + valid):
-                    m.d.sync += word.eq(0)
-                    m.next = "DONE"
+                with m.If(strided):
+                    with m.If(rows.done):
+                        m.next = "DONE"
+                with m.Else():
+                    m.d.sync += word.eq(word + 1)
+                    with m.If((word + 1) * elements >= group.flat_element + valid):
+                        m.d.sync += word.eq(0)
+                        m.next = "DONE"
         return write
+
+    def _strided_rows(self, m, valid, captured):
+        """A stride-2 flat pass's writes (models.dqn.flat_map.strided_writes), one a cycle in the WRITE state: output
+        row by output row of the group from ``flat_row_lane`` / ``flat_out_word`` / ``flat_out_element``, each row's
+        one or two words.  Returns the current write's ``word`` (from ``flat_out_word``), ``offset``, ``first``,
+        ``end`` (the packer's even lanes ``first <= lane < end``) and ``done`` (the group's last write)."""
+        config, layer, group = self._config, self.group.layer, self.group.group
+        elements, group_lanes = config.row_elements, config.flat_group_lanes
+        row_lane = Signal(signed(len(group.flat_row_lane) + 1))       # r: the row's even lane 0
+        row_word = Signal.like(layer.out_channel_words)               # its output position's word (from the group's)
+        row_element = Signal.like(group.flat_out_element)             # and element
+        second = Signal()                                             # writing the row's second word
+        out_width = (layer.in_width + 1) >> 1
+        even_valid = (valid + 1) >> 1
+        first = Mux(row_lane > 0, row_lane, 0)
+        end = Mux(row_lane + out_width < even_valid, row_lane + out_width, even_valid)
+        first_second = row_element + first - row_lane >= elements      # the row's first lane in its second word
+        last_second = row_element + end - 1 - row_lane >= elements
+        in_second = first_second | second
+        row_written = (in_second == last_second) | (first >= end)    # (a group may have no even row's lanes)
+        next_lane = row_lane + layer.in_width
+        moved = row_element + out_width
+        wraps = moved >= elements
+        rows = SimpleNamespace(
+            word=Signal.like(row_word, name="strided_word"), offset=Signal(range(-elements + 1, group_lanes)),
+            first=Signal(range(group_lanes + 1), name="strided_first"),
+            end=Signal(range(group_lanes + 1), name="strided_end"), done=Signal(name="strided_done"))
+        m.d.comb += [rows.word.eq(row_word + in_second), rows.first.eq(first), rows.end.eq(end),
+                     rows.offset.eq(Mux(in_second, elements, 0) - row_element + row_lane),
+                     rows.done.eq(row_written & (next_lane >= even_valid))]
+        with m.If(captured):                         # a group's results taken (IDLE): its first row
+            m.d.sync += [row_lane.eq(group.flat_row_lane), row_word.eq(0), row_element.eq(group.flat_out_element),
+                         second.eq(0)]
+        with m.Elif(row_written):                    # the row's last word: on to the next row
+            m.d.sync += [row_lane.eq(next_lane), row_word.eq(row_word + wraps),
+                         row_element.eq(Mux(wraps, moved - elements, moved)), second.eq(0)]
+        with m.Else():
+            m.d.sync += second.eq(1)
+        return rows

@@ -46,7 +46,10 @@ class LayerSequencer(DqnBlock):
     :class:`~hw.dqn.flat_stepper.FlatStepper`, started where the pass would read its first rows (state FLAT: its
     reads and products go to the feeder, its groups to the writer as any group, its lane-window control always to the
     feeder's ``flat_lanes``); a pass with ``write_width`` has a second output grid, the writer's row and column of
-    each group kept beside the walk (from position 0, ``P`` on per group).
+    each group kept beside the walk (from position 0, ``P`` on per group).  The writer has a second staging
+    register: in a pass in image or flat layout that does not read the RAM it writes, a group that is neither the
+    pass's first nor its last may finish while one group is in flight; the group port takes it (from a queued group
+    register) when the one before is written (``models.dqn.timing.staged_stalls``).
 
     Ports
     -----
@@ -202,7 +205,13 @@ class LayerSequencer(DqnBlock):
                          feeder.row_zero1.eq((second_row < 0) | (second_row >= layer.in_height)),
                          feeder.row_read.eq(1)]
 
-        flat_stepper = self._flat_stepper(m, in_flight) if config.flat_slots else None
+        # The flat map's configurations: the writer has a second staging register, so a group's last product may also
+        # issue while one group of its pass is in flight (its results wait there), except the pass's first and last
+        # groups (models.dqn.timing.staged_stalls); the port takes the group when the one before is written.
+        staged = config.flat_slots and ~layer.reduce & ~layer.packed_output
+        second_staging = (in_flight_groups == 1) & staged if config.flat_slots else None
+        queued_group, queued = Signal.like(self.group.group), Signal()
+        flat_stepper = self._flat_stepper(m, in_flight, second_staging) if config.flat_slots else None
         write_grid = self._write_grid(m, reset_walk, start_walk, group_size) if config.flat_slots else None
 
         def first_read(row_base):
@@ -234,6 +243,9 @@ class LayerSequencer(DqnBlock):
                 # No other group in flight: the port takes this one (an add's later groups follow
                 # through the port as they are written, above).
                 m.d.sync += self.group.group.eq(issuing_group)
+            if config.flat_slots:
+                with m.Elif(staged):                 # another in flight: the port takes this one when it is written
+                    m.d.sync += [queued_group.eq(issuing_group), queued.eq(1)]
             with m.If(issuing_last & (run.layer_index + 1 == layer_count)):
                 m.next = "DRAIN"
             with m.Elif(issuing_last):
@@ -245,6 +257,9 @@ class LayerSequencer(DqnBlock):
         # group port moves on to the next word (the writer writes the group on the port).
         with m.If(self.group.written & (in_flight_groups > 1)):
             m.d.sync += self.group.group.p0.eq(self.group.group.p0 + 1)
+            if config.flat_slots:
+                with m.If(queued):                   # a group in the second staging register: the port takes it
+                    m.d.sync += [self.group.group.eq(queued_group), queued.eq(0)]
         # The RAM the running pass reads: its addresses at once (read_ram), its data one cycle late (in_ram): a
         # pass's last word read reaches the feeder on the cycle after it (a reduction's vector), when the next pass,
         # already the current one, may read its first rows from the other RAM.
@@ -319,6 +334,9 @@ class LayerSequencer(DqnBlock):
                 # A residual add (a reduction with position-major output: two products per row word) after its
                 # first group does not wait for the writer, which takes an add's row word every two cycles.
                 pipelined = layer.reduce & layer.position_major & (issuing_group.p0 != layer.first_position)
+                if config.flat_slots:                # a group neither the pass's first nor its last: staged
+                    pipelined = pipelined | (second_staging & (issuing_group.p0 != layer.first_position)
+                                             & ~issuing_last)
                 waits = last_product & in_flight & ~pipelined
                 if config.external_weights:          # or for the product's weight word (a streamed pass)
                     waits = waits | ~self.weights.ready
@@ -403,13 +421,16 @@ class LayerSequencer(DqnBlock):
                          walk_column.eq(Mux(wraps, moved - width, moved))]
         return next_row, next_column
 
-    def _flat_stepper(self, m, in_flight):
+    def _flat_stepper(self, m, in_flight, second_staging):
         """The flat passes' stepper (:class:`~hw.dqn.flat_stepper.FlatStepper`) on the running descriptor: its
         lane-window control goes to the feeder; a flat product is marked for the feeder; a group's last product
-        waits while another group is in flight."""
+        waits while another group is in flight, except where the second staging register takes it (neither the
+        pass's first group nor its last)."""
         m.submodules.flat_stepper = stepper = FlatStepper(config=self._config)
         layer = self.run.descriptor
-        m.d.comb += [stepper.layer.eq(layer), stepper.may_finish.eq(~in_flight),
+        first_group = (stepper.group.p0 == 0) & (stepper.group.flat_word == 0)
+        staged = second_staging & ~first_group & ~stepper.last_group
+        m.d.comb += [stepper.layer.eq(layer), stepper.may_finish.eq(~in_flight | staged),
                      self.feeder.product.flat.eq(self.feeder.issue & layer.flat)]
         wiring.connect(m, stepper.feeder.flat_lanes, wiring.flipped(self.feeder.flat_lanes))
         return stepper

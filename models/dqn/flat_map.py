@@ -5,7 +5,10 @@ Models of the flat map's datapath units (``hw.dqn.flat_lane_window.FlatLaneWindo
 offsets, bounds and window shifts) and the golden model of a flat pass (:func:`flat_depthwise`);
 docs/dqn_accelerator.md ("The flat map's datapath") has the design and what is not built yet.  The mapping
 covered: a depthwise layer of stride 1 whose output rows are as wide as its input rows (``pad_left + pad_right ==
-kernel_width - 1``, TFLite's and PyTorch's SAME at stride 1), any kernel and any top and bottom padding.
+kernel_width - 1``, TFLite's and PyTorch's SAME at stride 1), any kernel and any top and bottom padding; and a
+depthwise layer of stride 2 whose output map is ``ceil(H/2) x ceil(W/2)`` (TFLite's SAME, padded unevenly, and
+PyTorch's ``padding=k//2``): it is computed at stride 1 with its top and left padding, and only the positions of even
+rows and columns are written (:func:`strided_writes`).
 
 *Flat layout*: channel ``c`` of a ``[C, H, W]`` tensor at base word ``b`` holds its ``H * W`` elements in raster
 order over ``ceil(H * W / F)`` words of ``F = row_elements`` elements: flat position ``q = y*W + x`` at word ``b +
@@ -28,7 +31,7 @@ from nnaccel.models.shared.float_arith import float_mul
 __all__ = ["flat_map_applies", "flat_words", "step_offset", "step_bounds", "window_base", "window_shift",
            "window_words_needed", "lane_coordinates", "advance_coordinates", "lane_operands",
            "word_writes", "flat_depthwise", "flat_pass_fits", "flat_view", "flat_descriptor_fields", "flat_pass_rows",
-           "flat_pass_weights", "flat_layer"]
+           "flat_pass_weights", "flat_layer", "strided_flat", "strided_writes"]
 
 
 def flat_view(shape, row_elements):
@@ -39,33 +42,82 @@ def flat_view(shape, row_elements):
 
 def flat_pass_fits(config, layer):
     """Whether the accelerator's flat pass (hw/dqn/flat_stepper.py) runs ``layer`` on ``config``: the flat map applies
-    with output maps as large as the input's (SAME), its channels fill the channel slots of each group, a slot's
+    with output maps as large as the input's (SAME; at stride 2 a quarter, its rows narrower than a word), its channels fill the channel slots of each group, a slot's
     window fits ``config.flat_window_words`` and the next group's windows load within a group's steps
     (``flat_loads`` reads, their last load before the last step's swap)."""
     return (bool(config.flat_slots) and isinstance(layer, ConvLayer) and not layer.maximum and flat_map_applies(layer)
-            and layer.out_height == layer.in_height and layer.in_channels % config.flat_slots == 0
+            and (layer.out_width < config.row_elements if strided_flat(layer) else layer.out_height == layer.in_height)
+            and layer.in_channels % config.flat_slots == 0
             and window_words_needed(layer, config.row_elements, config.flat_group_lanes) <= config.flat_window_words
             and layer.kernel_height * layer.kernel_width >= config.flat_loads + 2)
 
 
 def flat_layer(descriptor):
-    """The depthwise layer a flat pass's descriptor runs (SAME padding: the bottom and right borders follow)."""
+    """The depthwise layer a flat pass's descriptor runs (SAME padding: the bottom and right borders follow; stride 2:
+    the output map ``ceil(H/2) x ceil(W/2)``)."""
     d = descriptor
-    kernel = (d["kernel_height"], d["kernel_width"])
-    return ConvLayer("flat", d["in_channels"], (d["in_height"], d["in_width"]), d["in_channels"], kernel, 1,
-                     padding=(d["pad_top"], kernel[0] - 1 - d["pad_top"], d["pad_left"], kernel[1] - 1 - d["pad_left"]),
-                     groups=d["in_channels"])
+    kernel, stride, size = (d["kernel_height"], d["kernel_width"]), d["stride_y"], (d["in_height"], d["in_width"])
+    # The bottom and right borders that give the output map: H at stride 1, ceil(H/2) at stride 2.
+    after = [max(0, (-(-extent // stride) - 1) * stride + k - extent - before)
+             for extent, k, before in zip(size, kernel, (d["pad_top"], d["pad_left"]))]
+    return ConvLayer("flat", d["in_channels"], size, d["in_channels"], kernel, stride,
+                     padding=(d["pad_top"], after[0], d["pad_left"], after[1]), groups=d["in_channels"])
+
+
+def strided_flat(layer):
+    """Whether ``layer`` is a stride-2 depthwise layer the flat map runs at stride 1, writing only its even rows and
+    columns: output map ``ceil(H/2) x ceil(W/2)``, its top and left padding within the kernel."""
+    return (layer.groups == layer.in_channels == layer.out_channels and layer.stride_y == layer.stride_x == 2
+            and layer.out_height == -(-layer.in_height // 2) and layer.out_width == -(-layer.in_width // 2)
+            and layer.pad_top < layer.kernel_height and layer.pad_left < layer.kernel_width)
+
+
+def strided_writes(first_position, valid, width, row_elements):
+    """The writes that store a slot's lanes of a stride-2 flat pass (stride-1 positions ``first_position ..`` of a map
+    ``width`` wide, the first ``valid`` real): the even rows' even columns, output map ``ceil(width/2)`` wide in flat
+    layout.  The writer sees the slot's even lanes (``d``: stride-1 lane ``2d``; the group's first position is even);
+    output row ``oy`` of the group starts at even lane ``r = (2*oy*width - first_position) / 2``, its output positions
+    ``oy*Wo + d - r`` for its lanes ``max(r, 0) <= d < min(r + Wo, ceil(valid/2))``.  Returns per write ``(word,
+    offset, first, end)``: output word (from the channel's first), ``offset`` the even lane under its element 0 and the
+    lanes it stores, ``first <= lane < end`` (``hw.dqn.flat_word_packer.FlatWordPacker``'s ``offset``, ``first``,
+    ``valid``); the rows in order, a row's one or two words in order."""
+    out_width, even_valid = -(-width // 2), -(-valid // 2)
+    writes = []
+    for row in range(first_position // width - first_position // width % 2, first_position + valid, 2):
+        lane = (row * width - first_position) // 2
+        if lane >= even_valid:
+            break
+        first, end = max(lane, 0), min(lane + out_width, even_valid)
+        if first >= end:
+            continue
+        row_position = row // 2 * out_width
+        for word in range((row_position + first - lane) // row_elements,
+                          (row_position + end - 1 - lane) // row_elements + 1):
+            writes.append((word, word * row_elements - row_position + lane, first, end))
+    return writes
 
 
 def flat_descriptor_fields(config, layer):
     """A flat pass's own descriptor fields (hw/dqn/descriptor.py) for ``layer``: the words of a channel's map, the first
-    window's word (mod the RAM's depth) and element, and the lanes' advance per group of positions (a slot's lanes)."""
+    window's word (mod the RAM's depth) and element, and the lanes' advance per group of positions (a slot's lanes);
+    a stride-2 pass's writes (:func:`strided_writes`): the words of a channel's output map, and per group the first
+    written row's even lane back by ``lane_advance`` (``G/2 - a*W``, ``a = (G/2) // W``) and its output position on by
+    ``a * Wo`` (``out_advance_word`` words and ``out_advance_element`` elements), one row more where that row ends before
+    the group (0 at stride 1)."""
     offset = step_offset(layer, 0, 0)
-    return {"flat": 1, "channel_words": -(-layer.in_height * layer.in_width // config.row_elements),
-            "window_word": (offset // config.row_elements) % config.activation_depth,
-            "window_element": offset % config.row_elements,
-            "lane_rows": config.flat_group_lanes // layer.in_width,
-            "lane_columns": config.flat_group_lanes % layer.in_width}
+    fields = {"flat": 1, "channel_words": -(-layer.in_height * layer.in_width // config.row_elements),
+              "window_word": (offset // config.row_elements) % config.activation_depth,
+              "window_element": offset % config.row_elements,
+              "lane_rows": config.flat_group_lanes // layer.in_width,
+              "lane_columns": config.flat_group_lanes % layer.in_width}
+    if not strided_flat(layer):
+        return fields | dict.fromkeys(("out_channel_words", "lane_advance", "out_advance_word", "out_advance_element"),
+                                      0)
+    rows, lane_advance = divmod(config.flat_group_lanes // 2, layer.in_width)
+    advance_word, advance_element = divmod(rows * layer.out_width, config.row_elements)
+    return fields | {"out_channel_words": -(-layer.out_height * layer.out_width // config.row_elements),
+                     "lane_advance": lane_advance, "out_advance_word": advance_word,
+                     "out_advance_element": advance_element}
 
 
 def flat_pass_rows(config, width, kernel, bias):
@@ -96,10 +148,10 @@ def flat_pass_weights(config, rows, channels, kernel_height, kernel_width):
 
 
 def flat_map_applies(layer):
-    """Whether the flat map's stride-1 mapping runs ``layer`` (a :class:`~models.dqn.network.ConvLayer`): depthwise,
-    stride 1, output rows as wide as the input's."""
+    """Whether the flat map runs ``layer`` (a :class:`~models.dqn.network.ConvLayer`): depthwise, stride 1, output rows
+    as wide as the input's; or stride 2 as :func:`strided_flat` says."""
     return (layer.groups == layer.in_channels == layer.out_channels and layer.stride_y == layer.stride_x == 1
-            and layer.out_width == layer.in_width)
+            and layer.out_width == layer.in_width) or strided_flat(layer)
 
 
 def flat_words(image, row_elements):

@@ -20,7 +20,8 @@ without it the run's last pass alone, indexed within it: a channel-tiled last la
 total order on the encodings (``-0 < +0``; ties -> lowest index).  A convolution
 reads its padding (rows above and below the image, columns left of it and past its width) as ``+0``.
 A flat pass (descriptor bit ``flat``) is :func:`models.dqn.flat_map.flat_depthwise` on its input read from the flat
-layout, its outputs stored in flat layout (each channel's ``in_height * in_width`` elements, nothing past them).
+layout, its outputs stored in flat layout (each channel's output map, nothing past it; a stride-2 pass's channels
+``out_channel_words`` apart).
 """
 
 from dataclasses import dataclass
@@ -119,9 +120,10 @@ def _flat_pass(config, layer, rams):
     results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d), adder_latency=config.adder_latency,
                              relu=bool(d["relu"]))
     out = rams[d["out_ram"]].reshape(-1)
-    starts = (d["out_base"] + np.arange(channels) * words) * config.row_elements
+    # A stride-2 pass's output map has channels of out_channel_words words.
+    starts = (d["out_base"] + np.arange(channels) * (d["out_channel_words"] or words)) * config.row_elements
     for channel, start in enumerate(starts):
-        out[start:start + positions] = results[channel].reshape(-1)
+        out[start:start + results[channel].size] = results[channel].reshape(-1)
 
 
 def _store(config, layer, results, rams):

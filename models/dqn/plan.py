@@ -60,8 +60,8 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
-from nnaccel.models.dqn.flat_map import (flat_descriptor_fields, flat_pass_fits, flat_pass_rows, flat_view,
-                                         flat_words)
+from nnaccel.models.dqn.flat_map import (flat_descriptor_fields, flat_layer, flat_pass_fits, flat_pass_rows,
+                                         flat_view, flat_words)
 from nnaccel.models.dqn.handoff import start_delay
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
@@ -641,9 +641,10 @@ def _flat_shape(config, shape, layer, reads_flat, writes_flat):
         shape = replace(shape, in_shape=flat_view(shape.in_shape, row_elements), flat=(height, width))
         if shape.dense:
             return replace(shape, kernel_height=shape.in_shape[1], kernel_width=shape.in_shape[2])
-        if shape.groups > 1:
-            return replace(shape, out_shape=shape.in_shape, tile_size=shape.out_channels, min_column_blocks=1,
-                           flat_out=shape.flat)
+        if shape.groups > 1:          # a flat pass (at stride 2 its output map is a quarter of its input's)
+            out_map = (shape.out_height, shape.out_width)
+            return replace(shape, out_shape=flat_view(shape.out_shape, row_elements), tile_size=shape.out_channels,
+                           min_column_blocks=1, flat_out=out_map)
         _, rows, elements = shape.in_shape
         if not writes_flat:
             return replace(shape, out_height=rows, out_width=elements, write_grid=shape.out_shape[1:])
@@ -761,10 +762,10 @@ def pass_shapes(config, shape, layer_mapping):
                           first=(segment.first, 0), count=segment.count, column_blocks=segment.column_blocks,
                           first_channel=0, out_channels=shape.out_channels, layout="row_words", relu=shape.relu)
                 for segment in layer_mapping.segments]
-    if shape.flat_pass:
+    if shape.flat_pass:              # the map's grid at stride 1 (stride 2: its even rows and columns written)
         return [PassShape(name=shape.name, layer=shape.name, kind="flat", segment=segment,
                           in_channels=shape.out_channels, kernel=(shape.kernel_height, shape.kernel_width),
-                          stride=(1, 1), padding=(top, left), grid=grid, first=(0, 0), count=shape.positions,
+                          stride=shape.stride, padding=(top, left), grid=shape.flat, first=(0, 0), count=shape.positions,
                           column_blocks=1, first_channel=0, out_channels=shape.out_channels, layout="flat",
                           relu=shape.relu) for segment in layer_mapping.segments]
     passes, named = [], set()
@@ -830,7 +831,16 @@ def pass_timing(config, passes, reads=None, handoffs=None, delays=None, run=None
                          run=0 if run is None else run,
                          reads_previous=reads_previous(passes) if reads is None else reads, handoff=handoffs,
                          start_delay=delays, row_elements=config.row_elements, flat_loads=config.flat_loads,
-                         flat_slots=config.flat_slots)
+                         flat_slots=config.flat_slots,
+                         flat_strides=column(lambda work: work.stride[0] if work.kind == "flat" else 1),
+                         staged=column(lambda work: staged(config, work)))
+
+
+def staged(config, work):
+    """Whether pass ``work`` has two groups in flight where it can (the writer's second staging register, built
+    with the flat map): a pass in image or flat layout that does not read the RAM it writes
+    (models.dqn.timing.staged_stalls)."""
+    return bool(config.flat_slots) and work.layout in ("image", "flat") and not work.reduce
 
 
 def group_positions(config, work):
@@ -1067,8 +1077,10 @@ def pass_note(config, shape, work):
     if work.kind == "flat":
         busy = config.flat_slots * min(config.flat_group_lanes, work.count)
         slots = f"{config.flat_slots} channels' " if config.flat_slots > 1 else "one channel's "
+        strided = (f" at stride 1, the {-(-work.grid[0] // 2)}x{-(-work.grid[1] // 2)} positions of its even rows and "
+                   f"columns written" if work.stride[0] == 2 else "")
         return (f"{work.name}: a flat pass, the lanes over {slots}{work.grid[0]}x{work.grid[1]} positions "
-                f"({busy} of {config.macs} lanes busy in a group)")
+                f"({busy} of {config.macs} lanes busy in a group){strided}")
     if work.kind != "positions":
         return ""
     if work.maximum:
@@ -1360,13 +1372,20 @@ def _flat_fields(config, work, source):
     if not config.flat_slots:
         return {}
     if work.kind != "flat":
-        return dict.fromkeys(("flat", "channel_words", "window_word", "window_element", "lane_rows", "lane_columns"),
+        return dict.fromkeys(("flat", "channel_words", "window_word", "window_element", "lane_rows", "lane_columns",
+                              "out_channel_words", "lane_advance", "out_advance_word", "out_advance_element"),
                              0) | {"write_width": work.write_grid[1] if work.write_grid else 0}
     height, width = source.flat
-    layer = ConvLayer(work.name, work.in_channels, (height, width), work.out_channels, work.kernel, 1,
-                      padding=(work.padding[0], work.kernel[0] - 1 - work.padding[0], work.padding[1],
-                               work.kernel[1] - 1 - work.padding[1]), groups=work.in_channels)
+    layer = flat_layer(dict(in_channels=work.in_channels, in_height=height, in_width=width, kernel_height=work.kernel[0],
+                            kernel_width=work.kernel[1], stride_y=work.stride[0], pad_top=work.padding[0],
+                            pad_left=work.padding[1]))
     return flat_descriptor_fields(config, layer) | dict(in_height=height, in_width=width, write_width=0)
+
+
+def _flat_outputs(work):
+    """A flat pass as the positions of its output map (at stride 2 a quarter of those it computes)."""
+    grid = tuple(-(-extent // work.stride[0]) for extent in work.grid)
+    return work._replace(grid=grid, count=grid[0] * grid[1])
 
 
 def _real_macs(work, in_shape, inputs_per_output):
@@ -1508,7 +1527,8 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
             name=work.name, network_layer=work.layer, descriptor=descriptor, encoded=encoded, input=source,
             output=output, column_blocks=work.column_blocks, positions_per_group=positions_per_group,
             groups=groups, out_channels=work.out_channels,
-            ideal_macs=_real_macs(work, (source.shape[0], *source.flat) if work.kind == "flat" else source.shape,
+            ideal_macs=_real_macs(_flat_outputs(work) if work.kind == "flat" else work,
+                                  (source.shape[0], *source.flat) if work.kind == "flat" else source.shape,
                                   inputs_per_output),
             predicted={name: int(timing[name][index]) for name in COUNTERS}, weight_words=weight_words,
             first_channel=work.first_channel,

@@ -52,6 +52,8 @@ convolution) with more than one group.
 
 import numpy as np
 
+from nnaccel.models.dqn.flat_map import strided_writes
+
 __all__ = ["SET_UP_CYCLES", "IMAGE", "PACKED", "POSITION_MAJOR", "ROW_WORDS", "FLAT", "LAYOUTS", "pass_counters",
            "pass_writes", "flat_group_writes"]
 
@@ -110,28 +112,59 @@ def _two_row_groups(P, count, groups, first_column, out_width):
     return full, last_column + count - (groups - 1) * P > out_width
 
 
-def flat_group_writes(count, group_lanes, row_elements):
+def flat_group_writes(count, group_lanes, row_elements, width=None, stride=1):
     """The result writer's write cycles of a flat pass's groups at positions ``0, G, 2G ..`` of a channel of
-    ``count`` positions (``G = group_lanes``): the flat words each touches, ``ceil((q0 % F + valid) / F)``."""
+    ``count`` positions (``G = group_lanes``): the flat words each touches, ``ceil((q0 % F + valid) / F)``; at
+    ``stride`` 2 (a map ``width`` wide) the output words of its even rows (``strided_writes``), at least one cycle."""
     starts = np.arange(0, count, group_lanes)
     valid = np.minimum(group_lanes, count - starts)
+    if stride == 2:
+        return np.array([max(1, len(strided_writes(start, lanes, width, row_elements)))
+                         for start, lanes in zip(starts, valid)], dtype=np.int64)
     return -(-(starts % row_elements + valid) // row_elements)
 
 
-def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots):
+def staged_stalls(products, latency, writes):
+    """Stall cycles between the groups of a pass whose writer has a second staging register (the flat map's
+    configurations), ``writes`` the write cycles ``W_g`` of its groups before the last.  A group's last product
+    ``t_g`` may issue while one group is in flight (its results wait in the second register), except the pass's
+    first and last groups, which wait until no group is in flight; group ``g``'s results reach the writer on
+    ``t_g + L + 1``, which takes them when it is idle, writes them (``W_g`` cycles) and says written on
+    ``D_g``::
+
+        t_g = max(t_{g-1} + products, D_{g-2} + 1)      (the last group: D_{g-1} + 1)
+        D_g = max(t_g + L + 1, D_{g-1} + 1) + W_g + 1   (D_0 = t_0 + L + W_0 + 2)
+
+    Without the second register ``t_g = max(t_{g-1} + products, D_{g-1} + 1)``: ``max(0, L + W + 2 - span)`` a
+    group, the closed form of :func:`pass_counters`."""
+    last_product, written, before = 0, latency + writes[0] + 2 if len(writes) else 0, None
+    for group in range(1, len(writes) + 1):
+        earliest = last_product + products
+        if group == len(writes):                                   # the last group: nothing in flight
+            last_product = max(earliest, written + 1)
+            break
+        last_product = max(earliest, before + 1) if before is not None else earliest
+        before, written = written, max(last_product + latency + 1, written + 1) + writes[group] + 1
+    return int(last_product - len(writes) * products)
+
+
+def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots, width, stride, staged):
     """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run ``slots``
     channels at a time at each position block ``j``, and a group's last product waits for the previous group's
     writes ``W_j`` (a slot's words: the slots write on ports of their own; ``max(0, L + W_j + 2 - span)``, as any
-    group's)."""
-    writes = flat_group_writes(count, group_lanes, row_elements)
-    waits = np.maximum(0, latency + writes + 2 - span)
+    group's), or with ``staged`` (a second staging register) as :func:`staged_stalls` says."""
+    writes = flat_group_writes(count, group_lanes, row_elements, width, stride)
     rounds = channels // slots
+    if staged:
+        return len(writes) * rounds, staged_stalls(span + 1, latency, np.repeat(writes, rounds)[:-1]), int(writes[-1])
+    waits = np.maximum(0, latency + writes + 2 - span)
     return len(writes) * rounds, int((rounds - 1) * waits.sum() + waits[:-1].sum()), int(writes[-1])
 
 
 def pass_counters(*, positions_per_group, count, products, latency, out_channels, lanes, layout, reduce,
                   first_column, out_width, run=None, reads_previous=None, handoff=None, start_delay=None,
-                  weight_ready=None, weight_last=None, row_elements=None, flat_loads=None, flat_slots=None):
+                  weight_ready=None, weight_last=None, row_elements=None, flat_loads=None, flat_slots=None,
+                  flat_strides=None, staged=None):
     """The counters of each pass (arrays broadcast together; int64 results), as the module docstring derives.
 
     ``positions_per_group`` P (= modules / column blocks), ``count`` positions of the pass, ``products`` per
@@ -152,7 +185,9 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     ``count`` its map's positions, ``out_channels`` its channels, ``products`` the kernel's steps) needs
     ``row_elements``, ``flat_loads`` (the read cycles of a group's windows) and ``flat_slots`` (channels a group):
     its prologue loads the first windows, ``flat_loads + 1`` cycles more than a pass's set-up; its groups
-    :func:`_flat_pass`.
+    :func:`_flat_pass`; ``flat_strides`` (default 1): 2 where it writes only its even rows and columns (``out_width``
+    its map's width).  ``staged`` (default 0): 1 where the writer has a second staging register and the pass uses it
+    (image or flat layout, not a reduction): its stalls between groups :func:`staged_stalls`.
     Returns a dict of ``cycles``, ``product_cycles``, ``stall_cycles``, ``drain_cycles``.
 
     With ``span = products - 1`` a group's last product waits ``max(0, L + W_{g-1} + 2 - span)`` cycles for the
@@ -186,8 +221,12 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     if flat.size:
         row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
         flat_slots = np.broadcast_to(np.asarray(flat_slots, np.int64), shape).ravel()
+        flat_strides = np.broadcast_to(np.asarray(1 if flat_strides is None else flat_strides, np.int64), shape).ravel()
+    staged = np.broadcast_to(np.asarray(0 if staged is None else staged, np.int64), shape).ravel() != 0
     flat_passes = {index: _flat_pass(latency[index], span[index], n[index], out_channels[index], P[index],
-                                     row_elements[index], flat_slots[index]) for index in flat}
+                                     row_elements[index], flat_slots[index], out_width[index], flat_strides[index],
+                                     staged[index])
+                   for index in flat}
     for index, (_, _, writes) in flat_passes.items():
         last_writes[index] = writes
     # Within a run: a pass sets up while the one before drains (its last group written L + W + 2 cycles after its
@@ -211,8 +250,14 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
     one_row_excess = _writer_gap(layout, latency, one_row_writes) - 1 - span
     two_row_excess = latency + two_row_writes + 2 - span
     one_rows = groups - 1 - two_rows
-    stalls = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess) + \
-        np.maximum(0, earliest_last - span) + weight_wait
+    between = one_rows * np.maximum(0, one_row_excess) + two_rows * np.maximum(0, two_row_excess)
+    for index in np.flatnonzero(staged & image & (reduce == 0) & (groups > 1)):
+        # The groups before the last: one or two output rows, their paired write cycles.
+        columns = (first_column[index] + np.arange(groups[index] - 1) * P[index]) % out_width[index]
+        rows = 1 + (columns + P[index] > out_width[index])
+        between[index] = staged_stalls(products[index], latency[index],
+                                       _image_write_cycles(out_channels[index], rows))
+    stalls = between + np.maximum(0, earliest_last - span) + weight_wait
     product_cycles = groups * products
     if flat.size:
         # A flat pass: its prologue (the first window's loads), its groups and the stalls between them.
@@ -245,11 +290,12 @@ def _floor_sum(n, m, a, b):
     return total
 
 
-def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width, row_elements=None):
+def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, first_column, out_width, row_elements=None,
+                flat_strides=None):
     """The result writer's row writes over a whole pass (arrays broadcast together, int64): per group one per
     output channel and row in image layout (two rows per channel when the group crosses an output row), one per
     channel block (packed) or per block and position (position-major); with two ports as many, in fewer cycles;
-    a flat pass's (:data:`FLAT`, with ``row_elements``) the flat words of each channel's groups."""
+    a flat pass's (:data:`FLAT`, with ``row_elements`` and ``flat_strides``) the flat words of each channel's groups."""
     shape, (P, n, out_channels, lanes, layout, first_column, out_width) = _pass_arrays((
         positions_per_group, count, out_channels, lanes, layout, first_column, out_width))
     groups = -(-n // P)
@@ -260,6 +306,8 @@ def pass_writes(*, positions_per_group, count, out_channels, lanes, layout, firs
     flat = np.flatnonzero(layout == FLAT)
     if flat.size:
         row_elements = np.broadcast_to(np.asarray(row_elements, np.int64), shape).ravel()
+        flat_strides = np.broadcast_to(np.asarray(1 if flat_strides is None else flat_strides, np.int64), shape).ravel()
         for index in flat:
-            writes[index] = out_channels[index] * flat_group_writes(n[index], P[index], row_elements[index]).sum()
+            writes[index] = out_channels[index] * flat_group_writes(n[index], P[index], row_elements[index],
+                                                                    out_width[index], flat_strides[index]).sum()
     return writes.reshape(shape)

@@ -17,9 +17,12 @@ LAYERS = [
 ]
 
 
-def test_applies_to_stride_one_same_width_depthwise_only():
+def test_applies_to_same_depthwise_of_stride_one_and_two_only():
     assert all(flat_map_applies(layer) for layer in LAYERS)
-    assert not flat_map_applies(ConvLayer("s2", 4, 12, 4, 3, 2, padding=1, groups=4))
+    assert flat_map_applies(ConvLayer("s2", 4, 12, 4, 3, 2, padding=1, groups=4))               # 6 x 6: a quarter
+    assert flat_map_applies(ConvLayer("same", 4, 12, 4, 3, 2, padding=(0, 1, 0, 1), groups=4))  # TFLite's SAME
+    assert not flat_map_applies(ConvLayer("s2 valid", 4, 12, 4, 3, 2, groups=4))               # 5 x 5
+    assert not flat_map_applies(ConvLayer("s3", 4, 12, 4, 3, 3, padding=1, groups=4))
     assert not flat_map_applies(ConvLayer("valid", 4, 12, 4, 3, 1, groups=4))
     assert not flat_map_applies(ConvLayer("dense", 4, 12, 8, 3, 1, padding=1))
 

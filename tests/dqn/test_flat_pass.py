@@ -15,7 +15,7 @@ from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.dqn.descriptor import DESCRIPTOR_FIELDS, descriptor_layout
 from nnaccel.hw.shared.float_format import FloatFormat
-from nnaccel.models.dqn.flat_map import flat_pass_fits
+from nnaccel.models.dqn.flat_map import flat_pass_fits, strided_writes
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
@@ -28,11 +28,11 @@ TWO_SLOTS = dataclasses.replace(FLAT_CONFIG, flat_slots=2)          # a slot of 
 SEED = 2525
 
 
-def separable_block(channels, size, kernel=3, padding=1):
+def separable_block(channels, size, kernel=3, padding=1, stride=1):
     """A 1 x 1 expansion, a depthwise layer, a 1 x 1 projection (MobileNet's and DS-CNN's block)."""
-    return (ConvLayer("expand", 3, size, channels, 1, 1),
-            ConvLayer("depthwise", channels, size, channels, kernel, 1, padding=padding, groups=channels),
-            ConvLayer("project", channels, size, 4, 1, 1, relu=False))
+    depthwise = ConvLayer("depthwise", channels, size, channels, kernel, stride, padding=padding, groups=channels)
+    return (ConvLayer("expand", 3, size, channels, 1, 1), depthwise,
+            ConvLayer("project", channels, (depthwise.out_height, depthwise.out_width), 4, 1, 1, relu=False))
 
 
 @pytest.mark.parametrize("layers", [
@@ -65,6 +65,41 @@ def test_two_channel_slots_are_bit_exact(layers):
     assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
     assert flat.positions_per_group == TWO_SLOTS.lanes
     assert flat.groups == -(-positions // TWO_SLOTS.lanes) * channels // 2
+
+
+@pytest.mark.parametrize("config, layers", [
+    (TWO_SLOTS, separable_block(4, (8, 5), padding=(0, 1, 1, 1), stride=2)),   # TFLite's SAME: rows padded unevenly
+    (TWO_SLOTS, separable_block(2, (7, 5), stride=2)),                         # PyTorch's padding 1, odd sizes
+    (FLAT_CONFIG, separable_block(2, (8, 9), padding=(0, 1, 1, 1), stride=2)),  # one slot: rows of 5 in 12
+    (FLAT_CONFIG, separable_block(2, (8, 3), padding=(0, 1, 1, 1), stride=2)),  # 4 even lanes span a row pair
+], ids=["8x5_same_two_slots", "7x5_pad1_two_slots", "8x9_one_slot", "8x3_one_slot"])
+def test_a_stride_2_depthwise_layer_on_the_flat_map_is_bit_exact(config, layers):
+    """A stride-2 depthwise layer runs as a flat pass at stride 1 and writes its even rows' even columns in flat
+    layout (models.dqn.flat_map.strided_writes), read by the projection on the flat view: outputs bit-exact with the
+    golden model (flat_depthwise at stride 2), every counter as predicted."""
+    plan = check_on_the_rtl(config, layers, seed=SEED + 5)
+    flat = plan.layers[1]
+    depthwise = layers[1]
+    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
+    assert (flat.descriptor["stride_x"], flat.output.flat) == (2, (depthwise.out_height, depthwise.out_width))
+    assert plan.layers[2].input.flat == (depthwise.out_height, depthwise.out_width)
+
+
+def test_strided_writes_store_each_even_row_once():
+    """Every output position of a stride-2 pass is written by exactly one group's write, with the lane the stride-1
+    pass computed it on: a 7 x 5 map in groups of 4 and 8 lanes, 12-element words."""
+    for lanes in (4, 8):
+        stored = {}
+        for start in range(0, 35, lanes):
+            for word, offset, first, end in strided_writes(start, min(lanes, 35 - start), 5, 12):
+                for element in range(12):
+                    lane = offset + element
+                    if first <= lane < end:
+                        assert (word, element) not in stored
+                        stored[word, element] = start + 2 * lane
+        assert sorted(stored) == [divmod(position, 12) for position in range(4 * 3)]
+        assert [stored[divmod(position, 12)] for position in range(12)] == [
+            2 * oy * 5 + 2 * ox for oy in range(4) for ox in range(3)]
 
 
 def test_two_slots_need_an_even_channel_count():
@@ -119,10 +154,11 @@ def test_the_golden_flat_pass_follows_the_float_reference():
 
 
 def test_the_compiler_keeps_block_diagonal_where_the_flat_pass_does_not_apply():
-    """A stride-2 depthwise layer, one whose output a 3 x 3 convolution reads (it reads images only) and one without
+    """A stride-2 depthwise layer without padding (its output not a quarter of its input), one whose output a 3 x 3
+    convolution reads (it reads images only) and one without
     the flat map in the configuration: no flat pass, no flat tensor."""
     cases = [
-        (FLAT_CONFIG, (ConvLayer("depthwise", 4, (6, 6), 4, 3, 2, padding=1, groups=4),)),
+        (FLAT_CONFIG, (ConvLayer("depthwise", 4, (6, 6), 4, 3, 2, groups=4),)),     # stride 2 unpadded: 2 x 2
         (FLAT_CONFIG, (ConvLayer("depthwise", 4, (5, 4), 4, 3, 1, padding=1, groups=4),
                        ConvLayer("conv", 4, (5, 4), 2, 3, 1, padding=1))),
         (REDUCED_CONFIG, separable_block(6, (5, 4))),

@@ -139,18 +139,20 @@ def test_a_graph_with_an_add_in_two_segments_costs_what_the_compiler_predicts():
 
 
 def test_the_cost_model_predicts_the_flat_networks_cycles():
-    """``nnaccel dse validate``'s draws on the flat map's configurations: random networks with depthwise-separable
-    blocks and random mappings, the cost model's latency equal to the compiler's prediction."""
+    """``nnaccel dse validate``'s draws on the flat map's configurations: 32 random networks with depthwise-separable
+    blocks (stride-2 depthwise layers among them) and random mappings, the cost model's latency equal to the
+    compiler's prediction."""
     configs = [config for config in reduced_configs() + validation_configs(np.random.default_rng(0), 6)
                if config.flat_slots]
     rng = np.random.default_rng(SEED)
-    flat_passes = 0
-    for index in range(24):
+    flat_passes = strided_passes = 0
+    for index in range(32):
         config = configs[index % len(configs)]
         layers = sample_network(rng, config)
         plan = compile_network(config, layers, random_weights(layers, index), mapping=sample_mapping(rng, config,
                                                                                                      layers))
         flat_passes += sum(layer.descriptor["flat"] for layer in plan.layers)
+        strided_passes += sum(layer.descriptor["flat"] and layer.descriptor["stride_x"] == 2 for layer in plan.layers)
         assert evaluate_network(config, layers, plan.mapping, area=False)[2]["latency_cycles"] == \
             plan.estimated_cycles
-    assert flat_passes >= 8
+    assert flat_passes >= 8 and strided_passes >= 2
