@@ -10,6 +10,7 @@ from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.labels import LabelTable, distinct_units
 from nnaccel.dse.dance.network_space import NetworkSpace
+from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 torch.set_num_threads(1)
@@ -37,7 +38,7 @@ def test_the_generator_learns_a_lookup_and_emits_one_hots():
     inputs = np.eye(8, dtype=np.float32)[rng.integers(8, size=400)]
     labels = np.stack([inputs.argmax(axis=1) % 3, inputs.argmax(axis=1) // 3], axis=1)
     generator = ev.HardwareGenerator(8, (3, 3))
-    ev.train_generator(generator, inputs, labels, epochs=40, lr=3e-3)
+    ev.train_generator(generator, inputs, [np.eye(3)[labels[:, 0]], np.eye(3)[labels[:, 1]]], epochs=40, lr=3e-3)
     assert (ev.predict_points(generator, inputs) == labels).mean() > 0.95
     one_hot = generator.one_hot(torch.as_tensor(inputs[:5]), noise=True)
     assert one_hot.shape == (5, 6) and torch.all(one_hot.sum(dim=1) == 2)
@@ -96,7 +97,8 @@ def test_the_training_state_is_named_by_space_and_settings(tmp_path):
 
 def test_checkpoints_round_trip(tmp_path):
     generator = ev.freeze(ev.HardwareGenerator(5, (2, 3)))
-    cost = ev.freeze(ev.CostEstimator(10, np.zeros(3)))
+    masks = np.ones((4, 5))
+    cost = ev.freeze(UnitSumCostEstimator(5, 5, masks, np.zeros((4, 5)), np.zeros(3), width=16))
     trained = {"edap": training.TrainedEvaluator(generator, cost, CostFunction("edap"), {"note": 1})}
     training.save(trained, "toy", directory=tmp_path)
     loaded = training.load("toy", "edap", directory=tmp_path)
