@@ -3,16 +3,17 @@ trained on the ground truth of ``dse.dance.labels``, then frozen for the co-sear
 
 - ``HardwareGenerator``: network encoding -> one head per hardware parameter. A 5-layer MLP (an
   input layer, three residual layers ``x + ReLU(W x)``, the heads), width 128, ReLU. Trained with
-  cross entropy against the exhaustive search's best point; at use its heads go through
+  cross entropy against a distribution per parameter (``train_generator``: the share of each value among the
+  network's near-optimal points, ``training.near_optimal_shares``); at use its heads go through
   Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
-- ``CostEstimator``: (network encoding, hardware one-hots) -> latency, energy, area. A 5-layer MLP
-  (input layer, three residual layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch
-  norm, ReLU. It predicts the logarithm relative to the training set's geometric mean; outputs
-  are ``exp``'d so they stay positive. Trained with the mean squared relative error
-  ``sum_i (1 - y_hat_i / y_i)^2`` (patent equation 2), after one epoch on the squared log error
-  (the relative error of an untrained exponential output is unbounded).
-  ``forwarding=False`` gives the patent's variant without feature forwarding: it reads the network
-  encoding only and must predict the cost on the best hardware by itself.
+- ``CostEstimator``: network encoding -> latency, energy, area on the network's best hardware: the patent's
+  variant without feature forwarding (Table 1's first cost row). A 5-layer MLP (input layer, three residual
+  layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU. It predicts the logarithm
+  relative to the training set's geometric mean; outputs are ``exp``'d so they stay positive. Trained with the
+  mean squared relative error ``sum_i (1 - y_hat_i / y_i)^2`` (patent equation 2), after one epoch on the
+  squared log error (the relative error of an untrained exponential output is unbounded). The cost network
+  with forwarding, (network encoding, hardware one-hots) -> costs, is ``unit_cost.UnitSumCostEstimator``
+  (trained by the same ``train_cost``).
 - ``Evaluator``: the generator's one-hots forwarded into the cost network.
 
 Accuracy as the patent reports it (Table 1; the patent does not define it): for a hardware
