@@ -130,3 +130,26 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     again = training.remeasure(table, training.load("small", "edap", directory=tmp_path))
     assert again["generator_accuracy"] == report["generator_accuracy"]
     assert again["cost_without_forwarding"] == report["cost_without_forwarding"]
+
+
+def test_the_generators_targets_are_the_near_optimal_points_shares():
+    """Each network's weights are a distribution peaking at the exhaustive search's point and falling by e per
+    GENERATOR_TEMPERATURE of excess cost; the per-parameter shares are its marginals."""
+    space = TemplateHardwareSpace()
+    units, ids = distinct_units(space, SMALL_SPACE)
+    cases = space.label_cases(units)
+    table = LabelTable(space, SMALL_SPACE, ids, space.label_columns(units, cases, [space.label_task(c) for c in cases]))
+    function = CostFunction("edap")
+    networks = np.arange(len(ids))
+    weights = table.near_optimal_weights(networks, function, training.GENERATOR_TEMPERATURE)
+    best, _ = table.best(networks, function)
+    assert np.allclose(weights.sum(axis=1), 1) and np.array_equal(weights.argmax(axis=1), best)
+    costs = table.all_points(networks)
+    excess = function(*costs.transpose(2, 0, 1)) / function(*costs[networks, best].T)[:, None] - 1
+    assert np.allclose(weights / weights.max(axis=1, keepdims=True), np.exp(-excess / training.GENERATOR_TEMPERATURE))
+    shares = training.near_optimal_shares(table, networks, function)
+    points = space.all_points()
+    for column, share in enumerate(shares):
+        assert np.allclose(share[0, points[best[0], column]],
+                           weights[0, points[:, column] == points[best[0], column]].sum())
+        assert np.allclose(share.sum(axis=1), 1)
