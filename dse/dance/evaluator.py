@@ -3,16 +3,17 @@ trained on the ground truth of ``dse.dance.labels``, then frozen for the co-sear
 
 - ``HardwareGenerator``: network encoding -> one head per hardware parameter. A 5-layer MLP (an
   input layer, three residual layers ``x + ReLU(W x)``, the heads), width 128, ReLU. Trained with
-  cross entropy against the exhaustive search's best point; at use its heads go through
+  cross entropy against a distribution per parameter (``train_generator``: the share of each value among the
+  network's near-optimal points, ``training.near_optimal_shares``); at use its heads go through
   Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
-- ``CostEstimator``: (network encoding, hardware one-hots) -> latency, energy, area. A 5-layer MLP
-  (input layer, three residual layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch
-  norm, ReLU. It predicts the logarithm relative to the training set's geometric mean; outputs
-  are ``exp``'d so they stay positive. Trained with the mean squared relative error
-  ``sum_i (1 - y_hat_i / y_i)^2`` (patent equation 2), after one epoch on the squared log error
-  (the relative error of an untrained exponential output is unbounded).
-  ``forwarding=False`` gives the patent's variant without feature forwarding: it reads the network
-  encoding only and must predict the cost on the best hardware by itself.
+- ``CostEstimator``: network encoding -> latency, energy, area on the network's best hardware: the patent's
+  variant without feature forwarding (Table 1's first cost row). A 5-layer MLP (input layer, three residual
+  layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU. It predicts the logarithm
+  relative to the training set's geometric mean; outputs are ``exp``'d so they stay positive. Trained with the
+  mean squared relative error ``sum_i (1 - y_hat_i / y_i)^2`` (patent equation 2), after one epoch on the
+  squared log error (the relative error of an untrained exponential output is unbounded). The cost network
+  with forwarding, (network encoding, hardware one-hots) -> costs, is ``unit_cost.UnitSumCostEstimator``
+  (trained by the same ``train_cost``).
 - ``Evaluator``: the generator's one-hots forwarded into the cost network.
 
 Accuracy as the patent reports it (Table 1; the patent does not define it): for a hardware
@@ -33,7 +34,7 @@ COST_WIDTH = 256
 RESIDUAL_LAYERS = 3
 
 
-class _Residual(nn.Module):
+class ResidualLayer(nn.Module):
     def __init__(self, width, batch_norm):
         super().__init__()
         self.linear = nn.Linear(width, width)
@@ -51,7 +52,7 @@ class HardwareGenerator(nn.Module):
         self.sizes = tuple(int(s) for s in sizes)
         self.inputs = inputs
         self.stem = nn.Linear(inputs, width)
-        self.body = nn.Sequential(*(_Residual(width, False) for _ in range(RESIDUAL_LAYERS)))
+        self.body = nn.Sequential(*(ResidualLayer(width, False) for _ in range(RESIDUAL_LAYERS)))
         self.heads = nn.ModuleList(nn.Linear(width, size) for size in self.sizes)
 
     def forward(self, encoding):
@@ -79,7 +80,7 @@ class CostEstimator(nn.Module):
         super().__init__()
         self.inputs = inputs
         self.stem = nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU())
-        self.body = nn.Sequential(*(_Residual(width, True) for _ in range(RESIDUAL_LAYERS)))
+        self.body = nn.Sequential(*(ResidualLayer(width, True) for _ in range(RESIDUAL_LAYERS)))
         self.out = nn.Linear(width, 3)
         self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
 
@@ -127,58 +128,62 @@ def _adam_cosine(network, lr, steps, seed):
     return optimizer, schedule, torch.Generator().manual_seed(seed)
 
 
-def train_generator(generator, encodings, points, *, epochs, batch=128, lr=1e-3, seed=0, progress=None):
-    """Cross entropy summed over the parameters' heads; Adam with a cosine schedule (the patent's
-    SGD at lr 0.001 for 200 epochs does not converge in the few epochs a shared CPU allows)."""
-    torch.manual_seed(seed)
+def train_generator(generator, encodings, targets, *, epochs, batch=128, lr=1e-3, seed=0, progress=None):
+    """Cross entropy against ``targets`` (one (N, choices) distribution per parameter's head: the best point's
+    one-hots, or the share of the near-optimal points with each value) summed over the heads; Adam with a cosine
+    schedule (the patent's SGD at lr 0.001 for 200 epochs does not converge in the few epochs a shared CPU
+    allows)."""
     encodings = torch.as_tensor(encodings, dtype=torch.float32)
-    points = torch.as_tensor(points, dtype=torch.long)
-    optimizer, schedule, shuffle = _adam_cosine(generator, lr, epochs * -(-len(encodings) // batch), seed)
-    generator.train()
-    for _ in range(epochs):
-        for index in _batches(len(encodings), batch, shuffle):
-            logits = generator(encodings[index])
-            loss = sum(functional.cross_entropy(head, points[index, column]) for column, head in enumerate(logits))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-        if progress:
-            progress()
-    generator.eval()
-    return generator
+    targets = [torch.as_tensor(np.asarray(target), dtype=torch.float32) for target in targets]
+
+    def loss(index, epoch):
+        return sum(functional.cross_entropy(head, target[index])
+                   for head, target in zip(generator(encodings[index]), targets))
+
+    return fit(generator, len(encodings), loss, epochs=epochs, batch=batch, lr=lr, seed=seed, progress=progress)
 
 
 def train_cost(cost, features, targets, *, epochs, batch=1024, lr=2e-3, seed=0, progress=None, checkpoint=None):
     """First epoch: squared log error; then MSRE (patent equation 2). Adam, cosine schedule; batches
     of 1,024 by default (the patent's 256 run four times slower per case on one CPU thread).
+    ``checkpoint`` as in ``fit``."""
+    features = torch.as_tensor(features, dtype=torch.float32)
+    targets = torch.as_tensor(targets, dtype=torch.float32)
+    log_targets = torch.log(targets)
+
+    def loss(index, epoch):
+        if epoch == 0:
+            return ((cost.log_costs(features[index]) - log_targets[index]) ** 2).sum(dim=1).mean()
+        return msre(cost(features[index]), targets[index])
+
+    return fit(cost, len(features), loss, epochs=epochs, batch=batch, lr=lr, seed=seed, progress=progress,
+               checkpoint=checkpoint)
+
+
+def fit(network, count, loss, *, epochs, batch, lr, seed=0, progress=None, checkpoint=None):
+    """Train ``network`` on ``count`` cases, shuffled, ``batch`` a step: ``loss(case indices, epoch)`` is the
+    step's loss. Adam, cosine schedule over every step.
 
     ``checkpoint`` (a path): after every epoch the network, the optimizer, the schedule and the shuffle's state
     go there, and a call that finds the file resumes after its last epoch; with the same arguments the result is
     the uninterrupted run's, bit for bit."""
     torch.manual_seed(seed)
-    features = torch.as_tensor(features, dtype=torch.float32)
-    targets = torch.as_tensor(targets, dtype=torch.float32)
-    log_targets = torch.log(targets)
-    optimizer, schedule, shuffle = _adam_cosine(cost, lr, epochs * -(-len(features) // batch), seed)
-    first_epoch = _resume(checkpoint, cost, optimizer, schedule, shuffle)
-    cost.train()
+    optimizer, schedule, shuffle = _adam_cosine(network, lr, epochs * -(-count // batch), seed)
+    first_epoch = _resume(checkpoint, network, optimizer, schedule, shuffle)
+    network.train()
     for epoch in range(first_epoch, epochs):
-        for index in _batches(len(features), batch, shuffle):
-            if epoch == 0:
-                loss = ((cost.log_costs(features[index]) - log_targets[index]) ** 2).sum(dim=1).mean()
-            else:
-                loss = msre(cost(features[index]), targets[index])
+        for index in _batches(count, batch, shuffle):
+            step_loss = loss(index, epoch)
             optimizer.zero_grad()
-            loss.backward()
+            step_loss.backward()
             optimizer.step()
             schedule.step()
         if checkpoint is not None:
-            _save_training_state(checkpoint, epoch + 1, cost, optimizer, schedule, shuffle)
+            _save_training_state(checkpoint, epoch + 1, network, optimizer, schedule, shuffle)
         if progress:
             progress()
-    cost.eval()
-    return cost
+    network.eval()
+    return network
 
 
 def _save_training_state(path, epochs_done, network, optimizer, schedule, shuffle):

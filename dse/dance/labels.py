@@ -128,6 +128,18 @@ class LabelTable:
             few[start:start + len(values)] = np.take_along_axis(nearest, order, axis=1)
         return few
 
+    def near_optimal_weights(self, networks, cost_function, temperature):
+        """(N, points) per network (flat index) a distribution over the points that favours the near-optimal ones:
+        ``exp(-excess / temperature)`` normalised, ``excess`` a point's cost over the optimum's, relative (0 where
+        the network does not fit)."""
+        networks = np.asarray(networks)
+        weights = np.empty((len(networks), len(self.area)))
+        for start, values in self._cost_function_values(networks, cost_function):
+            excess = values / values.min(axis=1, keepdims=True) - 1
+            chunk = np.exp(-excess / temperature)
+            weights[start:start + len(values)] = chunk / chunk.sum(axis=1, keepdims=True)
+        return weights
+
     def reference(self, rng, samples=100_000):
         """Median latency, energy and area over random (network, point) cases the network fits: the
         linear cost functions' scales."""

@@ -6,8 +6,9 @@
   training networks on their ``near_optimal_points`` best points for every cost function (where the co-search
   uses the cost network: the generator's answer is the optimum or a near-tie of it); held-out: random pairs of
   the held-out networks;
-- generator cases: every training network with its best point under ``cost`` (exhaustive search);
-  held-out: every held-out network;
+- generator cases: every training network with, per hardware parameter, the share of each value among its
+  near-optimal points under ``cost`` (``near_optimal_shares``: the exhaustive search's costs, soft labels);
+  held-out: every held-out network, against the exhaustive search's best point;
 - trains the cost network (with forwarding), the one without forwarding, and the generator, and
   measures Table 1 on the held-out networks: per-parameter generator accuracy, the cost network's
   accuracy with the true best point as input (with forwarding) and without it, and end to end
@@ -37,8 +38,12 @@ from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
 from nnaccel.dse.dance.hardware_space import METRICS
 from nnaccel.dse.dance.labels import split_networks
+from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, unit_structure
 
 WITHIN = 0.01       # "within 1 %" of the optimum's cost, or of the true cost
+# The generator's targets weigh a point by exp(-excess / GENERATOR_TEMPERATURE), excess its cost over the optimum's:
+# a point 0.3 % dearer weighs 1 / e of the optimum (near_optimal_shares).
+GENERATOR_TEMPERATURE = 0.003
 
 PATENT_TABLE_1 = {
     "generator": {"pe_x": 0.989, "pe_y": 0.983, "rf_words": 0.983, "dataflow": 0.988},
@@ -101,8 +106,8 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     targets = table.costs(pair_networks, pair_points)
     fits = np.isfinite(targets).all(axis=1)      # a network may fit fewer than ``count`` points
     pair_networks, pair_points, targets = pair_networks[fits], pair_points[fits], targets[fits]
-    cost = ev.CostEstimator(network_space.encoding_width + hardware_space.encoding_width,
-                            np.log(targets).mean(axis=0))
+    cost = UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width,
+                                *unit_structure(table.unit_ids, network_space), np.log(targets).mean(axis=0))
     ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
                   seed=settings.seed, progress=progress,
                   checkpoint=checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings))
@@ -116,7 +121,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
         best = best_points[name]
         generator = ev.HardwareGenerator(network_space.encoding_width, hardware_space.sizes)
         ev.train_generator(generator, network_space.encode(all_networks[train]),
-                           hardware_space.all_points()[best[train]], epochs=settings.generator_epochs,
+                           near_optimal_shares(table, train, functions[name]), epochs=settings.generator_epochs,
                            seed=settings.seed, progress=progress)
         best_costs = table.costs(train, best[train])
         without = ev.CostEstimator(network_space.encoding_width, np.log(best_costs).mean(axis=0))
@@ -130,10 +135,20 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     return trained
 
 
+def near_optimal_shares(table, networks, cost_function, temperature=GENERATOR_TEMPERATURE):
+    """The generator's targets: per hardware parameter, (networks, choices) the share of each value among the
+    networks' near-optimal points (``LabelTable.near_optimal_weights``): near-ties share the target instead of
+    the exhaustive search's pick among them deciding it."""
+    weights = table.near_optimal_weights(networks, cost_function, temperature)
+    points = table.hardware_space.all_points()
+    return [weights @ np.eye(size)[points[:, column]] for column, size in enumerate(table.hardware_space.sizes)]
+
+
 def training_state_path(directory, space_name, settings):
     """The cost network's training state in ``directory`` for ``space_name`` and ``settings`` (their digest in the
     name, so a run with other settings starts afresh instead of resuming a different training)."""
-    digest = hashlib.sha256(repr((space_name, sorted(vars(settings).items()))).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(repr((space_name, UnitSumCostEstimator.__name__,
+                                  sorted(vars(settings).items()))).encode()).hexdigest()[:12]
     return Path(directory) / f"cost_{space_name}_training_{digest}.pt"
 
 
@@ -177,8 +192,13 @@ def measure(table, trained, without, held_out, best, rng, settings):
     pair_networks, pair_points = feasible_pairs(table, held_out, settings.validation_cases, rng)
     random_pairs = ev.cost_accuracy(ev.predict_costs(trained.cost, _features(table, pair_networks, pair_points)),
                                     table.costs(pair_networks, pair_points))
-    with_forwarding = ev.cost_accuracy(ev.predict_costs(trained.cost, _features(table, held_out, best[held_out])),
-                                       true_costs)
+    predicted_on_optimum = ev.predict_costs(trained.cost, _features(table, held_out, best[held_out]))
+    with_forwarding = ev.cost_accuracy(predicted_on_optimum, true_costs)
+    seen = unit_coverage(table, held_out)
+    coverage = {"networks": int(len(held_out)), "every_unit_seen": int(seen.sum())}
+    if not seen.all():
+        coverage["with_forwarding_some_unit_unseen"] = _lists(ev.cost_accuracy(predicted_on_optimum[~seen],
+                                                                               true_costs[~seen]))
     generated_index = hardware_space.point_index(predicted_points)
     predicted_costs = ev.predict_costs(trained.cost, _features(table, held_out, generated_index))
     end_to_end = ev.cost_accuracy(predicted_costs, true_costs)
@@ -195,10 +215,19 @@ def measure(table, trained, without, held_out, best, rng, settings):
             "generated_point_regret": {"mean": float(regret.mean()), "median": float(np.median(regret)),
                                        "optimal_fraction": float((regret <= 1e-12).mean()),
                                        "unfit_fraction": float(1 - fits.mean())},
-              "optimum_rank_correlation": ranking, "generator_inference_s": seconds_generator}
+              "optimum_rank_correlation": ranking, "generator_inference_s": seconds_generator,
+              "held_out_unit_coverage": coverage}
     if without is not None:
         report["cost_without_forwarding"] = _lists(ev.cost_accuracy(ev.predict_costs(without, encodings), true_costs))
     return report
+
+
+def unit_coverage(table, held_out):
+    """Per held-out network (flat indices): whether every one of its cost units (the template's layers, the RTL
+    family's layer contexts) is also a unit of some training network (the other networks)."""
+    train_units = np.delete(table.unit_ids, held_out, axis=0)
+    units = table.unit_ids[held_out]
+    return (np.isin(units, train_units) | (units < 0)).all(axis=1)
 
 
 def remeasure(table, trained):
@@ -266,6 +295,15 @@ def format_table_1(report):
                  f"+{100 * regret['median']:.2f}%, optimal for {100 * regret['optimal_fraction']:.1f}% of networks"
                  + (f"; the network does not fit the generated point for {100 * regret['unfit_fraction']:.1f}%"
                     if regret.get("unfit_fraction") else ""))
+    coverage = report.get("held_out_unit_coverage")
+    if coverage:
+        line = (f"held-out networks whose every cost unit also occurs in a training network: "
+                f"{coverage['every_unit_seen']} of {coverage['networks']}")
+        unseen = coverage.get("with_forwarding_some_unit_unseen")
+        if unseen:
+            line += "; cost w/ forwarding on the others " + "  ".join(
+                f"{metric.split('_')[0]} {100 * unseen['accuracy'][i]:.1f}%" for i, metric in enumerate(METRICS))
+        lines.append(line)
     ranking = report.get("optimum_rank_correlation")
     if ranking:
         lines.append(f"ranking the held-out networks by their optimum's cost (Spearman): the evaluator end to end "
@@ -301,7 +339,8 @@ def save(trained, space_name, *, directory=None):
     first = next(iter(trained.values()))
     cost_path = cost_checkpoint(space_name) if directory is None else Path(directory) / f"cost_{space_name}.pt"
     cost_path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"space": space_name, "inputs": first.cost.inputs, "log_mean": first.cost.log_mean.tolist(),
+    torch.save({"space": space_name, "network_width": first.cost.network_width,
+                "hardware_width": first.cost.hardware_width, "units": first.cost.units, "width": first.cost.width,
                 "state": first.cost.state_dict()}, cost_path)
     for name, evaluator in trained.items():
         path = (generator_checkpoint(space_name, name) if directory is None
@@ -322,7 +361,9 @@ def load(space_name, cost, *, directory=None):
             raise FileNotFoundError(f"{required}: no trained evaluator; train one with "
                                     f"`python -m nnaccel.dse.dance.train_evaluator --space {space_name}`")
     cost_data = torch.load(cost_path, weights_only=True)
-    cost_network = ev.CostEstimator(cost_data["inputs"], cost_data["log_mean"])
+    masks = np.zeros((cost_data["units"], cost_data["network_width"]))
+    cost_network = UnitSumCostEstimator(cost_data["network_width"], cost_data["hardware_width"], masks, masks,
+                                        np.zeros(3), width=cost_data["width"])
     cost_network.load_state_dict(cost_data["state"])
     data = torch.load(path, weights_only=True)
     generator = ev.HardwareGenerator(data["inputs"], data["sizes"])

@@ -10,8 +10,10 @@ import torch
 from nnaccel.dse.dance import command, cosearch, training
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_functions import CostFunction
+from nnaccel.dse.dance.labels import distinct_units
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.dance.training import TrainedEvaluator
+from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, unit_structure
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 from nnaccel.models.shared.mnist import sample_digits
 
@@ -31,7 +33,8 @@ def digits():
 def untrained_evaluator():
     space = TemplateHardwareSpace()
     generator = ev.freeze(ev.HardwareGenerator(NETWORK_SPACE.encoding_width, space.sizes))
-    cost = ev.freeze(ev.CostEstimator(NETWORK_SPACE.encoding_width + space.encoding_width, np.zeros(3)))
+    cost = ev.freeze(UnitSumCostEstimator(NETWORK_SPACE.encoding_width, space.encoding_width,
+                                          *unit_structure(distinct_units(space)[1], NETWORK_SPACE), np.zeros(3)))
     return TrainedEvaluator(generator, cost, CostFunction("edap"))
 
 

@@ -10,6 +10,7 @@ from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.labels import LabelTable, distinct_units
 from nnaccel.dse.dance.network_space import NetworkSpace
+from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 torch.set_num_threads(1)
@@ -37,7 +38,7 @@ def test_the_generator_learns_a_lookup_and_emits_one_hots():
     inputs = np.eye(8, dtype=np.float32)[rng.integers(8, size=400)]
     labels = np.stack([inputs.argmax(axis=1) % 3, inputs.argmax(axis=1) // 3], axis=1)
     generator = ev.HardwareGenerator(8, (3, 3))
-    ev.train_generator(generator, inputs, labels, epochs=40, lr=3e-3)
+    ev.train_generator(generator, inputs, [np.eye(3)[labels[:, 0]], np.eye(3)[labels[:, 1]]], epochs=40, lr=3e-3)
     assert (ev.predict_points(generator, inputs) == labels).mean() > 0.95
     one_hot = generator.one_hot(torch.as_tensor(inputs[:5]), noise=True)
     assert one_hot.shape == (5, 6) and torch.all(one_hot.sum(dim=1) == 2)
@@ -96,7 +97,8 @@ def test_the_training_state_is_named_by_space_and_settings(tmp_path):
 
 def test_checkpoints_round_trip(tmp_path):
     generator = ev.freeze(ev.HardwareGenerator(5, (2, 3)))
-    cost = ev.freeze(ev.CostEstimator(10, np.zeros(3)))
+    masks = np.ones((4, 5))
+    cost = ev.freeze(UnitSumCostEstimator(5, 5, masks, np.zeros((4, 5)), np.zeros(3), width=16))
     trained = {"edap": training.TrainedEvaluator(generator, cost, CostFunction("edap"), {"note": 1})}
     training.save(trained, "toy", directory=tmp_path)
     loaded = training.load("toy", "edap", directory=tmp_path)
@@ -128,3 +130,26 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     again = training.remeasure(table, training.load("small", "edap", directory=tmp_path))
     assert again["generator_accuracy"] == report["generator_accuracy"]
     assert again["cost_without_forwarding"] == report["cost_without_forwarding"]
+
+
+def test_the_generators_targets_are_the_near_optimal_points_shares():
+    """Each network's weights are a distribution peaking at the exhaustive search's point and falling by e per
+    GENERATOR_TEMPERATURE of excess cost; the per-parameter shares are its marginals."""
+    space = TemplateHardwareSpace()
+    units, ids = distinct_units(space, SMALL_SPACE)
+    cases = space.label_cases(units)
+    table = LabelTable(space, SMALL_SPACE, ids, space.label_columns(units, cases, [space.label_task(c) for c in cases]))
+    function = CostFunction("edap")
+    networks = np.arange(len(ids))
+    weights = table.near_optimal_weights(networks, function, training.GENERATOR_TEMPERATURE)
+    best, _ = table.best(networks, function)
+    assert np.allclose(weights.sum(axis=1), 1) and np.array_equal(weights.argmax(axis=1), best)
+    costs = table.all_points(networks)
+    excess = function(*costs.transpose(2, 0, 1)) / function(*costs[networks, best].T)[:, None] - 1
+    assert np.allclose(weights / weights.max(axis=1, keepdims=True), np.exp(-excess / training.GENERATOR_TEMPERATURE))
+    shares = training.near_optimal_shares(table, networks, function)
+    points = space.all_points()
+    for column, share in enumerate(shares):
+        assert np.allclose(share[0, points[best[0], column]],
+                           weights[0, points[:, column] == points[best[0], column]].sum())
+        assert np.allclose(share.sum(axis=1), 1)

@@ -1,0 +1,95 @@
+"""DANCE's cost-estimation network shaped like the cost: a network's latency and energy are sums over its cost
+units (the template's layers, the RTL family's layer contexts) and its area is the hardware point's alone.
+
+``UnitSumCostEstimator`` reads what ``CostEstimator`` reads, (network one-hots, hardware one-hots) (N, inputs), and
+returns (N, 3) latency ms, energy mJ, area:
+
+- one *unit network*, shared by the network's unit positions (``NETWORK_UNITS``): the position's one-hot, the
+  network one-hots of the choices that shape that position's unit (``unit_masks``: every other choice is zeroed, so
+  a held-out network's conv1 is the conv1 of every training network with the same conv1 choices) and the hardware
+  one-hots -> the unit's log latency and log energy; a 4-layer MLP (input layer, residual layers
+  ``x + ReLU(BN(W x))``, output layer) of width ``width``;
+- a unit absent from a network (the hidden dense layer of a network without one) is gated off: its gate is 1 minus
+  the network one-hots of the choice values that leave it out (``absent_columns``);
+- latency and energy the gated sums of the units' exponentials; area an *area network* (the same shape) on the
+  hardware one-hots alone.
+
+``unit_structure(unit_ids, network_space)`` finds the masks and the absent columns from the labelled space: a choice
+shapes a position's unit if two networks that differ only in that choice have different units there (the network
+space is a full grid of choices, so the unit is then a function of the masked choices alone).
+Forwarding as in the patent: the generator's one-hots go in as the hardware one-hots.
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+from nnaccel.dse.dance.evaluator import ResidualLayer
+
+WIDTH = 128
+RESIDUAL_LAYERS = 2
+
+
+def _mlp(inputs, outputs, width):
+    return nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU(),
+                         *(ResidualLayer(width, True) for _ in range(RESIDUAL_LAYERS)), nn.Linear(width, outputs))
+
+
+class UnitSumCostEstimator(nn.Module):
+    """(network one-hots, hardware one-hots) (N, inputs) -> (N, 3) latency, energy, area (module docstring).
+    ``unit_masks`` and ``absent_columns``: (units, network one-hot width) 0/1 arrays (``unit_structure``);
+    ``log_mean``: the training costs' mean logarithms (latency, energy, area)."""
+
+    def __init__(self, network_width, hardware_width, unit_masks, absent_columns, log_mean, width=WIDTH):
+        super().__init__()
+        self.network_width, self.hardware_width, self.width = int(network_width), int(hardware_width), int(width)
+        self.inputs = self.network_width + self.hardware_width
+        self.register_buffer("unit_masks", torch.as_tensor(np.asarray(unit_masks), dtype=torch.float32))
+        self.register_buffer("absent_columns", torch.as_tensor(np.asarray(absent_columns), dtype=torch.float32))
+        self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
+        self.units = len(self.unit_masks)
+        self.unit_network = _mlp(self.units + self.inputs, 2, width)
+        self.area_network = _mlp(self.hardware_width, 1, width)
+
+    def unit_costs(self, features):
+        """(N, units, 2) latency and energy of each unit position, before the gates; each starts at its share of
+        the training set's geometric mean."""
+        count = len(features)
+        network, hardware = features[:, :self.network_width], features[:, self.network_width:]
+        positions = torch.eye(self.units, dtype=features.dtype).expand(count, -1, -1)
+        rows = torch.cat([positions, network[:, None, :] * self.unit_masks,
+                          hardware[:, None, :].expand(-1, self.units, -1)], dim=2)
+        logs = self.unit_network(rows.reshape(count * self.units, -1)).reshape(count, self.units, 2)
+        return torch.exp(logs + self.log_mean[:2] - float(np.log(self.units)))
+
+    def forward(self, features):
+        gates = 1 - features[:, :self.network_width] @ self.absent_columns.T
+        sums = (self.unit_costs(features) * gates[..., None]).sum(dim=1)
+        area = torch.exp(self.area_network(features[:, self.network_width:]) + self.log_mean[2])
+        return torch.cat([sums, area], dim=1)
+
+    def log_costs(self, features):
+        return torch.log(self(features))
+
+
+def unit_structure(unit_ids, network_space):
+    """(unit_masks, absent_columns), each (units, network one-hot width): the one-hot columns of the choices that
+    shape each unit position, and those of the choice values for which the position has no unit (``unit_ids``:
+    (networks, units) unit indices of ``network_space.all_points()``, -1 where a network has no such unit)."""
+    points = network_space.all_points()
+    encodings = network_space.encode(points)
+    starts = np.concatenate([[0], np.cumsum(network_space.sizes)])
+    masks = np.zeros((unit_ids.shape[1], encodings.shape[1]))
+    absent = np.zeros_like(masks)
+    for position in range(unit_ids.shape[1]):
+        present = unit_ids[:, position] >= 0
+        for choice in range(len(network_space.sizes)):
+            _, group = np.unique(np.delete(points[present], choice, axis=1), axis=0, return_inverse=True)
+            pairs = np.unique(np.stack([group.ravel(), unit_ids[present, position]], axis=1), axis=0)
+            if len(pairs) > group.max() + 1:      # some group of networks differing only in this choice has 2 units
+                masks[position, starts[choice]:starts[choice + 1]] = 1
+        for column in range(encodings.shape[1]):
+            absent[position, column] = not present[encodings[:, column] == 1].any()
+        if not np.array_equal(encodings @ absent[position] > 0, ~present):
+            raise ValueError(f"unit position {position}: which networks lack it is not a set of choice values")
+    return masks, absent
