@@ -24,6 +24,8 @@ and a change to one block re-runs that block.  The dual-port RAMs (:class:`hw.sh
 modules) are not given to Yosys: their cells follow from their shape (:mod:`sim.fpga.block_ram`), where Yosys took
 up to 52 minutes for a wide granular RAM.  ``per_module=False`` runs the whole design, RAMs included, in one Yosys
 run instead (cached by the whole text), the cross-check of the composition (``tests/sim/test_synth_modules.py``).
+A configuration synthesized module by module leaves a record, so that a report (:func:`cached_design_estimate`)
+finds its estimate again after an edit of the hardware sources that left its modules' Verilog as it was.
 """
 
 import hashlib
