@@ -1,9 +1,11 @@
 """``nnaccel verilog`` (Verilog + Quartus project for a board) and ``nnaccel synth`` (Yosys resource estimate)."""
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.models.dqn.mlperf_tiny import MODELS, TASKS, mlperf_tiny_dir
 from nnaccel.models.shared.input_files import InputError
 from nnaccel.sim.fpga.devices import CYCLONE_V_5CSEMA5, DEVICES, fit_summary, over_capacity
@@ -12,8 +14,9 @@ from nnaccel.sim.fpga.quartus_project import BOARDS, DEFAULT_CLOCK_MHZ, write_pr
 from nnaccel.sim.fpga.synth import ESTIMATE_NOTE, estimate, format_table
 from nnaccel.sim.fpga.systems import SYSTEMS, system
 
-from nnaccel.cli.report import (EXIT_DONE, add_json_argument, make_output_directory, output_directory, positive_int,
-                                progress, text_table, write_json, writing)
+from nnaccel.cli.report import (EXIT_DONE, add_flat_argument, add_json_argument, flat_map_fields, flat_options,
+                                make_output_directory, output_directory, positive_int, progress, text_table, write_json,
+                                writing)
 
 __all__ = ["add_verilog_arguments", "add_synth_arguments", "run_verilog", "run_synth", "CYCLONE_V_5CSEMA5",
            "fit_summary", "JSON_SCHEMA"]
@@ -57,6 +60,7 @@ def add_synth_arguments(parser):
                         help=f"with dqn: the configuration each MLPerf Tiny model runs on (16 x 16 binary32 grown to "
                              f"the smallest RAMs that hold it, as `nnaccel run mlperf-tiny` sizes it): "
                              f"{', '.join(f'{task} ({MODELS[task].title})' for task in TASKS)}, or {ALL_MODELS}")
+    add_flat_argument(parser)
     parser.add_argument("--dir", metavar="DIR",
                         help="with --model: the MLPerf Tiny folder (default: $NNACCEL_MLPERF_TINY_DIR, else "
                              "../shared/mlperf_tiny beside the checkout)")
@@ -96,8 +100,20 @@ def _dqn_configurations(arguments):
     if arguments.model:
         tasks = TASKS if ALL_MODELS in arguments.model else dict.fromkeys(arguments.model)
         folder = mlperf_tiny_dir(arguments.dir)
-        chosen += [(f"MLPerf Tiny {task} ({MODELS[task].title})", mlperf_config(task, folder)) for task in tasks]
+        base, flat = _model_base(arguments)
+        chosen += [(f"MLPerf Tiny {task} ({MODELS[task].title})" + (f", {flat}" if flat else ""),
+                    mlperf_config(task, folder, base)) for task in tasks]
     return chosen
+
+
+def _model_base(arguments):
+    """The configuration ``--model``'s models are sized from (16 x 16 binary32, with the flat map that
+    ``--flat-window`` / ``--flat-slots`` ask for, as ``run mlperf-tiny`` sizes them) and those options as typed."""
+    flat = flat_map_fields(arguments)
+    try:
+        return replace(DqnConfig(), **flat), flat_options(flat)
+    except ValueError as error:
+        raise InputError(f"{flat_options(flat)}: {error}") from None
 
 
 def _configurations_table(documents, reports):
@@ -120,6 +136,9 @@ def _check_synth_options(arguments):
     """InputError for options that do not go together."""
     if arguments.dir is not None and not arguments.model:
         raise InputError("--dir: names the MLPerf Tiny folder of --model, which is not given")
+    if flat_map_fields(arguments) and not arguments.model:
+        raise InputError(f"{flat_options(flat_map_fields(arguments))}: sizes the configurations of --model, which is "
+                         f"not given (a --dqn-config file names flat_slots and flat_window_words itself)")
     if (arguments.model or arguments.dqn_config) and arguments.systems not in ([], ["dqn"]):
         raise InputError(f"--model / --dqn-config: configurations of the dqn system, not of "
                          f"{', '.join(name for name in arguments.systems if name != 'dqn')}")

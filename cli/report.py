@@ -24,7 +24,8 @@ from nnaccel.sim.progress import (PLAIN_PROGRESS_SECONDS, PLAIN_QUIET_SECONDS, P
 __all__ = ["EXIT_DONE", "EXIT_MISMATCH", "EXIT_BAD_INPUT", "EXIT_TOOL_FAILED", "EXIT_INTERNAL_ERROR", "ToolError",
            "positive_int", "non_negative_int", "probability", "output_file", "output_directory",
            "make_output_directory", "writing", "json_output", "add_json_argument",
-           "add_simulator_argument", "human_output_to_stderr", "write_json", "json_float", "text_table", "progress"]
+           "add_simulator_argument", "add_flat_argument", "flat_map_fields", "flat_options", "human_output_to_stderr",
+           "write_json", "json_float", "text_table", "progress"]
 
 EXIT_DONE, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TOOL_FAILED, EXIT_INTERNAL_ERROR = 0, 1, 2, 3, 4
 
@@ -130,6 +131,33 @@ def add_simulator_argument(parser):
     parser.add_argument("--simulator", choices=SIMULATORS, default="verilator",
                         help="the HDL simulator: verilator (compiled C++, fast; default) or icarus (interpreted, "
                              "no C++ compile)")
+
+
+def add_flat_argument(parser):
+    """``--flat-window WORDS`` and ``--flat-slots S`` (``run net``, ``run mlperf-tiny``, ``synth dqn --model``): the
+    DQN accelerator built with the flat map (the configuration's ``flat_slots``, ``flat_window_words``:
+    :func:`flat_map_fields`)."""
+    parser.add_argument("--flat-window", type=int, default=0, metavar="WORDS",
+                        help="build the flat map with a lane window of WORDS activation words (even; default 0: no "
+                             "flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
+                             "compiler predicts fewer cycles")
+    parser.add_argument("--flat-slots", type=int, default=1, metavar="S",
+                        help="with --flat-window: the flat map's channel slots, 1 or 2 (default 1): a group computes "
+                             "S channels' positions, each on modules / S modules")
+
+
+def flat_map_fields(arguments):
+    """The DQN configuration fields ``--flat-window`` / ``--flat-slots`` ask for (``{}`` without ``--flat-window``);
+    the configuration checks their values."""
+    window, slots = getattr(arguments, "flat_window", 0), getattr(arguments, "flat_slots", 1)
+    return {"flat_slots": slots, "flat_window_words": window} if window else {}
+
+
+def flat_options(fields):
+    """The options that ask for the flat map of ``fields`` (:func:`flat_map_fields`' or a configuration's
+    ``flat_slots`` and ``flat_window_words``), as typed: ``""`` without a flat map (no slots)."""
+    window, slots = fields.get("flat_window_words"), fields.get("flat_slots", 0)
+    return f"--flat-window {window}" + (f" --flat-slots {slots}" if slots != 1 else "") if slots else ""
 
 
 # ---- Output streams and JSON --------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from nnaccel.models.dqn.sizing import fitting_config
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError
 
-from nnaccel.cli.report import json_float, progress
+from nnaccel.cli.report import flat_map_fields, flat_options, json_float, progress
 
-__all__ = ["DQN_CLOCK_HZ", "add_flat_argument", "base_config", "compile_model", "model_macs", "describe_config",
+__all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "model_macs", "describe_config",
            "grouped_notes",
            "runtime_difference", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields",
            "gflops", "layer_rows", "layer_table", "timing_notes"]
@@ -24,30 +24,16 @@ __all__ = ["DQN_CLOCK_HZ", "add_flat_argument", "base_config", "compile_model", 
 DQN_CLOCK_HZ = 100e6        # the thesis' clock: cycles -> time and GFLOPS in the DQN accelerator's reports
 
 
-def add_flat_argument(parser):
-    """``--flat-window N`` and ``--flat-slots S``: build the accelerator with the flat map (``DqnConfig.flat_slots``,
-    ``flat_window_words``)."""
-    parser.add_argument("--flat-window", type=int, default=0, metavar="WORDS",
-                        help="build the flat map with a lane window of WORDS activation words (even; default 0: no "
-                             "flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
-                             "compiler predicts fewer cycles")
-    parser.add_argument("--flat-slots", type=int, default=1, metavar="S",
-                        help="with --flat-window: the flat map's channel slots, 1 or 2 (default 1): a group computes "
-                             "S channels' positions, each on modules / S modules")
-
-
 def base_config(arguments):
     """The configuration ``--modules``, ``--lanes``, ``--format`` (and ``--flat-window``, ``--flat-slots``) ask for
     (RAMs grown later to hold the model); raises InputError naming the options."""
-    window, slots = getattr(arguments, "flat_window", 0), getattr(arguments, "flat_slots", 1)
-    flat = dict(flat_slots=slots, flat_window_words=window) if window else {}
+    flat = flat_map_fields(arguments)
     try:
         return DqnConfig(modules=arguments.modules, lanes=arguments.lanes, fmt=float_format(arguments.number_format),
                          **flat)
     except ValueError as error:
-        raise InputError(f"--modules {arguments.modules} --lanes {arguments.lanes}"
-                         + (f" --flat-window {window}" if window else "")
-                         + (f" --flat-slots {slots}" if window and slots != 1 else "") + f": {error}") from None
+        raise InputError(" ".join(filter(None, [f"--modules {arguments.modules} --lanes {arguments.lanes}",
+                                                flat_options(flat)])) + f": {error}") from None
 
 
 def compile_model(path, base, *, split="auto"):

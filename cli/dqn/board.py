@@ -94,7 +94,7 @@ def board_report(board, plan, run, clock_hz, *, thesis=True):
           f"({streamed}); the SDRAM model sustains "
           f"{per_cycle:.3f} bytes/cycle: bandwidth bound {bound:,.0f} cycles = {bound / clock_hz * 1e3:.3f} ms; the "
           f"run takes {total / bound:.2f} times the bound ({stalls:,} cycles waiting for weights or the writer)")
-    resources = cached_estimate(config)
+    resources = cached_estimate(config, generate=True)     # a board configuration's Verilog: about 1.5 minutes
     estimate = resources_summary(resources) if resources is not None else None
     print(f"{board}: Yosys estimate: {estimate}" if estimate else
           f"{board}: Yosys estimate: not in the cache; `nnaccel synth dqn --dqn-config FILE.json` with this "

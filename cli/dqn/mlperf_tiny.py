@@ -30,11 +30,12 @@ from nnaccel.sim.fpga.devices import DEVICES, fit_summary, over_capacity
 from nnaccel.sim.fpga.dqn_configurations import cached_estimate, config_fields, resources_summary
 
 from nnaccel.cli.dqn.board import BOARDS, board_report, board_stream, model_base
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, add_flat_argument, base_config, compile_model,
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model,
                                              counter_mismatches, describe_config, golden_mismatches, grouped_notes,
                                              layer_rows, layer_table, model_macs, runtime_difference, simulate_dqn_plan)
-from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
-                                positive_int, progress, text_table, write_json)
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_flat_argument, add_json_argument,
+                                add_simulator_argument, flat_options, json_float, positive_int, progress, text_table,
+                                write_json)
 
 __all__ = ["add_arguments", "run", "JSON_SCHEMA"]
 
@@ -170,7 +171,9 @@ def _resources(task, config, base):
     """The cached synthesis estimate of ``config`` as a JSON object: the totals and fits, or how to make them."""
     report = cached_estimate(config)
     if report is None:
-        how = (f"nnaccel synth dqn --model {task}" if base == DqnConfig() else
+        sized_as_synth = replace(base, flat_slots=0, flat_window_words=DqnConfig.flat_window_words) == DqnConfig()
+        how = (" ".join(filter(None, [f"nnaccel synth dqn --model {task}", flat_options(config_fields(base))]))
+               if sized_as_synth else
                f"nnaccel synth dqn --dqn-config FILE.json, FILE.json holding {config_fields(config)}")
         return {"synthesized": False, "hint": f"not synthesized: run {how}"}
     return {"synthesized": True, "module": report.name, "summary": resources_summary(report),

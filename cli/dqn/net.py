@@ -28,12 +28,12 @@ from nnaccel.models.dqn.model_files import reference_is_logits, reference_output
 from nnaccel.models.dqn.plan import SPLIT_MODES
 from nnaccel.models.shared.input_files import InputError, check_batch, load_single_array
 
-from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, add_flat_argument, base_config, compile_model,
+from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model,
                                              counter_mismatches, describe_config, golden_mismatches, grouped_notes,
                                              layer_rows, layer_table, model_macs, q_value_fields, runtime_difference,
                                              simulate_dqn_plan, timing_notes)
-from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_json_argument, add_simulator_argument, json_float,
-                                positive_int, write_json)
+from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_flat_argument, add_json_argument,
+                                add_simulator_argument, json_float, positive_int, write_json)
 
 __all__ = ["add_arguments", "run", "load_inputs", "JSON_SCHEMA"]
 

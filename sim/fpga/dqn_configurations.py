@@ -16,10 +16,9 @@ from nnaccel.models.dqn.mlperf_tiny import model_path
 from nnaccel.models.dqn.model_files import read_model
 from nnaccel.models.dqn.sizing import fitting_config
 from nnaccel.models.shared.input_files import InputError
-from nnaccel.sim.verilog import has_cached_design
 
 from .devices import DEVICES, fit_summary
-from .synth import estimate
+from .synth import cached_design_estimate
 
 __all__ = ["mlperf_config", "read_config_file", "describe", "config_fields", "cached_estimate", "resources_summary"]
 
@@ -74,15 +73,13 @@ def describe(config):
             f"{config.weight_depth:,} x {config.weight_word_bits:,} bits, {config.max_layers} descriptors")
 
 
-def cached_estimate(config):
+def cached_estimate(config, *, generate=False):
     """``nnaccel synth``'s :class:`sim.fpga.synth.SynthReport` of the accelerator of ``config`` if the synthesis cache
-    holds every module of it, else ``None``: never runs Yosys, nor generates Verilog (``nnaccel synth`` leaves the
-    design it synthesized in the Verilog cache)."""
+    holds every module of it, else ``None``: never runs Yosys.  Its Verilog from the Verilog cache, or with
+    ``generate`` generated again where the configuration was synthesized before and the hardware sources changed
+    since (:func:`sim.fpga.synth.cached_design_estimate`: what is kept is what the edit left unchanged)."""
     accelerator = DqnAccelerator(config=config)
-    if not has_cached_design(accelerator, accelerator.module_name):
-        accelerator._MustUse__used = True       # never elaborated: nothing to look up (as sim.verilog's cache does)
-        return None
-    return estimate(accelerator, accelerator.module_name, cached_only=True)
+    return cached_design_estimate(accelerator, accelerator.module_name, generate=generate)
 
 
 def resources_summary(report):

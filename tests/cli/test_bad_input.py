@@ -269,6 +269,12 @@ CASES = {
                                       "of fmul"),
     "synth dir without model": ("synth dqn --dir {d}",
                                 "nnaccel: error: --dir: names the MLPerf Tiny folder of --model, which is not given"),
+    "synth flat without model": ("synth dqn --flat-window 6",
+                                 "nnaccel: error: --flat-window 6: sizes the configurations of --model, which is not "
+                                 "given (a --dqn-config file names flat_slots and flat_window_words itself)"),
+    "synth flat slots": ("synth dqn --model kws --flat-window 6 --flat-slots 3",
+                         "nnaccel: error: --flat-window 6 --flat-slots 3: flat_slots must be an integer from 0 to 2, "
+                         "not 3"),
     "synth model unknown": ("synth dqn --model resnet",
                             "nnaccel synth: error: argument --model: invalid choice: 'resnet' (choose from 'ic', "
                             "'kws', 'vww', 'ad', 'all')"),

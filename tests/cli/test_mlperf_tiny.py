@@ -156,3 +156,32 @@ def test_the_board_fixes_the_configuration(folder, capsys):
     assert main(["run", "mlperf-tiny", "--board", "de1soc", "--lanes", "8", "--dir", str(folder)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "nnaccel: error: --board de1soc: the board's configuration is fixed; leave out --modules, --lanes and --format")
+
+
+def test_synth_sizes_the_flat_configuration_run_names(folder, tmp_path, capsys, monkeypatch, no_simulation):
+    """``run mlperf-tiny --flat-window 6 --flat-slots 2`` names the ``synth dqn --model`` options of its
+    configuration, and ``synth`` with them estimates that configuration (a small design's estimate stands in for
+    Yosys' of the accelerator)."""
+    from nnaccel.cli import fpga
+    from tests.sim.test_synth_modules import BufferedMultipliers
+
+    monkeypatch.setenv("NNACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["run", "mlperf-tiny", "--model", "kws", "--no-rtl", "--dir", str(folder), "--formats", "binary32",
+                 "--flat-window", "6", "--flat-slots", "2"]) == 0
+    printed = capsys.readouterr().out
+    hint = "not synthesized: run nnaccel synth dqn --model kws --flat-window 6 --flat-slots 2"
+    flat_kws = "dqn_m16_l16_binary32_r84_p4_a2048_w4096_d11_ml2_al2_flat2w6"
+    assert f"resources of {flat_kws}: {hint}" in printed
+    stand_in = estimate(BufferedMultipliers(), "synth_buffered")
+    estimated = []
+
+    def stand_in_estimate(component, name, **options):
+        component._MustUse__used = True         # never elaborated here: tell Amaranth (as sim.verilog's cache does)
+        estimated.append(name)
+        return stand_in
+
+    monkeypatch.setattr(fpga, "estimate", stand_in_estimate)
+    command = hint.removeprefix("not synthesized: run nnaccel ").split()
+    assert main([*command, "--dir", str(folder)]) == 0
+    assert estimated == [flat_kws]
+    assert "MLPerf Tiny kws (keyword spotting, DS-CNN), --flat-window 6 --flat-slots 2" in capsys.readouterr().out

@@ -138,6 +138,35 @@ def test_each_module_runs_once_and_a_change_reruns_only_the_changed_module(fresh
     assert estimate(BufferedMultipliers(units=4), "synth_four", cached_only=True) is None
 
 
+class ConfiguredMultipliers(BufferedMultipliers):
+    """:class:`BufferedMultipliers` named by a configuration, ``verilog_cache_key`` (as a DQN accelerator is by its
+    ``DqnConfig``): its Verilog kept in the Verilog cache under that key and the hardware sources' digest."""
+
+    verilog_cache_key = "two binary16 multipliers beside a 512-word RAM"
+
+
+def test_an_estimate_outlives_a_hardware_edit_that_leaves_its_modules(fresh_cache, monkeypatch):
+    """``cached_design_estimate``: after an edit of the hardware sources the Verilog cache no longer holds the
+    design; with ``generate`` its Verilog is made again and the modules, unchanged, come from the synthesis cache;
+    a module the edit changed (three multipliers under the same configuration) drops the estimate; a design never
+    estimated is not generated."""
+    from nnaccel.sim import verilog
+
+    name = "synth_configured"
+    first = estimate(ConfiguredMultipliers(), name)
+    monkeypatch.setattr(synth, "_run_yosys", lambda *arguments: pytest.fail("Yosys ran"))
+    assert synth.cached_design_estimate(ConfiguredMultipliers(), name).total == first.total
+    monkeypatch.setattr(verilog, "_hardware_sources_digest", lambda: "a hardware source edited")
+    assert synth.cached_design_estimate(ConfiguredMultipliers(), name) is None     # nothing generated without it
+    again = synth.cached_design_estimate(ConfiguredMultipliers(), name, generate=True)
+    assert again.total == first.total and again.synthesized == ()
+    assert synth.cached_design_estimate(ConfiguredMultipliers(), name).total == first.total   # its Verilog cached
+    monkeypatch.setattr(verilog, "_hardware_sources_digest", lambda: "the top edited")
+    assert synth.cached_design_estimate(ConfiguredMultipliers(units=3), name, generate=True) is None
+    monkeypatch.setattr(synth, "generate_verilog", lambda *arguments: pytest.fail("Verilog generated"))
+    assert synth.cached_design_estimate(ConfiguredMultipliers(), "synth_never_estimated", generate=True) is None
+
+
 def test_block_count_follows_the_m10k_mapping():
     """The block count of a memory shape against Yosys' M10K mapping (yosys/m10k_tdp.txt) of DualPortBuffers, and
     the M20K count of the same shapes."""
