@@ -55,10 +55,11 @@ def add_stream_parser(commands, *, option_types):
     parser.add_argument("--seeds", type=option_types.positive_int, default=5, help="seeds per searcher (default 5)")
     parser.add_argument("--budget", type=option_types.positive_int, default=40,
                         help="cost-model evaluations per search, DCP's training mappings included (default 40)")
-    parser.add_argument("--dcp", choices=("transfer", "counted"), default="transfer",
-                        help="DCP's predictor: trained once on the other networks and shipped (default; its "
-                             "training evaluations reported apart), or trained on --samples of this network's "
-                             "mappings inside DCP's budget")
+    parser.add_argument("--dcp", choices=("transfer", "counted"), default=None,
+                        help="DCP's predictor: trained once on the other networks and shipped (its training "
+                             "evaluations reported apart), or trained on --samples of this network's mappings "
+                             "inside DCP's budget (default: transfer where a predictor trained without --model "
+                             "ships, else counted)")
     parser.add_argument("--samples", type=option_types.positive_int, default=16,
                         help="with --dcp counted: of DCP's budget, the mappings its predictor is trained on "
                              "(default 16)")
@@ -245,12 +246,15 @@ def stream_network(model, folder=None):
 
 
 def check_arguments(arguments):
-    """The options' faults no argparse type sees: an InputError naming the option."""
+    """The options' faults no argparse type sees: an InputError naming the option.  Sets ``--dcp``'s default: the
+    shipped transfer predictor where there is one for ``--model``, else the predictor trained inside DCP's budget."""
+    from nnaccel.dse.dcp.stream_transfer import transfer_path
+
     if arguments.simulate and arguments.objective == "energy":
         raise InputError("--simulate: runs DCP's latency answer; give --objective latency or both")
+    if arguments.dcp is None:
+        arguments.dcp = "transfer" if transfer_path(arguments.model).exists() else "counted"
     if arguments.dcp == "transfer":
-        from nnaccel.dse.dcp.stream_transfer import transfer_path
-
         if not transfer_path(arguments.model).exists():
             raise InputError(f"--model {arguments.model}: no transfer predictor trained without it "
                              f"({transfer_path(arguments.model).name}); give --dcp counted or train one "

@@ -26,7 +26,7 @@ def test_dcps_training_mappings_must_leave_room_in_its_budget(capsys):
     assert main(["dse", "stream", "--dcp", "counted", "--from-compiler"]) == 2
     assert capsys.readouterr().err.strip() == ("nnaccel: error: --from-compiler: DCP starts from the compiler's "
                                                "mapping with --dcp transfer only")
-    assert main(["dse", "stream", "--model", "ad"]) == 2
+    assert main(["dse", "stream", "--model", "ad", "--dcp", "transfer"]) == 2
     assert capsys.readouterr().err.strip() == ("nnaccel: error: --model ad: no transfer predictor trained without it "
                                                "(predictor_stream_ad.pt); give --dcp counted or train one "
                                                "(benchmarks/dse/train_stream_predictor.py)")
@@ -66,3 +66,19 @@ def test_a_models_space_is_the_boards_configuration_with_deeper_tables():
     stream, _, _ = space.compile(space.default())
     assert stream.plan.descriptors == board.plan.descriptors and stream.table == board.table
     assert states.shape == (1, 1, 49, 10)
+
+
+def test_dcps_default_predictor_is_the_shipped_one_where_it_exists():
+    """``--dcp`` left out: the predictor trained without the network where one ships (thesis, kws), else DCP's own
+    (ad has none)."""
+    from argparse import Namespace
+
+    from nnaccel.dse.dcp.stream_command import check_arguments
+
+    chosen = {}
+    for model in ("thesis", "kws", "ad"):
+        arguments = Namespace(model=model, dcp=None, simulate=False, objective="latency", from_compiler=False,
+                              samples=16, budget=40)
+        check_arguments(arguments)
+        chosen[model] = arguments.dcp
+    assert chosen == {"thesis": "transfer", "kws": "transfer", "ad": "counted"}
