@@ -13,7 +13,7 @@ from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_
 from nnaccel.models.shared.tile_port import TilePortModel
 
 __all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "model_base", "board_config", "board_stream",
-           "board_report"]
+           "formula_mismatches", "board_report"]
 
 BOARDS = {"de1soc": DE1_SOC_BINARY16_CONFIG}
 LARGEST_LOAD_TABLE = 1 << 12
@@ -50,10 +50,10 @@ def board_stream(board, plan):
     return stream_plan(replace(config, weight_loads=loads), with_loads(loads))
 
 
-def _formula_mismatches(stream, run):
-    """Every run's TOTAL_CYCLES and counters against :func:`stream_counters` (one SDRAM model across the runs):
-    ``(mismatch lines, the first run's StreamCounters)``."""
-    port, lines, first = TilePortModel(timing=DE1_SOC_SDRAM, port_bits=stream.config.external_bus_bits), [], None
+def formula_mismatches(stream, run, timing=DE1_SOC_SDRAM):
+    """Every run's TOTAL_CYCLES and counters against :func:`stream_counters` (one model of the memory of ``timing``
+    across the runs): ``(mismatch lines, the first run's StreamCounters)``."""
+    port, lines, first = TilePortModel(timing=timing, port_bits=stream.config.external_bus_bits), [], None
     for index, start in enumerate(run.start_cycles):
         predicted = stream_counters(stream, int(start), port)
         first = first or predicted
@@ -72,7 +72,7 @@ def board_report(board, plan, run, clock_hz, *, thesis=True):
     from nnaccel.sim.fpga.dqn_configurations import cached_estimate, resources_summary
 
     stream = board_stream(board, plan)
-    mismatches, predicted = _formula_mismatches(stream, run)
+    mismatches, predicted = formula_mismatches(stream, run)
     counters = len(run.total_cycles) * (1 + len(COUNTERS) * len(stream.plan.layers))
     print(f"\n{board}: counters: {'all' if not mismatches else 'NOT all'} {counters:,} (TOTAL_CYCLES and every pass's "
           f"four, every input) equal to the cycle formula with the SDRAM model in it "
