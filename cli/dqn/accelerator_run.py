@@ -7,8 +7,10 @@ import numpy as np
 
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import BINARY32, float_format
+from nnaccel.models.dqn.flat_map import flat_map_applies
 from nnaccel.models.dqn.lowering import lower_graph, softmax
 from nnaccel.models.dqn.model_files import read_model
+from nnaccel.models.dqn.network import ConvLayer
 from nnaccel.models.dqn.sizing import fitting_config
 from nnaccel.models.shared.float_arith import to_binary32
 from nnaccel.models.shared.input_files import InputError
@@ -16,7 +18,7 @@ from nnaccel.models.shared.input_files import InputError
 from nnaccel.cli.report import flat_map_fields, flat_options, json_float, progress
 
 __all__ = ["DQN_CLOCK_HZ", "base_config", "compile_model", "model_macs", "describe_config",
-           "grouped_notes",
+           "grouped_notes", "flat_map_note",
            "runtime_difference", "simulate_dqn_plan", "golden_mismatches", "counter_mismatches", "q_value_fields",
            "gflops", "layer_rows", "layer_table", "timing_notes"]
 
@@ -62,6 +64,18 @@ def describe_config(config):
             + (f", flat map ({config.flat_window_words}-word lane window"
                + (f", {config.flat_slots} channel slots)" if config.flat_slots > 1 else ")") if config.flat_slots
                else ""))
+
+
+def flat_map_note(config, layers):
+    """``[note]`` for a network whose depthwise layers the flat map would run where ``config`` has none (the options
+    that build it), else ``[]``."""
+    flat = [layer.name for layer in layers if isinstance(layer, ConvLayer) and not layer.maximum
+            and flat_map_applies(layer)]
+    if config.flat_slots or not flat:
+        return []
+    return [f"{', '.join(flat[:3])}{f' and {len(flat) - 3} more' if len(flat) > 3 else ''}: depthwise, run "
+            f"block-diagonal here; --flat-window 6 --flat-slots 2 runs them on the flat map, the lanes over a "
+            f"channel's positions (docs/dqn_accelerator.md, \"The flat map in the accelerator\")"]
 
 
 def grouped_notes(notes):

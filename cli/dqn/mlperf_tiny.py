@@ -31,7 +31,8 @@ from nnaccel.sim.fpga.dqn_configurations import cached_estimate, config_fields, 
 
 from nnaccel.cli.dqn.board import BOARDS, board_report, board_stream, model_base
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model,
-                                             counter_mismatches, describe_config, golden_mismatches, grouped_notes,
+                                             counter_mismatches, describe_config, flat_map_note, golden_mismatches,
+                                             grouped_notes,
                                              layer_rows, layer_table, model_macs, runtime_difference, simulate_dqn_plan)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_flat_argument, add_json_argument,
                                 add_simulator_argument, flat_options, json_float, positive_int, progress, text_table,
@@ -187,7 +188,7 @@ def _run_model(arguments, task, folder, base):
     graph, lowered, plan = compile_model(path, base)
     config = plan.config
     macs = model_macs(graph)
-    notes = grouped_notes([*lowered.notes, *plan.notes])
+    notes = grouped_notes([*lowered.notes, *plan.notes]) + flat_map_note(config, lowered.layers)
     print(f"\n=== {task}: {MODELS[task].title} ({path.name}) ===")
     print(f"{len(graph.ops)} ops -> {len(lowered.layers)} layers, {len(plan.layers)} passes on "
           f"{describe_config(config)}")

@@ -29,7 +29,8 @@ from nnaccel.models.dqn.plan import SPLIT_MODES
 from nnaccel.models.shared.input_files import InputError, check_batch, load_single_array
 
 from nnaccel.cli.dqn.accelerator_run import (DQN_CLOCK_HZ, base_config, compile_model,
-                                             counter_mismatches, describe_config, golden_mismatches, grouped_notes,
+                                             counter_mismatches, describe_config, flat_map_note, golden_mismatches,
+                                             grouped_notes,
                                              layer_rows, layer_table, model_macs, q_value_fields, runtime_difference,
                                              simulate_dqn_plan, timing_notes)
 from nnaccel.cli.report import (EXIT_DONE, EXIT_MISMATCH, add_flat_argument, add_json_argument,
@@ -103,7 +104,7 @@ def run(arguments):
           f"passes on {describe_config(config)}")
     for line in lowered.describe():
         print(f"    {line}")
-    for note in grouped_notes([*lowered.notes, *plan.notes]):
+    for note in grouped_notes([*lowered.notes, *plan.notes]) + flat_map_note(config, lowered.layers):
         print(f"    note: {note}")
     inputs, source = _inputs(arguments, lowered.input_shape)
     logits = reference_is_logits(arguments.model, lowered.softmax_on_host)

@@ -285,3 +285,20 @@ def test_random_inputs_are_seeded(tmp_path, monkeypatch):
     states = [run[1] for run in runs]
     assert np.array_equal(states[0], states[1]) and not np.array_equal(states[0], states[2])
     assert states[0].shape == (2, 2, 8, 8)
+
+
+def test_depthwise_layers_without_the_flat_map_get_a_note():
+    """A network with depthwise layers the flat map runs, compiled without it: one note naming them and the options;
+    with the flat map, or without such layers, none."""
+    from dataclasses import replace
+
+    from nnaccel.cli.dqn.accelerator_run import flat_map_note
+    from nnaccel.hw.dqn.config import DqnConfig
+    from nnaccel.models.dqn.network import ConvLayer
+
+    depthwise = [ConvLayer(f"dw{index}", 4, 12, 4, 3, 1, padding=1, groups=4) for index in range(5)]
+    (note,) = flat_map_note(DqnConfig(), depthwise)
+    assert note.startswith("dw0, dw1, dw2 and 2 more: depthwise, run block-diagonal here; --flat-window 6 "
+                           "--flat-slots 2 runs them on the flat map")
+    assert flat_map_note(replace(DqnConfig(), flat_slots=2, flat_window_words=6), depthwise) == []
+    assert flat_map_note(DqnConfig(), [ConvLayer("conv", 4, 12, 8, 3, 1, padding=1)]) == []
