@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnaccel.models.shared.float_arith import float_mul
-from nnaccel.models.dqn.flat_map import flat_depthwise, flat_layer, flat_pass_weights
+from nnaccel.models.dqn.flat_map import descriptor_maps, flat_depthwise, flat_layer, flat_pass_weights
 from nnaccel.models.dqn.plan import unpack_image
 from nnaccel.models.dqn.matrix_module import accumulate_products
 
@@ -112,18 +112,27 @@ def golden_pass(config, layer, rams):
 def _flat_pass(config, layer, rams):
     """A flat pass on ``rams``, its outputs stored."""
     d = layer.descriptor
-    channels, height, width = d["in_channels"], d["in_height"], d["in_width"]
-    positions, words = height * width, d["channel_words"]
+    maps = descriptor_maps(d, config.row_elements)          # several one-word maps a slot: each a channel
+    channels, height, width = d["in_channels"] * maps, d["in_height"], d["in_width"]
+    positions, words = height * width, d["channel_words"] // maps
     addresses = (d["in_base"] + np.arange(channels * words)) % config.activation_depth
     image = rams[d["in_ram"], addresses].reshape(channels, -1)[:, :positions].reshape(channels, height, width)
-    weights, biases = flat_pass_weights(config, layer.weight_words, channels, d["kernel_height"], d["kernel_width"])
-    results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d), adder_latency=config.adder_latency,
+    weights, biases = flat_pass_weights(config, layer.weight_words, channels, d["kernel_height"], d["kernel_width"],
+                                        maps)
+    geometry = flat_layer(d | {"in_channels": channels})
+    results = flat_depthwise(config.fmt, image, weights, biases, geometry, adder_latency=config.adder_latency,
                              relu=bool(d["relu"]))
     out = rams[d["out_ram"]].reshape(-1)
     # A stride-2 pass's output map has channels of out_channel_words words.
     starts = (d["out_base"] + np.arange(channels) * (d["out_channel_words"] or words)) * config.row_elements
     for channel, start in enumerate(starts):
         out[start:start + results[channel].size] = results[channel].reshape(-1)
+    if maps > 1:    # a slot's lanes past a map (outside every step's bounds) store its seed and weights times +0 in
+        idle = flat_depthwise(config.fmt, np.zeros_like(image), weights, biases, geometry,
+                              adder_latency=config.adder_latency, relu=bool(d["relu"]))[:, 0, 0]
+        for channel in range(channels):        # the rest of its word, but for the slot's last map
+            if channel % maps < maps - 1:
+                out[starts[channel] + positions:starts[channel] + config.row_elements] = idle[channel]
 
 
 def _store(config, layer, results, rams):
