@@ -119,20 +119,19 @@ def _flat_pass(config, layer, rams):
     image = rams[d["in_ram"], addresses].reshape(channels, -1)[:, :positions].reshape(channels, height, width)
     weights, biases = flat_pass_weights(config, layer.weight_words, channels, d["kernel_height"], d["kernel_width"],
                                         maps)
-    geometry = flat_layer(d | {"in_channels": channels})
-    results = flat_depthwise(config.fmt, image, weights, biases, geometry, adder_latency=config.adder_latency,
-                             relu=bool(d["relu"]))
+    # With several maps a slot, the lanes past a map compute the rows below it (zeros read as padding) and the writer
+    # stores them in the rest of the map's word, but for the slot's last map.
+    rows = -(-config.row_elements // width) if maps > 1 else height
+    image = np.concatenate([image, np.zeros((channels, rows - height, width), image.dtype)], axis=1)
+    results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d | {"in_channels": channels,
+                                                                              "in_height": rows}),
+                             adder_latency=config.adder_latency, relu=bool(d["relu"]))
     out = rams[d["out_ram"]].reshape(-1)
     # A stride-2 pass's output map has channels of out_channel_words words.
     starts = (d["out_base"] + np.arange(channels) * (d["out_channel_words"] or words)) * config.row_elements
     for channel, start in enumerate(starts):
-        out[start:start + results[channel].size] = results[channel].reshape(-1)
-    if maps > 1:    # a slot's lanes past a map (outside every step's bounds) store its seed and weights times +0 in
-        idle = flat_depthwise(config.fmt, np.zeros_like(image), weights, biases, geometry,
-                              adder_latency=config.adder_latency, relu=bool(d["relu"]))[:, 0, 0]
-        for channel in range(channels):        # the rest of its word, but for the slot's last map
-            if channel % maps < maps - 1:
-                out[starts[channel] + positions:starts[channel] + config.row_elements] = idle[channel]
+        stored = config.row_elements if channel % maps < maps - 1 else results[channel, :height].size
+        out[start:start + stored] = results[channel].reshape(-1)[:stored]
 
 
 def _store(config, layer, results, rams):

@@ -21,7 +21,7 @@ from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.dqn.timing import flat_group_writes
 from nnaccel.sim.lint import lint_verilog
-from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs
+from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs, run_inference
 
 FLAT_CONFIG = dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4)
 TWO_SLOTS = dataclasses.replace(FLAT_CONFIG, flat_slots=2)          # a slot of one module's 4 lanes per channel
@@ -226,6 +226,18 @@ def test_a_slot_takes_two_one_word_maps():
     assert flat.note == ("depthwise: a flat pass, the lanes over 4 channels' 2x2 positions (16 of 32 lanes busy in a "
                          "group)")
     assert plan.layers[3].input.flat == (2, 2) and plan.layers[3].descriptor["kernel_width"] == 4
+
+
+def test_the_lanes_past_a_map_store_the_rows_below_it():
+    """With two maps a slot the writer stores the first map's word whole: its elements past the 2 x 2 map hold what
+    those lanes compute, the depthwise layer on the rows below the map (zeros as padding); the golden model stores the
+    same, so the output words (the flat pass the network's last layer) match the RTL's element for element."""
+    layers = separable_block(4, (2, 2))[:2]
+    plan = compile_network(EIGHT_MODULES, layers, random_pairs(layers, np.random.default_rng(SEED + 9)))
+    state = np.random.default_rng(SEED + 10).standard_normal(plan.input_shape).astype(np.float32)
+    observed, golden = run_inference(plan, state), golden_forward(plan, state)
+    np.testing.assert_array_equal(observed["outputs"], golden.activations[-1])
+    assert observed["outputs"][0, 4:].any() and not observed["outputs"][1, 4:].any()
 
 
 def test_a_dense_layer_reads_a_one_word_flat_map_as_its_positions():
