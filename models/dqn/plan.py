@@ -589,7 +589,17 @@ def layer_shapes(config, layers, *, tiling="widest"):
                           and shape.groups == 1 else shape)
         outputs[layer.name] = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
         previous = layer.name
-    return _within_the_table(config, _flat_layouts(config, layers, shapes))
+    shapes = _flat_layouts(config, layers, shapes)
+    return _within_the_table(config, _flat_view_tiles(config, shapes) if tiling == "widest" else shapes)
+
+
+def _flat_view_tiles(config, shapes):
+    """``shapes`` with each 1 x 1 layer on a flat view in the channel tiles of fewest predicted cycles (narrower tiles
+    write fewer words a group: a writer-bound group becomes product-bound, and the flat pass after it waits for a
+    shorter last group), where the descriptor table holds the tiles."""
+    tiled = tuple(_fastest_tiles(config, shape) if shape.flat and not shape.dense and shape.groups == 1 else shape
+                  for shape in shapes)
+    return tiled if sum(shape.tiles for shape in tiled) <= config.max_layers else shapes
 
 
 # ---- The flat map: depthwise layers with the lanes over a channel's positions ------------------------------------
