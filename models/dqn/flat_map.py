@@ -31,7 +31,7 @@ from nnaccel.models.shared.float_arith import float_mul
 __all__ = ["flat_map_applies", "flat_words", "step_offset", "step_bounds", "window_base", "window_shift",
            "window_words_needed", "lane_coordinates", "advance_coordinates", "lane_operands",
            "word_writes", "flat_depthwise", "flat_pass_fits", "flat_view", "flat_descriptor_fields", "flat_pass_rows",
-           "flat_pass_weights", "flat_layer", "strided_flat", "strided_writes"]
+           "flat_pass_weights", "flat_layer", "strided_flat", "strided_writes", "maps_per_slot", "descriptor_maps"]
 
 
 def flat_view(shape, row_elements):
@@ -120,30 +120,63 @@ def flat_descriptor_fields(config, layer):
                      "out_advance_element": advance_element}
 
 
-def flat_pass_rows(config, width, kernel, bias):
-    """The weight rows of a flat pass over a map ``width`` wide (raw bits, ``(2 + C/S*(kh*kw + 1), modules * lanes)``,
-    ``S = config.flat_slots`` channel slots of ``G = config.flat_group_lanes`` lanes): the lanes' output rows and
-    columns (lane ``i`` of a slot: ``i // width``, ``i % width``), then per group of ``S`` channels ``c ..`` their
-    ``kh*kw`` weights and their bias, channel ``c + s``'s repeated over slot ``s``'s lanes (module ``m`` takes weight
-    slot ``m``'s first element as its scalar, the bias row as its seed).  ``kernel`` ``(1, kh, kw, C)`` and ``bias``
-    ``(C,)`` bits of the format, ``C`` a multiple of ``S``."""
-    slots, group_lanes = config.flat_slots, config.flat_group_lanes
-    lanes = np.arange(config.macs) % group_lanes
+def maps_per_slot(config, layer):
+    """Channels' maps a slot's lanes take in a flat pass of ``layer`` (a stride-1 flat pass, see
+    :func:`flat_pass_fits`): 1, or, for maps of at most one word, ``k >= 2`` maps one word apart (channel ``v*k + j``
+    of *map group* ``v`` at lanes ``j*F ..`` of the slot, ``F = row_elements``), the most for which ``(k - 1)*F + H*W``
+    positions fit the slot's ``G`` lanes, the channels make whole groups of ``S`` slots and no module straddles two
+    maps (``F`` a multiple of the lanes).  MobileNet's 3 x 3 maps: two a slot (105 of 128 lanes' positions)."""
+    positions, row_elements = layer.in_height * layer.in_width, config.row_elements
+    if strided_flat(layer) or positions > row_elements or row_elements % config.lanes:
+        return 1
+    maps = (config.flat_group_lanes - positions) // row_elements + 1
+    while maps > 1 and layer.in_channels % (maps * config.flat_slots):
+        maps -= 1
+    return max(maps, 1)
+
+
+def descriptor_maps(descriptor, row_elements):
+    """Channels' maps a slot takes in the flat pass of ``descriptor`` (:func:`maps_per_slot`): its ``positions`` run
+    ``(k - 1)`` words past the map's ``H * W``."""
+    return 1 + max(0, descriptor["positions"] - descriptor["in_height"] * descriptor["in_width"]) // row_elements
+
+
+def _slot_lane_channels(config, maps):
+    """Per lane of the modules, ``(slot, map)``: its slot's channel and which of the slot's ``maps`` maps it covers."""
+    lanes = np.arange(config.macs)
+    return lanes // config.flat_group_lanes, np.minimum(lanes % config.flat_group_lanes // config.row_elements,
+                                                        maps - 1)
+
+
+def flat_pass_rows(config, width, kernel, bias, maps=1):
+    """The weight rows of a flat pass over a map ``width`` wide (raw bits, ``(2 + C/(S*k)*(kh*kw + 1), modules *
+    lanes)``, ``S = config.flat_slots`` channel slots of ``G = config.flat_group_lanes`` lanes, ``k = maps`` maps a
+    slot: :func:`maps_per_slot`): the lanes' output rows and columns (lane ``i`` of a slot: position ``p = i`` of its
+    channel's map, or with ``k > 1`` ``p = i % F`` of map ``i // F``: ``p // width``, ``p % width``; a lane past its
+    map's positions is outside every step's bounds), then per group of ``S*k`` channels ``c ..`` their ``kh*kw``
+    weights and their bias, channel ``c + s*k + j``'s over the lanes of map ``j`` of slot ``s`` (module ``m`` takes
+    weight slot ``m``'s first element as its scalar, the bias row as its seed).  ``kernel`` ``(1, kh, kw, C)`` and
+    ``bias`` ``(C,)`` bits of the format, ``C`` a multiple of ``S*k``."""
+    lanes = np.arange(config.macs) % config.flat_group_lanes
+    positions = lanes % config.row_elements if maps > 1 else lanes
     kernel = np.asarray(kernel)
     steps = kernel.shape[1] * kernel.shape[2]
     per_channel = np.concatenate([kernel.reshape(steps, -1), np.asarray(bias)[None, :]])       # (steps + 1, C)
-    # (C/S, steps + 1, S) -> every slot's value over its lanes
-    per_group = per_channel.reshape(steps + 1, -1, slots).transpose(1, 0, 2)
-    channel_rows = np.repeat(per_group, group_lanes, axis=2).reshape(-1, config.macs)
-    return np.concatenate([(lanes // width)[None, :], (lanes % width)[None, :], channel_rows]).astype(np.uint32)
+    slot, lane_map = _slot_lane_channels(config, maps)
+    per_group = config.flat_slots * maps
+    groups = np.arange(per_channel.shape[1] // per_group)[:, None] * per_group
+    channel_rows = per_channel[:, groups + slot * maps + lane_map].transpose(1, 0, 2).reshape(-1, config.macs)
+    return np.concatenate([(positions // width)[None, :], (positions % width)[None, :], channel_rows]).astype(np.uint32)
 
 
-def flat_pass_weights(config, rows, channels, kernel_height, kernel_width):
+def flat_pass_weights(config, rows, channels, kernel_height, kernel_width, maps=1):
     """``(kernel (1, kh, kw, C), bias (C,))`` back from a flat pass's weight rows (:func:`flat_pass_rows`)."""
-    steps, slots = kernel_height * kernel_width, config.flat_slots
-    slot_starts = np.arange(slots) * config.flat_group_lanes
-    rows = np.asarray(rows).reshape(len(rows), -1)[2:2 + channels // slots * (steps + 1)][:, slot_starts]
-    per_channel = rows.reshape(channels // slots, steps + 1, slots).transpose(0, 2, 1).reshape(channels, steps + 1)
+    steps, per_group = kernel_height * kernel_width, config.flat_slots * maps
+    slot, lane_map = _slot_lane_channels(config, maps)
+    firsts = [int(np.flatnonzero((slot == index // maps) & (lane_map == index % maps))[0]) for index in range(per_group)]
+    rows = np.asarray(rows).reshape(len(rows), -1)[2:2 + channels // per_group * (steps + 1)][:, firsts]
+    per_channel = rows.reshape(channels // per_group, steps + 1, per_group).transpose(0, 2, 1).reshape(channels,
+                                                                                                       steps + 1)
     return per_channel[:, :steps].T.reshape(1, kernel_height, kernel_width, channels), per_channel[:, steps]
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnaccel.models.shared.float_arith import float_mul
-from nnaccel.models.dqn.flat_map import flat_depthwise, flat_layer, flat_pass_weights
+from nnaccel.models.dqn.flat_map import descriptor_maps, flat_depthwise, flat_layer, flat_pass_weights
 from nnaccel.models.dqn.plan import unpack_image
 from nnaccel.models.dqn.matrix_module import accumulate_products
 
@@ -112,18 +112,26 @@ def golden_pass(config, layer, rams):
 def _flat_pass(config, layer, rams):
     """A flat pass on ``rams``, its outputs stored."""
     d = layer.descriptor
-    channels, height, width = d["in_channels"], d["in_height"], d["in_width"]
-    positions, words = height * width, d["channel_words"]
+    maps = descriptor_maps(d, config.row_elements)          # several one-word maps a slot: each a channel
+    channels, height, width = d["in_channels"] * maps, d["in_height"], d["in_width"]
+    positions, words = height * width, d["channel_words"] // maps
     addresses = (d["in_base"] + np.arange(channels * words)) % config.activation_depth
     image = rams[d["in_ram"], addresses].reshape(channels, -1)[:, :positions].reshape(channels, height, width)
-    weights, biases = flat_pass_weights(config, layer.weight_words, channels, d["kernel_height"], d["kernel_width"])
-    results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d), adder_latency=config.adder_latency,
-                             relu=bool(d["relu"]))
+    weights, biases = flat_pass_weights(config, layer.weight_words, channels, d["kernel_height"], d["kernel_width"],
+                                        maps)
+    # With several maps a slot, the lanes past a map compute the rows below it (zeros read as padding) and the writer
+    # stores them in the rest of the map's word, but for the slot's last map.
+    rows = -(-config.row_elements // width) if maps > 1 else height
+    image = np.concatenate([image, np.zeros((channels, rows - height, width), image.dtype)], axis=1)
+    results = flat_depthwise(config.fmt, image, weights, biases, flat_layer(d | {"in_channels": channels,
+                                                                              "in_height": rows}),
+                             adder_latency=config.adder_latency, relu=bool(d["relu"]))
     out = rams[d["out_ram"]].reshape(-1)
     # A stride-2 pass's output map has channels of out_channel_words words.
     starts = (d["out_base"] + np.arange(channels) * (d["out_channel_words"] or words)) * config.row_elements
     for channel, start in enumerate(starts):
-        out[start:start + results[channel].size] = results[channel].reshape(-1)
+        stored = config.row_elements if channel % maps < maps - 1 else results[channel, :height].size
+        out[start:start + stored] = results[channel].reshape(-1)[:stored]
 
 
 def _store(config, layer, results, rams):

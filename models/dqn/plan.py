@@ -61,7 +61,7 @@ from nnaccel.hw.dqn.descriptor import descriptor_bits, encode_descriptor
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import BINARY32
 from nnaccel.models.dqn.flat_map import (flat_descriptor_fields, flat_layer, flat_pass_fits, flat_pass_rows,
-                                         flat_view, flat_words)
+                                         flat_view, flat_words, maps_per_slot)
 from nnaccel.models.dqn.handoff import start_delay
 from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.network import WEIGHT_KEYS, AddLayer, ConvLayer, DenseLayer
@@ -465,9 +465,9 @@ def check_config(config):
                          f"port of {config.host_data_bits} bits (the widest RAM word): more row elements or lanes")
 
 
-def _shape_cycles(config, shape):
-    """Predicted cycles of ``shape`` under its default mapping without K-splits."""
-    passes = pass_shapes(config, shape, _default_layer_mapping(config, shape, "never"))
+def _shape_cycles(config, shape, split="never"):
+    """Predicted cycles of ``shape`` under its default mapping, by default without K-splits."""
+    passes = pass_shapes(config, shape, _default_layer_mapping(config, shape, split))
     return pass_timing(config, passes)["cycles"].sum()
 
 
@@ -589,7 +589,17 @@ def layer_shapes(config, layers, *, tiling="widest"):
                           and shape.groups == 1 else shape)
         outputs[layer.name] = (shapes[-1].out_shape, shapes[-1].dense, shapes[-1].out_elements)
         previous = layer.name
-    return _within_the_table(config, _flat_layouts(config, layers, shapes))
+    shapes = _flat_layouts(config, layers, shapes)
+    return _within_the_table(config, _flat_view_tiles(config, shapes) if tiling == "widest" else shapes)
+
+
+def _flat_view_tiles(config, shapes):
+    """``shapes`` with each 1 x 1 layer on a flat view in the channel tiles of fewest predicted cycles (narrower tiles
+    write fewer words a group: a writer-bound group becomes product-bound, and the flat pass after it waits for a
+    shorter last group), where the descriptor table holds the tiles."""
+    tiled = tuple(_fastest_tiles(config, shape) if shape.flat and not shape.dense and shape.groups == 1 else shape
+                  for shape in shapes)
+    return tiled if sum(shape.tiles for shape in tiled) <= config.max_layers else shapes
 
 
 # ---- The flat map: depthwise layers with the lanes over a channel's positions ------------------------------------
@@ -639,7 +649,10 @@ def _flat_shape(config, shape, layer, reads_flat, writes_flat):
     _, height, width = shape.in_shape
     if reads_flat:
         shape = replace(shape, in_shape=flat_view(shape.in_shape, row_elements), flat=(height, width))
-        if shape.dense:
+        if shape.dense:               # a map in one word a channel: the view's first H*W elements, an image
+            channels, rows, elements = shape.in_shape
+            if rows == 1:
+                shape = replace(shape, in_shape=(channels, 1, height * width))
             return replace(shape, kernel_height=shape.in_shape[1], kernel_width=shape.in_shape[2])
         if shape.groups > 1:          # a flat pass (at stride 2 its output map is a quarter of its input's)
             out_map = (shape.out_height, shape.out_width)
@@ -684,6 +697,17 @@ def _flat_layouts(config, layers, shapes):
         after = sum(_shape_cycles(config, shape) for shape in laid_out(touched, trial_flat, trial_passes))
         if after < before:
             flat, passes = trial_flat, trial_passes
+    for layer in layers:              # a 1 x 1 layer on a view that only dense layers read: its output flat too
+        readers = graph.readers.get(layer.name, [])
+        if layer.name in flat or graph.sources[layer.name] not in flat or not _pointwise(layer) or not readers \
+                or not all(isinstance(reader, DenseLayer) for reader in readers):
+            continue
+        trial_flat = flat | {layer.name}
+        touched = {layer.name} | {reader.name for reader in readers}
+        before = sum(_shape_cycles(config, shape, "auto") for shape in laid_out(touched, flat, passes))
+        after = sum(_shape_cycles(config, shape, "auto") for shape in laid_out(touched, trial_flat, passes))
+        if after < before:
+            flat = trial_flat
     return laid_out([layer.name for layer in layers], flat, passes)
 
 
@@ -702,7 +726,9 @@ class PassShape(NamedTuple):
     left)`` (the bottom and right borders follow from the input's size); ``first_channel`` is the first output
     channel of the pass's channel tile (``out_channels`` from there on); ``first_in_channel`` the first input
     channel it reads (a grouped convolution's tile reads ``in_channels`` channels from there on); ``write_grid`` the
-    writer's second output grid ``(rows, width)`` (``()``: ``grid``)."""
+    writer's second output grid ``(rows, width)`` (``()``: ``grid``).  A flat pass whose slots take ``maps = k > 1``
+    one-word maps each (:func:`~models.dqn.flat_map.maps_per_slot`) runs, as the descriptor says, ``C / k`` channels
+    of ``count = (k - 1)*F + H*W`` positions (``grid``: the map's ``H x W``)."""
 
     name: str
     layer: str
@@ -723,6 +749,7 @@ class PassShape(NamedTuple):
     first_in_channel: int = 0
     maximum: bool = False
     write_grid: tuple = ()
+    maps: int = 1
 
     @property
     def products(self):
@@ -763,11 +790,16 @@ def pass_shapes(config, shape, layer_mapping):
                           first_channel=0, out_channels=shape.out_channels, layout="row_words", relu=shape.relu)
                 for segment in layer_mapping.segments]
     if shape.flat_pass:              # the map's grid at stride 1 (stride 2: its even rows and columns written)
-        return [PassShape(name=shape.name, layer=shape.name, kind="flat", segment=segment,
-                          in_channels=shape.out_channels, kernel=(shape.kernel_height, shape.kernel_width),
-                          stride=shape.stride, padding=(top, left), grid=shape.flat, first=(0, 0), count=shape.positions,
-                          column_blocks=1, first_channel=0, out_channels=shape.out_channels, layout="flat",
-                          relu=shape.relu) for segment in layer_mapping.segments]
+        maps = maps_per_slot(config, flat_layer(dict(
+            in_channels=shape.out_channels, in_height=shape.flat[0], in_width=shape.flat[1],
+            kernel_height=shape.kernel_height, kernel_width=shape.kernel_width, stride_y=stride_y, pad_top=top,
+            pad_left=left)))
+        channels = shape.out_channels // maps
+        return [PassShape(name=shape.name, layer=shape.name, kind="flat", segment=segment, in_channels=channels,
+                          kernel=(shape.kernel_height, shape.kernel_width), stride=shape.stride, padding=(top, left),
+                          grid=shape.flat, first=(0, 0), count=(maps - 1) * config.row_elements + shape.positions,
+                          column_blocks=1, first_channel=0, out_channels=channels, layout="flat", relu=shape.relu,
+                          maps=maps) for segment in layer_mapping.segments]
     passes, named = [], set()
     for segment in layer_mapping.segments:
         first = divmod(segment.first, shape.out_width)
@@ -1075,8 +1107,9 @@ def pass_note(config, shape, work):
     positions per group than its channels allow, and why) or lanes idle (a max pool), and for a flat pass (its lanes
     busy per group); "" otherwise."""
     if work.kind == "flat":
-        busy = config.flat_slots * min(config.flat_group_lanes, work.count)
-        slots = f"{config.flat_slots} channels' " if config.flat_slots > 1 else "one channel's "
+        busy = config.flat_slots * work.maps * min(config.flat_group_lanes, work.grid[0] * work.grid[1])
+        channels = config.flat_slots * work.maps
+        slots = f"{channels} channels' " if channels > 1 else "one channel's "
         strided = (f" at stride 1, the {-(-work.grid[0] // 2)}x{-(-work.grid[1] // 2)} positions of its even rows and "
                    f"columns written" if work.stride[0] == 2 else "")
         return (f"{work.name}: a flat pass, the lanes over {slots}{work.grid[0]}x{work.grid[1]} positions "
@@ -1310,9 +1343,9 @@ def _pass_weights(config, work, kernel, bias):
     if work.kind == "add":                                                 # vectors from RAM, no bias
         return np.zeros((work.products + 1, config.modules, config.lanes), np.uint32)
     if work.kind == "flat":                  # the lanes' coordinates, then each channel's steps and bias
-        channels = np.arange(out_channels)
+        channels = np.arange(out_channels * work.maps)
         depthwise = kernel[channels, :, :, channels].transpose(1, 2, 0)[None]       # (1, kh, kw, C)
-        return flat_pass_rows(config, work.grid[1], depthwise, bias)
+        return flat_pass_rows(config, work.grid[1], depthwise, bias, work.maps)
     tile = slice(work.first_channel, work.first_channel + out_channels)
     kernel, bias = kernel[work.first_in_channel:work.first_in_channel + work.in_channels, ..., tile], bias[tile]
     if work.kind == "positions":
@@ -1379,13 +1412,16 @@ def _flat_fields(config, work, source):
     layer = flat_layer(dict(in_channels=work.in_channels, in_height=height, in_width=width, kernel_height=work.kernel[0],
                             kernel_width=work.kernel[1], stride_y=work.stride[0], pad_top=work.padding[0],
                             pad_left=work.padding[1]))
-    return flat_descriptor_fields(config, layer) | dict(in_height=height, in_width=width, write_width=0)
+    fields = flat_descriptor_fields(config, layer)
+    return fields | dict(in_height=height, in_width=width, write_width=0,
+                         channel_words=fields["channel_words"] * work.maps)
 
 
 def _flat_outputs(work):
-    """A flat pass as the positions of its output map (at stride 2 a quarter of those it computes)."""
+    """A flat pass as the positions of its output map (at stride 2 a quarter of those it computes), over every
+    channel (``maps`` of them a slot's)."""
     grid = tuple(-(-extent // work.stride[0]) for extent in work.grid)
-    return work._replace(grid=grid, count=grid[0] * grid[1])
+    return work._replace(grid=grid, count=grid[0] * grid[1], out_channels=work.out_channels * work.maps)
 
 
 def _real_macs(work, in_shape, inputs_per_output):
@@ -1491,8 +1527,9 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
         source, output = tensors[source_name], tensors[output_name]
         if shape.groups > 1:                  # a grouped convolution's tile reads its groups' input channels
             channels, height, width = source.shape
+            read = work.in_channels * work.maps
             source = replace(source, base=source.base + work.first_in_channel * height,
-                             shape=(work.in_channels, height, width), elements=work.in_channels * height * width)
+                             shape=(read, height, width), elements=read * height * width)
         weight_words = _pass_weights(config, work, *kernels[work.layer]).reshape(-1, config.modules * config.lanes)
         key = (work.layer, work.column_blocks, work.first_channel) if work.kind == "positions" else None
         base = shared.get(key, weight_base)

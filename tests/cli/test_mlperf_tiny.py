@@ -170,7 +170,7 @@ def test_synth_sizes_the_flat_configuration_run_names(folder, tmp_path, capsys, 
                  "--flat-window", "6", "--flat-slots", "2"]) == 0
     printed = capsys.readouterr().out
     hint = "not synthesized: run nnaccel synth dqn --model kws --flat-window 6 --flat-slots 2"
-    flat_kws = "dqn_m16_l16_binary32_r84_p4_a2048_w4096_d11_ml2_al2_flat2w6"
+    flat_kws = "dqn_m16_l16_binary32_r84_p4_a1024_w4096_d23_ml2_al2_flat2w6"
     assert f"resources of {flat_kws}: {hint}" in printed
     stand_in = estimate(BufferedMultipliers(), "synth_buffered")
     estimated = []

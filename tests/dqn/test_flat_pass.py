@@ -21,7 +21,7 @@ from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
 from nnaccel.models.dqn.timing import flat_group_writes
 from nnaccel.sim.lint import lint_verilog
-from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs
+from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs, run_inference
 
 FLAT_CONFIG = dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4)
 TWO_SLOTS = dataclasses.replace(FLAT_CONFIG, flat_slots=2)          # a slot of one module's 4 lanes per channel
@@ -207,3 +207,44 @@ def test_the_flat_configuration_lints_clean(config, suffix):
 def test_bad_flat_configurations_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(REDUCED_CONFIG, **kwargs)
+
+
+EIGHT_MODULES = dataclasses.replace(TWO_SLOTS, modules=8)           # slots of 16 lanes: a 12-element word and 4 more
+
+
+def test_a_slot_takes_two_one_word_maps():
+    """Maps of at most one word (2 x 2 in 12-element rows) where a slot's 16 lanes reach into the next word: each slot
+    takes two channels' maps, a word apart (models.dqn.flat_map.maps_per_slot; MobileNet's 3 x 3 maps in 96-element
+    words and 128-lane slots), 4 channels a group: one group instead of two.  The projection writes the flat view a
+    dense layer reads as the image of its 2 x 2 positions.  Bit-exact, every counter as predicted."""
+    layers = (*separable_block(4, (2, 2)), DenseLayer("dense", 4 * 2 * 2, 3, relu=False))
+    plan = check_on_the_rtl(EIGHT_MODULES, layers, seed=SEED + 7)
+    flat = plan.layers[1]
+    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0, 0]
+    assert (flat.groups, flat.descriptor["in_channels"], flat.descriptor["channel_words"],
+            flat.descriptor["positions"]) == (1, 2, 2, 12 + 4)
+    assert flat.note == ("depthwise: a flat pass, the lanes over 4 channels' 2x2 positions (16 of 32 lanes busy in a "
+                         "group)")
+    assert plan.layers[3].input.flat == (2, 2) and plan.layers[3].descriptor["kernel_width"] == 4
+
+
+def test_the_lanes_past_a_map_store_the_rows_below_it():
+    """With two maps a slot the writer stores the first map's word whole: its elements past the 2 x 2 map hold what
+    those lanes compute, the depthwise layer on the rows below the map (zeros as padding); the golden model stores the
+    same, so the output words (the flat pass the network's last layer) match the RTL's element for element."""
+    layers = separable_block(4, (2, 2))[:2]
+    plan = compile_network(EIGHT_MODULES, layers, random_pairs(layers, np.random.default_rng(SEED + 9)))
+    state = np.random.default_rng(SEED + 10).standard_normal(plan.input_shape).astype(np.float32)
+    observed, golden = run_inference(plan, state), golden_forward(plan, state)
+    np.testing.assert_array_equal(observed["outputs"], golden.activations[-1])
+    assert observed["outputs"][0, 4:].any() and not observed["outputs"][1, 4:].any()
+
+
+def test_a_dense_layer_reads_a_one_word_flat_map_as_its_positions():
+    """A dense layer after a 1 x 1 layer on 3 x 3 maps: the projection writes the flat view (no second grid) and the
+    dense kernel covers the 9 positions of each channel's word, not the word (1 x 9, not 1 x 12)."""
+    layers = (*separable_block(4, (3, 3)), DenseLayer("dense", 4 * 3 * 3, 3, relu=False))
+    plan = check_on_the_rtl(TWO_SLOTS, layers, seed=SEED + 8)
+    project, dense = plan.layers[2], plan.layers[-1]
+    assert project.descriptor["write_width"] == 0 and project.output.flat == (3, 3)
+    assert (dense.descriptor["kernel_height"], dense.descriptor["kernel_width"]) == (1, 9)
