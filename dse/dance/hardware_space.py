@@ -24,7 +24,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from nnaccel.dse.rtl.hardware_space import RtlHardwareSpace
-from nnaccel.dse.rtl.stream_hardware_space import RtlStreamHardwareSpace
+from nnaccel.dse.rtl.stream_hardware_space import RtlStreamHardwareSpace, RtlStreamSmallBoardSpace
 from nnaccel.dse.shared.families import new_space
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
@@ -76,7 +76,8 @@ class HardwareSpace(Protocol):
     def label_columns(self, units, cases, results) -> dict: ...
 
 
-SPACES = {space.name: space for space in (TemplateHardwareSpace, RtlHardwareSpace, RtlStreamHardwareSpace)}
+SPACES = {space.name: space for space in (TemplateHardwareSpace, RtlHardwareSpace, RtlStreamHardwareSpace,
+                                                RtlStreamSmallBoardSpace)}
 
 
 def make_hardware_space(name):

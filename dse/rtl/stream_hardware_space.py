@@ -59,7 +59,7 @@ from nnaccel.models.dqn.weight_stream import on_chip_twin, run_timing_arguments,
 from nnaccel.models.shared.sdram import DE5_NET_DDR3
 from nnaccel.sim.fpga.synth import Resources
 
-__all__ = ["RtlStreamHardwareSpace", "PARAMETERS", "FIXED", "EXTERNAL_BUS_BITS", "EXTERNAL_BLOCK", "COLUMNS",
+__all__ = ["RtlStreamHardwareSpace", "RtlStreamSmallBoardSpace", "PARAMETERS", "SMALL_BOARD_PARAMETERS", "FIXED", "EXTERNAL_BUS_BITS", "EXTERNAL_BLOCK", "COLUMNS",
            "network_units", "network_table", "label_networks"]
 
 PARAMETERS = (
@@ -323,3 +323,18 @@ def label_networks(case):
     table = network_table(space, networks, [structure])
     members = space.structure_points(structure)
     return {"points": _pack_arrays({"points": members, **{name: table[name][:, members] for name in COLUMNS}})}
+
+
+#: a small board's grid: the on-chip weight RAM (and the external tile buffer) at 1,024 words, so that a network with
+#: more weight words runs only with its weights external
+SMALL_BOARD_PARAMETERS = tuple((name, (1024,) if name == "weight_depth" else values) for name, values in PARAMETERS)
+
+
+class RtlStreamSmallBoardSpace(RtlStreamHardwareSpace):
+    """``rtl-stream`` with 1,024 words of weight RAM (:data:`SMALL_BOARD_PARAMETERS`, 32 points): where weights
+    that do not fit must stream, as on the DE1-SoC."""
+
+    name = "rtl-stream-1k"
+
+    def __init__(self, *, parameters=SMALL_BOARD_PARAMETERS):
+        super().__init__(parameters=parameters)

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from nnaccel.dse.dance import command
+from nnaccel.dse.dance.hardware_space import make_hardware_space
 from nnaccel.dse.dance.labels import distinct_units, label
 from nnaccel.dse.dance.network_space import NETWORK_SPACE, NetworkSpace
 from nnaccel.dse.dance.unit_cost import unit_structure
 from nnaccel.dse.rtl.hardware_space import RtlHardwareSpace
 from nnaccel.dse.rtl.stream_hardware_space import (EXTERNAL_BLOCK, EXTERNAL_BUS_BITS, FIXED, PARAMETERS,
-                                                   RtlStreamHardwareSpace)
+                                                   RtlStreamHardwareSpace, RtlStreamSmallBoardSpace)
 from nnaccel.dse.rtl.stream_space import START_CYCLE, StreamSpace, zero_weights
 from nnaccel.models.dqn.plan import layer_shapes
 from nnaccel.models.dqn.weight_stream import compile_streamed, stream_counters
@@ -108,3 +109,10 @@ def test_every_unit_of_a_network_is_shaped_by_every_choice():
     masks, absent = unit_structure(ids, NETWORK_SPACE)
     assert masks.shape == (4, NETWORK_SPACE.encoding_width) and (masks == 1).all()
     assert absent[:3].sum() == 0 and absent[3].sum() == 1 and absent[3, -5] == 1       # d1 = none
+
+
+def test_the_small_board_space_keeps_1024_words_of_weight_ram():
+    small = make_hardware_space("rtl-stream-1k")
+    assert isinstance(small, RtlStreamSmallBoardSpace) and len(small) == 32
+    assert {small.point_values(point)["weight_depth"] for point in small.all_points()} == {1024}
+    assert small.label_cases([])[0]["space"] == "rtl-stream-1k"
