@@ -51,7 +51,7 @@ from nnaccel.dse.rtl.hardware_space import (CLOCK_MHZ, RtlHardwareSpace, _pack_a
 from nnaccel.dse.rtl.hardware_space import PARAMETERS as ON_CHIP_PARAMETERS
 from nnaccel.dse.rtl.area import compose
 from nnaccel.dse.rtl.stream_space import START_CYCLE, StreamSpace, zero_weights
-from nnaccel.dse.shared.hardware_grid import HardwareGrid
+from nnaccel.dse.shared.hardware_grid import HardwareGrid, checked_parameters
 from nnaccel.hw.dqn.config import DE1_SOC_CONFIG, DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.plan import compile_network, layer_shapes
@@ -193,17 +193,10 @@ class RtlStreamHardwareSpace(HardwareGrid):
     external_memory = DE5_NET_DDR3
 
     def __init__(self, *, parameters=PARAMETERS):
-        names = tuple(name for name, _ in parameters)
-        if names != tuple(name for name, _ in PARAMETERS) or not all(values for _, values in parameters):
-            raise ValueError(f"parameters must give values of {', '.join(name for name, _ in PARAMETERS)} in this "
-                             f"order, not {parameters!r}")
         super().__init__()
-        self._parameters = tuple((name, tuple(values)) for name, values in parameters)
+        #: the grid: (name, values) per parameter, a subset of :data:`PARAMETERS`' values
+        self.parameters = checked_parameters(parameters, PARAMETERS)
         self._area = None
-
-    @property
-    def parameters(self):
-        return self._parameters
 
     def inner_value(self, point, name):
         """The value of ``RtlHardwareSpace``'s parameter ``name`` at ``point``."""
@@ -275,11 +268,9 @@ class RtlStreamHardwareSpace(HardwareGrid):
         ``inf`` where the network does not fit."""
         feasible = rows["feasible"].astype(bool).all(axis=-2)
         latency, energy = rows["latency_ms"].sum(axis=-2), rows["energy_mj"].sum(axis=-2)
-        costs = np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1).astype(np.float64)
-        costs[~feasible] = np.inf
-        return costs
+        return self.stacked_costs(latency, energy, points, feasible)
 
-    # ---- the labelling sweep: one Dask task per (modules, lanes, format)----------------------------------------------
+    # ---- the labelling sweep: one Dask task per (modules, lanes, format) ---------------------------------------
 
     @property
     def label_task(self):
