@@ -1,7 +1,7 @@
 """Label a hardware space through a Dask sweep, train DANCE's evaluators, print Table 1 and write
 the checkpoints that ship in ``dse/dance/data/``:
 
-    python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
+    python -m nnaccel.dse.dance.train_evaluator [--space template|rtl|rtl-stream|rtl-stream-1k] [--costs edap,...] [--cost-cases N]
         [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
         [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR] [--measure]
 
