@@ -53,7 +53,7 @@ def main():
 def simulate_de5(layers, weights, count, on_chip):
     """The DE5-Net row on the RTL: ``count`` recorded states, bit-exact and every counter against the formula."""
     from nnaccel.cli.dqn.accelerator_run import golden_mismatches
-    from nnaccel.cli.dqn.board import formula_mismatches
+    from nnaccel.models.dqn.weight_stream import formula_mismatches
     from nnaccel.hw.dqn.accelerator import DqnAccelerator
     from nnaccel.models.dqn.atari import recorded_states
     from nnaccel.testbench.dqn.host import run_on_accelerator

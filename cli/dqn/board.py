@@ -8,9 +8,8 @@ from dataclasses import replace
 from nnaccel.hw.dqn.config import DE1_SOC_BINARY16_CONFIG
 from nnaccel.models.dqn.plan import COUNTERS
 from nnaccel.models.dqn.weight_stream import model_base as sized_model_base
-from nnaccel.models.dqn.weight_stream import on_chip_twin, stream_counters, stream_plan
+from nnaccel.models.dqn.weight_stream import formula_mismatches, on_chip_twin, stream_plan
 from nnaccel.models.shared.sdram import DE1_SOC_SDRAM, sustained_read_bytes_per_cycle
-from nnaccel.models.shared.tile_port import TilePortModel
 
 __all__ = ["BOARDS", "BOARD_MAX_CYCLES", "compile_config", "model_base", "board_config", "board_stream",
            "formula_mismatches", "board_report"]
@@ -48,22 +47,6 @@ def board_stream(board, plan):
     needed = len(stream_plan(replace(config, weight_loads=LARGEST_LOAD_TABLE), with_loads(LARGEST_LOAD_TABLE)).loads)
     loads = max(config.weight_loads, 1 << (needed - 1).bit_length())
     return stream_plan(replace(config, weight_loads=loads), with_loads(loads))
-
-
-def formula_mismatches(stream, run, timing=DE1_SOC_SDRAM):
-    """Every run's TOTAL_CYCLES and counters against :func:`stream_counters` (one model of the memory of ``timing``
-    across the runs): ``(mismatch lines, the first run's StreamCounters)``."""
-    port, lines, first = TilePortModel(timing=timing, port_bits=stream.config.external_bus_bits), [], None
-    for index, start in enumerate(run.start_cycles):
-        predicted = stream_counters(stream, int(start), port)
-        first = first or predicted
-        if int(run.total_cycles[index]) != predicted.total:
-            lines.append(f"input {index}: TOTAL_CYCLES {int(run.total_cycles[index])}, formula {predicted.total}")
-        for layer, measured, expected in zip(stream.plan.layers, run.layer_counters[index], predicted.passes):
-            for name, value in zip(COUNTERS, measured):
-                if int(value) != expected[name]:
-                    lines.append(f"input {index}: {layer.name} {name} {int(value)}, formula {expected[name]}")
-    return lines, first
 
 
 def board_report(board, plan, run, clock_hz, *, thesis=True):

@@ -58,7 +58,9 @@ def add_arguments(parser, *, option_types):
                         help="DANCE's Cost_HW and the cost the exact hardware generation minimises (default edap)")
     parser.add_argument("--space", choices=SPACES, default="template",
                         help="hardware space: the seeds' template, or rtl, the DQN accelerator's configurations "
-                             "(dse/rtl/hardware_space.py; --rtl-digits then builds the chosen one) (default template)")
+                             "(dse/rtl/hardware_space.py; --rtl-digits then builds the chosen one), or rtl-stream, "
+                             "the same with the weights on chip or in a DDR3 model (dse/rtl/stream_hardware_space.py) "
+                             "(default template)")
     parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
                         help=f"comma-separated subset of {','.join(METHODS)} (default all)")
     parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,
@@ -228,12 +230,13 @@ def answer_configuration(space_name, answer):
 def check_on_rtl(arguments, answer, network, model, test, progress=None):
     """:func:`dse.dance.rtl_check.check_answer` on the retrained winner: on the DQN accelerator's default
     configuration after a search on the template, on the configuration and split mode ``answer`` chose after a
-    search on the RTL family; the report dict."""
+    search on the RTL family (with external weights, in the space's ``external_memory``); the report dict."""
     from nnaccel.dse.dance.rtl_check import check_answer
 
     config, split = answer_configuration(arguments.space, answer)
+    memory = getattr(make_hardware_space(arguments.space), "external_memory", None)
     return check_answer(network, model, (test[0].numpy(), test[1].numpy()), digits=arguments.rtl_digits,
-                        config=config, split=split, simulator=arguments.simulator, progress=progress)
+                        config=config, split=split, simulator=arguments.simulator, memory=memory, progress=progress)
 
 
 def rtl_lines(report):
@@ -242,7 +245,10 @@ def rtl_lines(report):
     lines = [f"DANCE's answer built: {report['network']} on the DQN accelerator ({report['configuration']})",
              f"  {report['rtl_digits']} test digits on the RTL: {exact} of {report['rtl_digits']} bit-exact against "
              f"the golden model; TOTAL_CYCLES {sorted(set(report['measured_cycles']))} against the cost model's "
-             f"{report['predicted_cycles']} ({'equal' if report['cycles_equal'] else 'DIFFERENT'})"]
+             f"{report['predicted_cycles']} ({'equal' if report['cycles_equal'] else 'DIFFERENT'})"
+             + (f"; with external weights every counter of every run against the formula for its START cycle "
+                f"({', '.join(str(start) for start in report['start_cycles'][:3])}, ...; the cost model's START "
+                f"100)" if report.get("external_weights") else "")]
     lines += [f"  {layer['name']:<8} cycles {layer['measured_cycles']:>7} measured, {layer['predicted_cycles']:>7} "
               f"predicted" for layer in report["layers"]]
     lines.append(f"  accuracy on the {report['test_digits']} test digits: golden model (the hardware's arithmetic) "

@@ -1,7 +1,7 @@
 """What DANCE needs of a hardware design space, whatever the family: the protocol ``HardwareSpace``.
 
 The families implement it (``dse.template.hardware_space.TemplateHardwareSpace``,
-``dse.rtl.hardware_space.RtlHardwareSpace``, both on ``dse.shared.hardware_grid.HardwareGrid``); DANCE's labels,
+``dse.rtl.hardware_space.RtlHardwareSpace``, ``dse.rtl.stream_hardware_space.RtlStreamHardwareSpace``, all on ``dse.shared.hardware_grid.HardwareGrid``); DANCE's labels,
 evaluator training, co-search and baselines use nothing else of them.  ``SPACES`` names them for the commands.
 
 - the grid: ``parameters`` (every hardware parameter with its choices, each a one-hot block of the evaluator's
@@ -24,6 +24,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from nnaccel.dse.rtl.hardware_space import RtlHardwareSpace
+from nnaccel.dse.rtl.stream_hardware_space import RtlStreamHardwareSpace, RtlStreamSmallBoardSpace
 from nnaccel.dse.shared.families import new_space
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
@@ -75,7 +76,8 @@ class HardwareSpace(Protocol):
     def label_columns(self, units, cases, results) -> dict: ...
 
 
-SPACES = {space.name: space for space in (TemplateHardwareSpace, RtlHardwareSpace)}
+SPACES = {space.name: space for space in (TemplateHardwareSpace, RtlHardwareSpace, RtlStreamHardwareSpace,
+                                                RtlStreamSmallBoardSpace)}
 
 
 def make_hardware_space(name):

@@ -1,8 +1,8 @@
 """Label a hardware space through a Dask sweep, train DANCE's evaluators, print Table 1 and write
 the checkpoints that ship in ``dse/dance/data/``:
 
-    python -m nnaccel.dse.dance.train_evaluator [--space template|rtl] [--costs edap,...] [--cost-cases N]
-        [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
+    python -m nnaccel.dse.dance.train_evaluator [--space template|rtl|rtl-stream|rtl-stream-1k] [--costs edap,...]
+        [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
         [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR] [--measure]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``

@@ -59,7 +59,7 @@ from dataclasses import replace
 import numpy as np
 
 from nnaccel.dse.rtl import cost_model
-from nnaccel.dse.shared.hardware_grid import HardwareGrid
+from nnaccel.dse.shared.hardware_grid import HardwareGrid, checked_parameters
 from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
@@ -280,12 +280,8 @@ class RtlHardwareSpace(HardwareGrid):
     compute_parameters = ("modules", "lanes")
 
     def __init__(self, *, parameters=PARAMETERS):
-        names = tuple(name for name, _ in parameters)
-        if names != tuple(name for name, _ in PARAMETERS) or not all(values for _, values in parameters):
-            raise ValueError(f"parameters must give values of {', '.join(name for name, _ in PARAMETERS)} in this "
-                             f"order, not {parameters!r}")
         super().__init__()
-        self._parameters = tuple((name, tuple(values)) for name, values in parameters)
+        self._parameters = checked_parameters(parameters, PARAMETERS)
         self._area = None
 
     @property
@@ -363,9 +359,7 @@ class RtlHardwareSpace(HardwareGrid):
         cycles = (rows["cycles"] + np.where(last, rows["end_drain_cycles"], 0)).sum(axis=-2)
         latency = cycles / (CLOCK_MHZ * 1e3)
         energy = rows["energy_pj"].sum(axis=-2) * 1e-9
-        costs = np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1).astype(np.float64)
-        costs[~feasible] = np.inf
-        return costs
+        return self.stacked_costs(latency, energy, points, feasible)
 
     # ---- the labelling sweep: one Dask task per (modules, lanes, row_elements, split), TASK_KEYS ---------------
 

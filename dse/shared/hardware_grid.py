@@ -29,6 +29,16 @@ from nnaccel.dse.shared.one_hot_grid import OneHotGrid
 NETWORK_UNITS = 4
 
 
+def checked_parameters(parameters, expected):
+    """``parameters`` ((name, values) pairs) as tuples, checked to give values of ``expected``'s names in its order
+    (ValueError otherwise): a family's grid with fewer values per parameter."""
+    names = tuple(name for name, _ in parameters)
+    if names != tuple(name for name, _ in expected) or not all(values for _, values in parameters):
+        raise ValueError(f"parameters must give values of {', '.join(name for name, _ in expected)} in this "
+                         f"order, not {parameters!r}")
+    return tuple((name, tuple(values)) for name, values in parameters)
+
+
 class HardwareGrid(OneHotGrid):
     """A grid of one-hot hardware parameters with per-unit cost columns (see the module docstring); a family
     sets ``name``, ``area_unit``, ``compute_parameters`` and implements ``parameters``, ``cost_units``,
@@ -58,6 +68,14 @@ class HardwareGrid(OneHotGrid):
         return ", ".join(f"{name} {value}" for name, value in self.point_values(point).items())
 
     # ---- costs ------------------------------------------------------------------------------
+
+    def stacked_costs(self, latency, energy, points, feasible):
+        """Costs (..., 3): ``latency``, ``energy`` and the area of ``points``, broadcast together; ``inf`` where not
+        ``feasible``."""
+        costs = np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1).astype(np.float64)
+        costs[~feasible] = np.inf
+        return costs
+
 
     def adopt_unit_costs(self, units, columns):
         """Keep rows of ``unit_table`` (``columns``: {column: (units, points)}, e.g. from a labelling sweep)."""

@@ -38,9 +38,12 @@ from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.dqn.streamed_weights import EXTERNAL_ADDRESS_BITS, READ_BITS, load_entry_layout
 from nnaccel.models.dqn.plan import COUNTERS, compile_network
 from nnaccel.models.dqn.timing import IMAGE, PACKED, POSITION_MAJOR, ROW_WORDS, pass_counters
+from nnaccel.models.shared.sdram import DE1_SOC_SDRAM
+from nnaccel.models.shared.tile_port import TilePortModel
 
 __all__ = ["WeightStream", "Load", "compile_streamed", "on_chip_twin", "MODEL_ROW_BITS", "model_base", "stream_plan",
-           "load_entries", "ring_base", "encode_load", "stream_counters", "StreamCounters", "run_timing_arguments"]
+           "load_entries", "ring_base", "encode_load", "stream_counters", "StreamCounters", "run_timing_arguments",
+           "formula_mismatches"]
 
 
 class Load(NamedTuple):
@@ -295,3 +298,19 @@ def stream_counters(stream, start, port):
         pass_start += counters[-1]["cycles"]
     return StreamCounters(total=sum(counter["cycles"] for counter in counters), passes=tuple(counters),
                           end=pass_start, load_finished=tuple(finished), bytes_read=port.bytes_read - read_before)
+
+
+def formula_mismatches(stream, run, timing=DE1_SOC_SDRAM):
+    """Every run's TOTAL_CYCLES and counters against :func:`stream_counters` (one model of the memory of ``timing``
+    across the runs): ``(mismatch lines, the first run's StreamCounters)``."""
+    port, lines, first = TilePortModel(timing=timing, port_bits=stream.config.external_bus_bits), [], None
+    for index, start in enumerate(run.start_cycles):
+        predicted = stream_counters(stream, int(start), port)
+        first = first or predicted
+        if int(run.total_cycles[index]) != predicted.total:
+            lines.append(f"input {index}: TOTAL_CYCLES {int(run.total_cycles[index])}, formula {predicted.total}")
+        for layer, measured, expected in zip(stream.plan.layers, run.layer_counters[index], predicted.passes):
+            for name, value in zip(COUNTERS, measured):
+                if int(value) != expected[name]:
+                    lines.append(f"input {index}: {layer.name} {name} {int(value)}, formula {expected[name]}")
+    return lines, first

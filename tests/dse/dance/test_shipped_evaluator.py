@@ -24,8 +24,17 @@ def test_checkpoints_load_with_their_table_1(space_name, cost):
     assert trained.report["sizes"]["generator_cases_validation"] == 768
 
 
+@pytest.mark.parametrize("cost", ("edap", "latency"))
+def test_the_rtl_stream_checkpoints_load_with_their_table_1(cost):
+    """The weight-placement space ships the EDAP and latency generators only (a reduced training)."""
+    trained = training.load("rtl-stream", cost)
+    assert set(trained.report["generator_accuracy"]) == set(make_hardware_space("rtl-stream").names) | {"all"}
+    assert trained.report["sizes"]["generator_cases_validation"] == 768
+
+
 @pytest.mark.parametrize("space_name, count, cost", [("template", 6, "edap"), ("rtl", 3, "edap"),
-                                                      ("rtl", 3, "latency")])
+                                                      ("rtl", 3, "latency"), ("rtl-stream", 3, "edap"),
+                                                      ("rtl-stream", 3, "latency")])
 def test_generated_hardware_and_costs_on_held_out_networks(space_name, count, cost):
     trained = training.load(space_name, cost)
     space = make_hardware_space(space_name)
