@@ -99,6 +99,9 @@ class ResultWriter(DqnBlock):
     and a 2:1 mux on each port's address, data and enables; the second staging register (``modules x lanes x
     width`` flip-flops and a 2:1 mux in front of the first); for stride 2 a 2:1 mux in front of each packer (the
     slot's lanes or its even lanes: ``modules * lanes / 2 * width`` bits) and the row walk's adders and compares.
+    Taking a waiting group on the done cycle costs an AND-OR on the staging register's load enable; the group's
+    valid positions are then combinational (a subtractor and a compare in front of the crossbars' enables) instead
+    of a register of ``positions`` bits.
     """
 
     def __init__(self, *, config=DqnConfig()):
