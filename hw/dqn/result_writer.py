@@ -77,8 +77,9 @@ class ResultWriter(DqnBlock):
         index of element 0; with ``argmax_tiles`` offset by the descriptor's ``first_channel``, so that a
         channel-tiled last layer's tiles number their outputs as the layer does).
 
-    Timing: the first write on the cycle after the valid ``results`` beat (or after the idle cycle that takes a
-    waiting one from the second staging register), then one write cycle after another:
+    Timing: the first write on the cycle after the valid ``results`` beat (or after the cycle that takes a waiting
+    one from the second staging register: the idle cycle, or in a pass that is not flat the done cycle of the group
+    before, ``models.dqn.timing.staged_stalls``), then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
     (``ceil((flat_element + valid) / row_elements)``, a stride-2 group's row words, at least one; the slots' words together); ``ceil(out_channels / lanes)`` (packed), that times
@@ -98,6 +99,9 @@ class ResultWriter(DqnBlock):
     and a 2:1 mux on each port's address, data and enables; the second staging register (``modules x lanes x
     width`` flip-flops and a 2:1 mux in front of the first); for stride 2 a 2:1 mux in front of each packer (the
     slot's lanes or its even lanes: ``modules * lanes / 2 * width`` bits) and the row walk's adders and compares.
+    Taking a waiting group on the done cycle costs an AND-OR on the staging register's load enable; the group's
+    valid positions are then combinational (a subtractor and a compare in front of the crossbars' enables) instead
+    of a register of ``positions`` bits.
     """
 
     def __init__(self, *, config=DqnConfig()):
@@ -128,6 +132,11 @@ class ResultWriter(DqnBlock):
         second_row = Signal()                                    # writing row oy0 + 1 (one port only)
         valid_positions = Signal.like(layer.positions)           # positions of this group that exist
         group_modules = modules >> layer.column_blocks_log2
+        remaining = layer.positions - group.p0
+        if config.flat_slots:
+            # The group port names a waiting group from the cycle after the done cycle that takes its results: its
+            # valid positions from the port while it is written.
+            m.d.comb += valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules))
         # Both ports write in image layout, in a reduction (it reads the RAM it writes on port 1) only its last
         # group's results: the sequencer reads no more while they are written.
         last_group = group.p0 + group_modules >= layer.positions
@@ -216,20 +225,20 @@ class ResultWriter(DqnBlock):
             beat = Mux(self.results[0].valid, beat, waiting_results)
         flat_writes = self._flat_writes(m, staging, captured) if config.flat_slots else None
 
+        def take_results():
+            # The results into the staging register, the write sequence from its start.
+            m.d.sync += [staging.eq(beat), lane.eq(0), block.eq(0), channel.eq(0), packed_position.eq(0),
+                         channel_rows.eq(0), second_row.eq(0)]
+            if not config.flat_slots:
+                m.d.sync += valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules))
+            m.next = "WRITE"
+
         with m.FSM():
             with m.State("IDLE"):
                 if config.flat_slots:
                     m.d.comb += captured.eq(self.results[0].valid | waiting)
                 with m.If(captured):
-                    remaining = layer.positions - group.p0
-                    m.d.sync += [
-                        staging.eq(beat),
-                        lane.eq(0), block.eq(0), channel.eq(0),
-                        packed_position.eq(0),
-                        channel_rows.eq(0), second_row.eq(0),
-                        valid_positions.eq(Mux(remaining < group_modules, remaining, group_modules)),
-                    ]
-                    m.next = "WRITE"
+                    take_results()
             with m.State("WRITE"):
                 if flat_writes is not None:
                     flat_writes(single_address, single_data, single_enable, paired_address, paired_data,
@@ -284,6 +293,13 @@ class ResultWriter(DqnBlock):
             with m.State("DONE"):
                 m.d.comb += self.group.written.eq(1)
                 m.next = "IDLE"
+                if config.flat_slots:
+                    # A staged group's results that wait (or come now) are taken on the done cycle, except a flat
+                    # pass's (its stride-2 row walk starts from the group port, which names the group only on the
+                    # next cycle).
+                    m.d.comb += captured.eq((self.results[0].valid | waiting) & ~layer.flat)
+                    with m.If(captured):
+                        take_results()
         return m
 
     def _flat_writes(self, m, staging, captured):

@@ -124,7 +124,7 @@ def flat_group_writes(count, group_lanes, row_elements, width=None, stride=1):
     return -(-(starts % row_elements + valid) // row_elements)
 
 
-def staged_stalls(products, latency, writes):
+def staged_stalls(products, latency, writes, *, on_done=False):
     """Stall cycles between the groups of a pass whose writer has a second staging register (the flat map's
     configurations), ``writes`` the write cycles ``W_g`` of its groups before the last.  A group's last product
     ``t_g`` may issue while one group is in flight (its results wait in the second register), except the pass's
@@ -135,6 +135,8 @@ def staged_stalls(products, latency, writes):
         t_g = max(t_{g-1} + products, D_{g-2} + 1)      (the last group: D_{g-1} + 1)
         D_g = max(t_g + L + 1, D_{g-1} + 1) + W_g + 1   (D_0 = t_0 + L + W_0 + 2)
 
+    ``on_done``: the writer takes results that wait (or come) on its done cycle ``D_{g-1}`` on that cycle (a pass
+    that is not flat: hw/dqn/result_writer.py), ``D_g = max(t_g + L + 1, D_{g-1}) + W_g + 1``.
     Without the second register ``t_g = max(t_{g-1} + products, D_{g-1} + 1)``: ``max(0, L + W + 2 - span)`` a
     group, the closed form of :func:`pass_counters`."""
     last_product, written, before = 0, latency + writes[0] + 2 if len(writes) else 0, None
@@ -144,7 +146,7 @@ def staged_stalls(products, latency, writes):
             last_product = max(earliest, written + 1)
             break
         last_product = max(earliest, before + 1) if before is not None else earliest
-        before, written = written, max(last_product + latency + 1, written + 1) + writes[group] + 1
+        before, written = written, max(last_product + latency + 1, written + (not on_done)) + writes[group] + 1
     return int(last_product - len(writes) * products)
 
 
@@ -256,7 +258,7 @@ def pass_counters(*, positions_per_group, count, products, latency, out_channels
         columns = (first_column[index] + np.arange(groups[index] - 1) * P[index]) % out_width[index]
         rows = 1 + (columns + P[index] > out_width[index])
         between[index] = staged_stalls(products[index], latency[index],
-                                       _image_write_cycles(out_channels[index], rows))
+                                       _image_write_cycles(out_channels[index], rows), on_done=True)
     stalls = between + np.maximum(0, earliest_last - span) + weight_wait
     product_cycles = groups * products
     if flat.size:

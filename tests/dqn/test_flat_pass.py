@@ -14,17 +14,19 @@ import pytest
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.dqn.descriptor import DESCRIPTOR_FIELDS, descriptor_layout
+from nnaccel.hw.dqn.matrix_module import matrix_module_latency
 from nnaccel.hw.shared.float_format import FloatFormat
 from nnaccel.models.dqn.flat_map import flat_pass_fits, strided_writes
 from nnaccel.models.dqn.golden import golden_forward
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import compile_network
-from nnaccel.models.dqn.timing import flat_group_writes
+from nnaccel.models.dqn.timing import flat_group_writes, staged_stalls
 from nnaccel.sim.lint import lint_verilog
 from tests.dqn.test_accelerator_amaranth import check_on_the_rtl, random_pairs, run_inference
 
 FLAT_CONFIG = dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4)
 TWO_SLOTS = dataclasses.replace(FLAT_CONFIG, flat_slots=2)          # a slot of one module's 4 lanes per channel
+FAST_MODULES = dataclasses.replace(TWO_SLOTS, multiplier_latency=1, adder_latency=1)    # matrix module latency 2
 SEED = 2525
 
 
@@ -248,3 +250,17 @@ def test_a_dense_layer_reads_a_one_word_flat_map_as_its_positions():
     project, dense = plan.layers[2], plan.layers[-1]
     assert project.descriptor["write_width"] == 0 and project.output.flat == (3, 3)
     assert (dense.descriptor["kernel_height"], dense.descriptor["kernel_width"]) == (1, 9)
+
+
+def test_the_writer_takes_a_waiting_group_on_its_done_cycle():
+    """A writer-bound expansion (6 channels from 1: 3 paired write cycles for a group's one product) on matrix modules
+    of latency 2: each group's results wait in the second staging register and the writer takes them on the done
+    cycle of the group before (models.dqn.timing.staged_stalls with ``on_done``), 61 stall cycles where taking them
+    on the idle cycle after would cost 79; bit-exact, every counter as predicted."""
+    layers = (ConvLayer("expand", 1, (5, 4), 6, 1, 1), *separable_block(6, (5, 4))[1:])
+    plan = check_on_the_rtl(FAST_MODULES, layers, seed=SEED + 9)
+    expand = plan.layers[0]
+    products, latency = expand.descriptor["products"], matrix_module_latency(1, 1)
+    writes = [3] * (expand.groups - 1)                   # 20 groups of one position on one row: ceil(6 / 2) writes
+    assert expand.predicted["stall_cycles"] == staged_stalls(products, latency, writes, on_done=True) == 61
+    assert staged_stalls(products, latency, writes) == 79
