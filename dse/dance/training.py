@@ -134,21 +134,28 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     for name in costs:
         best = best_points[name]
         shares = near_optimal_shares(table, train, functions[name])
-        members = [ev.HardwareGenerator(network_space.encoding_width, hardware_space.sizes) for _ in seeds]
-        for member, seed in zip(members, seeds):
-            ev.train_generator(member, train_encodings, shares, epochs=settings.generator_epochs, seed=seed,
-                               progress=progress)
+        members = [ev.train_generator(_seeded(seed, ev.HardwareGenerator, network_space.encoding_width,
+                                              hardware_space.sizes),
+                                      train_encodings, shares, epochs=settings.generator_epochs, seed=seed,
+                                      progress=progress) for seed in seeds]
         best_costs = table.costs(train, best[train])
-        without = [ev.CostEstimator(network_space.encoding_width, np.log(best_costs).mean(axis=0)) for _ in seeds]
-        for member, seed in zip(without, seeds):
-            ev.freeze(ev.train_cost(member, train_encodings, best_costs, batch=256, epochs=settings.generator_epochs,
-                                    seed=seed, progress=progress))
+        without = [ev.freeze(ev.train_cost(_seeded(seed, ev.CostEstimator, network_space.encoding_width,
+                                                   np.log(best_costs).mean(axis=0)),
+                                           train_encodings, best_costs, batch=256, epochs=settings.generator_epochs,
+                                           seed=seed, progress=progress)) for seed in seeds]
         evaluator = TrainedEvaluator(ev.freeze(ev.GeneratorEnsemble(members)), cost, functions[name])
         evaluator.report = measure(table, evaluator, without, held_out, best, rng, settings)
         evaluator.report["sizes"] = sizes
         evaluator.report["settings"] = vars(settings)
         trained[name] = evaluator
     return trained
+
+
+def _seeded(seed, network_class, *arguments):
+    """``network_class(*arguments)`` with its initial weights drawn after ``torch.manual_seed(seed)``: a member's
+    training is the same whatever ran before it in the process."""
+    torch.manual_seed(seed)
+    return network_class(*arguments)
 
 
 def near_optimal_shares(table, networks, cost_function, temperature=GENERATOR_TEMPERATURE):
