@@ -6,6 +6,8 @@ trained on the ground truth of ``dse.dance.labels``, then frozen for the co-sear
   cross entropy against a distribution per parameter (``train_generator``: the share of each value among the
   network's near-optimal points, ``training.near_optimal_shares``); at use its heads go through
   Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
+- ``GeneratorEnsemble``: several generators trained alike from different seeds (``EvaluatorSettings.
+  generator_members``), read as one: per parameter the mean of their log-probabilities.
 - ``CostEstimator``: network encoding -> latency, energy, area on the network's best hardware: the patent's
   variant without feature forwarding (Table 1's first cost row). A 5-layer MLP (input layer, three residual
   layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU. It predicts the logarithm
@@ -44,7 +46,24 @@ class ResidualLayer(nn.Module):
         return x + functional.relu(self.norm(self.linear(x)))
 
 
-class HardwareGenerator(nn.Module):
+class _OneHotGenerator(nn.Module):
+    """What a generator's user reads: ``forward`` (N, inputs) -> per-parameter logits, and ``one_hot``."""
+
+    def one_hot(self, encoding, *, tau=1.0, noise=False):
+        """Concatenated one-hot points (N, sum(sizes)): hard Gumbel-softmax with straight-through
+        gradients, or without ``noise`` the argmax (also straight-through)."""
+        parts = []
+        for logits in self(encoding):
+            if noise:
+                parts.append(functional.gumbel_softmax(logits, tau=tau, hard=True))
+            else:
+                soft = torch.softmax(logits / tau, dim=1)
+                hard = functional.one_hot(soft.argmax(dim=1), soft.shape[1]).to(soft.dtype)
+                parts.append(hard - soft.detach() + soft)
+        return torch.cat(parts, dim=1)
+
+
+class HardwareGenerator(_OneHotGenerator):
     """Network encoding (N, inputs) -> per-parameter logits; ``sizes`` the parameters' choice counts."""
 
     def __init__(self, inputs, sizes, width=GENERATOR_WIDTH):
@@ -59,18 +78,20 @@ class HardwareGenerator(nn.Module):
         features = self.body(functional.relu(self.stem(encoding)))
         return [head(features) for head in self.heads]
 
-    def one_hot(self, encoding, *, tau=1.0, noise=False):
-        """Concatenated one-hot points (N, sum(sizes)): hard Gumbel-softmax with straight-through
-        gradients, or without ``noise`` the argmax (also straight-through)."""
-        parts = []
-        for logits in self(encoding):
-            if noise:
-                parts.append(functional.gumbel_softmax(logits, tau=tau, hard=True))
-            else:
-                soft = torch.softmax(logits / tau, dim=1)
-                hard = functional.one_hot(soft.argmax(dim=1), soft.shape[1]).to(soft.dtype)
-                parts.append(hard - soft.detach() + soft)
-        return torch.cat(parts, dim=1)
+
+class GeneratorEnsemble(_OneHotGenerator):
+    """``members`` (``HardwareGenerator`` of the same sizes) as one generator: per parameter the mean of the
+    members' log-probabilities, the logits of a generator that agrees with them all."""
+
+    def __init__(self, members):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.sizes, self.inputs = members[0].sizes, members[0].inputs
+
+    def forward(self, encoding):
+        outputs = [member(encoding) for member in self.members]
+        return [torch.stack([functional.log_softmax(logits[head], dim=1) for logits in outputs]).mean(dim=0)
+                for head in range(len(self.sizes))]
 
 
 class CostEstimator(nn.Module):

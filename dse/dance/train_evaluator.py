@@ -3,14 +3,17 @@ the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl|rtl-stream|rtl-stream-1k] [--costs edap,...]
         [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
-        [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR] [--measure]
+        [--generator-members M] [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR]
+        [--measure | --generators-only]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
 cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
 ``--measure`` trains nothing: it prints the shipped checkpoints' Table 1 on the labels as they are now.
 ``--checkpoint-dir DIR`` keeps the cost network's training state in DIR after every epoch: a long run killed or
-stopped at a deadline resumes where it was when the same command runs again.
+stopped at a deadline resumes where it was when the same command runs again. ``--generators-only`` keeps the
+shipped cost network (give the settings it was trained with) and trains the generators and the networks without
+forwarding again.
 """
 
 import argparse
@@ -46,6 +49,13 @@ def _costs(text):
     return names
 
 
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     defaults = training.EvaluatorSettings()
@@ -60,6 +70,9 @@ def main(argv=None):
                         help="cost cases per training network and cost function on its best points (default "
                              f"{defaults.near_optimal_points})")
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--generator-members", type=_positive, default=defaults.generator_members,
+                        help="generators per cost function, trained from consecutive seeds and read as one "
+                             f"(default {defaults.generator_members})")
     parser.add_argument("--scheduler", help="a running Dask scheduler for the labelling sweep")
     parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
     parser.add_argument("--out", help="checkpoint directory (default: the package's data/)")
@@ -67,8 +80,11 @@ def main(argv=None):
     parser.add_argument("--checkpoint-dir",
                         help="keep the cost network's training state there after every epoch; the same command "
                              "again resumes it (default: no checkpoints)")
-    parser.add_argument("--measure", action="store_true",
-                        help="train nothing: Table 1 of the shipped evaluators on the labels as they are now")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--measure", action="store_true",
+                      help="train nothing: Table 1 of the shipped evaluators on the labels as they are now")
+    mode.add_argument("--generators-only", action="store_true",
+                      help="keep the shipped cost network (trained with the settings given) and train the rest")
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -85,7 +101,8 @@ def main(argv=None):
     settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,
                                           cost_epochs=arguments.cost_epochs,
                                           generator_epochs=arguments.generator_epochs,
-                                          near_optimal_points=arguments.near_optimal_points, seed=arguments.seed)
+                                          near_optimal_points=arguments.near_optimal_points, seed=arguments.seed,
+                                          generator_members=arguments.generator_members)
     start = time.perf_counter()
     epochs = [0]
 
@@ -94,7 +111,8 @@ def main(argv=None):
         print(f"  epoch {epochs[0]} done at {time.perf_counter() - start:.0f} s", flush=True)
 
     trained = training.train_evaluators(table, settings, arguments.costs, progress=progress,
-                                        checkpoint_dir=arguments.checkpoint_dir)
+                                        checkpoint_dir=arguments.checkpoint_dir,
+                                        cost=training.load_cost(arguments.space) if arguments.generators_only else None)
     print(f"training: {time.perf_counter() - start:.1f} s")
     _print_reports({name: evaluator.report for name, evaluator in trained.items()})
     cold, warm = exhaustive_search_seconds(table, next(iter(trained.values())).cost_function)

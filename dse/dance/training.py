@@ -9,11 +9,14 @@
 - generator cases: every training network with, per hardware parameter, the share of each value among its
   near-optimal points under ``cost`` (``near_optimal_shares``: the exhaustive search's costs, soft labels);
   held-out: every held-out network, against the exhaustive search's best point;
-- trains the cost network (with forwarding), the one without forwarding, and the generator, and
+- trains the cost network (with forwarding), the one without forwarding, and the generator (each of the last two
+  ``generator_members`` networks from consecutive seeds, read as one), and
   measures Table 1 on the held-out networks: per-parameter generator accuracy, the cost network's
   accuracy with the true best point as input (with forwarding) and without it, and end to end
   (the generator's point forwarded into the cost network, against the true cost on the true best
-  point); also the generated point's true cost against the optimum (regret).
+  point; also against the generated point's own true cost, and the end-to-end error split by how far the generated
+  point's true cost is from the optimum's, ``end_to_end_error_sources``); also the generated point's true cost
+  against the optimum (regret).
 
 Two readings of a generator's accuracy: *exact match* (a parameter's generated value equals the exhaustive
 search's; the patent's per-parameter figures, which it does not define further, can only be this or a tolerance
@@ -22,8 +25,9 @@ per parameter) and *within 1 %*: the optimum with that one parameter set to the 
 (two values of a parameter costing within a fraction of a percent) count against exact match, not against
 within 1 %. A cost metric's accuracy is 1 - mean |y_hat / y - 1|; also the share of cases within 1 %.
 
-Checkpoints (``save`` / ``load``): ``data/evaluator_<space>_<cost>.pt`` holds the generator and the
-cost network of one cost function, their sizes and the label settings.
+Checkpoints (``save`` / ``load``): ``data/cost_<space>.pt`` holds the shared cost network (``load_cost``),
+``data/generator_<space>_<cost>.pt`` the members of one cost function's generator, their sizes, the cost function
+and the training run's report (Table 1 and the settings).
 """
 
 import hashlib
@@ -61,13 +65,14 @@ class EvaluatorSettings:
     generator_epochs: int = 150
     near_optimal_points: int = 16      # per training network and cost function, among the cost cases
     seed: int = 0
+    generator_members: int = 3         # generators (and networks without forwarding) per cost function, seeds seed..
 
 
 @dataclass
 class TrainedEvaluator:
     """One cost function's frozen evaluator: its generator and the shared cost network."""
 
-    generator: ev.HardwareGenerator
+    generator: ev.GeneratorEnsemble
     cost: ev.CostEstimator
     cost_function: CostFunction
     report: dict = field(default_factory=dict)
@@ -85,11 +90,17 @@ def _features(table, networks, points):
                            table.hardware_space.encode(table.hardware_space.all_points()[points])], axis=1)
 
 
-def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, checkpoint_dir=None):
+def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, checkpoint_dir=None, cost=None):
     """Train the cost network once and a generator per cost function on ``table`` (a
     ``labels.LabelTable``); returns {cost name: TrainedEvaluator} with each one's Table 1. With ``checkpoint_dir``
     the cost network's training (the long part) keeps its state there after every epoch, in a file named by the
-    space and ``settings`` (``training_state_path``), and a rerun with the same settings resumes it."""
+    space and ``settings`` (``training_state_path``), and a rerun with the same settings resumes it. A trained
+    ``cost`` network (``load_cost``, trained with the same ``settings``) is kept instead: only the generators and
+    the networks without forwarding are trained.
+
+    A cost function's generator is ``settings.generator_members`` generators trained alike from the seeds
+    ``settings.seed``, ``settings.seed + 1``, ... (``ev.GeneratorEnsemble``); the network without forwarding
+    likewise, the geometric mean of its members' costs."""
     rng = np.random.default_rng(settings.seed)
     network_space, hardware_space = table.network_space, table.hardware_space
     all_networks = network_space.all_points()
@@ -106,33 +117,45 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     targets = table.costs(pair_networks, pair_points)
     fits = np.isfinite(targets).all(axis=1)      # a network may fit fewer than ``count`` points
     pair_networks, pair_points, targets = pair_networks[fits], pair_points[fits], targets[fits]
-    cost = UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width,
-                                *unit_structure(table.unit_ids, network_space), np.log(targets).mean(axis=0))
-    ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
-                  seed=settings.seed, progress=progress,
-                  checkpoint=checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings))
+    if cost is None:
+        cost = UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width,
+                                    *unit_structure(table.unit_ids, network_space), np.log(targets).mean(axis=0))
+        ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
+                      seed=settings.seed, progress=progress,
+                      checkpoint=checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings))
     ev.freeze(cost)
     sizes = {"cost_cases_train": int(len(pair_networks)), "cost_cases_validation": int(settings.validation_cases),
              "generator_cases_train": int(len(train)), "generator_cases_validation": int(len(held_out)),
              "labelled_cost_cases": int(table.cost_cases)}
 
     trained = {}
+    train_encodings = network_space.encode(all_networks[train])
+    seeds = range(settings.seed, settings.seed + settings.generator_members)
     for name in costs:
         best = best_points[name]
-        generator = ev.HardwareGenerator(network_space.encoding_width, hardware_space.sizes)
-        ev.train_generator(generator, network_space.encode(all_networks[train]),
-                           near_optimal_shares(table, train, functions[name]), epochs=settings.generator_epochs,
-                           seed=settings.seed, progress=progress)
+        shares = near_optimal_shares(table, train, functions[name])
+        members = [ev.train_generator(_seeded(seed, ev.HardwareGenerator, network_space.encoding_width,
+                                              hardware_space.sizes),
+                                      train_encodings, shares, epochs=settings.generator_epochs, seed=seed,
+                                      progress=progress) for seed in seeds]
         best_costs = table.costs(train, best[train])
-        without = ev.CostEstimator(network_space.encoding_width, np.log(best_costs).mean(axis=0))
-        ev.train_cost(without, network_space.encode(all_networks[train]), best_costs, batch=256,
-                      epochs=settings.generator_epochs, seed=settings.seed, progress=progress)
-        evaluator = TrainedEvaluator(ev.freeze(generator), cost, functions[name])
-        evaluator.report = measure(table, evaluator, ev.freeze(without), held_out, best, rng, settings)
+        without = [ev.freeze(ev.train_cost(_seeded(seed, ev.CostEstimator, network_space.encoding_width,
+                                                   np.log(best_costs).mean(axis=0)),
+                                           train_encodings, best_costs, batch=256, epochs=settings.generator_epochs,
+                                           seed=seed, progress=progress)) for seed in seeds]
+        evaluator = TrainedEvaluator(ev.freeze(ev.GeneratorEnsemble(members)), cost, functions[name])
+        evaluator.report = measure(table, evaluator, without, held_out, best, rng, settings)
         evaluator.report["sizes"] = sizes
         evaluator.report["settings"] = vars(settings)
         trained[name] = evaluator
     return trained
+
+
+def _seeded(seed, network_class, *arguments):
+    """``network_class(*arguments)`` with its initial weights drawn after ``torch.manual_seed(seed)``: a member's
+    training is the same whatever ran before it in the process."""
+    torch.manual_seed(seed)
+    return network_class(*arguments)
 
 
 def near_optimal_shares(table, networks, cost_function, temperature=GENERATOR_TEMPERATURE):
@@ -166,7 +189,8 @@ def feasible_pairs(table, networks, count, rng):
 
 
 def measure(table, trained, without, held_out, best, rng, settings):
-    """Table 1 on the held-out networks (see the module docstring)."""
+    """Table 1 on the held-out networks (see the module docstring); ``without``: the members of the cost network
+    without forwarding (their costs' geometric mean), or None."""
     network_space, hardware_space = table.network_space, table.hardware_space
     encodings = network_space.encode(network_space.all_points()[held_out])
     true_points = hardware_space.all_points()[best[held_out]]
@@ -207,19 +231,41 @@ def measure(table, trained, without, held_out, best, rng, settings):
     ranking = {"evaluator": rank_correlation(function(*predicted_costs.T), optimum),
                "macs": rank_correlation(macs, optimum)}
     fits = np.isfinite(regret)      # a generated point the network does not fit has no cost
+    on_generated = ev.cost_accuracy(predicted_costs[fits], table.costs(held_out, generated_index)[fits])
+    sources = end_to_end_error_sources(np.abs(predicted_costs / true_costs - 1), regret)
     regret = regret[fits]
     seconds_generator = ev.time_generator(trained.generator, encodings[0])
     report = {"generator_accuracy": generator, "generator_within_1_percent": within,
               "cost_random_pairs": _lists(random_pairs), "cost_with_forwarding": _lists(with_forwarding),
-              "end_to_end": _lists(end_to_end),
+              "end_to_end": _lists(end_to_end), "end_to_end_on_generated_point": _lists(on_generated),
+              "end_to_end_error_sources": sources,
             "generated_point_regret": {"mean": float(regret.mean()), "median": float(np.median(regret)),
                                        "optimal_fraction": float((regret <= 1e-12).mean()),
                                        "unfit_fraction": float(1 - fits.mean())},
               "optimum_rank_correlation": ranking, "generator_inference_s": seconds_generator,
               "held_out_unit_coverage": coverage}
     if without is not None:
-        report["cost_without_forwarding"] = _lists(ev.cost_accuracy(ev.predict_costs(without, encodings), true_costs))
+        predicted_without = np.exp(np.mean([np.log(ev.predict_costs(member, encodings)) for member in without], axis=0))
+        report["cost_without_forwarding"] = _lists(ev.cost_accuracy(predicted_without, true_costs))
     return report
+
+
+# The end-to-end error by the generated point's true cost over the optimum's (upper bounds, relative).
+REGRET_BANDS = (("optimum", 1e-12), ("within_0.1_percent", 1e-3), ("within_1_percent", WITHIN),
+                ("beyond_1_percent", np.inf))
+
+
+def end_to_end_error_sources(error, regret):
+    """Per band of the generated point's ``regret`` (its true cost over the optimum's; inf: the network does not fit
+    it): the held-out networks in it and their share of the summed end-to-end ``error`` (N, metrics)."""
+    fits, lower, bands = np.isfinite(regret), -np.inf, {}
+    for band, upper in REGRET_BANDS:
+        bands[band] = fits & (regret > lower) & (regret <= upper)
+        lower = upper
+    bands["unfit"] = ~fits
+    return {band: {"networks": int(inside.sum()),
+                   "error_share": [float(v) for v in error[inside].sum(axis=0) / error.sum(axis=0)]}
+            for band, inside in bands.items()}
 
 
 def unit_coverage(table, held_out):
@@ -286,6 +332,15 @@ def format_table_1(report):
         lines.append(title + "  ".join(
             f"{metric.split('_')[0]} {100 * ours['accuracy'][i]:.1f}% | {100 * theirs[i]:.1f}% "
             f"({_errors(ours, i)})" for i, metric in enumerate(METRICS)))
+    ours = report.get("end_to_end_on_generated_point")
+    if ours:
+        lines.append("end to end, against the generated point's own true cost (where the network fits it)   " + "  ".join(
+            f"{metric.split('_')[0]} {100 * ours['accuracy'][i]:.2f}%" for i, metric in enumerate(METRICS)))
+    sources = report.get("end_to_end_error_sources")
+    if sources:
+        lines.append("end-to-end error by the generated point's true cost over the optimum's: " + "; ".join(
+            f"{band} {source['networks']} networks, " + "/".join(f"{100 * share:.0f}" for share in source["error_share"])
+            + " % of the latency/energy/area error" for band, source in sources.items()))
     ours = report["cost_random_pairs"]
     lines.append("cost, random pairs   " + "  ".join(
         f"{metric.split('_')[0]} {100 * ours['accuracy'][i]:.1f}% ({_errors(ours, i)})"
@@ -346,27 +401,37 @@ def save(trained, space_name, *, directory=None):
         path = (generator_checkpoint(space_name, name) if directory is None
                 else Path(directory) / f"generator_{space_name}_{name}.pt")
         torch.save({"space": space_name, "inputs": evaluator.generator.inputs,
-                    "sizes": list(evaluator.generator.sizes), "state": evaluator.generator.state_dict(),
+                    "sizes": list(evaluator.generator.sizes),
+                    "members": [member.state_dict() for member in evaluator.generator.members],
                     "cost_function": {"name": name, "reference": list(evaluator.cost_function.reference)},
                     "report": evaluator.report}, path)
 
 
-def load(space_name, cost, *, directory=None):
-    """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints."""
+def _required(path, space_name):
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no trained evaluator; train one with "
+                                f"`python -m nnaccel.dse.dance.train_evaluator --space {space_name}`")
+    return torch.load(path, weights_only=True)
+
+
+def load_cost(space_name, *, directory=None):
+    """The frozen shared cost network of ``space_name`` from its checkpoint."""
     cost_path = cost_checkpoint(space_name) if directory is None else Path(directory) / f"cost_{space_name}.pt"
-    path = (generator_checkpoint(space_name, cost) if directory is None
-            else Path(directory) / f"generator_{space_name}_{cost}.pt")
-    for required in (cost_path, path):
-        if not required.exists():
-            raise FileNotFoundError(f"{required}: no trained evaluator; train one with "
-                                    f"`python -m nnaccel.dse.dance.train_evaluator --space {space_name}`")
-    cost_data = torch.load(cost_path, weights_only=True)
+    cost_data = _required(cost_path, space_name)
     masks = np.zeros((cost_data["units"], cost_data["network_width"]))
     cost_network = UnitSumCostEstimator(cost_data["network_width"], cost_data["hardware_width"], masks, masks,
                                         np.zeros(3), width=cost_data["width"])
     cost_network.load_state_dict(cost_data["state"])
-    data = torch.load(path, weights_only=True)
-    generator = ev.HardwareGenerator(data["inputs"], data["sizes"])
-    generator.load_state_dict(data["state"])
+    return ev.freeze(cost_network)
+
+
+def load(space_name, cost, *, directory=None):
+    """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints."""
+    cost_network = load_cost(space_name, directory=directory)
+    data = _required(generator_checkpoint(space_name, cost) if directory is None
+                     else Path(directory) / f"generator_{space_name}_{cost}.pt", space_name)
+    members = [ev.HardwareGenerator(data["inputs"], data["sizes"]) for _ in data["members"]]
+    for member, state in zip(members, data["members"]):
+        member.load_state_dict(state)
     function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
-    return TrainedEvaluator(ev.freeze(generator), ev.freeze(cost_network), function, data["report"])
+    return TrainedEvaluator(ev.freeze(ev.GeneratorEnsemble(members)), cost_network, function, data["report"])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nnaccel.dse.dance import evaluator as ev
-from nnaccel.dse.dance import training
+from nnaccel.dse.dance import train_evaluator, training
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.labels import LabelTable, distinct_units
 from nnaccel.dse.dance.network_space import NetworkSpace
@@ -95,8 +95,31 @@ def test_the_training_state_is_named_by_space_and_settings(tmp_path):
     assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings(cost_epochs=40)) != path
     assert training.training_state_path(tmp_path, "rtl", settings) != path
 
+def test_a_generator_ensemble_averages_its_members_log_probabilities():
+    """One member reads as that generator (the same argmax and straight-through one-hots); two members pick the value
+    whose mean log-probability is highest, even where neither member alone would."""
+    torch.manual_seed(0)
+    first, second = ev.freeze(ev.HardwareGenerator(4, (3, 2))), ev.freeze(ev.HardwareGenerator(4, (3, 2)))
+    encoding = torch.rand(64, 4)
+    assert torch.equal(ev.GeneratorEnsemble([first]).one_hot(encoding), first.one_hot(encoding))
+    pair = ev.GeneratorEnsemble([first, second])
+    for head, (one, two) in enumerate(zip(first(encoding), second(encoding))):
+        mean = (torch.log_softmax(one, dim=1) + torch.log_softmax(two, dim=1)) / 2
+        assert torch.allclose(pair(encoding)[head], mean)
+    assert pair.sizes == (3, 2) and pair.one_hot(encoding).shape == (64, 5)
+
+
+def test_end_to_end_error_sources_split_the_error_by_the_generated_points_regret():
+    error = np.array([[1.0, 0.0], [2.0, 1.0], [3.0, 1.0], [4.0, 2.0], [10.0, 0.0]])
+    sources = training.end_to_end_error_sources(error, np.array([0.0, 5e-4, 0.02, np.inf, 0.005]))
+    assert {band: source["networks"] for band, source in sources.items()} == {
+        "optimum": 1, "within_0.1_percent": 1, "within_1_percent": 1, "beyond_1_percent": 1, "unfit": 1}
+    assert sources["within_1_percent"]["error_share"] == [0.5, 0.0]
+    assert sources["unfit"]["error_share"] == [0.2, 0.5]
+
+
 def test_checkpoints_round_trip(tmp_path):
-    generator = ev.freeze(ev.HardwareGenerator(5, (2, 3)))
+    generator = ev.freeze(ev.GeneratorEnsemble([ev.HardwareGenerator(5, (2, 3)), ev.HardwareGenerator(5, (2, 3))]))
     masks = np.ones((4, 5))
     cost = ev.freeze(UnitSumCostEstimator(5, 5, masks, np.zeros((4, 5)), np.zeros(3), width=16))
     trained = {"edap": training.TrainedEvaluator(generator, cost, CostFunction("edap"), {"note": 1})}
@@ -122,6 +145,7 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
                                           near_optimal_points=3)
     trained = training.train_evaluators(table, settings, ("edap",))["edap"]
     report = trained.report
+    assert len(trained.generator.members) == settings.generator_members
     for name in (*space.names, "all"):
         assert report["generator_within_1_percent"][name] >= report["generator_accuracy"][name]
     assert set(report["optimum_rank_correlation"]) == {"evaluator", "macs"}
@@ -130,6 +154,13 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     again = training.remeasure(table, training.load("small", "edap", directory=tmp_path))
     assert again["generator_accuracy"] == report["generator_accuracy"]
     assert again["cost_without_forwarding"] == report["cost_without_forwarding"]
+    torch.manual_seed(1)
+    kept = training.train_evaluators(table, settings, ("edap",), cost=trained.cost)["edap"]
+    assert kept.cost is trained.cost and kept.report["cost_with_forwarding"] == report["cost_with_forwarding"]
+    torch.manual_seed(2)        # whatever the process drew before, the members start from their own seeds
+    again = training.train_evaluators(table, settings, ("edap",), cost=trained.cost)["edap"]
+    for first, second in zip(kept.generator.state_dict().values(), again.generator.state_dict().values()):
+        assert torch.equal(first, second)
 
 
 def test_the_generators_targets_are_the_near_optimal_points_shares():
@@ -153,3 +184,11 @@ def test_the_generators_targets_are_the_near_optimal_points_shares():
         assert np.allclose(share[0, points[best[0], column]],
                            weights[0, points[:, column] == points[best[0], column]].sum())
         assert np.allclose(share.sum(axis=1), 1)
+
+
+@pytest.mark.parametrize("argv, message", [(["--generator-members", "0"], "must be at least 1, not 0"),
+                                           (["--measure", "--generators-only"], "not allowed with argument")])
+def test_train_evaluator_rejects_bad_options_with_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        train_evaluator.main(argv)
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
