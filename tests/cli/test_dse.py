@@ -7,7 +7,7 @@ def test_help_lists_the_cost_functions(capsys):
     assert main(["dse", "cosearch", "--help"]) == 0
     out = capsys.readouterr().out
     assert "edap" in out and "balanced" in out and "--scheduler" in out
-    assert "{template,rtl}" in out
+    assert "{template,rtl,rtl-stream,rtl-stream-1k}" in out
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys):
