@@ -59,8 +59,8 @@ def add_arguments(parser, *, option_types):
     parser.add_argument("--space", choices=SPACES, default="template",
                         help="hardware space: the seeds' template, or rtl, the DQN accelerator's configurations "
                              "(dse/rtl/hardware_space.py; --rtl-digits then builds the chosen one), or rtl-stream, "
-                             "the same with the weights on chip or in a DDR3 model (dse/rtl/stream_hardware_space.py), or "
-                             "rtl-stream-1k, that space with 1,024 words of weight RAM (no shipped evaluator: train "
+                             "the same with the weights on chip or in a DDR3 model "
+                             "(dse/rtl/stream_hardware_space.py), or rtl-stream-1k, that space with 1,024 words of weight RAM (no shipped evaluator: train "
                              "one with python -m nnaccel.dse.dance.train_evaluator) (default template)")
     parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
                         help=f"comma-separated subset of {','.join(METHODS)} (default all)")

@@ -1,8 +1,8 @@
 """What DANCE needs of a hardware design space, whatever the family: the protocol ``HardwareSpace``.
 
 The families implement it (``dse.template.hardware_space.TemplateHardwareSpace``,
-``dse.rtl.hardware_space.RtlHardwareSpace``, ``dse.rtl.stream_hardware_space.RtlStreamHardwareSpace``, all on ``dse.shared.hardware_grid.HardwareGrid``); DANCE's labels,
-evaluator training, co-search and baselines use nothing else of them.  ``SPACES`` names them for the commands.
+``dse.rtl.hardware_space.RtlHardwareSpace``, ``dse.rtl.stream_hardware_space.RtlStreamHardwareSpace``, all on
+``dse.shared.hardware_grid.HardwareGrid``); DANCE's labels, evaluator training, co-search and baselines use nothing else of them.  ``SPACES`` names them for the commands.
 
 - the grid: ``parameters`` (every hardware parameter with its choices, each a one-hot block of the evaluator's
   input and the generator's output), ``names``, ``sizes``, ``encoding_width``, ``len()``, ``all_points``,

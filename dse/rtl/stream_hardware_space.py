@@ -59,8 +59,8 @@ from nnaccel.models.dqn.weight_stream import on_chip_twin, run_timing_arguments,
 from nnaccel.models.shared.sdram import DE5_NET_DDR3
 from nnaccel.sim.fpga.synth import Resources
 
-__all__ = ["RtlStreamHardwareSpace", "RtlStreamSmallBoardSpace", "PARAMETERS", "SMALL_BOARD_PARAMETERS", "FIXED", "EXTERNAL_BUS_BITS", "EXTERNAL_BLOCK", "COLUMNS",
-           "network_units", "network_table", "label_networks"]
+__all__ = ["RtlStreamHardwareSpace", "RtlStreamSmallBoardSpace", "PARAMETERS", "SMALL_BOARD_PARAMETERS", "FIXED",
+           "EXTERNAL_BUS_BITS", "EXTERNAL_BLOCK", "COLUMNS", "network_units", "network_table", "label_networks"]
 
 PARAMETERS = (
     ("modules", (16, 32)),
