@@ -372,12 +372,18 @@ def data_path(name):
     return Path(str(resources.files("nnaccel.dse.dance").joinpath("data", name)))
 
 
-def cost_checkpoint(space_name):
-    return data_path(f"cost_{space_name}.pt")
+def _checkpoint(name, directory):
+    return data_path(name) if directory is None else Path(directory) / name
 
 
-def generator_checkpoint(space_name, cost):
-    return data_path(f"generator_{space_name}_{cost}.pt")
+def cost_checkpoint(space_name, directory=None):
+    """The shared cost network's checkpoint: shipped, or in ``directory``."""
+    return _checkpoint(f"cost_{space_name}.pt", directory)
+
+
+def generator_checkpoint(space_name, cost, directory=None):
+    """``cost``'s generator checkpoint: shipped, or in ``directory``."""
+    return _checkpoint(f"generator_{space_name}_{cost}.pt", directory)
 
 
 def checkpoint_digest(space_name, cost):
@@ -392,14 +398,13 @@ def checkpoint_digest(space_name, cost):
 def save(trained, space_name, *, directory=None):
     """Write the shared cost network and every cost function's generator (and its report)."""
     first = next(iter(trained.values()))
-    cost_path = cost_checkpoint(space_name) if directory is None else Path(directory) / f"cost_{space_name}.pt"
+    cost_path = cost_checkpoint(space_name, directory)
     cost_path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"space": space_name, "network_width": first.cost.network_width,
                 "hardware_width": first.cost.hardware_width, "units": first.cost.units, "width": first.cost.width,
                 "state": first.cost.state_dict()}, cost_path)
     for name, evaluator in trained.items():
-        path = (generator_checkpoint(space_name, name) if directory is None
-                else Path(directory) / f"generator_{space_name}_{name}.pt")
+        path = generator_checkpoint(space_name, name, directory)
         torch.save({"space": space_name, "inputs": evaluator.generator.inputs,
                     "sizes": list(evaluator.generator.sizes),
                     "members": [member.state_dict() for member in evaluator.generator.members],
@@ -416,8 +421,7 @@ def _required(path, space_name):
 
 def load_cost(space_name, *, directory=None):
     """The frozen shared cost network of ``space_name`` from its checkpoint."""
-    cost_path = cost_checkpoint(space_name) if directory is None else Path(directory) / f"cost_{space_name}.pt"
-    cost_data = _required(cost_path, space_name)
+    cost_data = _required(cost_checkpoint(space_name, directory), space_name)
     masks = np.zeros((cost_data["units"], cost_data["network_width"]))
     cost_network = UnitSumCostEstimator(cost_data["network_width"], cost_data["hardware_width"], masks, masks,
                                         np.zeros(3), width=cost_data["width"])
@@ -428,8 +432,7 @@ def load_cost(space_name, *, directory=None):
 def load(space_name, cost, *, directory=None):
     """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints."""
     cost_network = load_cost(space_name, directory=directory)
-    data = _required(generator_checkpoint(space_name, cost) if directory is None
-                     else Path(directory) / f"generator_{space_name}_{cost}.pt", space_name)
+    data = _required(generator_checkpoint(space_name, cost, directory), space_name)
     members = [ev.HardwareGenerator(data["inputs"], data["sizes"]) for _ in data["members"]]
     for member, state in zip(members, data["members"]):
         member.load_state_dict(state)

@@ -72,7 +72,7 @@ def test_a_task_names_the_evaluator_it_searches_with_so_a_retrained_one_searches
     assert [case["evaluator"] for case in shipped] == [training.checkpoint_digest("rtl", "latency")] * 2
     retrained = tmp_path / "cost_rtl.pt"
     retrained.write_bytes(training.cost_checkpoint("rtl").read_bytes() + b"\0")
-    monkeypatch.setattr(training, "cost_checkpoint", lambda space_name: retrained)
+    monkeypatch.setattr(training, "cost_checkpoint", lambda space_name, directory=None: retrained)
     again = command.cases(arguments)
     assert all(old["evaluator"] != new["evaluator"] for old, new in zip(shipped, again))
     assert [{**case, "evaluator": ""} for case in shipped] == [{**case, "evaluator": ""} for case in again]
