@@ -380,7 +380,7 @@ class RtlHardwareSpace(HardwareGrid):
 
     def label_columns(self, contexts, cases, results):
         """``COLUMNS`` (contexts, points) of the tasks' results."""
-        results = [_unpack_arrays(result["points"]) for result in results]
+        results = [unpack_arrays(result["points"]) for result in results]
         columns = {}
         for name in COLUMNS:
             column = np.zeros((len(contexts), len(self)), dtype=results[0][name].dtype)
@@ -397,7 +397,7 @@ def label_contexts(case):
     contexts = [context_from_dict(items) for items in case["contexts"]]
     structures, members = _task_members(space, tuple(case["task"]))
     table = context_table(space, contexts, structures)
-    return {"points": _pack_arrays({"points": members, **{name: table[name][:, members] for name in COLUMNS}})}
+    return {"points": pack_arrays({"points": members, **{name: table[name][:, members] for name in COLUMNS}})}
 
 
 def _task_members(space, task):
@@ -408,13 +408,15 @@ def _task_members(space, task):
     return set(chosen), np.array(sorted(index for members in chosen.values() for index in members))
 
 
-def _pack_arrays(arrays):
+def pack_arrays(arrays):
+    """``{name: array}`` as compressed text (a labelling task's result crosses the Dask sweep as JSON)."""
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _unpack_arrays(text):
+def unpack_arrays(text):
+    """The ``{name: array}`` :func:`pack_arrays` made ``text`` of."""
     with np.load(io.BytesIO(base64.b64decode(text))) as data:
         return {name: data[name] for name in data.files}
 

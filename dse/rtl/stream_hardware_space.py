@@ -46,8 +46,8 @@ from dataclasses import replace
 import numpy as np
 
 from nnaccel.dse.rtl.cost_model import hardware_area
-from nnaccel.dse.rtl.hardware_space import (CLOCK_MHZ, RtlHardwareSpace, _pack_arrays, _unpack_arrays,
-                                            alm_equivalents, context_from_dict, context_to_dict)
+from nnaccel.dse.rtl.hardware_space import (CLOCK_MHZ, RtlHardwareSpace, alm_equivalents, context_from_dict,
+                                            context_to_dict, pack_arrays, unpack_arrays)
 from nnaccel.dse.rtl.hardware_space import PARAMETERS as ON_CHIP_PARAMETERS
 from nnaccel.dse.rtl.area import compose
 from nnaccel.dse.rtl.stream_space import START_CYCLE, StreamSpace, zero_weights
@@ -116,6 +116,14 @@ def _on_chip_parameters(values):
                  for name, options in ON_CHIP_PARAMETERS)
 
 
+def _on_chip_options(values):
+    """``DqnConfig`` options of a point's ``values`` with its weights on chip (and :data:`FIXED`)."""
+    return dict(modules=values["modules"], lanes=values["lanes"], fmt=float_format(values["format"]),
+                multiplier_latency=FIXED["multiplier_latency"], adder_latency=FIXED["adder_latency"],
+                row_elements=FIXED["row_elements"], activation_depth=values["activation_depth"],
+                weight_depth=values["weight_depth"])
+
+
 def _counter_key(config, stream):
     """What ``stream_counters`` of a fresh run reads of ``stream``: the passes' timing arguments, the loads and the
     bus words per weight word (points that differ only in RAM depths often share them)."""
@@ -155,13 +163,17 @@ def _external_costs(space, layers, points):
     return found
 
 
+def _empty_table(networks, points):
+    """``COLUMNS`` for ``networks`` x ``points`` with nothing fitting."""
+    return {"feasible": np.zeros((networks, points), bool), "latency_ms": np.full((networks, points), np.inf),
+            "energy_mj": np.full((networks, points), np.inf)}
+
+
 def network_table(space, networks, structures=None):
     """``{column: (networks, points)}`` of ``COLUMNS`` for ``networks`` (tuples of layers) on the points whose
     ``TASK_KEYS`` values are in ``structures`` (default all); other points are left infeasible."""
     points = space.all_points()
-    table = {"feasible": np.zeros((len(networks), len(points)), bool),
-             "latency_ms": np.full((len(networks), len(points)), np.inf),
-             "energy_mj": np.full((len(networks), len(points)), np.inf)}
+    table = _empty_table(len(networks), len(points))
     values = dict(space.parameters)
     for structure in structures or space.structures():
         members = space.structure_points(structure)
@@ -206,10 +218,7 @@ class RtlStreamHardwareSpace(HardwareGrid):
         """The ``DqnConfig`` of one point; None where the configuration cannot be built (binary16 on 32 MACs with
         the 1,024-bit port)."""
         values = self.point_values(point)
-        options = dict(modules=values["modules"], lanes=values["lanes"], fmt=float_format(values["format"]),
-                       multiplier_latency=FIXED["multiplier_latency"], adder_latency=FIXED["adder_latency"],
-                       row_elements=FIXED["row_elements"], activation_depth=values["activation_depth"],
-                       weight_depth=values["weight_depth"])
+        options = _on_chip_options(values)
         if values["weights"] == "ddr3":
             options.update(external_weights=True, external_bus_bits=EXTERNAL_BUS_BITS)
         try:
@@ -242,11 +251,7 @@ class RtlStreamHardwareSpace(HardwareGrid):
             areas = []
             for point in self.all_points():
                 values = self.point_values(point)
-                config = DqnConfig(modules=values["modules"], lanes=values["lanes"],
-                                   fmt=float_format(values["format"]), activation_depth=values["activation_depth"],
-                                   weight_depth=values["weight_depth"],
-                                   **{name: FIXED[name] for name in ("multiplier_latency", "adder_latency",
-                                                                     "row_elements")})
+                config = DqnConfig(**_on_chip_options(values))
                 areas.append(alm_equivalents(hardware_area(config)) / 1e3
                              + (EXTERNAL_BLOCK if values["weights"] == "ddr3" else 0.0))
             self._area = np.array(areas)
@@ -285,11 +290,9 @@ class RtlStreamHardwareSpace(HardwareGrid):
 
     def label_columns(self, units, cases, results):
         networks = list(dict.fromkeys(layers for layers, _ in units))
-        table = {"feasible": np.zeros((len(networks), len(self)), bool),
-                 "latency_ms": np.full((len(networks), len(self)), np.inf),
-                 "energy_mj": np.full((len(networks), len(self)), np.inf)}
+        table = _empty_table(len(networks), len(self))
         for result in results:
-            arrays = _unpack_arrays(result["points"])
+            arrays = unpack_arrays(result["points"])
             for name in COLUMNS:
                 table[name][:, arrays["points"]] = arrays[name]
         return _unit_columns(units, networks, table)
@@ -313,7 +316,7 @@ def label_networks(case):
     structure = tuple(case["task"])
     table = network_table(space, networks, [structure])
     members = space.structure_points(structure)
-    return {"points": _pack_arrays({"points": members, **{name: table[name][:, members] for name in COLUMNS}})}
+    return {"points": pack_arrays({"points": members, **{name: table[name][:, members] for name in COLUMNS}})}
 
 
 #: a small board's grid: the on-chip weight RAM (and the external tile buffer) at 1,024 words, so that a network with
