@@ -133,9 +133,9 @@ class DqnConfig:
                                 or self.fmt.width < 12
                                 or self.flat_window_words * self.row_elements < self.flat_group_lanes):
             raise ValueError(f"the flat map needs windows of at least {self.flat_group_lanes} elements, an even "
-                             f"number of window words over the slots, on-chip "
-                             f"weights and elements of 12 bits or more (the lanes' coordinates), not "
-                             f"{self.flat_window_words} words of {self.row_elements} {self.fmt.name} elements"
+                             f"number of window words over the slots, on-chip weights and elements of 12 bits or "
+                             f"more (the lanes' coordinates), not {self.flat_slots} x {self.flat_window_words} words "
+                             f"of {self.row_elements} {self.fmt.name} elements"
                              + (" with external weights" if self.external_weights else ""))
 
     @property
