@@ -53,40 +53,29 @@ def test_a_flat_pass_between_pointwise_layers_is_bit_exact(layers):
         (False, True), (True, True), (True, False)]
 
 
-@pytest.mark.parametrize("layers", [
-    separable_block(6, (5, 4)),                                  # 20 positions: 5 groups of 4 per channel pair
-    separable_block(4, (7, 5)),                                  # 35 positions: a slot's lanes wrap mid-row
-    separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0)),   # 6 steps: 4 loads hidden, uneven padding
-], ids=["5x4", "7x5", "6x3_kernel3x2"])
-def test_two_channel_slots_are_bit_exact(layers):
-    """Two channel slots: a group computes the same positions of two channels, each slot's window loaded from its
-    channel's words, each slot's words written in turn; outputs bit-exact, every counter as predicted."""
-    plan = check_on_the_rtl(TWO_SLOTS, layers, seed=SEED + 3)
-    flat = plan.layers[1]
-    channels, positions = layers[1].in_channels, layers[1].out_height * layers[1].out_width
-    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
-    assert flat.positions_per_group == TWO_SLOTS.lanes
-    assert flat.groups == -(-positions // TWO_SLOTS.lanes) * channels // 2
-
-
 FOUR_SLOTS = dataclasses.replace(TWO_SLOTS, modules=4, flat_slots=4, flat_window_words=3)   # 4 x 3 words, 6 loads
 
 
-@pytest.mark.parametrize("layers", [
-    separable_block(8, (5, 4)),                                  # 20 positions: groups of 4 over 2 words
-    separable_block(4, (7, 5)),                                  # 35 positions: a slot's lanes wrap mid-row
-    separable_block(8, (3, 3)),                                  # 9 positions: one word, one group per channel
-], ids=["5x4", "7x5", "3x3"])
-def test_four_channel_slots_are_bit_exact(layers):
-    """Four channel slots of 3-word windows (MobileNet's configuration, scaled down): a group computes the same
-    positions of four channels, the slots' 12 window words loaded two a cycle in 6 of its 9 steps (a load across
-    two slots' windows), slots 0 and 1's words written, then slots 2 and 3's; bit-exact, every counter as predicted."""
-    plan = check_on_the_rtl(FOUR_SLOTS, layers, seed=SEED + 11)
+@pytest.mark.parametrize("config, layers", [
+    (TWO_SLOTS, separable_block(6, (5, 4))),                     # 20 positions: 5 groups of 4 per channel pair
+    (TWO_SLOTS, separable_block(4, (7, 5))),                     # 35 positions: a slot's lanes wrap mid-row
+    (TWO_SLOTS, separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0))),   # 6 steps: 4 loads hidden
+    (FOUR_SLOTS, separable_block(8, (5, 4))),                    # four slots: 20 positions over 2 words
+    (FOUR_SLOTS, separable_block(4, (7, 5))),
+    (FOUR_SLOTS, separable_block(8, (3, 3))),                    # 9 positions: one word, one group per channel
+], ids=["5x4", "7x5", "6x3_kernel3x2", "5x4_four_slots", "7x5_four_slots", "3x3_four_slots"])
+def test_channel_slots_are_bit_exact(config, layers):
+    """Two channel slots: a group computes the same positions of two channels, each slot's window loaded from its
+    channel's words, each slot's words written in turn.  Four slots of 3-word windows (MobileNet's configuration,
+    scaled down): four channels a group, the slots' 12 window words loaded two a cycle in 6 of its 9 steps (a load
+    across two slots' windows), slots 0 and 1's words written, then slots 2 and 3's.  Outputs bit-exact, every
+    counter as predicted."""
+    plan = check_on_the_rtl(config, layers, seed=SEED + 3)
     flat = plan.layers[1]
     channels, positions = layers[1].in_channels, layers[1].out_height * layers[1].out_width
     assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
-    assert flat.positions_per_group == FOUR_SLOTS.lanes
-    assert flat.groups == -(-positions // FOUR_SLOTS.lanes) * channels // 4
+    assert flat.positions_per_group == config.flat_group_lanes
+    assert flat.groups == -(-positions // config.flat_group_lanes) * channels // config.flat_slots
 
 
 @pytest.mark.parametrize("config, layers", [
