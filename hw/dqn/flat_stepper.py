@@ -32,8 +32,8 @@ class FlatStepper(DqnBlock):
     Each slot's window is double-buffered: during a group's steps ``0 .. loads - 1`` (``loads = S * W / 2``, ``W``
     words a window) the next group's words are read two a cycle on the input RAM's ports 0 and 1 (the steps use
     neither), the slots' words in order (slot 0's first; a cycle may read the last word of one slot's window and the
-    first of the next's), and its last step swaps the windows.  A pass's first group loads before its steps (the prologue): on the
-    start cycle its first pair is read with the lanes' coordinates (weight rows ``weight_base``: rows,
+    first of the next's), and its last step swaps the windows.  A pass's first group loads before its steps (the
+    prologue): on the start cycle its first pair is read with the lanes' coordinates (weight rows ``weight_base``: rows,
     ``weight_base + 1``: columns, on the weight RAM's two ports), the other pairs on the cycles after, the swap on
     cycle ``loads + 1`` and the first step on cycle ``loads + 2``.
 
@@ -136,15 +136,15 @@ class FlatStepper(DqnBlock):
         load_first = Signal.like(feeder.row_address0, name="load_first_word")
         load_index = Signal(range(max(2, loads)), name="load_index")
         for port, address in enumerate((feeder.row_address0, feeder.row_address1)):
-            slot, word = Signal(range(slots), name=f"load_slot{port}"), Signal(range(window_words),
-                                                                              name=f"load_word{port}")
+            slot = Signal(range(slots), name=f"load_slot{port}") if slots > 1 else None
+            word = Signal(range(window_words), name=f"load_word{port}")
             with m.Switch(load_index):
                 for index in range(loads):
                     with m.Case(index):
                         m.d.comb += word.eq((2 * index + port) % window_words)
-                        if slots > 1:
+                        if slot is not None:
                             m.d.comb += slot.eq((2 * index + port) // window_words)
-            m.d.comb += address.eq(load_first + (slot * layer.channel_words if slots > 1 else 0) + word)
+            m.d.comb += address.eq(load_first + (slot * layer.channel_words if slot is not None else 0) + word)
         m.d.comb += lanes.load_index.eq(load_index)
 
         def read_pair(first_word, load):

@@ -50,9 +50,10 @@ class ResultWriter(DqnBlock):
     ``c + s``) writes words ``out_base + flat_word + s*channel_words + j`` on port ``s % 2``, one a cycle, for ``j =
     0 ..`` while the group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e -
     flat_element`` of the slot); with two slots both ports write together, with four slots 0 and 1, then slots 2
-    and 3.  A stride-2 flat pass (``stride_x`` 2) writes only its even rows' even columns: the packers take the slot's even lanes, and the writes go output row by
-    output row from the group's ``flat_row_lane``, ``flat_out_word``, ``flat_out_element``, one or two words a row
-    (``out_base + flat_out_word + s*out_channel_words + ...``; models.dqn.flat_map.strided_writes).
+    and 3.  A stride-2 flat pass (``stride_x`` 2) writes only its even rows' even columns: the packers take the
+    slot's even lanes, and the writes go output row by output row from the group's ``flat_row_lane``,
+    ``flat_out_word``, ``flat_out_element``, one or two words a row (``out_base + flat_out_word + s*out_channel_words
+    + ...``; models.dqn.flat_map.strided_writes).
 
     Ports
     -----
