@@ -138,11 +138,11 @@ def add_flat_argument(parser):
     DQN accelerator built with the flat map (the configuration's ``flat_slots``, ``flat_window_words``:
     :func:`flat_map_fields`)."""
     parser.add_argument("--flat-window", type=int, default=0, metavar="WORDS",
-                        help="build the flat map with a lane window of WORDS activation words (even; default 0: no "
-                             "flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
+                        help="build the flat map with a lane window of WORDS activation words per slot (the slots' "
+                             "words even in total; default 0: no flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
                              "compiler predicts fewer cycles")
     parser.add_argument("--flat-slots", type=int, default=1, metavar="S",
-                        help="with --flat-window: the flat map's channel slots, 1 or 2 (default 1): a group computes "
+                        help="with --flat-window: the flat map's channel slots, 1, 2 or 4 (default 1): a group computes "
                              "S channels' positions, each on modules / S modules")
 
 

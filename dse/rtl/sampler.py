@@ -98,7 +98,7 @@ def _separable_block(rng, channels, height, width, slots):
     to 1..6 channels: on a configuration with the flat map its depthwise layer takes the flat pass where the compiler
     predicts it faster."""
     middle, out_channels = int(rng.integers(2, 7)), int(rng.integers(1, 7))
-    middle -= middle % slots
+    middle = max(slots, middle - middle % slots)
     kernel = [(3, 3), (3, 2), (2, 3)][int(rng.integers(3))]
     padding = ((kernel[0] - 1) // 2, kernel[0] // 2, (kernel[1] - 1) // 2, kernel[1] // 2)
     stride = 1

@@ -55,7 +55,7 @@ def validation_configs(rng, count):
     mappings have position slots to choose from; 1..4 lanes): the formats in turn, multiplier and adder
     latencies 1..3, 16- or 20-element rows, small RAMs, every other one with the matrix modules' max mode (its
     networks draw max pools), every third one (binary32) with the flat map (a 6-word lane window, one channel slot
-    and two in turn: its networks draw depthwise-separable blocks)."""
+    and two, then four slots of 3-word windows, in turn: its networks draw depthwise-separable blocks)."""
     configs, shapes = [], set()
     while len(configs) < count:
         modules, lanes = int(rng.choice([2, 4, 8])), int(rng.integers(1, 5))
@@ -66,8 +66,8 @@ def validation_configs(rng, count):
                                  multiplier_latency=int(rng.integers(1, 4)), adder_latency=int(rng.integers(1, 4)),
                                  row_elements=int(rng.choice([16, 20])), activation_depth=128, weight_depth=256,
                                  max_layers=8, max_pooling=len(configs) % 2 == 1,
-                                 flat_slots=0 if len(configs) % 3 else 1 + len(configs) // 3 % 2,
-                                 flat_window_words=6))
+                                 flat_slots=0 if len(configs) % 3 else min(modules, (1, 2, 4)[len(configs) // 3 % 3]),
+                                 flat_window_words=3 if len(configs) % 9 == 6 and modules >= 4 else 6))
     return configs
 
 
@@ -75,13 +75,15 @@ def reduced_configs():
     """The reduced configuration (2 modules x 4 lanes) in each number format, and in binary32 with the matrix
     modules' max mode (its networks draw max pools); 16-element rows in the 16-bit formats (the host port, as wide
     as the widest RAM word, must hold a descriptor), and in binary32 with the flat map (a 4-word lane window, one
-    channel slot and two: its networks draw depthwise-separable blocks)."""
+    channel slot and two; and 4 x 4 with four slots of 3-word windows: its networks draw depthwise-separable
+    blocks)."""
     configs = [dataclasses.replace(REDUCED_CONFIG, fmt=float_format(fmt),
                                    row_elements=REDUCED_CONFIG.row_elements if fmt == "binary32" else 16)
                for fmt in FORMATS]
     return configs + [dataclasses.replace(REDUCED_CONFIG, max_pooling=True),
                       dataclasses.replace(REDUCED_CONFIG, flat_slots=1, flat_window_words=4),
-                      dataclasses.replace(REDUCED_CONFIG, flat_slots=2, flat_window_words=4)]
+                      dataclasses.replace(REDUCED_CONFIG, flat_slots=2, flat_window_words=4),
+                      dataclasses.replace(REDUCED_CONFIG, modules=4, flat_slots=4, flat_window_words=3)]
 
 
 def validation_cases(count, *, seed, configs, thesis=True):

@@ -66,7 +66,7 @@ class DqnConfig:
         every pass writing the network's output has the ``last`` bit, and the writer offsets the argmax index by the
         tile's first channel (default False: only the run's last pass feeds the argmax, the build unchanged).
     flat_slots, flat_window_words
-        The flat map (docs/dqn_accelerator.md, "The flat map's datapath"): with ``flat_slots`` 1 or 2 the feeder has
+        The flat map (docs/dqn_accelerator.md, "The flat map's datapath"): with ``flat_slots`` 1, 2 or 4 the feeder has
         a :class:`~hw.dqn.flat_lane_window.FlatLaneWindow` of ``flat_window_words`` words per slot, the writer a
         :class:`~hw.dqn.flat_word_packer.FlatWordPacker` and the descriptor the flat fields: a stride-1 depthwise
         layer runs with the lanes over output positions, each slot's (``modules / flat_slots`` modules) of one
@@ -125,16 +125,17 @@ class DqnConfig:
                                       or self.weight_word_bits % bus):
             raise ValueError(f"external weights need a weight_depth of a power of two from 4 and weight words of whole "
                              f"{bus}-bit bus words, not {self.weight_depth} words of {self.weight_word_bits} bits")
-        check_int("flat_slots", self.flat_slots, 0, 2)
+        check_int("flat_slots", self.flat_slots, 0, 4)
         if self.flat_slots and self.modules % self.flat_slots:
             raise ValueError(f"flat_slots must divide the {self.modules} modules, not {self.flat_slots!r}")
         check_int("flat_window_words", self.flat_window_words, 2, 64)
-        if self.flat_slots and (self.flat_window_words % 2 or self.external_weights or self.fmt.width < 12
+        if self.flat_slots and (self.flat_slots * self.flat_window_words % 2 or self.external_weights
+                                or self.fmt.width < 12
                                 or self.flat_window_words * self.row_elements < self.flat_group_lanes):
-            raise ValueError(f"the flat map needs an even flat_window_words of at least {self.flat_group_lanes} "
-                             f"elements, on-chip "
-                             f"weights and elements of 12 bits or more (the lanes' coordinates), not "
-                             f"{self.flat_window_words} words of {self.row_elements} {self.fmt.name} elements"
+            raise ValueError(f"the flat map needs windows of at least {self.flat_group_lanes} elements, an even "
+                             f"number of window words over the slots, on-chip weights and elements of 12 bits or "
+                             f"more (the lanes' coordinates), not {self.flat_slots} x {self.flat_window_words} words "
+                             f"of {self.row_elements} {self.fmt.name} elements"
                              + (" with external weights" if self.external_weights else ""))
 
     @property
@@ -185,19 +186,15 @@ class DqnConfig:
                 + (f"_flat{self.flat_slots}w{self.flat_window_words}" if self.flat_slots else ""))
 
     @property
-    def flat_pairs(self):
-        """Word pairs of a flat-map window: the cycles that load it on the activation RAM's two read ports."""
-        return self.flat_window_words // 2
-
-    @property
     def flat_group_lanes(self):
         """A flat group's positions of one channel: a channel slot's lanes (``macs / flat_slots``)."""
         return self.macs // max(1, self.flat_slots)
 
     @property
     def flat_loads(self):
-        """The read cycles that load a flat group's windows, every slot's pairs."""
-        return self.flat_slots * self.flat_pairs
+        """The read cycles that load a flat group's windows: every slot's words, two a cycle (the activation RAM's
+        two read ports), slot 0's first."""
+        return self.flat_slots * self.flat_window_words // 2
 
 
 # A small instance running the same controller code as the 16 x 16 machine: what unit tests, lint and quick

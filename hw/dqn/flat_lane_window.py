@@ -23,8 +23,9 @@ class FlatLaneWindow(DqnBlock):
     needs flat input position ``q_s + i + d`` (``d`` the step's offset): consecutive elements of the channel's flat
     words. A slot's window holds consecutive words of its channel; it is double-buffered: the next group's words are
     loaded into the back window (two at a time, from the activation RAM's two read ports, which the flat map's steps
-    do not use) during this group's steps, and ``swap`` with the group's last step makes it the front window, so the
-    steps of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot ``s`` element
+    do not use; the slots' words in order, so a pair may end one slot's window and start the next's: 4 slots of
+    3-word windows in 6 loads) during this group's steps, and ``swap`` with the group's last step makes it the front
+    window, so the steps of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot ``s`` element
     ``shifts[s] + i`` of the slot's window where the lane's output position ``(oy, ox)`` lies in the step's bounds
     (its input element is real), ``+0`` where it does not (padding: above, below, left and right of the map; the
     element the flat layout puts there belongs to a neighbouring row). Slots serve small maps (several channels per
@@ -33,7 +34,7 @@ class FlatLaneWindow(DqnBlock):
 
     Ports
     -----
-    control : In(:class:`~hw.dqn.interfaces.FlatLaneControlSignature`): ``load`` / ``load_slot`` / ``load_pair``,
+    control : In(:class:`~hw.dqn.interfaces.FlatLaneControlSignature`): ``load`` / ``load_index``,
         ``swap``, ``shifts``,
         ``set_lanes`` / ``lane_rows`` / ``lane_columns``, ``advance`` / ``advance_rows`` / ``advance_columns`` /
         ``out_width``, and the step's bounds ``row_low``, ``row_high``, ``column_low``, ``column_high``.
@@ -58,9 +59,10 @@ class FlatLaneWindow(DqnBlock):
     def __init__(self, *, config=DqnConfig(), window_words=4, slots=1):
         check_config(config)
         check_int("window_words", window_words, 2, 64)
-        if window_words % 2:
-            raise ValueError(f"window_words must be even (words are loaded in pairs), not {window_words!r}")
         lanes = slot_lanes(config, slots)
+        if slots * window_words % 2:
+            raise ValueError(f"the slots' {slots} x {window_words} window words must be even (they are loaded in "
+                             f"pairs)")
         if window_words * config.row_elements < lanes:
             raise ValueError(f"a window of {window_words} words of {config.row_elements} elements is narrower than "
                              f"a slot's {lanes} lanes")
@@ -103,11 +105,11 @@ class FlatLaneWindow(DqnBlock):
             # ---- The slot's windows: the next group's words loaded in pairs into the back one -----------------
             front = Signal(self._window_words * word_bits, name=f"front_window_{slot}")
             back = Signal(self._window_words * word_bits, name=f"back_window_{slot}")
-            with m.If(control.load & ((control.load_slot == slot) if self._slots > 1 else 1)):
-                for pair in range(self._window_words // 2):
-                    with m.If(control.load_pair == pair):
-                        m.d.sync += back[2 * pair * word_bits:(2 * pair + 2) * word_bits].eq(
-                            Cat(self.words[0], self.words[1]))
+            with m.If(control.load):
+                for word in range(self._window_words):     # word j of the loads: port j % 2 of load j // 2
+                    loaded = slot * self._window_words + word
+                    with m.If(control.load_index == loaded // 2):
+                        m.d.sync += back.word_select(word, word_bits).eq(self.words[loaded % 2])
             with m.If(control.swap):
                 m.d.sync += front.eq(back)
 

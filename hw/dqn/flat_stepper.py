@@ -29,10 +29,11 @@ class FlatStepper(DqnBlock):
     C-1`` (``S`` a group) at ``q0``, then ``q0 + G``, so the lanes' coordinates (in a slot: ``i // in_width``, ``i %
     in_width``) move on (by the descriptor's ``lane_rows`` / ``lane_columns``) once per ``C / S`` groups.
 
-    Each slot's window is double-buffered: during a group's steps ``0 .. loads - 1`` (``loads = S * pairs``) the
-    next group's words are read in pairs on the input RAM's ports 0 and 1 (the steps use neither), slot 0's pairs
-    first, and its last step swaps the windows.  A pass's first group loads before its steps (the prologue): on the
-    start cycle its first pair is read with the lanes' coordinates (weight rows ``weight_base``: rows,
+    Each slot's window is double-buffered: during a group's steps ``0 .. loads - 1`` (``loads = S * W / 2``, ``W``
+    words a window) the next group's words are read two a cycle on the input RAM's ports 0 and 1 (the steps use
+    neither), the slots' words in order (slot 0's first; a cycle may read the last word of one slot's window and the
+    first of the next's), and its last step swaps the windows.  A pass's first group loads before its steps (the
+    prologue): on the start cycle its first pair is read with the lanes' coordinates (weight rows ``weight_base``: rows,
     ``weight_base + 1``: columns, on the weight RAM's two ports), the other pairs on the cycles after, the swap on
     cycle ``loads + 1`` and the first step on cycle ``loads + 2``.
 
@@ -80,7 +81,7 @@ class FlatStepper(DqnBlock):
         config, layer, feeder = self._config, self.layer, self.feeder
         lanes = feeder.flat_lanes
         group_lanes, elements, slots = config.flat_group_lanes, config.row_elements, config.flat_slots
-        pairs, loads = config.flat_pairs, config.flat_loads
+        window_words, loads = config.flat_window_words, config.flat_loads
         group_words, group_elements = divmod(group_lanes, elements)    # G // F, G % F: a group's advance
 
         def moved_on(word, element, words, more_elements):
@@ -130,16 +131,25 @@ class FlatStepper(DqnBlock):
         rows_word, rows_element = moved_on(out_word, out_element, layer.out_advance_word, layer.out_advance_element)
         next_out_word, next_out_element = moved_on(rows_word, rows_element, 0, Mux(one_more, out_width, 0))
 
+        # A load of the group's windows: words 2k and 2k + 1 of the slots' windows in order (word j: word j % W of
+        # slot j // W's channel window), from the group's slot 0's first word.
+        load_first = Signal.like(feeder.row_address0, name="load_first_word")
+        load_index = Signal(range(max(2, loads)), name="load_index")
+        for port, address in enumerate((feeder.row_address0, feeder.row_address1)):
+            slot = Signal(range(slots), name=f"load_slot{port}") if slots > 1 else None
+            word = Signal(range(window_words), name=f"load_word{port}")
+            with m.Switch(load_index):
+                for index in range(loads):
+                    with m.Case(index):
+                        m.d.comb += word.eq((2 * index + port) % window_words)
+                        if slot is not None:
+                            m.d.comb += slot.eq((2 * index + port) // window_words)
+            m.d.comb += address.eq(load_first + (slot * layer.channel_words if slot is not None else 0) + word)
+        m.d.comb += lanes.load_index.eq(load_index)
+
         def read_pair(first_word, load):
-            """Load ``load`` of a group's windows (slot ``load // pairs``, pair ``load % pairs``) from its slot 0's
-            first word."""
-            slot = load >= pairs if slots > 1 else 0
-            pair = Mux(slot, load - pairs, load) if slots > 1 else load
-            address = first_word + Mux(slot, layer.channel_words, 0) + 2 * pair if slots > 1 else first_word + 2 * pair
-            m.d.comb += [feeder.row_address0.eq(address), feeder.row_address1.eq(address + 1), feeder.row_read.eq(1),
-                         lanes.load.eq(1), lanes.load_pair.eq(pair)]
-            if slots > 1:
-                m.d.comb += lanes.load_slot.eq(slot)
+            """Load ``load`` of a group's windows from its slot 0's first word ``first_word``."""
+            m.d.comb += [load_first.eq(first_word), load_index.eq(load), feeder.row_read.eq(1), lanes.load.eq(1)]
 
         with m.FSM():
             with m.State("IDLE"):

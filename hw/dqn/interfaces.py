@@ -119,10 +119,10 @@ class ActivationSelectSignature(wiring.Signature):
 class FlatLaneControlSignature(_ConfigSignature):
     """The control of the flat map's lane window (:class:`~hw.dqn.flat_lane_window.FlatLaneWindow`) for one step.
 
-    Members (``Out`` from the side that sequences the steps): ``load`` with ``load_slot`` (only with several slots)
-    and ``load_pair`` (the two
-    words read on the activation RAM's ports go to words ``2*load_pair`` and ``2*load_pair + 1`` of that slot's back
-    window: the next group's, loaded during this group's steps); ``swap`` (every slot's back window becomes its
+    Members (``Out`` from the side that sequences the steps): ``load`` with ``load_index`` ``k`` (the two words read
+    on the activation RAM's ports 0 and 1 are words ``2k`` and ``2k + 1`` of the slots' back windows taken in order,
+    ``window_words`` a slot: word ``j`` is word ``j % window_words`` of slot ``j // window_words``; the next group's
+    windows, loaded during this group's steps); ``swap`` (every slot's back window becomes its
     front window, the one the steps read: with a group's last step); ``shifts`` (per slot, the window element under
     the slot's first lane this step); ``set_lanes`` with ``lane_rows`` / ``lane_columns`` (each lane's output row
     and column, ``modules * lanes`` of each) and ``advance`` with ``advance_rows`` / ``advance_columns`` /
@@ -139,13 +139,13 @@ class FlatLaneControlSignature(_ConfigSignature):
         self._window_words, self._slots = window_words, slots
         shift = range(window_words * config.row_elements - group_lanes // slots + 1)
         super().__init__(config, {
-            "load": Out(1), "load_pair": Out(range(window_words // 2)), "swap": Out(1),
+            "load": Out(1), "load_index": Out(range(slots * window_words // 2)), "swap": Out(1),
             "shifts": Out(data.ArrayLayout(shift, slots)),
             "set_lanes": Out(1), "lane_rows": Out(coordinates), "lane_columns": Out(coordinates),
             "advance": Out(1), "advance_rows": Out(GEOMETRY_BITS), "advance_columns": Out(GEOMETRY_BITS),
             "out_width": Out(GEOMETRY_BITS),
             "row_low": Out(bound), "row_high": Out(bound), "column_low": Out(bound), "column_high": Out(bound),
-        } | ({"load_slot": Out(range(slots))} if slots > 1 else {}))
+        })
 
     def __eq__(self, other):
         return super().__eq__(other) and (other._window_words, other._slots) == (self._window_words, self._slots)

@@ -46,13 +46,14 @@ class ResultWriter(DqnBlock):
     grid may be a second one (``write_width``: rows of that width, ``oy0`` / ``ox0`` in it).  A flat pass
     (``config.flat_slots``, the descriptor's ``flat``): the group's positions ``p0 ..`` (the first ``positions - p0``
     lanes of each slot, in lane order over its modules) of each slot's channel in flat layout, through a
-    :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per channel slot: slot ``s`` (``config.flat_slots``, channel
-    ``c + s``) writes words ``out_base + flat_word + s*channel_words + j`` on port ``s``, one a cycle, for ``j = 0
-    ..`` while the group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e -
-    flat_element`` of the slot); with two slots both ports write together.  A stride-2 flat pass (``stride_x`` 2)
-    writes only its even rows' even columns: the packers take the slot's even lanes, and the writes go output row by
-    output row from the group's ``flat_row_lane``, ``flat_out_word``, ``flat_out_element``, one or two words a row
-    (``out_base + flat_out_word + s*out_channel_words + ...``; models.dqn.flat_map.strided_writes).
+    :class:`~hw.dqn.flat_word_packer.FlatWordPacker` per write port: slot ``s`` (``config.flat_slots``, channel
+    ``c + s``) writes words ``out_base + flat_word + s*channel_words + j`` on port ``s % 2``, one a cycle, for ``j =
+    0 ..`` while the group's positions reach them (element ``e`` of word ``j`` takes lane ``j*row_elements + e -
+    flat_element`` of the slot); with two slots both ports write together, with four slots 0 and 1, then slots 2
+    and 3.  A stride-2 flat pass (``stride_x`` 2) writes only its even rows' even columns: the packers take the
+    slot's even lanes, and the writes go output row by output row from the group's ``flat_row_lane``,
+    ``flat_out_word``, ``flat_out_element``, one or two words a row (``out_base + flat_out_word + s*out_channel_words
+    + ...``; models.dqn.flat_map.strided_writes).
 
     Ports
     -----
@@ -306,50 +307,69 @@ class ResultWriter(DqnBlock):
         """The flat pass's writes: a function that adds, in the WRITE state, word ``j`` of the group (its address,
         data and enables on the one-port write, and with two channel slots slot 1's on the paired one) and moves on
         to ``j + 1`` or to DONE.  With two slots each slot's words have a packer of their own (one slot of half the
-        modules) and port: slot 0's channel on port 0, slot 1's on port 1, a word each a cycle."""
+        modules) and port: slot 0's channel on port 0, slot 1's on port 1, a word each a cycle; with four the two
+        packers and ports write slots 0 and 1, then slots 2 and 3 (the slot pairs one after the other)."""
         config, layer, group = self._config, self.group.layer, self.group.group
         elements, slots, group_lanes = config.row_elements, config.flat_slots, config.flat_group_lanes
         slot_config = dataclasses.replace(config, modules=config.modules // slots, flat_slots=0)
-        packers = [FlatWordPacker(config=slot_config) for _ in range(slots)]
-        for slot, packer in enumerate(packers):
-            m.submodules[f"flat_packer{slot}" if slots > 1 else "flat_packer"] = packer
+        packers = [FlatWordPacker(config=slot_config) for _ in range(min(slots, 2))]
+        for port, packer in enumerate(packers):
+            m.submodules[f"flat_packer{port}" if slots > 1 else "flat_packer"] = packer
         word = Signal(range(-(-group_lanes // elements) + 2))           # j
+        pairs = max(1, slots // 2)                                      # slot pairs, written one after the other
+        slot_pair, next_pair = Signal(range(pairs)) if pairs > 1 else None, Signal()
         remaining = layer.positions - group.p0
         valid = Signal(range(group_lanes + 1))
         m.d.comb += valid.eq(Mux(remaining < group_lanes, remaining, group_lanes))
-        strided, rows = layer.stride_x == 2, self._strided_rows(m, valid, captured)
+        strided, rows = layer.stride_x == 2, self._strided_rows(m, valid, captured | next_pair)
         width = config.fmt.width
         slot_bits = group_lanes * width
-        for slot, packer in enumerate(packers):
-            lanes = staging[slot * slot_bits:(slot + 1) * slot_bits]
+        for port, packer in enumerate(packers):
+            lanes = staging[port * slot_bits:(port + 1) * slot_bits]
+            for pair in range(1, pairs):                                # port p writes slot 2*pair + p
+                slot = 2 * pair + port
+                lanes = Mux(slot_pair == pair, staging[slot * slot_bits:(slot + 1) * slot_bits], lanes)
             even_lanes = Cat(lanes.word_select(2 * lane, width) for lane in range(group_lanes // 2))
             m.d.comb += [packer.results.eq(Mux(strided, even_lanes, lanes)),
                          packer.word.first.eq(Mux(strided, rows.first, 0)),
                          packer.word.valid.eq(Mux(strided, rows.end, valid)),
                          packer.word.offset.eq(Mux(strided, rows.offset, word * elements - group.flat_element))]
 
+        def pair_written():
+            # The slot pair's last write: on to the next pair's channels, or the group written.
+            if pairs == 1:
+                m.next = "DONE"
+                return
+            with m.If(slot_pair + 1 == pairs):
+                m.d.sync += slot_pair.eq(0)
+                m.next = "DONE"
+            with m.Else():
+                m.d.sync += slot_pair.eq(slot_pair + 1)
+                m.d.comb += next_pair.eq(1)
+
         def write(address, data, enable, paired_address, paired_data, paired_enable):
             with m.If(layer.flat):
-                # Slot 0's channel's word of q0 (stride 2: of the row written) and the word of the group.
-                first_word = layer.out_base + Mux(strided, group.flat_out_word + rows.word, group.flat_word)
+                # Slot 2*pair's channel's word of q0 (stride 2: of the row written) and the word of the group.
+                channel_words = Mux(strided, layer.out_channel_words, layer.channel_words)
+                first_word = layer.out_base + Mux(strided, group.flat_out_word + rows.word, group.flat_word) \
+                    + (slot_pair * (channel_words << 1) if pairs > 1 else 0)
                 group_word = Mux(strided, 0, word)
                 m.d.comb += [address.eq(first_word + group_word), data.eq(packers[0].data),
                              enable.eq(packers[0].enable)]
                 if slots > 1:
-                    channel_words = Mux(strided, layer.out_channel_words, layer.channel_words)
                     m.d.comb += [paired_address.eq(first_word + channel_words + group_word),
                                  paired_data.eq(packers[1].data), paired_enable.eq(packers[1].enable)]
                 with m.If(strided):
                     with m.If(rows.done):
-                        m.next = "DONE"
+                        pair_written()
                 with m.Else():
                     m.d.sync += word.eq(word + 1)
                     with m.If((word + 1) * elements >= group.flat_element + valid):
                         m.d.sync += word.eq(0)
-                        m.next = "DONE"
+                        pair_written()
         return write
 
-    def _strided_rows(self, m, valid, captured):
+    def _strided_rows(self, m, valid, restart):
         """A stride-2 flat pass's writes (models.dqn.flat_map.strided_writes), one a cycle in the WRITE state: output
         row by output row of the group from ``flat_row_lane`` / ``flat_out_word`` / ``flat_out_element``, each row's
         one or two words.  Returns the current write's ``word`` (from ``flat_out_word``), ``offset``, ``first``,
@@ -378,7 +398,7 @@ class ResultWriter(DqnBlock):
         m.d.comb += [rows.word.eq(row_word + in_second), rows.first.eq(first), rows.end.eq(end),
                      rows.offset.eq(Mux(in_second, elements, 0) - row_element + row_lane),
                      rows.done.eq(row_written & (next_lane >= even_valid))]
-        with m.If(captured):                         # a group's results taken (IDLE): its first row
+        with m.If(restart):                          # a group's results taken (IDLE) or its next slot pair
             m.d.sync += [row_lane.eq(group.flat_row_lane), row_word.eq(0), row_element.eq(group.flat_out_element),
                          second.eq(0)]
         with m.Elif(row_written):                    # the row's last word: on to the next row

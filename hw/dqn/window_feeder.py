@@ -52,7 +52,7 @@ class WindowFeeder(DqnBlock):
 
     The flat map (``config.flat_slots``): a :class:`~hw.dqn.flat_lane_window.FlatLaneWindow` of
     ``flat_window_words`` words per channel slot takes the words read on ``rows0`` / ``rows1`` (``flat_lanes.load``
-    and ``load_slot``, one cycle after the read) and, on ``flat_lanes.set_lanes`` one cycle after the read, the
+    and ``load_index``, one cycle after the read) and, on ``flat_lanes.set_lanes`` one cycle after the read, the
     lanes' output rows and columns from the words read on ``weights`` and ``biases`` (lane ``i``: element ``i``, low
     12 bits).  A flat product
     (``product.flat``) gives module ``m`` the window's vector ``m`` and the first element of weight slot ``m`` as its
@@ -141,19 +141,15 @@ class WindowFeeder(DqnBlock):
         config, control = self._config, self.control.flat_lanes
         m.submodules.flat_window = window = FlatLaneWindow(config=config, window_words=config.flat_window_words,
                                                            slots=config.flat_slots)
-        load, load_pair, set_lanes = Signal(), Signal.like(control.load_pair), Signal()
-        m.d.sync += [load.eq(control.load), load_pair.eq(control.load_pair), set_lanes.eq(control.set_lanes)]
+        load, load_index, set_lanes = Signal(), Signal.like(control.load_index), Signal()
+        m.d.sync += [load.eq(control.load), load_index.eq(control.load_index), set_lanes.eq(control.set_lanes)]
         lanes = window.control
         for name in ("swap", "shifts", "advance", "advance_rows", "advance_columns", "out_width", "row_low", "row_high",
                      "column_low", "column_high"):
             m.d.comb += getattr(lanes, name).eq(getattr(control, name))
         width = config.fmt.width
-        m.d.comb += [lanes.load.eq(load), lanes.load_pair.eq(load_pair), lanes.set_lanes.eq(set_lanes),
+        m.d.comb += [lanes.load.eq(load), lanes.load_index.eq(load_index), lanes.set_lanes.eq(set_lanes),
                      window.words[0].eq(self.rows0.read_data), window.words[1].eq(self.rows1.read_data)]
-        if config.flat_slots > 1:                           # the slot whose window the words go to, delayed likewise
-            load_slot = Signal.like(control.load_slot)
-            m.d.sync += load_slot.eq(control.load_slot)
-            m.d.comb += lanes.load_slot.eq(load_slot)
         for lane in range(config.macs):
             m.d.comb += [lanes.lane_rows[lane].eq(self.weights.read_data[lane * width:lane * width + GEOMETRY_BITS]),
                          lanes.lane_columns[lane].eq(self.biases.read_data[lane * width:lane * width + GEOMETRY_BITS])]

@@ -153,9 +153,10 @@ def staged_stalls(products, latency, writes, *, on_done=False):
 def _flat_pass(latency, span, count, channels, group_lanes, row_elements, slots, width, stride, staged):
     """``(groups, stall cycles between its groups, the last group's writes)`` of a flat pass: its groups run ``slots``
     channels at a time at each position block ``j``, and a group's last product waits for the previous group's
-    writes ``W_j`` (a slot's words: the slots write on ports of their own; ``max(0, L + W_j + 2 - span)``, as any
-    group's), or with ``staged`` (a second staging register) as :func:`staged_stalls` says."""
-    writes = flat_group_writes(count, group_lanes, row_elements, width, stride)
+    writes ``W_j`` (a slot's words: two slots write on the two ports together, four in two rounds, slots 0 and 1
+    then 2 and 3; ``max(0, L + W_j + 2 - span)``, as any group's), or with ``staged`` (a second staging register)
+    as :func:`staged_stalls` says."""
+    writes = flat_group_writes(count, group_lanes, row_elements, width, stride) * max(1, slots // 2)
     rounds = channels // slots
     if staged:
         return len(writes) * rounds, staged_stalls(span + 1, latency, np.repeat(writes, rounds)[:-1]), int(writes[-1])

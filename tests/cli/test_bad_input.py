@@ -132,12 +132,13 @@ CASES = {
     "dqn modules": ("run dqn --modules 3",
                     "nnaccel: error: --modules 3 --lanes 16: modules must be a power of two, not 3"),
     "mlperf flat window": ("run mlperf-tiny --model ad --no-rtl --flat-window 3",
-                           "nnaccel: error: --modules 16 --lanes 16 --flat-window 3: the flat map needs an even "
-                           "flat_window_words of at least 256 elements, on-chip weights and elements of 12 bits or "
-                           "more (the lanes' coordinates), not 3 words of 84 binary32 elements"),
+                           "nnaccel: error: --modules 16 --lanes 16 --flat-window 3: the flat map needs windows of "
+                           "at least 256 elements, an even number of window words over the slots, on-chip weights and "
+                           "elements of 12 bits or more (the lanes' coordinates), not 1 x 3 words of 84 binary32 "
+                           "elements"),
     "mlperf flat slots": ("run mlperf-tiny --model ad --no-rtl --flat-window 6 --flat-slots 3",
-                          "nnaccel: error: --modules 16 --lanes 16 --flat-window 6 --flat-slots 3: flat_slots must be "
-                          "an integer from 0 to 2, not 3"),
+                          "nnaccel: error: --modules 16 --lanes 16 --flat-window 6 --flat-slots 3: flat_slots must "
+                          "divide the 16 modules, not 3"),
     "dqn too small": ("run dqn --modules 2 --lanes 4",
                       "nnaccel: error: --modules 2 --lanes 4: the network does not map onto this accelerator: "
                       "the network needs 41 passes (CONV_1: 2, CONV_2: 4, FC_1: 32, FC_2: 3); the descriptor "
@@ -273,7 +274,7 @@ CASES = {
                                  "nnaccel: error: --flat-window 6: sizes the configurations of --model, which is not "
                                  "given (a --dqn-config file names flat_slots and flat_window_words itself)"),
     "synth flat slots": ("synth dqn --model kws --flat-window 6 --flat-slots 3",
-                         "nnaccel: error: --flat-window 6 --flat-slots 3: flat_slots must be an integer from 0 to 2, "
+                         "nnaccel: error: --flat-window 6 --flat-slots 3: flat_slots must divide the 16 modules, "
                          "not 3"),
     "synth model unknown": ("synth dqn --model resnet",
                             "nnaccel synth: error: argument --model: invalid choice: 'resnet' (choose from 'ic', "

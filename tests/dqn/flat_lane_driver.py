@@ -21,10 +21,11 @@ async def drive_groups(ctx, window, layer, memory, groups, on_step):
     row_elements = config.row_elements
 
     def loads(assignments):
-        for slot, (channel_word, first) in enumerate(assignments):
-            start = channel_word + window_base(layer, row_elements, first)
-            for pair in range(window.window_words // 2):
-                yield slot, pair, [memory[(start + 2 * pair + half) % len(memory)] for half in range(2)]
+        # The slots' window words in order, two a load (a load may end one slot's window and start the next's).
+        words = [memory[(channel_word + window_base(layer, row_elements, first) + word) % len(memory)]
+                 for channel_word, first in assignments for word in range(window.window_words)]
+        for index in range(len(words) // 2):
+            yield index, words[2 * index:2 * index + 2]
 
     def move_lanes(previous, assignments):
         first = assignments[0][1]
@@ -39,19 +40,17 @@ async def drive_groups(ctx, window, layer, memory, groups, on_step):
             ctx.set(control.lane_columns, [int(column) for column in columns])
             ctx.set(control.set_lanes, 1)
 
-    def load(slot, pair, words):
+    def load(index, words):
         ctx.set(control.load, 1)
-        if window.slots > 1:
-            ctx.set(control.load_slot, slot)
-        ctx.set(control.load_pair, pair)
+        ctx.set(control.load_index, index)
         ctx.set(window.words, _pack(words, config.fmt.width))
 
     def clear():
         for name in ("load", "swap", "advance", "set_lanes"):
             ctx.set(getattr(control, name), 0)
 
-    for slot, pair, words in loads(groups[0]):
-        load(slot, pair, words)
+    for index, words in loads(groups[0]):
+        load(index, words)
         await ctx.tick()
     clear()
     ctx.set(control.swap, 1)

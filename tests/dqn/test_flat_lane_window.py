@@ -17,7 +17,7 @@ from nnaccel.models.dqn.network import ConvLayer
 from nnaccel.sim.lint import lint_verilog
 from tests.dqn.flat_lane_driver import drive_groups
 
-CONFIG = DqnConfig(modules=2, lanes=4, row_elements=12, pad_columns=2, activation_depth=64, weight_depth=16)
+CONFIG = DqnConfig(modules=4, lanes=2, row_elements=12, pad_columns=2, activation_depth=64, weight_depth=16)
 GROUP_LANES = CONFIG.modules * CONFIG.lanes
 SEED = 2025
 
@@ -65,7 +65,7 @@ def run_layer(layer, memory, groups, window_words, slots):
     return seen
 
 
-@pytest.mark.parametrize("slots", [1, 2])
+@pytest.mark.parametrize("slots", [1, 2, 4])
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
 def test_lanes_take_their_windows_elements(layer, slots):
     rng = np.random.default_rng(SEED)
@@ -74,7 +74,7 @@ def test_lanes_take_their_windows_elements(layer, slots):
     channel_words = [2 + channel * words_per_channel for channel in range(slots)]    # a tensor at word 2
     slot_lanes = GROUP_LANES // slots
     window_words = window_words_needed(layer, CONFIG.row_elements, slot_lanes)
-    window_words += window_words % 2
+    window_words += slots * window_words % 2           # the slots' words loaded in pairs: 4 slots of 3 words
     groups = slot_schedule(layer, slots, channel_words)
     expected = [[element for channel_word, first in assignments for element in lane_operands(
                     memory, channel_word, layer, first, kh, kw, slot_lanes).tolist()]
@@ -84,7 +84,7 @@ def test_lanes_take_their_windows_elements(layer, slots):
 
 
 def test_rejects_bad_windows():
-    with pytest.raises(ValueError, match="window_words must be even"):
+    with pytest.raises(ValueError, match=r"the slots' 1 x 3 window words must be even"):
         FlatLaneWindow(config=CONFIG, window_words=3)
     with pytest.raises(ValueError, match="narrower than a slot's 8 lanes"):
         FlatLaneWindow(config=DqnConfig(modules=2, lanes=4, row_elements=3), window_words=2)
@@ -92,6 +92,7 @@ def test_rejects_bad_windows():
         FlatLaneWindow(config=DqnConfig(modules=4, lanes=2), slots=3)
 
 
-@pytest.mark.parametrize("slots", [1, 2])
-def test_lint_clean(slots):
-    assert lint_verilog(FlatLaneWindow(config=CONFIG, window_words=4, slots=slots), "flat_lane_window") == []
+@pytest.mark.parametrize("slots, window_words", [(1, 4), (2, 4), (4, 3)])
+def test_lint_clean(slots, window_words):
+    window = FlatLaneWindow(config=CONFIG, window_words=window_words, slots=slots)
+    assert lint_verilog(window, "flat_lane_window") == []

@@ -53,28 +53,38 @@ def test_a_flat_pass_between_pointwise_layers_is_bit_exact(layers):
         (False, True), (True, True), (True, False)]
 
 
-@pytest.mark.parametrize("layers", [
-    separable_block(6, (5, 4)),                                  # 20 positions: 5 groups of 4 per channel pair
-    separable_block(4, (7, 5)),                                  # 35 positions: a slot's lanes wrap mid-row
-    separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0)),   # 6 steps: 4 loads hidden, uneven padding
-], ids=["5x4", "7x5", "6x3_kernel3x2"])
-def test_two_channel_slots_are_bit_exact(layers):
-    """Two channel slots: a group computes the same positions of two channels, each slot's window loaded from its
-    channel's words, each slot's words written in turn; outputs bit-exact, every counter as predicted."""
-    plan = check_on_the_rtl(TWO_SLOTS, layers, seed=SEED + 3)
-    flat = plan.layers[1]
-    channels, positions = layers[1].in_channels, layers[1].out_height * layers[1].out_width
-    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
-    assert flat.positions_per_group == TWO_SLOTS.lanes
-    assert flat.groups == -(-positions // TWO_SLOTS.lanes) * channels // 2
+FOUR_SLOTS = dataclasses.replace(TWO_SLOTS, modules=4, flat_slots=4, flat_window_words=3)   # 4 x 3 words, 6 loads
 
 
 @pytest.mark.parametrize("config, layers", [
+    (TWO_SLOTS, separable_block(6, (5, 4))),                     # 20 positions: 5 groups of 4 per channel pair
+    (TWO_SLOTS, separable_block(4, (7, 5))),                     # 35 positions: a slot's lanes wrap mid-row
+    (TWO_SLOTS, separable_block(2, (6, 3), kernel=(3, 2), padding=(2, 0, 1, 0))),   # 6 steps: 4 loads hidden
+    (FOUR_SLOTS, separable_block(8, (5, 4))),                    # four slots: 20 positions over 2 words
+    (FOUR_SLOTS, separable_block(4, (7, 5))),
+    (FOUR_SLOTS, separable_block(8, (3, 3))),                    # 9 positions: one word, one group per channel
+], ids=["5x4", "7x5", "6x3_kernel3x2", "5x4_four_slots", "7x5_four_slots", "3x3_four_slots"])
+def test_channel_slots_are_bit_exact(config, layers):
+    """Two channel slots: a group computes the same positions of two channels, each slot's window loaded from its
+    channel's words, each slot's words written in turn.  Four slots of 3-word windows (MobileNet's configuration,
+    scaled down): four channels a group, the slots' 12 window words loaded two a cycle in 6 of its 9 steps (a load
+    across two slots' windows), slots 0 and 1's words written, then slots 2 and 3's.  Outputs bit-exact, every
+    counter as predicted."""
+    plan = check_on_the_rtl(config, layers, seed=SEED + 3)
+    flat = plan.layers[1]
+    channels, positions = layers[1].in_channels, layers[1].out_height * layers[1].out_width
+    assert [layer.descriptor["flat"] for layer in plan.layers] == [0, 1, 0]
+    assert flat.positions_per_group == config.flat_group_lanes
+    assert flat.groups == -(-positions // config.flat_group_lanes) * channels // config.flat_slots
+
+
+@pytest.mark.parametrize("config, layers", [
+    (FOUR_SLOTS, separable_block(4, (8, 5), padding=(0, 1, 1, 1), stride=2)),  # four slots, two write rounds
     (TWO_SLOTS, separable_block(4, (8, 5), padding=(0, 1, 1, 1), stride=2)),   # TFLite's SAME: rows padded unevenly
     (TWO_SLOTS, separable_block(2, (7, 5), stride=2)),                         # PyTorch's padding 1, odd sizes
     (FLAT_CONFIG, separable_block(2, (8, 9), padding=(0, 1, 1, 1), stride=2)),  # one slot: rows of 5 in 12
     (FLAT_CONFIG, separable_block(2, (8, 3), padding=(0, 1, 1, 1), stride=2)),  # 4 even lanes span a row pair
-], ids=["8x5_same_two_slots", "7x5_pad1_two_slots", "8x9_one_slot", "8x3_one_slot"])
+], ids=["8x5_same_four_slots", "8x5_same_two_slots", "7x5_pad1_two_slots", "8x9_one_slot", "8x3_one_slot"])
 def test_a_stride_2_depthwise_layer_on_the_flat_map_is_bit_exact(config, layers):
     """A stride-2 depthwise layer runs as a flat pass at stride 1 and writes its even rows' even columns in flat
     layout (models.dqn.flat_map.strided_writes), read by the projection on the flat view: outputs bit-exact with the
@@ -194,7 +204,8 @@ def test_without_the_flat_map_the_descriptor_is_as_before():
     assert DqnConfig().module_name == dataclasses.replace(DqnConfig(), flat_window_words=8).module_name
 
 
-@pytest.mark.parametrize("config, suffix", [(FLAT_CONFIG, "_flat1w4"), (TWO_SLOTS, "_flat2w4")], ids=["1", "2"])
+@pytest.mark.parametrize("config, suffix", [(FLAT_CONFIG, "_flat1w4"), (TWO_SLOTS, "_flat2w4"),
+                                            (FOUR_SLOTS, "_flat4w3")], ids=["1", "2", "4"])
 def test_the_flat_configuration_lints_clean(config, suffix):
     accelerator = DqnAccelerator(config=config)
     assert accelerator.module_name.endswith(suffix)
@@ -202,8 +213,9 @@ def test_the_flat_configuration_lints_clean(config, suffix):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(flat_slots=3), "flat_slots"),
-    (dict(flat_slots=1, flat_window_words=3), "even flat_window_words"),
+    (dict(flat_slots=3), "flat_slots must divide the 2 modules"),
+    (dict(flat_slots=8, modules=8), "flat_slots must be an integer from 0 to 4"),
+    (dict(flat_slots=1, flat_window_words=3), "an even number of window words over the slots"),
     (dict(flat_slots=1, fmt=FloatFormat(exponent_bits=4, mantissa_bits=5)), "elements of 12 bits"),
 ])
 def test_bad_flat_configurations_are_refused(kwargs, message):
