@@ -23,6 +23,7 @@ it on mappings of a network it never saw, and :func:`dcp_transfer` is DCP with i
 
 import copy
 import math
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -231,19 +232,20 @@ def _random_rows(space, count, rng):
     return [tuple(int(rng.integers(len(choices))) for choices in space.choices) for _ in range(count)]
 
 
-def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_default=False, restarts=4, steps=400,
+def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_default=False, restarts=1, steps=400,
                  decode_every=5, learning_rate=0.3, candidates=2000, ridge=0.1):
     """DCP with a predictor trained on other networks (:func:`load_transfer`): its whole ``budget`` searching.
-    The starts (:func:`_spread_starts`): ``restarts`` of ``candidates`` random mappings, in the predictor's order
-    (predictions cost no evaluation), each with choices no earlier start has in every layer that has such choices
-    left, costed first (with ``start_default`` the compiler's mapping is costed before them and takes one restart's
-    place); Adam on the predicted log objective of every restart's softmax; every ``decode_every`` steps each restart
+    The starts: the ``restarts`` best of ``candidates`` random mappings by the predictor (predictions cost no
+    evaluation), or with ``start_default`` the compiler's mapping taking one restart's place; each start costed
+    first.  Adam on the predicted log objective of every restart's softmax; every ``decode_every`` steps each restart
     decoded (its most likely choice per layer, or the single-layer change of it the predictor rates best, legal and
-    not costed yet) and costed.  The search learns the network from every evaluation it counts, as it counts it: the
-    predictor (a copy) has its level set to the mean of the costed mappings (a network's scale transfers worst), and
-    a correction per layer and choice is fitted to what is left (ridge regression on the one-hot mappings, strength
-    ``ridge``: the transferred prediction is the prior, the costs pull it where they say).  Stops at ``budget``
-    evaluations or after ``steps``; the answer is the best mapping by the cost model."""
+    not costed yet) and costed; a restart whose decoded mapping costs less than the best it has costed moves there
+    (its logits set to that mapping's one-hot: the descent goes on from the best the costs have shown it, not from
+    where the transferred gradient left it).  The search learns the network from every evaluation as it counts it:
+    the predictor (a copy) has its level set to the mean of the costed mappings (a network's scale transfers worst),
+    and a correction per layer and choice is fitted to what is left (ridge regression on the one-hot mappings,
+    strength ``ridge``: the transferred prediction is the prior, the costs pull it where they say).  Stops at
+    ``budget`` evaluations or after ``steps``; the answer is the best mapping by the cost model."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     predictor = copy.deepcopy(predictor)
@@ -265,14 +267,23 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
             costed.append(indices)
             _correct(predictor, corrections, space, costed, evaluator, tables, target, ridge)
 
+    def seat(restart, indices):
+        """Set a restart's logits to the one-hot of ``indices``."""
+        with torch.no_grad():
+            for layer, encoded in zip(logits, TransferPredictor.one_hot(space, [indices])):
+                layer[restart] = 3.0 * encoded[0]
+
     pool = list(dict.fromkeys(_random_rows(space, candidates, rng)))
     with torch.no_grad():
         ranked = torch.argsort(predicted(TransferPredictor.one_hot(space, pool))).tolist()
-    first = [tuple(0 for _ in space.choices)] if start_default else []
-    starts = _spread_starts(space, [pool[index] for index in ranked], evaluator, restarts, first)
+    starts = list(islice((pool[index] for index in ranked if evaluator.legal(pool[index])), restarts))
+    if start_default:
+        default = tuple(0 for _ in space.choices)
+        starts = [default] + [row for row in starts if row != default][:restarts - 1]
     for row in starts:
         if evaluator.evaluations < budget:
             cost(row)
+    held = list(starts)                 # per restart the best mapping it has costed
     logits = [(3.0 * layer + 0.1 * torch.randn_like(layer)).requires_grad_(True)
               for layer in TransferPredictor.one_hot(space, starts)]
     optimiser = torch.optim.Adam(logits, lr=learning_rate)
@@ -291,27 +302,12 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
             if decoded is not None and evaluator.evaluations < budget:
                 cost(decoded)
                 fresh += 1
+                if evaluator.seen[decoded] < evaluator.seen[held[restart]]:
+                    held[restart] = decoded
+                    seat(restart, decoded)
         if not fresh:                   # every restart sits on a mapping already costed: move one elsewhere
-            restart = int(rng.integers(len(starts)))
-            with torch.no_grad():
-                for layer, encoded in zip(logits, TransferPredictor.one_hot(space, _random_rows(space, 1, rng))):
-                    layer[restart] = 3.0 * encoded[0]
+            seat(int(rng.integers(len(starts))), _random_rows(space, 1, rng)[0])
     return evaluator.result("DCP (transfer)")
-
-
-def _spread_starts(space, ranked, evaluator, restarts, first):
-    """``first`` and then, in the order of ``ranked`` (mappings, best predicted first), the legal mappings that in
-    every layer with a choice no start has taken yet take such a choice, up to ``restarts`` starts (the predictor's
-    best of each part of the space rather than its best few, which share most of their choices)."""
-    starts = list(first)
-    for row in ranked:
-        if len(starts) == restarts:
-            break
-        taken = [{start[layer] for start in starts} for layer in range(len(space.choices))]
-        if all(row[layer] not in used for layer, (used, choices) in enumerate(zip(taken, space.choices))
-               if len(used) < len(choices)) and evaluator.legal(row):
-            starts.append(row)
-    return starts
 
 
 def _decode(space, evaluator, predicted, best):

@@ -123,21 +123,3 @@ def test_the_shipped_predictors_never_saw_the_network_they_search(model):
     path = stream_transfer.transfer_path(model)
     _, evaluations = stream_transfer.load_transfer(path)
     assert model not in evaluations and sum(evaluations.values()) > 0
-
-
-def test_the_starts_spread_over_the_choices_in_the_predictors_order(searched, predictor):
-    """Each start takes, in every layer that has a choice no earlier start took, such a choice; within that, the
-    predictor's order: the first start is its best legal mapping, the compiler's mapping goes first where asked."""
-    space, known = searched
-    evaluator = stream_search.StreamEvaluator(space, "latency", dict(known))
-    legal = [indices for indices, cost in known.items() if cost is not None]
-    ranked = [legal[index] for index in np.argsort(stream_transfer.predict(predictor, space, legal)[:, 0])]
-    starts = stream_transfer._spread_starts(space, ranked, evaluator, 4, [])
-    assert starts[0] == ranked[0] and 1 < len(starts) <= 4
-    for count, start in enumerate(starts):
-        for layer, choices in enumerate(space.choices):
-            taken = {earlier[layer] for earlier in starts[:count]}
-            assert len(taken) == len(choices) or start[layer] not in taken
-    assert all(ranked.index(a) < ranked.index(b) for a, b in zip(starts, starts[1:]))
-    default = tuple(0 for _ in space.choices)
-    assert stream_transfer._spread_starts(space, ranked, evaluator, 4, [default])[0] == default
