@@ -123,3 +123,33 @@ def test_the_shipped_predictors_never_saw_the_network_they_search(model):
     path = stream_transfer.transfer_path(model)
     _, evaluations = stream_transfer.load_transfer(path)
     assert model not in evaluations and sum(evaluations.values()) > 0
+
+
+@pytest.mark.parametrize("objective", stream_search.OBJECTIVES)
+def test_dcp_goes_on_from_the_best_mapping_it_has_costed(monkeypatch, searched, predictor, objective):
+    """The one restart moves to every mapping that beats its best: the next mapping costed is a single-layer change
+    of it (the decoding of its own one-hot), not where the transferred gradient would have gone."""
+    space, known = searched
+    costed = []
+
+    class Recording(stream_search.StreamEvaluator):
+        def __call__(self, indices):
+            fresh = tuple(indices) not in self.seen
+            value = super().__call__(indices)
+            if fresh and value < float("inf"):
+                costed.append((tuple(indices), value))
+            return value
+
+    monkeypatch.setattr(stream_transfer, "StreamEvaluator", Recording)
+    followed = 0
+    for seed in range(3):
+        costed.clear()
+        stream_transfer.dcp_transfer(space, predictor, objective, dict(known), budget=BUDGET, seed=seed)
+        assert len(costed) == BUDGET
+        best = costed[0][1]
+        for (mapping, value), (following, _) in zip(costed[1:], costed[2:]):
+            if value < best:
+                best = value
+                followed += 1
+                assert sum(a != b for a, b in zip(mapping, following)) == 1
+    assert followed > 0
