@@ -245,8 +245,8 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
     the predictor (a copy) has its level set to the mean of the costed mappings (a network's scale transfers worst),
     and what is left is fitted by a slope (how far the costs bear the transferred predictions' differences out) and a
     correction per layer and choice (ridge regression on the one-hot mappings, strength ``ridge``: the transferred
-    prediction is the prior, the costs pull it where they say).  Stops at
-    ``budget`` evaluations or after ``steps``; the answer is the best mapping by the cost model."""
+    prediction is the prior, the costs pull it where they say).  Stops at ``budget`` evaluations or after
+    ``steps``; the answer is the best mapping by the cost model."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     predictor = copy.deepcopy(predictor)
