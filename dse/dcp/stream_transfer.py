@@ -232,18 +232,21 @@ def _random_rows(space, count, rng):
     return [tuple(int(rng.integers(len(choices))) for choices in space.choices) for _ in range(count)]
 
 
-def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_default=False, restarts=4, steps=400,
+def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_default=False, restarts=1, steps=400,
                  decode_every=5, learning_rate=0.3, candidates=2000, ridge=0.1):
     """DCP with a predictor trained on other networks (:func:`load_transfer`): its whole ``budget`` searching.
     The starts: the ``restarts`` best of ``candidates`` random mappings by the predictor (predictions cost no
-    evaluation), or with ``start_default`` the compiler's mapping costed first and taking one restart's place; Adam on
-    the predicted log objective of every restart's softmax; every ``decode_every`` steps each restart decoded (its
-    most likely choice per layer, or the single-layer change of it the predictor rates best, legal and not costed
-    yet) and costed.  The search learns the network from the evaluations it counts: after each round the predictor
-    (a copy) has its level set to the mean of the costed mappings (a network's scale transfers worst), and a
-    correction per layer and choice is fitted to what is left (ridge regression on the one-hot mappings, strength
-    ``ridge``: the transferred prediction is the prior, the costs pull it where they say).  Stops at ``budget``
-    evaluations or after ``steps``; the answer is the best mapping by the cost model."""
+    evaluation), or with ``start_default`` the compiler's mapping taking one restart's place; each start costed
+    first.  Adam on the predicted log objective of every restart's softmax; every ``decode_every`` steps each restart
+    decoded (its most likely choice per layer, or the single-layer change of it the predictor rates best, legal and
+    not costed yet) and costed; a restart whose decoded mapping costs less than the best it has costed moves there
+    (its logits set to that mapping's one-hot: the descent goes on from the best the costs have shown it, not from
+    where the transferred gradient left it).  The search learns the network from every evaluation as it counts it:
+    the predictor (a copy) has its level set to the mean of the costed mappings (a network's scale transfers worst),
+    and what is left is fitted by a slope (how far the costs bear the transferred predictions' differences out) and a
+    correction per layer and choice (ridge regression on the one-hot mappings, strength ``ridge``: the transferred
+    prediction is the prior, the costs pull it where they say).  Stops at ``budget`` evaluations or after
+    ``steps``; the answer is the best mapping by the cost model."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     predictor = copy.deepcopy(predictor)
@@ -251,17 +254,27 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
     evaluator = StreamEvaluator(space, objective, known)
     target = OBJECTIVES.index(objective)
     corrections = [torch.zeros(len(choices)) for choices in space.choices]
+    slope = [0.0, 0.0]                  # the transferred differences stretched by 1 + slope[0] about slope[1]
     costed = []
 
     def predicted(probabilities):
-        """The log objective of per-layer probabilities, with the network's corrections."""
-        return predictor(probabilities, *tables)[:, target] + sum(
+        """The log objective of per-layer probabilities, recalibrated on the network's costs."""
+        transferred = predictor(probabilities, *tables)[:, target]
+        return transferred + slope[0] * (transferred - slope[1]) + sum(
             layer @ correction for layer, correction in zip(probabilities, corrections))
 
     def cost(indices):
+        """Cost ``indices`` (counted if legal and new) and refit the correction to every mapping costed so far."""
         evaluator(indices)
-        if evaluator.seen[indices] < math.inf:
+        if evaluator.seen[indices] < math.inf and indices not in costed:
             costed.append(indices)
+            _correct(predictor, slope, corrections, space, costed, evaluator, tables, target, ridge)
+
+    def seat(restart, indices):
+        """Set a restart's logits to the one-hot of ``indices``."""
+        with torch.no_grad():
+            for layer, encoded in zip(logits, TransferPredictor.one_hot(space, [indices])):
+                layer[restart] = 3.0 * encoded[0]
 
     pool = list(dict.fromkeys(_random_rows(space, candidates, rng)))
     with torch.no_grad():
@@ -269,8 +282,11 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
     starts = list(islice((pool[index] for index in ranked if evaluator.legal(pool[index])), restarts))
     if start_default:
         default = tuple(0 for _ in space.choices)
-        cost(default)
         starts = [default] + [row for row in starts if row != default][:restarts - 1]
+    for row in starts:
+        if evaluator.evaluations < budget:
+            cost(row)
+    held = list(starts)                 # per restart the best mapping it has costed
     logits = [(3.0 * layer + 0.1 * torch.randn_like(layer)).requires_grad_(True)
               for layer in TransferPredictor.one_hot(space, starts)]
     optimiser = torch.optim.Adam(logits, lr=learning_rate)
@@ -289,13 +305,11 @@ def dcp_transfer(space, predictor, objective, known, *, budget, seed=0, start_de
             if decoded is not None and evaluator.evaluations < budget:
                 cost(decoded)
                 fresh += 1
-        if fresh:
-            _correct(predictor, corrections, space, costed, evaluator, tables, target, ridge)
-        else:                           # every restart sits on a mapping already costed: move one elsewhere
-            restart = int(rng.integers(len(starts)))
-            with torch.no_grad():
-                for layer, encoded in zip(logits, TransferPredictor.one_hot(space, _random_rows(space, 1, rng))):
-                    layer[restart] = 3.0 * encoded[0]
+                if evaluator.seen[decoded] < evaluator.seen[held[restart]]:
+                    held[restart] = decoded
+                    seat(restart, decoded)
+        if not fresh:                   # every restart sits on a mapping already costed: move one elsewhere
+            seat(int(rng.integers(len(starts))), _random_rows(space, 1, rng)[0])
     return evaluator.result("DCP (transfer)")
 
 
@@ -312,17 +326,22 @@ def _decode(space, evaluator, predicted, best):
     return next((candidates[index] for index in ranked if evaluator.legal(candidates[index])), None)
 
 
-def _correct(predictor, corrections, space, costed, evaluator, tables, target, ridge):
-    """The predictor's level set to the mean log cost of ``costed`` (the network's mappings costed so far), and
-    ``corrections`` (per layer, per choice) the ridge fit of what is left."""
+def _correct(predictor, slope, corrections, space, costed, evaluator, tables, target, ridge):
+    """The transferred prediction recalibrated on ``costed`` (the network's mappings costed so far): the predictor's
+    level set to their mean log cost, then fitted together to what is left, ``slope`` (the transferred predictions'
+    differences about their mean stretched or shrunk, hardly penalised, at least -1: at worst they are ignored, never
+    reversed; and that mean) and ``corrections`` (per layer, per choice, ridge strength ``ridge``)."""
     one_hot = TransferPredictor.one_hot(space, costed)
     truth = torch.log(torch.as_tensor([evaluator.seen[row] for row in costed], dtype=torch.float64))
     with torch.no_grad():
         base = predictor(one_hot, *tables)[:, target].double()
-        predictor.offset[target] += float((truth - base).mean())
-        residual = truth - base - (truth - base).mean()
-        inputs = torch.cat(one_hot, dim=1).double()
-        fitted = torch.linalg.solve(inputs.T @ inputs + ridge * torch.eye(inputs.shape[1], dtype=torch.float64),
-                                    inputs.T @ residual)
-    for correction, part in zip(corrections, torch.split(fitted.float(), [len(c) for c in corrections])):
+        level = float((truth - base).mean())
+        predictor.offset[target] += level
+        base = base + level
+        inputs = torch.cat([torch.cat(one_hot, dim=1).double(), (base - base.mean())[:, None]], dim=1)
+        penalty = torch.full((inputs.shape[1],), ridge, dtype=torch.float64)
+        penalty[-1] = 1e-4              # the slope: only enough to stay solvable on one mapping
+        fitted = torch.linalg.solve(inputs.T @ inputs + torch.diag(penalty), inputs.T @ (truth - base))
+    for correction, part in zip(corrections, torch.split(fitted[:-1].float(), [len(c) for c in corrections])):
         correction.copy_(part)
+    slope[:] = [max(-1.0, float(fitted[-1])), float(base.mean())]

@@ -1,7 +1,9 @@
 """The transfer predictor of the external-weight space and DCP with it (``dse.dcp.stream_transfer``): trained on
 the reduced network, used on another small network it never saw (every mapping of both costed once for all tests)."""
 
+import copy
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -123,3 +125,55 @@ def test_the_shipped_predictors_never_saw_the_network_they_search(model):
     path = stream_transfer.transfer_path(model)
     _, evaluations = stream_transfer.load_transfer(path)
     assert model not in evaluations and sum(evaluations.values()) > 0
+
+
+@pytest.mark.parametrize("objective", stream_search.OBJECTIVES)
+def test_dcp_goes_on_from_the_best_mapping_it_has_costed(monkeypatch, searched, predictor, objective):
+    """The one restart moves to every mapping that beats its best: the next mapping costed is a single-layer change
+    of it (the decoding of its own one-hot), not where the transferred gradient would have gone."""
+    space, known = searched
+    costed = []
+
+    class Recording(stream_search.StreamEvaluator):
+        def __call__(self, indices):
+            fresh = tuple(indices) not in self.seen
+            value = super().__call__(indices)
+            if fresh and value < float("inf"):
+                costed.append((tuple(indices), value))
+            return value
+
+    monkeypatch.setattr(stream_transfer, "StreamEvaluator", Recording)
+    followed = 0
+    for seed in range(3):
+        costed.clear()
+        stream_transfer.dcp_transfer(space, predictor, objective, dict(known), budget=BUDGET, seed=seed)
+        assert len(costed) == BUDGET
+        best = costed[0][1]
+        for (mapping, value), (following, _) in zip(costed[1:], costed[2:]):
+            if value < best:
+                best = value
+                followed += 1
+                assert sum(a != b for a, b in zip(mapping, following)) == 1
+    assert followed > 0
+
+
+@pytest.mark.parametrize("stretch, fitted", [(0.25, 0.25), (1.5, 1.5), (-2.0, 0.0)])
+def test_the_costs_stretch_or_shrink_the_transferred_differences(searched, predictor, stretch, fitted):
+    """Costs whose log differences are ``stretch`` times the transferred predictions' (about a level of their own):
+    the recalibration's factor is that stretch, with no per-choice correction left; costs that reverse the
+    transferred order leave the predictions' differences ignored (factor 0), never reversed."""
+    space, known = searched
+    rows = [indices for indices, cost in known.items() if cost is not None][:12]
+    tables = stream_transfer.choice_features(space)
+    model = copy.deepcopy(predictor)
+    with torch.no_grad():
+        transferred = model(stream_transfer.TransferPredictor.one_hot(space, rows), *tables)[:, 1].double()
+    logs = 5.0 + stretch * (transferred - transferred.mean())
+    evaluator = SimpleNamespace(seen={row: float(np.exp(value)) for row, value in zip(rows, logs.tolist())})
+    slope, corrections = [0.0, 0.0], [torch.zeros(len(choices)) for choices in space.choices]
+    stream_transfer._correct(model, slope, corrections, space, rows, evaluator, tables, 1, 0.1)
+    assert 1 + slope[0] == pytest.approx(fitted, abs=0.02)
+    if stretch > 0:
+        assert max(float(correction.abs().max()) for correction in corrections) < 0.01
+        recalibrated = model(stream_transfer.TransferPredictor.one_hot(space, rows), *tables)[:, 1].double()
+        assert torch.allclose(recalibrated + slope[0] * (recalibrated - slope[1]), logs, atol=0.01)
