@@ -33,7 +33,7 @@ from nnaccel.dse.shared import energy_table
 from nnaccel.hw.dqn.matrix_module import matrix_module_latency, partial_sum_count
 from nnaccel.models.dqn.mapping import DqnMapping
 from nnaccel.models.dqn.plan import (assign_rams, check_mapping, default_mapping, group_positions, layer_shapes,
-                                      output_offset, pass_handoffs, pass_shapes, reads_previous, staged,
+                                      pass_handoffs, pass_shapes, reads_previous, staged, tensor_words,
                                       with_copy_passes)
 from nnaccel.models.dqn.timing import FLAT, LAYOUTS, pass_counters, pass_writes
 
@@ -122,8 +122,7 @@ def pack(cases, *, area=True, one_run=False):
                 for work, reads in zip(layer_passes, reads_previous(layer_passes))])
         rows.extend((index, *row) for row in entry[2])
         if one_run:
-            run.extend((config, work, (work.first_in_channel * shape.in_shape[1], shape.in_shape[1],
-                                       output_offset(work, shape.out_shape, shape.dense)), shape)
+            run.extend((config, work, tensor_words(work, shape), shape)
                        for work in pass_shapes(config, shape, layer_mapping))
     passes = dict(zip(_PASS_COLUMNS, np.array(rows, dtype=np.int64).T))
     passes["handoff"], passes["start_delay"] = np.zeros_like(passes["case"]), np.zeros_like(passes["case"])

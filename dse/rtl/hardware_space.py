@@ -64,8 +64,8 @@ from nnaccel.hw.dqn.config import DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.network import ConvLayer, DenseLayer
 from nnaccel.models.dqn.mapping import DqnMapping
-from nnaccel.models.dqn.plan import (check_config, check_mapping, default_mapping, layer_shapes, output_offset,
-                                      pass_handoffs, pass_shapes, pass_timing, reads_previous)
+from nnaccel.models.dqn.plan import (check_config, check_mapping, default_mapping, layer_shapes, pass_handoffs,
+                                      pass_shapes, pass_timing, reads_previous, tensor_words)
 
 __all__ = ["RtlHardwareSpace", "PARAMETERS", "STRUCTURE", "COLUMNS", "CLOCK_MHZ", "alm_equivalents", "layer_contexts",
            "context_to_dict", "context_from_dict", "context_table"]
@@ -163,7 +163,7 @@ class _RunCycles:
     def layer(self, layers):
         """Pair indices of the last of ``layers`` (``[(LayerShape, [PassShape])]``, a context in run order) after the
         layers before it, and its last pass's (alone, for its drain): what :meth:`resolve`'s arrays are read at."""
-        runs = [(_unnamed(work), _pass_words(work, shape)) for shape, passes in layers for work in passes]
+        runs = [(_unnamed(work), tensor_words(work, shape)) for shape, passes in layers for work in passes]
         reads = reads_previous([work for _, passes in layers for work in passes])
         first = len(runs) - len(layers[-1][1])
         pairs = [self._index((runs[index - 1] if index else None, runs[index], reads[index]))
@@ -197,12 +197,6 @@ class _RunCycles:
 
 def _unnamed(work):
     return work._replace(name="", layer="")
-
-
-def _pass_words(work, shape):
-    """A pass's input word, rows per channel and output word, relative to its tensors (``cost_model.pack``'s)."""
-    return (work.first_in_channel * shape.in_shape[1], shape.in_shape[1],
-            output_offset(work, shape.out_shape, shape.dense))
 
 
 def _mapped(config, shape, split, known):

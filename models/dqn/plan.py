@@ -71,7 +71,7 @@ from nnaccel.models.shared.float_arith import from_binary32
 __all__ = ["Tensor", "LayerPlan", "Plan", "LayerShape", "PassShape", "SPLIT_MODES", "TILING_MODES", "ALLOCATION_MODES",
            "compile_network", "assign_rams", "with_copy_passes",
            "check_config", "layer_shapes", "pass_shapes", "pass_timing", "pass_handoffs", "output_offset",
-           "reads_previous", "check_mapping",
+           "tensor_words", "reads_previous", "check_mapping",
            "check_segment", "split_chunk",
            "default_mapping", "group_column_blocks", "group_positions", "group_rows", "min_column_blocks", "pass_note",
            "network_weights",
@@ -1368,6 +1368,17 @@ def output_offset(work, out_shape, packed):
     return work.first_channel // out_shape[2] if packed else work.first_channel * out_shape[1]
 
 
+def tensor_words(work, shape):
+    """A pass of layer ``shape``: its input's word and rows per channel and its output's word, relative to the
+    tensors it reads and writes (``(in_base, in_height, out_base)``, as :func:`pass_handoffs` takes them): a sum
+    reads its partial sums from their first word (one row a partial sum), whatever channel tile it reduces; every
+    other pass its layer's input from its tile's first input channel (a grouped convolution's groups)."""
+    out_base = output_offset(work, shape.out_shape, shape.dense)
+    if work.kind == "sum":
+        return 0, 1, out_base
+    return work.first_in_channel * shape.in_shape[1], shape.in_shape[1], out_base
+
+
 def _descriptor(config, work, source, output, weight_base, last, addend):
     """The descriptor of a pass; ``addend``: an add's second addend (the first is ``source``)."""
     first_position = work.first_position
@@ -1525,7 +1536,8 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
     for index, (work, source_name, output_name, addend_name) in enumerate(placed):
         shape = shapes_by_name[work.layer]
         source, output = tensors[source_name], tensors[output_name]
-        if shape.groups > 1:                  # a grouped convolution's tile reads its groups' input channels
+        # A grouped convolution's tile reads its groups' input channels; its sum reads its partial sums, all of them.
+        if shape.groups > 1 and work.kind != "sum":
             channels, height, width = source.shape
             read = work.in_channels * work.maps
             source = replace(source, base=source.base + work.first_in_channel * height,

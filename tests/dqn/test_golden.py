@@ -11,6 +11,7 @@ from nnaccel.models.dqn.atari import recorded_states
 from nnaccel.models.dqn.golden import golden_forward, golden_pass, hardware_argmax, order_key
 from nnaccel.models.dqn.network import (AddLayer, ConvLayer, DenseLayer, _conv_float64, dqn_layers, reduced_layers,
                                        reference_q_values, seeded_weights)
+from nnaccel.models.dqn.mapping import DqnMapping, LayerMapping, Segment
 from nnaccel.models.dqn.plan import compile_network, unpack_image
 from nnaccel.models.dqn.matrix_module import matrix_accumulate
 
@@ -23,6 +24,21 @@ def wide_range_pairs(layers, rng):
     def draw(shape):
         return (rng.standard_normal(shape) * np.exp2(rng.integers(-12, 12, shape))).astype(np.float32)
     return [(draw(layer.weight_shape), draw(layer.weight_shape[-1])) for layer in layers]
+
+
+def split_max_pool():
+    """A max pool (1 x 3, padded right) in two channel tiles of one channel on a 4 x 3 configuration with the max
+    mode (and a flat map of two slots, unused), the second tile's last position a K-split in 3 partial sums:
+    ``(config, layers, mapping, pairs)``.  The second tile's sum reads its partial sums, which start at their tensor's
+    first word whatever the tile (the compiler once read them from the tile's input channel on, one word late)."""
+    config = DqnConfig(modules=4, lanes=3, multiplier_latency=3, adder_latency=1, row_elements=20,
+                       activation_depth=128, weight_depth=256, max_layers=8, max_pooling=True, flat_slots=2,
+                       flat_window_words=6)
+    layers = (ConvLayer("pool", 2, 2, 2, (1, 3), 1, relu=False, padding=(0, 0, 0, 1), groups=2, maximum=True),)
+    mapping = DqnMapping((LayerMapping((Segment(0, 2, 1, tile=0), Segment(0, 1, 1, tile=1),
+                                        Segment(1, 1, 1, split=3, tile=1))),))
+    pairs = [(np.ones(layers[0].weight_shape, np.float32), np.full(2, -np.inf, np.float32))]
+    return config, layers, mapping, pairs
 
 
 def tiny_network(adder_latency):
@@ -162,6 +178,21 @@ def test_padded_rectangular_network_is_close_to_float64(split):
     expected = activation.reshape(-1) @ pairs[2][0].astype(np.float64) + pairs[2][1]
     observed = golden_forward(plan, state).q_values.view(np.float32)
     np.testing.assert_allclose(observed, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_split_max_pool_in_a_later_channel_tile_is_the_max_pool():
+    """A max pool is exact: split or not, its outputs are the largest of their windows (a non-negative input: the
+    padding reads +0), here the second tile's K-split position too."""
+    config, layers, mapping, pairs = split_max_pool()
+    plan = compile_network(config, layers, pairs, mapping=mapping)
+    assert [layer.name for layer in plan.layers] == ["pool [0:1]", "pool [1:2]", "pool [1:2] tail", "pool [1:2] sum"]
+    rng = np.random.default_rng(SEED)
+    for _ in range(4):
+        state = np.abs(rng.standard_normal((2, 2, 2))).astype(np.float32)
+        run = golden_forward(plan, state)
+        pooled = unpack_image(plan.layers[-1].output, run.activations[-1]).view(np.float32)
+        padded = np.pad(state, ((0, 0), (0, 0), (0, 1)))
+        np.testing.assert_array_equal(pooled, padded.max(axis=2, keepdims=True))      # (2, 2, 1): 1 x 3 windows
 
 
 def test_a_residual_add_is_the_float32_sum_of_its_addends():

@@ -5,7 +5,9 @@ finds every case in the store."""
 import json
 
 from nnaccel.cli.main import main
-from nnaccel.dse.rtl.validate import SCHEMA, validation_cases, reduced_configs
+from nnaccel.dse.rtl.hardware import config_to_json, network_to_json
+from nnaccel.dse.rtl.validate import SCHEMA, STATES, code_digest, reduced_configs, validate_case, validation_cases
+from tests.dqn.test_golden import split_max_pool
 
 
 def test_cases_are_seeded_and_carry_the_code_digest():
@@ -36,3 +38,14 @@ def test_a_small_validation_through_the_command_line(tmp_path, capsys):
     assert main(arguments) == 0
     document = json.loads(report.read_text())
     assert (document["run_now"], document["skipped"], document["exact_cases"]) == (0, 1, 1)
+
+
+def test_a_split_max_pools_sum_in_a_later_channel_tile_on_the_rtl():
+    """tests/dqn/test_golden.py's split max pool on its 4 x 3 configuration: outputs bit-exact, every counter as
+    predicted, 38 cycles by the RTL, the compiler and the cost model."""
+    config, layers, mapping, _ = split_max_pool()
+    result = validate_case({"kind": "random", "config": config_to_json(config), "network": network_to_json(layers),
+                            "mapping": mapping.to_json(), "weights_seed": 1, "inputs_seed": 2, "states": STATES,
+                            "code": code_digest()})
+    assert result["bit_exact"] and result["counters_exact"] and result["cycles_exact"]
+    assert result["measured_cycles"] == [38] * STATES and result["model_cycles"] == result["predicted_cycles"] == 38
