@@ -1,11 +1,13 @@
-"""Accuracy against EDAP for every (method, l2, seed) of a co-search (patent Figure 9): the seed means of each
-(method, l2), each method's Pareto front and its hypervolume.
+"""Accuracy against the hardware cost for every (method, l2, seed) of a co-search (patent Figure 9): the seed means
+of each (method, l2), each method's Pareto front and its hypervolume.
 
-A result is a point (test error in %, log10 EDAP), both minimised. A front's hypervolume is the area it dominates
-up to a reference point, in percentage points of error x decades of EDAP: the reference is ``REFERENCE_ERROR`` %
-error and a decade above the table's largest EDAP (``reference_point``), so every result of the table counts and
-a method gains area by lower error, by lower EDAP, or by covering more of the trade-off. Hypervolumes are taken per
-seed (the fronts of one seed's search and retraining) and then averaged.
+A result is a point (test error in %, log10 of its hardware cost), both minimised. The hardware cost is a function
+of the result (``cost``, default :func:`edap`; the co-search passes its cost function's value, so a latency-oriented
+search is judged by the cost it minimised). A front's hypervolume is the area it dominates up to a reference point,
+in percentage points of error x decades of the cost: the reference is ``REFERENCE_ERROR`` % error and a decade above
+the table's largest cost (``reference_point``), so every result of the table counts and a method gains area by lower
+error, by lower cost, or by covering more of the trade-off. Hypervolumes are taken per seed (the fronts of one
+seed's search and retraining) and then averaged.
 """
 
 from collections import defaultdict
@@ -13,34 +15,40 @@ from collections import defaultdict
 import numpy as np
 
 REFERENCE_ERROR = 5.0       # % test error: worse answers add nothing to a front's hypervolume
-REFERENCE_DECADES = 1.0     # the reference EDAP, in decades above the table's largest EDAP
+REFERENCE_DECADES = 1.0     # the reference cost, in decades above the table's largest cost
 
 
-def point(result):
-    """(error %, log10 EDAP) of a result dict."""
-    return 100 * (1 - result["accuracy"]), float(np.log10(result["edap"]))
+def edap(result):
+    """A result's EDAP: the hardware cost these functions take unless told another."""
+    return result["edap"]
 
 
-def reference_point(results):
-    """(REFERENCE_ERROR, log10 of the largest EDAP + REFERENCE_DECADES)."""
-    return REFERENCE_ERROR, max(point(result)[1] for result in results) + REFERENCE_DECADES
+def point(result, cost=edap):
+    """(error %, log10 cost) of a result dict."""
+    return 100 * (1 - result["accuracy"]), float(np.log10(cost(result)))
 
 
-def front(results):
-    """The results no other of ``results`` dominates (lower or equal error and EDAP, one of them lower), by EDAP."""
-    points = [point(result) for result in results]
-    kept = [result for result, (error, edap) in zip(results, points)
-            if not any(e <= error and c <= edap and (e < error or c < edap) for e, c in points)]
-    return sorted(kept, key=lambda result: result["edap"])
+def reference_point(results, cost=edap):
+    """(REFERENCE_ERROR, log10 of the largest cost + REFERENCE_DECADES)."""
+    return REFERENCE_ERROR, max(point(result, cost)[1] for result in results) + REFERENCE_DECADES
 
 
-def hypervolume(results, reference):
-    """Area (error points x EDAP decades) the results dominate up to ``reference`` (error %, log10 EDAP)."""
-    reference_error, reference_edap = reference
-    inside = [result for result in results if point(result)[0] < reference_error and point(result)[1] < reference_edap]
-    strips = sorted(point(result) for result in front(inside))      # error rising, EDAP falling
+def front(results, cost=edap):
+    """The results no other of ``results`` dominates (lower or equal error and cost, one of them lower), by cost."""
+    points = [point(result, cost) for result in results]
+    kept = [result for result, (error, value) in zip(results, points)
+            if not any(e <= error and c <= value and (e < error or c < value) for e, c in points)]
+    return sorted(kept, key=cost)
+
+
+def hypervolume(results, reference, cost=edap):
+    """Area (error points x cost decades) the results dominate up to ``reference`` (error %, log10 cost)."""
+    reference_error, reference_cost = reference
+    inside = [result for result in results
+              if point(result, cost)[0] < reference_error and point(result, cost)[1] < reference_cost]
+    strips = sorted(point(result, cost) for result in front(inside, cost))      # error rising, cost falling
     upper_errors = [error for error, _ in strips[1:]] + [reference_error]
-    return float(sum((upper - error) * (reference_edap - edap) for (error, edap), upper in zip(strips, upper_errors)))
+    return float(sum((upper - error) * (reference_cost - value) for (error, value), upper in zip(strips, upper_errors)))
 
 
 def by_seed(results):
@@ -51,12 +59,12 @@ def by_seed(results):
     return dict(grouped)
 
 
-def method_hypervolumes(results, reference=None):
+def method_hypervolumes(results, reference=None, cost=edap):
     """{method: (per-seed hypervolumes in seed order)} against ``reference`` (default ``reference_point``)."""
-    reference = reference or reference_point(results)
+    reference = reference or reference_point(results, cost)
     seeds = by_seed(results)
     methods = dict.fromkeys(result["method"] for result in results)
-    return {method: tuple(hypervolume([r for r in seeds[seed] if r["method"] == method], reference)
+    return {method: tuple(hypervolume([r for r in seeds[seed] if r["method"] == method], reference, cost)
                           for seed in sorted(seeds)) for method in methods}
 
 
