@@ -91,3 +91,26 @@ def test_the_hypervolume_follows_the_chosen_cost():
     assert any(line.startswith("Pareto-front hypervolume (error points x decades of the latency cost 1 L / 1 ms + "
                                "0.1 E / 1 mJ + 0.1 A / 1 mm2) against the reference (5 % error, latency cost 101)")
                for line in lines)
+
+
+def test_a_network_that_fits_no_point_has_no_cost_and_no_area():
+    """On a small board's space a search may end at a network no point of the space holds: its accuracy counts,
+    its cost does not (no front, no hypervolume, the EDAP means of the seeds that fit)."""
+    rows = [result("baseline", 0.98, 1.0, 0), result("baseline", 0.99, None, 1),
+            result("dance", 0.97, 0.1, 0, 0.01), result("dance", 0.96, 0.01, 1, 0.01)]
+    for row in rows:
+        fits = row["edap"] is not None
+        row.update(cost="edap", latency_ms=1.0 if fits else None, energy_mj=1.0 if fits else None,
+                   area_mm2=row["edap"], network="n", hardware="h" if fits else "fits no point of the space",
+                   fits=fits)
+    assert pareto.front([row for row in rows if row["method"] == "baseline"]) == [rows[0]]
+    assert pareto.reference_point(rows) == pytest.approx((5.0, 1.0))
+    assert pareto.method_hypervolumes(rows)["baseline"] == pytest.approx((3.0, 0.0))
+    summary = pareto.seed_summary(rows)
+    assert summary[("baseline", 1.0)]["fitting"] == 1 and summary[("baseline", 1.0)]["edap_geomean"] == 1.0
+    assert summary[("baseline", 1.0)]["accuracy_mean"] == pytest.approx(0.985)
+    assert summary[("dance", 0.01)]["edap_gain"] == pytest.approx(10 ** 1.5)
+    lines = command.table_lines(rows)
+    assert any(line.startswith("baseline") and line.endswith("fits no point of the space  n") for line in lines)
+    assert any(line.startswith("baseline") and " 1/2 " in line and "98.50% +- 0.71" in line for line in lines)
+    assert command.winner(rows + [dict(rows[1], method="dance", lambda2=0.01)]) is rows[3]
