@@ -127,7 +127,8 @@ def run_cosearch(arguments):
         raise InputError(str(error)) from None
     except FileNotFoundError as error:
         raise ToolError(str(error)) from None
-    for line in dance_command.table_lines(results):
+    cost_function = dance_command.chosen_cost_function(arguments)
+    for line in dance_command.table_lines(results, cost_function):
         print(line)
     print(f"co-search wall time {seconds:.1f} s" + (f"; plot written to {arguments.plot}" if arguments.plot else ""))
     answer = dance_command.winner(results) if (arguments.rtl_digits or arguments.onnx) else None
@@ -147,8 +148,8 @@ def run_cosearch(arguments):
                 print(line)
     if arguments.json:
         write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
-                                    "results": results, "pareto": dance_command.pareto_report(results),
-                                    "rtl_check": rtl}, schema="nnaccel.dse.cosearch/2")
+                                    "results": results, "pareto": dance_command.pareto_report(results, cost_function),
+                                    "rtl_check": rtl}, schema="nnaccel.dse.cosearch/3")
     if rtl is not None and not (rtl["all_bit_exact"] and rtl["cycles_equal"]):
         return 1
     return 0

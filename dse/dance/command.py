@@ -18,7 +18,7 @@ import numpy as np
 
 from nnaccel.dse.dance import pareto
 from nnaccel.dse.dance.settings import METHODS, SearchSettings
-from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, LINEAR_WEIGHTS, CostFunction
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
 from nnaccel.dse.shared.sweep import scheduler_address
 from nnaccel.models.shared.cache import cache_root
@@ -60,8 +60,9 @@ def add_arguments(parser, *, option_types):
                         help="hardware space: the seeds' template, or rtl, the DQN accelerator's configurations "
                              "(dse/rtl/hardware_space.py; --rtl-digits then builds the chosen one), or rtl-stream, "
                              "the same with the weights on chip or in a DDR3 model "
-                             "(dse/rtl/stream_hardware_space.py), or rtl-stream-1k, that space with 1,024 words of weight RAM (no shipped evaluator: train "
-                             "one with python -m nnaccel.dse.dance.train_evaluator) (default template)")
+                             "(dse/rtl/stream_hardware_space.py), or rtl-stream-1k, that space with 1,024 words of weight "
+                             "RAM, where larger networks must stream their weights (the rtl-stream spaces ship EDAP and "
+                             "latency evaluators only) (default template)")
     parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
                         help=f"comma-separated subset of {','.join(METHODS)} (default all)")
     parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,
@@ -194,8 +195,8 @@ def run(arguments):
 
 
 def winner(results):
-    """DANCE's answer: the DANCE result of lowest cost (``None`` without a DANCE result)."""
-    answers = [result for result in results if result["method"] == "dance"]
+    """DANCE's answer: the DANCE result of lowest EDAP (``None`` without a DANCE result that fits the space)."""
+    answers = [result for result in pareto.fitting(results) if result["method"] == "dance"]
     return min(answers, key=lambda result: result["edap"]) if answers else None
 
 
@@ -261,37 +262,69 @@ def _label(result):
     return result["method"] if result["method"] != "dance" else f"dance ({result['cost']})"
 
 
-def table_lines(results):
+def chosen_cost_function(arguments):
+    """The co-search's cost function as its evaluator holds it (a linear one with the space's reference)."""
+    from nnaccel.dse.dance import training
+
+    if arguments.cost == "edap":
+        return CostFunction("edap")
+    return training.load(arguments.space, arguments.cost).cost_function
+
+
+def result_cost(cost_function):
+    """``result -> its hardware cost under cost_function``, what the Pareto view ranks by."""
+    return lambda result: float(cost_function(result["latency_ms"], result["energy_mj"], result["area_mm2"]))
+
+
+def cost_description(cost_function, area_unit):
+    """The cost function in words: ``EDAP``, or a linear one's weights and reference."""
+    if cost_function.name == "edap":
+        return "EDAP"
+    weight_energy, weight_latency, weight_area = LINEAR_WEIGHTS[cost_function.name]
+    latency_ref, energy_ref, area_ref = cost_function.reference
+    return (f"the {cost_function.name} cost {weight_latency:g} L / {latency_ref:.4g} ms + {weight_energy:g} E / "
+            f"{energy_ref:.4g} mJ + {weight_area:g} A / {area_ref:.4g} {area_unit}")
+
+
+def table_lines(results, cost_function=CostFunction("edap")):
     """The Table-2-like table, with each EDAP against the separate-design baseline's of the same seed; with several
-    seeds also each (method, l2)'s seed mean and spread and each method's Pareto-front hypervolume."""
+    seeds also each (method, l2)'s seed mean and spread and each method's Pareto-front hypervolume under
+    ``cost_function`` (the co-search's)."""
     baselines = {r.get("seed", 0): r for r in results if r["method"] == "baseline"}
     area = f"area {results[0].get('area_unit', 'mm2')}" if results else "area"
     lines = [f"{'method':<16} {'l2':>6} {'seed':>4} {'accuracy':>8} {'latency ms':>11} {'energy mJ':>10} {area:>12} "
              f"{'EDAP':>11} {'vs base':>8}  network | hardware"]
     for r in results:
         baseline = baselines.get(r.get("seed", 0))
-        gain = f"{baseline['edap'] / r['edap']:.2f}x" if baseline else "-"
+        if not r.get("fits", True):
+            lines.append(f"{_label(r):<16} {r['lambda2']:>6g} {r.get('seed', 0):>4} {100 * r['accuracy']:>7.2f}% "
+                         f"{'fits no point of the space':>57}  {r['network']}")
+            continue
+        gain = f"{baseline['edap'] / r['edap']:.2f}x" if baseline and baseline.get("fits", True) else "-"
         lines.append(f"{_label(r):<16} {r['lambda2']:>6g} {r.get('seed', 0):>4} {100 * r['accuracy']:>7.2f}% "
                      f"{r['latency_ms']:>11.5f} {r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} "
                      f"{gain:>8}  {r['network']} | {r['hardware']}")
     if len(pareto.by_seed(results)) > 1:
-        lines += seed_summary_lines(results)
+        lines += seed_summary_lines(results, cost_function)
     lines.append(PATENT_TABLE_2)
     return lines
 
 
-def pareto_report(results):
-    """The seed summary and the hypervolumes as JSON-ready data."""
-    reference = pareto.reference_point(results)
+def pareto_report(results, cost_function=CostFunction("edap")):
+    """The seed summary and the hypervolumes (error x decades of ``cost_function``) as JSON-ready data."""
+    cost = result_cost(cost_function)
+    reference = pareto.reference_point(results, cost)
     return {"seed_summary": [{"method": method, "lambda2": lambda2, **value}
                              for (method, lambda2), value in pareto.seed_summary(results).items()],
-            "hypervolume_reference": {"error_percent": reference[0], "edap": 10 ** reference[1]},
-            "hypervolumes": pareto.method_hypervolumes(results, reference)}
+            "hypervolume_reference": {"error_percent": reference[0], "cost": cost_function.name,
+                                      "cost_value": 10 ** reference[1]},
+            "hypervolumes": pareto.method_hypervolumes(results, reference, cost)}
 
 
-def seed_summary_lines(results):
+def seed_summary_lines(results, cost_function=CostFunction("edap")):
     """Each (method, l2) over the seeds: accuracy mean +- standard deviation, geometric-mean EDAP (x/ its spread
-    in decades), gain and accuracy change against the separate design's means; each method's hypervolume."""
+    in decades; of the seeds whose network fits the space), gain and accuracy change against the separate design's
+    means; each method's hypervolume in error points x decades of ``cost_function``."""
     lines = [f"over seeds {', '.join(str(seed) for seed in sorted(pareto.by_seed(results)))}:",
              f"{'method':<16} {'l2':>6} {'seeds':>5} {'accuracy mean +- sd':>20} {'EDAP geomean':>13} {'sd log10':>9} "
              f"{'vs base':>8} {'accuracy change':>16} {'latency ms geomean':>19} {'vs base':>8}"]
@@ -300,14 +333,22 @@ def seed_summary_lines(results):
         change = f"{100 * value['accuracy_change']:+.2f} points" if value["accuracy_change"] is not None else "-"
         latency_gain = f"{value['latency_gain']:.2f}x" if value["latency_gain"] else "-"
         label = method if method != "dance" else f"dance ({results[0]['cost']})"
-        lines.append(f"{label:<16} {lambda2:>6g} {value['seeds']:>5} {100 * value['accuracy_mean']:>10.2f}% +- "
-                     f"{100 * value['accuracy_std']:.2f} {value['edap_geomean']:>13.3e} "
-                     f"{value['log10_edap_std']:>9.2f} "
-                     f"{gain:>8} {change:>16} {value['latency_geomean']:>19.5f} {latency_gain:>8}")
-    reference = pareto.reference_point(results)
-    lines.append(f"Pareto-front hypervolume (error points x EDAP decades) against the reference "
-                 f"({reference[0]:g} % error, EDAP {10 ** reference[1]:.3g}), per seed and mean +- sd:")
-    for method, volumes in pareto.method_hypervolumes(results, reference).items():
+        seeds = str(value["seeds"]) if value["fitting"] == value["seeds"] else f"{value['fitting']}/{value['seeds']}"
+        edap = f"{value['edap_geomean']:.3e}" if value["edap_geomean"] else "-"
+        latency = f"{value['latency_geomean']:.5f}" if value["latency_geomean"] else "-"
+        lines.append(f"{label:<16} {lambda2:>6g} {seeds:>5} {100 * value['accuracy_mean']:>10.2f}% +- "
+                     f"{100 * value['accuracy_std']:.2f} {edap:>13} {value['log10_edap_std']:>9.2f} "
+                     f"{gain:>8} {change:>16} {latency:>19} {latency_gain:>8}")
+    if any(value["fitting"] < value["seeds"] for value in pareto.seed_summary(results).values()):
+        lines.append("(k/n seeds: the networks of only k of the n seeds fit a point of the space; the costs are "
+                     "theirs, the accuracy every seed's)")
+    cost = result_cost(cost_function)
+    reference = pareto.reference_point(results, cost)
+    name = "EDAP" if cost_function.name == "edap" else f"{cost_function.name} cost"
+    lines.append(f"Pareto-front hypervolume (error points x decades of "
+                 f"{cost_description(cost_function, results[0].get('area_unit', 'mm2'))}) against the reference "
+                 f"({reference[0]:g} % error, {name} {10 ** reference[1]:.3g}), per seed and mean +- sd:")
+    for method, volumes in pareto.method_hypervolumes(results, reference, cost).items():
         lines.append(f"  {method:<10} " + "  ".join(f"{v:.3f}" for v in volumes)
                      + f"   mean {np.mean(volumes):.3f} +- {np.std(volumes, ddof=1) if len(volumes) > 1 else 0:.3f}")
     return lines
@@ -324,7 +365,7 @@ def plot_error_against_edap(results, path, cost, space="template"):
     figure, axes = pyplot.subplots(figsize=(6.5, 4.5))
     markers = {"baseline": "o", "flops": "s", "edd": "^", "dance": "*"}
     for method in METHODS:
-        chosen = [r for r in results if r["method"] == method]
+        chosen = [r for r in pareto.fitting(results) if r["method"] == method]
         if chosen:
             label = method if method != "dance" else f"DANCE ({cost})"
             dots = axes.scatter([r["edap"] for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],

@@ -58,6 +58,7 @@ class SearchResult:
     hardware_point: list = field(default_factory=list)     # one index per hardware parameter
     area_unit: str = "mm2"                                 # of area_mm2: the hardware space's area_unit
     seed: int = 0                                          # of the search and the retraining
+    fits: bool = True      # False: the network fits no point of the space (costs and hardware None; a small board's)
 
     def to_dict(self):
         return asdict(self)
@@ -229,12 +230,14 @@ def run_method(method, data, test, settings, hardware_space, evaluator, cost_fun
     fixed = dict(zip(hardware_space.compute_parameters, extra)) if extra is not None else None
     points, costs = hardware_space.best_hardware([network], cost_function, fixed=fixed)
     test_accuracy, _, retrain_s = retrain(network, data, test, settings, progress=progress)
-    latency, energy, area = (float(v) for v in costs[0])
+    fits = bool(np.isfinite(costs[0]).all())
+    latency, energy, area = (float(v) for v in costs[0]) if fits else (None, None, None)
     return SearchResult(method=method, cost=cost_function.name, lambda2=lambda2, indices=[int(i) for i in indices],
-                        network=network.describe(), hardware=hardware_space.describe(points[0]),
+                        network=network.describe(),
+                        hardware=hardware_space.describe(points[0]) if fits else "fits no point of the space",
                         accuracy=test_accuracy, latency_ms=latency, energy_mj=energy, area_mm2=area,
-                        edap=latency * energy * area, macs=int(network.macs), search_s=search_s,
+                        edap=latency * energy * area if fits else None, macs=int(network.macs), search_s=search_s,
                         retrain_s=retrain_s,
                         architecture_probabilities=[[float(p) for p in row] for row in probabilities],
-                        hardware_point=[int(i) for i in points[0]], area_unit=hardware_space.area_unit,
-                        seed=settings.seed)
+                        hardware_point=[int(i) for i in points[0]] if fits else [], area_unit=hardware_space.area_unit,
+                        seed=settings.seed, fits=fits)

@@ -1,7 +1,8 @@
 """Train and check DANCE's evaluator on a labelled hardware space; its Table 1; its checkpoints.
 
 ``train_evaluator(table, ...)``:
-- splits the network space into training and held-out networks (``labels.split_networks``);
+- splits the network space into training and held-out networks (``labels.split_networks``), leaving out any
+  network that fits no point of the space (``fitting_split``);
 - cost cases: random (network, point) pairs of the training networks (``cost_cases``), plus the
   training networks on their ``near_optimal_points`` best points for every cost function (where the co-search
   uses the cost network: the generator's answer is the optimum or a near-tie of it); held-out: random pairs of
@@ -104,7 +105,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     rng = np.random.default_rng(settings.seed)
     network_space, hardware_space = table.network_space, table.hardware_space
     all_networks = network_space.all_points()
-    train, held_out = split_networks(len(all_networks), settings.seed)
+    train, held_out, unfit = fitting_split(table, settings.seed)
     functions = {name: cost_function_for(table, name, settings.seed) for name in COST_FUNCTIONS}
     best_points = {name: table.best(np.arange(len(all_networks)), functions[name])[0] for name in COST_FUNCTIONS}
 
@@ -126,7 +127,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     ev.freeze(cost)
     sizes = {"cost_cases_train": int(len(pair_networks)), "cost_cases_validation": int(settings.validation_cases),
              "generator_cases_train": int(len(train)), "generator_cases_validation": int(len(held_out)),
-             "labelled_cost_cases": int(table.cost_cases)}
+             "labelled_cost_cases": int(table.cost_cases), "networks_fitting_no_point": unfit}
 
     trained = {}
     train_encodings = network_space.encode(all_networks[train])
@@ -149,6 +150,16 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
         evaluator.report["settings"] = vars(settings)
         trained[name] = evaluator
     return trained
+
+
+def fitting_split(table, seed):
+    """``split_networks``' training and held-out networks (flat indices) less those that fit no point of the space,
+    and how many fit none: on a small board's space (``rtl-stream-1k``) some do, and such a network has no optimum
+    to learn or to be measured against."""
+    networks = np.arange(len(table.unit_ids))
+    fits = np.isfinite(table.costs(networks, table.best(networks, CostFunction("edap"))[0])).all(axis=1)
+    train, held_out = split_networks(len(networks), seed)
+    return train[fits[train]], held_out[fits[held_out]], int((~fits).sum())
 
 
 def _seeded(seed, network_class, *arguments):
@@ -281,7 +292,7 @@ def remeasure(table, trained):
     training run. The cost network without forwarding is not kept in the checkpoints: its figures stay the
     training run's."""
     settings = EvaluatorSettings(**trained.report["settings"])
-    _, held_out = split_networks(len(table.unit_ids), settings.seed)
+    _, held_out, _ = fitting_split(table, settings.seed)
     best = table.best(np.arange(len(table.unit_ids)), trained.cost_function)[0]
     report = measure(table, trained, None, held_out, best, np.random.default_rng(settings.seed), settings)
     report["cost_without_forwarding"] = trained.report["cost_without_forwarding"]

@@ -52,6 +52,23 @@ def test_every_method_returns_a_candidate_on_its_exact_hardware(method, digits, 
     assert len(result.architecture_probabilities) == len(NETWORK_SPACE.sizes)
 
 
+def test_a_network_that_fits_no_point_is_reported_without_hardware(digits):
+    """On the small board's space (1,024 weight words on chip and as the tile buffer) conv 24x3x3/2, conv 40x5x5/2
+    fits no point: the result says so, with no costs, and still goes into the result store as JSON."""
+    from nnaccel.dse.dance.hardware_space import make_hardware_space
+    from nnaccel.dse.dance.network_space import NetworkSpace
+    from nnaccel.dse.shared.store import canonical_json
+
+    one_network = NetworkSpace((("c1", (24,)), ("k1", (3,)), ("s1", (2,)), ("c2", (40,)), ("k2", (5,)), ("s2", (2,)),
+                                ("d1", (128,))))
+    data, test = digits
+    result = cosearch.run_method("baseline", data, test, SETTINGS, make_hardware_space("rtl-stream-1k"), None,
+                                 CostFunction("edap"), space=one_network)
+    assert not result.fits and result.edap is None and result.latency_ms is None and result.hardware_point == []
+    assert result.hardware == "fits no point of the space" and 0 <= result.accuracy <= 1
+    assert '"fits":false' in canonical_json(result.to_dict())
+
+
 def test_the_flops_term_is_the_macs_of_the_sampled_network():
     macs = cosearch._mac_tensor(NETWORK_SPACE)
     for indices in NETWORK_SPACE.sample(np.random.default_rng(3), 5):

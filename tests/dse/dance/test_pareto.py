@@ -6,6 +6,7 @@ import math
 import pytest
 
 from nnaccel.dse.dance import command, pareto
+from nnaccel.dse.dance.cost_functions import CostFunction
 
 
 def result(method, accuracy, edap, seed=0, lambda2=1.0):
@@ -58,10 +59,58 @@ def test_the_table_adds_the_seed_means_and_the_hypervolumes():
     rows = [result("baseline", 0.98, 1.0, 0), result("baseline", 0.97, 1.0, 1),
             result("dance", 0.97, 0.1, 0, 0.01), result("dance", 0.96, 0.01, 1, 0.01)]
     for row, latency in zip(rows, (1.0, 4.0, 0.5, 0.5)):
-        row.update(cost="edap", latency_ms=latency, energy_mj=1.0, area_mm2=row["edap"], network="n", hardware="h")
+        row.update(cost="edap", latency_ms=latency, energy_mj=1.0, area_mm2=row["edap"] / latency, network="n",
+                   hardware="h")
     lines = command.table_lines(rows)
     assert any(line.startswith("dance (edap)") and "96.50% +- 0.71" in line and "31.62x" in line
                and "-1.00 points" in line and line.endswith(" 0.50000    4.00x") for line in lines)
     report = command.pareto_report(rows)
-    assert report["hypervolume_reference"] == {"error_percent": 5.0, "edap": pytest.approx(10.0)}
+    assert report["hypervolume_reference"] == {"error_percent": 5.0, "cost": "edap", "cost_value": pytest.approx(10.0)}
     assert report["hypervolumes"]["dance"] == pytest.approx(((5 - 3) * (1 + 1), (5 - 4) * (1 + 2)))
+    assert any(line.startswith("Pareto-front hypervolume (error points x decades of EDAP)") for line in lines)
+
+
+def test_the_hypervolume_follows_the_chosen_cost():
+    """Under the latency cost a result of low EDAP but long latency gains less area: the fronts are the cost's."""
+    rows = [result("baseline", 0.98, 1.0, seed) for seed in (0, 1)] + \
+           [result("dance", 0.97, 0.01, seed, 0.01) for seed in (0, 1)]
+    for row in rows:
+        latency = 1.0 if row["method"] == "baseline" else 10.0
+        row.update(cost="latency", latency_ms=latency, energy_mj=row["edap"] / latency, area_mm2=1.0, network="n",
+                   hardware="h")
+    latency_cost = CostFunction("latency", reference=(1.0, 1.0, 1.0))     # L + 0.1 E + 0.1 A
+    by_edap = command.pareto_report(rows)["hypervolumes"]
+    assert by_edap["dance"] == pytest.approx((2 * 3, 2 * 3))      # reference EDAP 10: 3 decades below it
+    report = command.pareto_report(rows, latency_cost)
+    reference = 10 * (10.0 + 0.1 * 0.001 + 0.1)                    # a decade above the largest latency cost
+    assert report["hypervolume_reference"] == {"error_percent": 5.0, "cost": "latency",
+                                               "cost_value": pytest.approx(reference)}
+    assert report["hypervolumes"]["dance"] == pytest.approx([2 * math.log10(reference / 10.1001)] * 2)
+    assert report["hypervolumes"]["baseline"] == pytest.approx([3 * math.log10(reference / 1.2)] * 2)
+    lines = command.table_lines(rows, latency_cost)
+    assert any(line.startswith("Pareto-front hypervolume (error points x decades of the latency cost 1 L / 1 ms + "
+                               "0.1 E / 1 mJ + 0.1 A / 1 mm2) against the reference (5 % error, latency cost 101)")
+               for line in lines)
+
+
+def test_a_network_that_fits_no_point_has_no_cost_and_no_area():
+    """On a small board's space a search may end at a network no point of the space holds: its accuracy counts,
+    its cost does not (no front, no hypervolume, the EDAP means of the seeds that fit)."""
+    rows = [result("baseline", 0.98, 1.0, 0), result("baseline", 0.99, None, 1),
+            result("dance", 0.97, 0.1, 0, 0.01), result("dance", 0.96, 0.01, 1, 0.01)]
+    for row in rows:
+        fits = row["edap"] is not None
+        row.update(cost="edap", latency_ms=1.0 if fits else None, energy_mj=1.0 if fits else None,
+                   area_mm2=row["edap"], network="n", hardware="h" if fits else "fits no point of the space",
+                   fits=fits)
+    assert pareto.front([row for row in rows if row["method"] == "baseline"]) == [rows[0]]
+    assert pareto.reference_point(rows) == pytest.approx((5.0, 1.0))
+    assert pareto.method_hypervolumes(rows)["baseline"] == pytest.approx((3.0, 0.0))
+    summary = pareto.seed_summary(rows)
+    assert summary[("baseline", 1.0)]["fitting"] == 1 and summary[("baseline", 1.0)]["edap_geomean"] == 1.0
+    assert summary[("baseline", 1.0)]["accuracy_mean"] == pytest.approx(0.985)
+    assert summary[("dance", 0.01)]["edap_gain"] == pytest.approx(10 ** 1.5)
+    lines = command.table_lines(rows)
+    assert any(line.startswith("baseline") and line.endswith("fits no point of the space  n") for line in lines)
+    assert any(line.startswith("baseline") and " 1/2 " in line and "98.50% +- 0.71" in line for line in lines)
+    assert command.winner(rows + [dict(rows[1], method="dance", lambda2=0.01)]) is rows[3]
