@@ -131,7 +131,8 @@ def run_cosearch(arguments):
     for line in dance_command.table_lines(results, cost_function):
         print(line)
     print(f"co-search wall time {seconds:.1f} s" + (f"; plot written to {arguments.plot}" if arguments.plot else ""))
-    answer = dance_command.winner(results) if (arguments.rtl_digits or arguments.onnx) else None
+    answer = (dance_command.winner(results, dance_command.result_cost(cost_function))
+              if (arguments.rtl_digits or arguments.onnx) else None)
     rtl = None
     if answer is not None:
         print(f"nnaccel: retraining DANCE's answer ({answer['network']}) ...", flush=True)

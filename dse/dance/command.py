@@ -194,10 +194,11 @@ def run(arguments):
     return results, seconds
 
 
-def winner(results):
-    """DANCE's answer: the DANCE result of lowest EDAP (``None`` without a DANCE result that fits the space)."""
+def winner(results, cost=pareto.edap):
+    """DANCE's answer: the DANCE result of lowest ``cost`` (a result's hardware cost, default its EDAP; the co-search
+    passes the cost it minimised), ``None`` without a DANCE result that fits the space."""
     answers = [result for result in pareto.fitting(results) if result["method"] == "dance"]
-    return min(answers, key=lambda result: result["edap"]) if answers else None
+    return min(answers, key=cost) if answers else None
 
 
 def retrain_winner(arguments, answer):

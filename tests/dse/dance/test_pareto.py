@@ -114,3 +114,12 @@ def test_a_network_that_fits_no_point_has_no_cost_and_no_area():
     assert any(line.startswith("baseline") and line.endswith("fits no point of the space  n") for line in lines)
     assert any(line.startswith("baseline") and " 1/2 " in line and "98.50% +- 0.71" in line for line in lines)
     assert command.winner(rows + [dict(rows[1], method="dance", lambda2=0.01)]) is rows[3]
+
+
+def test_dances_answer_is_the_one_of_lowest_chosen_cost():
+    def answer(edap, latency):
+        return {"method": "dance", "accuracy": 0.98, "edap": edap, "latency_ms": latency, "fits": True}
+
+    by_edap, by_latency = answer(0.1, 2.0), answer(0.2, 1.0)
+    assert command.winner([by_edap, by_latency]) is by_edap
+    assert command.winner([by_edap, by_latency], cost=lambda result: result["latency_ms"]) is by_latency
