@@ -190,7 +190,7 @@ def run(arguments):
         results = [store.get(case) for case in todo]
     seconds = time.perf_counter() - start
     if arguments.plot:
-        plot_error_against_edap(results, arguments.plot, arguments.cost, arguments.space)
+        plot_error_against_cost(results, arguments.plot, chosen_cost_function(arguments), arguments.space)
     return results, seconds
 
 
@@ -355,32 +355,35 @@ def seed_summary_lines(results, cost_function=CostFunction("edap")):
     return lines
 
 
-def plot_error_against_edap(results, path, cost, space="template"):
-    """Error (%) against EDAP (log scale), one marker per method, every seed's result, and each method's front over
-    all seeds (patent Figure 9)."""
+def plot_error_against_cost(results, path, cost_function, space="template"):
+    """Error (%) against the co-search's hardware cost (``cost_function``: EDAP or a linear cost; log scale), one
+    marker per method, every seed's result, and each method's front over all seeds (patent Figure 9)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
+    cost = result_cost(cost_function)
+    unit = results[0].get("area_unit", "mm2") if results else "mm2"
+    name = "EDAP" if cost_function.name == "edap" else f"{cost_function.name} cost"
     figure, axes = pyplot.subplots(figsize=(6.5, 4.5))
     markers = {"baseline": "o", "flops": "s", "edd": "^", "dance": "*"}
     for method in METHODS:
         chosen = [r for r in pareto.fitting(results) if r["method"] == method]
         if chosen:
-            label = method if method != "dance" else f"DANCE ({cost})"
-            dots = axes.scatter([r["edap"] for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],
+            label = method if method != "dance" else f"DANCE ({cost_function.name})"
+            dots = axes.scatter([cost(r) for r in chosen], [100 * (1 - r["accuracy"]) for r in chosen],
                                 marker=markers[method], s=80 if method == "dance" else 40, label=label, alpha=0.8)
-            front = pareto.front(chosen)
-            axes.step([r["edap"] for r in front], [100 * (1 - r["accuracy"]) for r in front], where="post",
+            front = pareto.front(chosen, cost)
+            axes.step([cost(r) for r in front], [100 * (1 - r["accuracy"]) for r in front], where="post",
                       color=dots.get_facecolor()[0], linewidth=1)
     axes.set_xscale("log")
-    unit = results[0].get("area_unit", "mm2") if results else "mm2"
-    axes.set_xlabel(f"EDAP (mJ x ms x {unit}, cost model)")
+    axes.set_xlabel(f"EDAP (mJ x ms x {unit}, cost model)" if cost_function.name == "edap"
+                    else f"{cost_description(cost_function, unit)} (cost model)", fontsize=8)
     axes.set_ylabel("test error (%)")
     seeds = len(pareto.by_seed(results))
-    axes.set_title(f"MNIST, {space} hardware: error against EDAP" + (f" ({seeds} seeds; lines: fronts)" if seeds > 1
-                                                                     else ""))
+    axes.set_title(f"MNIST, {space} hardware: error against {name}"
+                   + (f"\n{seeds} seeds; lines: each method's front" if seeds > 1 else ""), fontsize=10)
     axes.legend(loc="best")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
