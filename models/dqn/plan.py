@@ -1324,11 +1324,12 @@ def _slots(config, blocks, rows, out_channels):
     return padded.reshape(rows.shape[0], blocks, config.lanes)[:, np.arange(config.modules) % blocks]
 
 
-def _chunk_slots(config, blocks, chunks, out_channels):
+def _chunk_slots(config, blocks, chunks, out_channels, seed=0):
     """Weight rows of a partial-sum pass: group position q uses ``chunks[q]`` ((products, out_channels) bits);
-    no bias (the reduction adds it)."""
+    no bias (the reduction adds it): the seed row is ``seed`` (bits; a sum's ``+0``, a max pool's ``-inf``)."""
     products = chunks[0].shape[0]
     slots = np.zeros((products + 1, config.modules, config.lanes), np.uint32)
+    slots[products] = seed
     for q, chunk in enumerate(chunks):
         padded = np.zeros((products, blocks * config.lanes), np.uint32)
         padded[:, :out_channels] = chunk
@@ -1355,7 +1356,10 @@ def _pass_weights(config, work, kernel, bias):
         chunks = [kernel[:, q // columns * height:(q // columns + 1) * height,
                          q % columns * width:(q % columns + 1) * width].reshape(-1, out_channels)
                   for q in range(work.count)]
-        return _chunk_slots(config, blocks, chunks, out_channels)
+        # A max pool's partial maxima start from -inf, as its unsplit pass does (its bias): from +0, a window of
+        # negative elements would give 0.
+        return _chunk_slots(config, blocks, chunks, out_channels,
+                            seed=config.fmt.infinity(sign=1) if work.maximum else 0)
     unused = np.zeros((work.in_channels, out_channels), np.uint32)          # a reduction's vectors come from RAM
     return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
 
