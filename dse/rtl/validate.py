@@ -26,7 +26,7 @@ import nnaccel.hw as hw
 import nnaccel.models.dqn
 from nnaccel.dse.rtl.cost_model import evaluate_network
 from nnaccel.dse.rtl.hardware import FORMATS, config_from_json, config_to_json, network_from_json, network_to_json
-from nnaccel.dse.rtl.sampler import random_weights, sample_mapping, sample_network
+from nnaccel.dse.rtl.sampler import random_weights, sample_case
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.mapping import DqnMapping
@@ -93,8 +93,7 @@ def validation_cases(count, *, seed, configs, thesis=True):
     cases = []
     for index in range(count):
         config = configs[index % len(configs)]
-        layers = sample_network(rng, config)
-        mapping = sample_mapping(rng, config, layers)
+        layers, mapping = sample_case(rng, config)
         cases.append({"kind": "random", "config": config_to_json(config), "network": network_to_json(layers),
                       "mapping": mapping.to_json(), "weights_seed": int(rng.integers(1 << 31)),
                       "inputs_seed": int(rng.integers(1 << 31)), "states": STATES, "code": code_digest()})
