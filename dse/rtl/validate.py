@@ -33,11 +33,12 @@ from nnaccel.models.dqn.mapping import DqnMapping
 from nnaccel.models.dqn.network import DenseLayer, dqn_layers, seeded_weights
 from nnaccel.models.dqn.plan import compile_network
 
-__all__ = ["SCHEMA", "code_digest", "validation_configs", "reduced_configs", "validation_cases", "validate_case",
+__all__ = ["SCHEMA", "VALIDATION_SHAPES", "code_digest", "validation_configs", "reduced_configs", "validation_cases", "validate_case",
            "describe_config", "describe_network"]
 
 SCHEMA = "nnaccel.dse.validate/1"
 STATES = 2
+VALIDATION_SHAPES = {"modules": (2, 4, 8), "lanes": (1, 2, 3, 4)}     # modules x lanes of validation_configs
 
 
 @cache
@@ -55,10 +56,15 @@ def validation_configs(rng, count):
     mappings have position slots to choose from; 1..4 lanes): the formats in turn, multiplier and adder
     latencies 1..3, 16- or 20-element rows, small RAMs, every other one with the matrix modules' max mode (its
     networks draw max pools), every third one (binary32) with the flat map (a 6-word lane window, one channel slot
-    and two, then four slots of 3-word windows, in turn: its networks draw depthwise-separable blocks)."""
+    and two, then four slots of 3-word windows, in turn: its networks draw depthwise-separable blocks).  A
+    ValueError for more than the 12 shapes of :data:`VALIDATION_SHAPES`."""
+    shapes_held = len(VALIDATION_SHAPES["modules"]) * len(VALIDATION_SHAPES["lanes"])
+    if count > shapes_held:
+        raise ValueError(f"at most {shapes_held} random configurations (each its own modules x lanes: "
+                         f"{VALIDATION_SHAPES['modules']} x {VALIDATION_SHAPES['lanes']}), not {count}")
     configs, shapes = [], set()
     while len(configs) < count:
-        modules, lanes = int(rng.choice([2, 4, 8])), int(rng.integers(1, 5))
+        modules, lanes = int(rng.choice(VALIDATION_SHAPES["modules"])), int(rng.choice(VALIDATION_SHAPES["lanes"]))
         if (modules, lanes) in shapes:
             continue
         shapes.add((modules, lanes))

@@ -44,6 +44,16 @@ def test_a_small_validation_through_the_command_line(tmp_path, capsys):
     assert (document["run_now"], document["skipped"], document["exact_cases"]) == (0, 1, 1)
 
 
+def test_more_random_configurations_than_shapes_is_bad_input(tmp_path, capsys):
+    """Each random configuration has its own modules x lanes: a 13th would be drawn for ever (the command once
+    hung); one line, exit 2, no store written."""
+    store = tmp_path / "validate.sqlite"
+    assert main(["dse", "validate", "--cases", "1", "--configs", "13", "--store", str(store)]) == 2
+    assert capsys.readouterr().err == ("nnaccel: error: --configs: at most 12 random configurations (each its own "
+                                       "modules x lanes: (2, 4, 8) x (1, 2, 3, 4)), not 13\n")
+    assert not store.exists()
+
+
 def test_a_split_max_pools_sum_in_a_later_channel_tile_on_the_rtl():
     """tests/dqn/test_golden.py's split max pool on its 4 x 3 configuration: outputs bit-exact, every counter as
     predicted, 38 cycles by the RTL, the compiler and the cost model."""
