@@ -267,7 +267,10 @@ def run_validate(arguments):
     if arguments.hardware == "reduced":
         configs = reduced_configs()
     else:
-        configs = validation_configs(np.random.default_rng([arguments.seed, 1]), arguments.configs)
+        try:
+            configs = validation_configs(np.random.default_rng([arguments.seed, 1]), arguments.configs)
+        except ValueError as error:
+            raise InputError(f"--configs: {error}") from None
     print(f"nnaccel: drawing {arguments.cases} cases over {len(configs)} configurations (seed {arguments.seed})"
           + ("" if arguments.no_thesis else " and the thesis network at full size") + " ...", flush=True)
     cases = validation_cases(arguments.cases, seed=arguments.seed, configs=configs, thesis=not arguments.no_thesis)

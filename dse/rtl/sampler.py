@@ -14,7 +14,7 @@ from nnaccel.models.dqn.network import AddLayer, ConvLayer, DenseLayer
 from nnaccel.models.dqn.plan import check_segment, compile_network, layer_shapes, min_column_blocks, with_copy_passes
 
 __all__ = ["block_choices", "sample_config", "sample_network", "sample_layer_mapping", "sample_mapping",
-           "random_weights"]
+           "sample_case", "NoMappingFound", "random_weights"]
 
 
 def sample_config(rng, *, space=RTL_SPACE, **fixed):
@@ -250,4 +250,23 @@ def sample_mapping(rng, config, layers, *, tries=100):
         except ValueError:
             continue
         return mapping
-    raise RuntimeError(f"no mapping of {len(layers)} layers compiles on {config.module_name} in {tries} draws")
+    raise NoMappingFound(f"no mapping of {len(layers)} layers compiles on {config.module_name} in {tries} draws")
+
+
+class NoMappingFound(RuntimeError):
+    """:func:`sample_mapping` drew no mapping that compiles (the network compiles with the compiler's mapping)."""
+
+
+def sample_case(rng, config, *, max_size=10, networks=8):
+    """A random network (:func:`sample_network`) and a random mapping of it (:func:`sample_mapping`) that compile on
+    ``config``: ``(layers, mapping)``.  A network of which no random mapping compiles (say, column blocks beyond the
+    compiler's put more weight rows than the RAM holds) gives way to another, drawn on smaller images (``max_size``
+    less one a draw, 3 at least); after ``networks`` such draws the last network takes the compiler's mapping,
+    which compiles (:func:`sample_network` checked it)."""
+    for draw in range(networks):
+        layers = sample_network(rng, config, max_size=max(3, max_size - draw))
+        try:
+            return layers, sample_mapping(rng, config, layers)
+        except NoMappingFound:
+            continue
+    return layers, compile_network(config, layers, random_weights(layers, 0)).mapping

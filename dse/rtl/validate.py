@@ -26,18 +26,19 @@ import nnaccel.hw as hw
 import nnaccel.models.dqn
 from nnaccel.dse.rtl.cost_model import evaluate_network
 from nnaccel.dse.rtl.hardware import FORMATS, config_from_json, config_to_json, network_from_json, network_to_json
-from nnaccel.dse.rtl.sampler import random_weights, sample_mapping, sample_network
+from nnaccel.dse.rtl.sampler import random_weights, sample_case
 from nnaccel.hw.dqn.config import REDUCED_CONFIG, DqnConfig
 from nnaccel.hw.shared.float_format import float_format
 from nnaccel.models.dqn.mapping import DqnMapping
 from nnaccel.models.dqn.network import DenseLayer, dqn_layers, seeded_weights
 from nnaccel.models.dqn.plan import compile_network
 
-__all__ = ["SCHEMA", "code_digest", "validation_configs", "reduced_configs", "validation_cases", "validate_case",
+__all__ = ["SCHEMA", "VALIDATION_SHAPES", "code_digest", "validation_configs", "reduced_configs", "validation_cases", "validate_case",
            "describe_config", "describe_network"]
 
 SCHEMA = "nnaccel.dse.validate/1"
 STATES = 2
+VALIDATION_SHAPES = {"modules": (2, 4, 8), "lanes": (1, 2, 3, 4)}     # modules x lanes of validation_configs
 
 
 @cache
@@ -55,10 +56,15 @@ def validation_configs(rng, count):
     mappings have position slots to choose from; 1..4 lanes): the formats in turn, multiplier and adder
     latencies 1..3, 16- or 20-element rows, small RAMs, every other one with the matrix modules' max mode (its
     networks draw max pools), every third one (binary32) with the flat map (a 6-word lane window, one channel slot
-    and two, then four slots of 3-word windows, in turn: its networks draw depthwise-separable blocks)."""
+    and two, then four slots of 3-word windows, in turn: its networks draw depthwise-separable blocks).  A
+    ValueError for more than the 12 shapes of :data:`VALIDATION_SHAPES`."""
+    shapes_held = len(VALIDATION_SHAPES["modules"]) * len(VALIDATION_SHAPES["lanes"])
+    if count > shapes_held:
+        raise ValueError(f"at most {shapes_held} random configurations (each its own modules x lanes: "
+                         f"{VALIDATION_SHAPES['modules']} x {VALIDATION_SHAPES['lanes']}), not {count}")
     configs, shapes = [], set()
     while len(configs) < count:
-        modules, lanes = int(rng.choice([2, 4, 8])), int(rng.integers(1, 5))
+        modules, lanes = int(rng.choice(VALIDATION_SHAPES["modules"])), int(rng.choice(VALIDATION_SHAPES["lanes"]))
         if (modules, lanes) in shapes:
             continue
         shapes.add((modules, lanes))
@@ -93,8 +99,7 @@ def validation_cases(count, *, seed, configs, thesis=True):
     cases = []
     for index in range(count):
         config = configs[index % len(configs)]
-        layers = sample_network(rng, config)
-        mapping = sample_mapping(rng, config, layers)
+        layers, mapping = sample_case(rng, config)
         cases.append({"kind": "random", "config": config_to_json(config), "network": network_to_json(layers),
                       "mapping": mapping.to_json(), "weights_seed": int(rng.integers(1 << 31)),
                       "inputs_seed": int(rng.integers(1 << 31)), "states": STATES, "code": code_digest()})

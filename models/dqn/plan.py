@@ -501,11 +501,13 @@ def _fastest_group_tiles(config, shape):
 def _within_the_table(config, shapes):
     """``shapes`` with the grouped convolutions' tiles widened, the layer of most tiles first, until the tiles fit
     the descriptor table (``max_layers``) or none can widen: the fastest tiles are the narrowest where a pass sets
-    up in a cycle, and a network of many depthwise layers would need more passes than the table holds."""
+    up in a cycle, and a network of many depthwise layers would need more passes than the table holds.  A max
+    pool's tiles never widen (one channel each: :func:`_max_pool_tiles`); where they leave too many passes the
+    compiler refuses the network, naming them (:func:`compile_network`)."""
     shapes = list(shapes)
     while sum(shape.tiles for shape in shapes) > config.max_layers:
         wider = [(shape.tiles, index) for index, shape in enumerate(shapes)
-                 if shape.groups > 1 and shape.tile_size < _group_tile_sizes(config, shape)[-1]]
+                 if shape.groups > 1 and not shape.maximum and shape.tile_size < _group_tile_sizes(config, shape)[-1]]
         if not wider:
             break
         index = max(wider)[1]
@@ -1095,11 +1097,31 @@ def default_mapping(config, layers, *, split="auto"):
     """The compiler's mapping of ``layers``: per layer and channel tile the fewest column blocks that hold its
     output channels and keep every group in two output rows (docs/dqn_accelerator.md, "Mapping a layer") and, with
     ``split`` "auto", the K-split of idle modules where the predicted cycles say it pays ("always": wherever
-    possible, the fastest of the splits; "never": none)."""
+    possible, the fastest of the splits; "never": none), the splits that save fewest cycles undone where the
+    descriptor table holds no more passes."""
     if split not in SPLIT_MODES:
         raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, not {split!r}")
     shapes = layers if all(isinstance(layer, LayerShape) for layer in layers) else layer_shapes(config, layers)
-    return DqnMapping(tuple(_default_layer_mapping(config, shape, split) for shape in shapes))
+    return DqnMapping(_splits_within_the_table(config, shapes, [_default_layer_mapping(config, shape, split)
+                                                                for shape in shapes]))
+
+
+def _splits_within_the_table(config, shapes, layer_mappings):
+    """``layer_mappings`` of ``shapes`` with their K-splits undone (a split costs a pass), those that save fewest
+    predicted cycles first, until the passes fit the descriptor table (``max_layers``) or no split is left."""
+    mappings = list(layer_mappings)
+
+    def saved(index):
+        return _shape_cycles(config, shapes[index]) - pass_timing(
+            config, pass_shapes(config, shapes[index], mappings[index]))["cycles"].sum()
+
+    splits = sorted((index for index, mapping in enumerate(mappings) if mapping.passes > len(mapping.segments)),
+                    key=saved)
+    for index in splits:
+        if sum(mapping.passes for mapping in mappings) <= config.max_layers:
+            break
+        mappings[index] = _default_layer_mapping(config, shapes[index], "never")
+    return tuple(mappings)
 
 
 def pass_note(config, shape, work):
@@ -1324,11 +1346,12 @@ def _slots(config, blocks, rows, out_channels):
     return padded.reshape(rows.shape[0], blocks, config.lanes)[:, np.arange(config.modules) % blocks]
 
 
-def _chunk_slots(config, blocks, chunks, out_channels):
+def _chunk_slots(config, blocks, chunks, out_channels, seed=0):
     """Weight rows of a partial-sum pass: group position q uses ``chunks[q]`` ((products, out_channels) bits);
-    no bias (the reduction adds it)."""
+    no bias (the reduction adds it): the seed row is ``seed`` (bits; a sum's ``+0``, a max pool's ``-inf``)."""
     products = chunks[0].shape[0]
     slots = np.zeros((products + 1, config.modules, config.lanes), np.uint32)
+    slots[products] = seed
     for q, chunk in enumerate(chunks):
         padded = np.zeros((products, blocks * config.lanes), np.uint32)
         padded[:, :out_channels] = chunk
@@ -1355,7 +1378,10 @@ def _pass_weights(config, work, kernel, bias):
         chunks = [kernel[:, q // columns * height:(q // columns + 1) * height,
                          q % columns * width:(q % columns + 1) * width].reshape(-1, out_channels)
                   for q in range(work.count)]
-        return _chunk_slots(config, blocks, chunks, out_channels)
+        # A max pool's partial maxima start from -inf, as its unsplit pass does (its bias): from +0, a window of
+        # negative elements would give 0.
+        return _chunk_slots(config, blocks, chunks, out_channels,
+                            seed=config.fmt.infinity(sign=1) if work.maximum else 0)
     unused = np.zeros((work.in_channels, out_channels), np.uint32)          # a reduction's vectors come from RAM
     return _slots(config, blocks, np.concatenate([unused, bias[None, :]]), out_channels)
 
@@ -1497,8 +1523,10 @@ def compile_network(config, layers, weights, *, input_ram=0, split="auto", mappi
     if count > config.max_layers:
         per_layer = [layer_passes[0].name if len(layer_passes) == 1 else f"{shape.name}: {len(layer_passes)}"
                      for shape, layer_passes in zip(shapes, passes)]
+        pools = [f"{shape.name} is a max pool of {shape.out_channels} channels, one pass a channel"
+                 for shape in shapes if shape.maximum and shape.tiles > 1]
         raise ValueError(f"the network needs {count} passes ({', '.join(per_layer)}); the descriptor table holds "
-                         f"{config.max_layers}")
+                         f"{config.max_layers}" + "".join(f"; {pool}" for pool in pools))
     kernels = {shape.name: (None, None) if shape.add else _kernel_bits(config, shape, layer, *pair)
                for shape, layer, pair in zip(shapes, layers, pairs)}
 

@@ -58,6 +58,14 @@ def too_many_passes(path):
     return graph.save(path)
 
 
+def max_pool_past_the_table(path):
+    """A max pool of 70 channels: a pass a channel, more than the largest descriptor table (64) holds."""
+    graph = GraphBuilder((1, 1, 4, 4))
+    graph.conv(70, 1, 1, name="conv")
+    graph.node("MaxPool", name="pool", kernel_shape=[2, 2], strides=[2, 2])
+    return graph.save(path)
+
+
 def truncated_tflite(path):
     whole = conv_model(path.with_name("whole.tflite")).read_bytes()
     path.write_bytes(whole[:len(whole) // 2])
@@ -107,6 +115,9 @@ ERRORS = {
     "too many passes": (too_many_passes, "model.onnx",
                         "does not fit 16 modules x 16 lanes: the network needs 391 passes (gemm: 391); the descriptor "
                         "table holds 64"),
+    "max pool past the table": (max_pool_past_the_table, "model.onnx",
+                                "does not fit 16 modules x 16 lanes: the network needs 71 passes (conv, pool: 70); the "
+                                "descriptor table holds 64; pool is a max pool of 70 channels, one pass a channel"),
 }
 
 

@@ -195,6 +195,41 @@ def test_a_split_max_pool_in_a_later_channel_tile_is_the_max_pool():
         np.testing.assert_array_equal(pooled, padded.max(axis=2, keepdims=True))      # (2, 2, 1): 1 x 3 windows
 
 
+def negative_split_max_pool(channels):
+    """A max pool without padding (1 x 3 over 1 x 7, ``channels`` channels) on :func:`split_max_pool`'s
+    configuration, K-split: one channel where the compiler splits it (``split="always"``: the last position's window
+    in three partials), two in tiles of one, the second tile's last position split in three.  ``(plan,
+    numpy_max_pool)``: the compiled plan and numpy's max pool of a ``(channels, 1, 7)`` input."""
+    config = split_max_pool()[0]
+    layer = ConvLayer("pool", channels, (1, 7), channels, (1, 3), 1, relu=False, groups=channels, maximum=True)
+    pairs = [(np.ones(layer.weight_shape, np.float32), np.full(channels, -np.inf, np.float32))]
+    if channels == 1:
+        plan = compile_network(config, (layer,), pairs, split="always")
+    else:
+        mapping = DqnMapping((LayerMapping((Segment(0, 5, 1, tile=0), Segment(0, 4, 1, tile=1),
+                                            Segment(4, 1, 1, split=3, tile=1))),))
+        plan = compile_network(config, (layer,), pairs, mapping=mapping)
+    return plan, lambda state: np.lib.stride_tricks.sliding_window_view(state, 3, axis=2).max(axis=3)
+
+
+def negative_states(rng, channels, count):
+    """``count`` inputs of :func:`negative_split_max_pool` whose every element is -0.5 or less."""
+    return [-np.abs(rng.standard_normal((channels, 1, 7))).astype(np.float32) - np.float32(0.5)
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("channels", [1, 2])
+def test_a_split_max_pool_of_negative_windows_is_numpys_max_pool(channels):
+    """A max pool without padding takes any input: K-split or not, a window of negative elements gives its largest
+    element, not 0 (the partial maxima start from -inf, as the unsplit pass does)."""
+    plan, max_pool = negative_split_max_pool(channels)
+    assert [layer.name for layer in plan.layers][-2:] == [f"pool{' [1:2]' if channels > 1 else ''} {name}"
+                                                         for name in ("tail", "sum")]
+    for state in negative_states(np.random.default_rng(SEED), channels, 4):
+        pooled = unpack_image(plan.layers[-1].output, golden_forward(plan, state).activations[-1]).view(np.float32)
+        np.testing.assert_array_equal(pooled, max_pool(state))
+
+
 def test_a_residual_add_is_the_float32_sum_of_its_addends():
     """The add pass's output is the element-wise float32 sum of the second convolution's output and the block's
     input (ReLU after), read back from where the plan put them."""

@@ -562,3 +562,47 @@ def test_a_dict_tiling_sets_the_channel_tile_of_each_named_layer():
     with pytest.raises(ValueError, match=r"FC_1: a channel tile holds 1 \.\. 256 output channels \(modules x lanes\), "
                                          r"not 300"):
         layer_shapes(DqnConfig(), dqn_layers(18), tiling={"FC_1": 300})
+
+
+def max_pool(name, channels, size, kernel):
+    """A max pool of ``channels`` channels, stride ``kernel``, and its weights (1.0, seed -inf)."""
+    layer = ConvLayer(name, channels, size, channels, kernel, kernel, relu=False, groups=channels, maximum=True)
+    return layer, (np.ones(layer.weight_shape, np.float32), np.full(channels, -np.inf, np.float32))
+
+
+def test_a_max_pool_of_more_tiles_than_descriptors_is_refused_naming_it():
+    """A max pool runs a pass per channel (its tiles never widen): 8 channels and a dense layer need 9 passes of a
+    table of 8, refused in one line naming the pool (layer_shapes once stopped on ``1 is not in list``)."""
+    config = dataclasses.replace(REDUCED_CONFIG, max_pooling=True)
+    pool, pool_pair = max_pool("pool", 8, 4, 2)
+    layers = (pool, DenseLayer("d", 32, 4, relu=False))
+    assert [shape.tiles for shape in layer_shapes(config, layers)] == [8, 1]
+    with pytest.raises(ValueError, match=r"^the network needs 9 passes \(pool: 8, d\); the descriptor table holds 8; "
+                                         r"pool is a max pool of 8 channels, one pass a channel$"):
+        compile_network(config, layers, [pool_pair, random_pairs(layers[1:])[0]])
+
+
+def test_a_depthwise_layer_widens_its_tiles_beside_a_max_pool():
+    """A depthwise layer in tiles of 4 channels (its fastest) and a max pool of 5 need 11 passes of a table of 9: the
+    depthwise layer widens to tiles of 8 (the pool cannot), and the network runs in 9."""
+    config = dataclasses.replace(REDUCED_CONFIG, max_pooling=True, max_layers=9)
+    pool, pool_pair = max_pool("pool", 5, 4, 2)
+    layers = (ConvLayer("dw", 16, 4, 16, 3, 1, padding=1, groups=16), ConvLayer("pw", 16, 4, 5, 1, 1), pool,
+              DenseLayer("d", 20, 4, relu=False))
+    pairs = random_pairs(layers)
+    pairs[2] = pool_pair
+    plan = compile_network(config, layers, pairs)
+    assert [layer.name for layer in plan.layers] == ["dw [0:8]", "dw [8:16]", "pw", *(f"pool [{channel}:{channel + 1}]"
+                                                                                     for channel in range(5)), "d"]
+
+
+def test_the_compilers_k_splits_give_way_to_the_descriptor_table():
+    """A dense layer after a max pool of 7 channels: K-split where the table has room (2 passes), run whole where
+    the split would make 9 passes of a table of 8 (the compiler once refused the network)."""
+    pool, pool_pair = max_pool("pool", 7, 4, 2)
+    layers = (pool, DenseLayer("d", 28, 4, relu=False))
+    pairs = [pool_pair, random_pairs(layers[1:])[0]]
+    roomy = compile_network(dataclasses.replace(REDUCED_CONFIG, max_pooling=True, max_layers=9), layers, pairs)
+    assert [layer.name for layer in roomy.layers][-2:] == ["d partials", "d sum"]
+    plan = compile_network(dataclasses.replace(REDUCED_CONFIG, max_pooling=True), layers, pairs)
+    assert [layer.name for layer in plan.layers][-2:] == ["pool [6:7]", "d"]

@@ -4,10 +4,14 @@ finds every case in the store."""
 
 import json
 
+import numpy as np
+
 from nnaccel.cli.main import main
 from nnaccel.dse.rtl.hardware import config_to_json, network_to_json
 from nnaccel.dse.rtl.validate import SCHEMA, STATES, code_digest, reduced_configs, validate_case, validation_cases
-from tests.dqn.test_golden import split_max_pool
+from nnaccel.hw.dqn.accelerator import DqnAccelerator
+from nnaccel.testbench.dqn.host import run_on_accelerator
+from tests.dqn.test_golden import negative_split_max_pool, negative_states, split_max_pool
 
 
 def test_cases_are_seeded_and_carry_the_code_digest():
@@ -40,6 +44,16 @@ def test_a_small_validation_through_the_command_line(tmp_path, capsys):
     assert (document["run_now"], document["skipped"], document["exact_cases"]) == (0, 1, 1)
 
 
+def test_more_random_configurations_than_shapes_is_bad_input(tmp_path, capsys):
+    """Each random configuration has its own modules x lanes: a 13th would be drawn for ever (the command once
+    hung); one line, exit 2, no store written."""
+    store = tmp_path / "validate.sqlite"
+    assert main(["dse", "validate", "--cases", "1", "--configs", "13", "--store", str(store)]) == 2
+    assert capsys.readouterr().err == ("nnaccel: error: --configs: at most 12 random configurations (each its own "
+                                       "modules x lanes: (2, 4, 8) x (1, 2, 3, 4)), not 13\n")
+    assert not store.exists()
+
+
 def test_a_split_max_pools_sum_in_a_later_channel_tile_on_the_rtl():
     """tests/dqn/test_golden.py's split max pool on its 4 x 3 configuration: outputs bit-exact, every counter as
     predicted, 38 cycles by the RTL, the compiler and the cost model."""
@@ -49,3 +63,17 @@ def test_a_split_max_pools_sum_in_a_later_channel_tile_on_the_rtl():
                             "code": code_digest()})
     assert result["bit_exact"] and result["counters_exact"] and result["cycles_exact"]
     assert result["measured_cycles"] == [38] * STATES and result["model_cycles"] == result["predicted_cycles"] == 38
+
+
+def test_a_split_max_pool_of_negative_windows_on_the_rtl():
+    """tests/dqn/test_golden.py's K-split max pool without padding, on inputs of negative elements only: the RTL's
+    outputs are numpy's max pool (the partial maxima seeded -inf, not +0), every counter as predicted."""
+    plan, max_pool = negative_split_max_pool(2)
+    states = negative_states(np.random.default_rng(3), 2, 2)
+    run = run_on_accelerator(DqnAccelerator(config=plan.config), plan, states)
+    for index, state in enumerate(states):
+        np.testing.assert_array_equal(run.q_values[index].astype(np.uint32).view(np.float32),
+                                      max_pool(state).reshape(-1))
+    assert run.layer_counters[0].astype(int).tolist() == [[layer.predicted[name] for name in
+                                                           ("cycles", "product_cycles", "stall_cycles",
+                                                            "drain_cycles")] for layer in plan.layers]
