@@ -1,7 +1,8 @@
 """The RTL family's cost model against figures found without it: the thesis network's cycles as the RTL's counters
 measure them, one pass worked by hand (cycles and every energy action), the same figures inside a large batch, the
-area the table's composition; random networks with flat passes against the compiler's prediction.  Random networks
-and mappings against the simulated RTL: tests/dse/rtl/test_validate.py.
+area the table's composition; the smallest segmented add and random networks (flat passes, adds in segments)
+against the compiler's prediction.  Random networks and mappings against the simulated RTL:
+tests/dse/rtl/test_validate.py.
 """
 
 import dataclasses
@@ -155,13 +156,54 @@ def test_a_split_max_pools_sum_in_a_later_channel_tile_costs_what_the_compiler_p
     assert evaluate_network(config, layers, mapping, area=False)[2]["latency_cycles"] == plan.estimated_cycles == 38
 
 
+def segmented_add_block():
+    """The smallest network whose add runs in segments that read the RAM the segment before writes: two 1 x 1
+    convolutions of a 1 x 2 x 1 input (input, ``a`` and ``b`` alternate RAMs, so ``b`` and the input share one) and
+    ``add input``, its two positions (rows) in two segments, the later first, on the reduced configuration in
+    bfloat16: ``(config, layers, mapping)``."""
+    config = reduced_configs()[1]
+    layers = (ConvLayer("a", 1, (2, 1), 1, 1, 1, relu=False), ConvLayer("b", 1, (2, 1), 1, 1, 1, relu=False),
+              AddLayer("add", skip="", relu=False))
+    whole = LayerMapping((Segment(0, 2, config.modules),))
+    mapping = DqnMapping((whole, whole, LayerMapping((Segment(1, 1, config.modules), Segment(0, 1, config.modules)))))
+    return config, layers, mapping
+
+
+def test_the_smallest_segmented_add_costs_what_the_compiler_predicts():
+    """The add's second segment reads both addends from the RAM its first segment writes the sum to, so it waits
+    for that segment's writes: the cost model takes the RAMs from the compiler's assignment (``assign_rams``); when
+    it took a chain's answer (a layer's later passes read the other RAM) it said 62 cycles, the compiler 64, as
+    ``nnaccel dse validate`` found on a downsampling block (``7 C2 + 0..6 C2``, docs/dse.md).  64 cycles as the
+    RTL's counters measure them (tests/dse/rtl/test_validate.py)."""
+    config, layers, mapping = segmented_add_block()
+    plan = compile_network(config, layers, random_weights(layers, SEED), mapping=mapping)
+    later, earlier = plan.layers[2].descriptor, plan.layers[3].descriptor
+    assert later["out_ram"] == earlier["in_ram"] == later["in_ram"]
+    shapes = layer_shapes(config, layers)
+    batch = pack(zip([config] * len(shapes), mapping.layers, shapes), area=False, one_run=True)
+    assert batch.passes["reads_previous"].tolist() == [True, True, True, True]
+    assert evaluate_network(config, layers, mapping, area=False)[2]["latency_cycles"] == plan.estimated_cycles == 64
+
+
+def test_the_cost_model_predicts_the_networks_validate_draws():
+    """``nnaccel dse validate``'s draws over the reduced configurations and 12 random ones: 240 networks (residual
+    blocks, downsampling blocks with copies, max pools, flat passes) with random mappings, adds in segments among
+    them, the cost model's latency equal to the compiler's prediction in every one."""
+    configs = reduced_configs() + validation_configs(np.random.default_rng(SEED), 12)
+    draws = _draws_predicted(configs, 240)
+    segmented_adds = sum(isinstance(layer, AddLayer) and len(layer_mapping.segments) > 1
+                         for config, layers, plan in draws
+                         for layer, layer_mapping in zip(with_copy_passes(config, layers)[0], plan.mapping.layers))
+    assert segmented_adds >= 5
+
+
 def test_the_cost_model_predicts_the_flat_networks_cycles():
     """``nnaccel dse validate``'s draws on the flat map's configurations: 32 random networks with depthwise-separable
     blocks (stride-2 depthwise layers among them) and random mappings, the cost model's latency equal to the
     compiler's prediction."""
     configs = [config for config in reduced_configs() + validation_configs(np.random.default_rng(0), 6)
                if config.flat_slots in (1, 2)]
-    flat_passes, strided_passes = _flat_draws_predicted(configs, 32)
+    flat_passes, strided_passes = _flat_passes(plan for *_, plan in _draws_predicted(configs, 32))
     assert flat_passes >= 8 and strided_passes >= 2
 
 
@@ -169,22 +211,28 @@ def test_the_cost_model_predicts_four_slot_flat_networks_cycles():
     """Likewise on the reduced configuration with four channel slots of 3-word windows (4 x 4 MACs): 32 networks (6
     loads need 8 steps: only the 3 x 3 depthwise layers run flat, 6 of them, 4 of stride 2)."""
     configs = [config for config in reduced_configs() if config.flat_slots == 4]
-    flat_passes, strided_passes = _flat_draws_predicted(configs, 32)
+    flat_passes, strided_passes = _flat_passes(plan for *_, plan in _draws_predicted(configs, 32))
     assert flat_passes >= 6 and strided_passes >= 3
 
 
-def _flat_draws_predicted(configs, count):
+def _draws_predicted(configs, count):
     """``count`` random networks and mappings over ``configs`` in turn, each cost model latency checked against the
-    compiler's prediction; returns the flat passes and the stride-2 flat passes among them."""
+    compiler's prediction; returns them, ``(config, layers, plan)`` each."""
     rng = np.random.default_rng(SEED)
-    flat_passes = strided_passes = 0
+    draws = []
     for index in range(count):
         config = configs[index % len(configs)]
         layers = sample_network(rng, config)
         plan = compile_network(config, layers, random_weights(layers, index), mapping=sample_mapping(rng, config,
                                                                                                      layers))
-        flat_passes += sum(layer.descriptor["flat"] for layer in plan.layers)
-        strided_passes += sum(layer.descriptor["flat"] and layer.descriptor["stride_x"] == 2 for layer in plan.layers)
         assert evaluate_network(config, layers, plan.mapping, area=False)[2]["latency_cycles"] == \
             plan.estimated_cycles
-    return flat_passes, strided_passes
+        draws.append((config, layers, plan))
+    return draws
+
+
+def _flat_passes(plans):
+    """The flat passes of ``plans`` and the stride-2 flat passes among them."""
+    descriptors = [layer.descriptor for plan in plans for layer in plan.layers]
+    return (sum(descriptor["flat"] for descriptor in descriptors),
+            sum(descriptor["flat"] and descriptor["stride_x"] == 2 for descriptor in descriptors))

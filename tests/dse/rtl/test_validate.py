@@ -12,6 +12,7 @@ from nnaccel.dse.rtl.validate import SCHEMA, STATES, code_digest, reduced_config
 from nnaccel.hw.dqn.accelerator import DqnAccelerator
 from nnaccel.testbench.dqn.host import run_on_accelerator
 from tests.dqn.test_golden import negative_split_max_pool, negative_states, split_max_pool
+from tests.dse.rtl.test_cost_model import segmented_add_block
 
 
 def test_cases_are_seeded_and_carry_the_code_digest():
@@ -58,11 +59,27 @@ def test_a_split_max_pools_sum_in_a_later_channel_tile_on_the_rtl():
     """tests/dqn/test_golden.py's split max pool on its 4 x 3 configuration: outputs bit-exact, every counter as
     predicted, 38 cycles by the RTL, the compiler and the cost model."""
     config, layers, mapping, _ = split_max_pool()
+    result = _validated(config, layers, mapping)
+    assert result["measured_cycles"] == [38] * STATES and result["model_cycles"] == result["predicted_cycles"] == 38
+
+
+def test_the_smallest_segmented_add_on_the_rtl():
+    """tests/dse/rtl/test_cost_model.py's two convolutions and ``add input``, the add in two segments (the later
+    first) on the reduced configuration in bfloat16: outputs bit-exact, every counter as predicted, 64 cycles by the
+    RTL, the compiler and the cost model."""
+    result = _validated(*segmented_add_block())
+    assert result["mapping"] == [[[0, 2, 2, 1]], [[0, 2, 2, 1]], [[1, 1, 2, 1], [0, 1, 2, 1]]]
+    assert result["measured_cycles"] == [64] * STATES and result["model_cycles"] == result["predicted_cycles"] == 64
+
+
+def _validated(config, layers, mapping):
+    """``validate_case`` of a network and mapping (weights and inputs seeded), checked bit-exact with every counter
+    as predicted; returns its result."""
     result = validate_case({"kind": "random", "config": config_to_json(config), "network": network_to_json(layers),
                             "mapping": mapping.to_json(), "weights_seed": 1, "inputs_seed": 2, "states": STATES,
                             "code": code_digest()})
     assert result["bit_exact"] and result["counters_exact"] and result["cycles_exact"]
-    assert result["measured_cycles"] == [38] * STATES and result["model_cycles"] == result["predicted_cycles"] == 38
+    return result
 
 
 def test_a_split_max_pool_of_negative_windows_on_the_rtl():
