@@ -139,11 +139,11 @@ def add_flat_argument(parser):
     :func:`flat_map_fields`)."""
     parser.add_argument("--flat-window", type=int, default=0, metavar="WORDS",
                         help="build the flat map with a lane window of WORDS activation words per slot (the slots' "
-                             "words even in total; default 0: no flat map): stride-1 depthwise layers with the lanes over a channel's positions where the "
-                             "compiler predicts fewer cycles")
+                             "words even in total; default 0: no flat map): stride-1 depthwise layers with the lanes "
+                             "over a channel's positions where the compiler predicts fewer cycles")
     parser.add_argument("--flat-slots", type=int, default=1, metavar="S",
-                        help="with --flat-window: the flat map's channel slots, 1, 2 or 4 (default 1): a group computes "
-                             "S channels' positions, each on modules / S modules")
+                        help="with --flat-window: the flat map's channel slots, 1, 2 or 4 (default 1): a group "
+                             "computes S channels' positions, each on modules / S modules")
 
 
 def flat_map_fields(arguments):

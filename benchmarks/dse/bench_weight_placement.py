@@ -42,7 +42,8 @@ def main():
     fits = np.isfinite(costs[..., 0])
     on_chip, streaming = fits[:, ~external].any(axis=1), fits[:, external].any(axis=1)
     print(f"{arguments.space}: {len(networks)} networks x {len(space)} points; fit no point "
-          f"{(~fits.any(axis=1)).sum()}, only external points {(streaming & ~on_chip).sum()}, an on-chip point {on_chip.sum()}")
+          f"{(~fits.any(axis=1)).sum()}, only external points {(streaming & ~on_chip).sum()}, "
+          f"an on-chip point {on_chip.sum()}")
     fitting = fits.any(axis=1)
     candidates = [NETWORK_SPACE.network(indices) for indices in NETWORK_SPACE.all_points()[fitting]]
     macs = np.array([network.macs for network in candidates], dtype=np.float64)

@@ -60,9 +60,9 @@ def add_arguments(parser, *, option_types):
                         help="hardware space: the seeds' template, or rtl, the DQN accelerator's configurations "
                              "(dse/rtl/hardware_space.py; --rtl-digits then builds the chosen one), or rtl-stream, "
                              "the same with the weights on chip or in a DDR3 model "
-                             "(dse/rtl/stream_hardware_space.py), or rtl-stream-1k, that space with 1,024 words of weight "
-                             "RAM, where larger networks must stream their weights (the rtl-stream spaces ship EDAP and "
-                             "latency evaluators only) (default template)")
+                             "(dse/rtl/stream_hardware_space.py), or rtl-stream-1k, that space with 1,024 words of "
+                             "weight RAM, where larger networks must stream their weights (the rtl-stream spaces ship "
+                             "EDAP and latency evaluators only) (default template)")
     parser.add_argument("--methods", type=lambda t: tuple(t.split(",")), default=METHODS,
                         help=f"comma-separated subset of {','.join(METHODS)} (default all)")
     parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,

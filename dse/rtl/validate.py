@@ -33,8 +33,8 @@ from nnaccel.models.dqn.mapping import DqnMapping
 from nnaccel.models.dqn.network import DenseLayer, dqn_layers, seeded_weights
 from nnaccel.models.dqn.plan import compile_network
 
-__all__ = ["SCHEMA", "VALIDATION_SHAPES", "code_digest", "validation_configs", "reduced_configs", "validation_cases", "validate_case",
-           "describe_config", "describe_network"]
+__all__ = ["SCHEMA", "VALIDATION_SHAPES", "code_digest", "validation_configs", "reduced_configs", "validation_cases",
+           "validate_case", "describe_config", "describe_network"]
 
 SCHEMA = "nnaccel.dse.validate/1"
 STATES = 2
