@@ -52,7 +52,7 @@ class FlatLaneWindow(DqnBlock):
     at its output), per lane two 12-bit coordinate registers with an adder and a wrap compare, four signed compares
     and a zeroing AND on ``width`` bits, and the ``modules * lanes * width`` output register; all ALMs, no DSP, no RAM.
     16 x 16 binary32 with 96-element rows, one slot and a 6-word window: 36,864 window flip-flops, 9 shift levels
-    (a 576 -> 256 element shifter: 4,800 elements of 2:1 muxes over its levels, 153,600 mux bits), 8,192 output
+    (a 576 -> 256 element shifter: 2,806 elements of 2:1 muxes over its levels, 89,792 mux bits), 8,192 output
     flip-flops.
     """
 
