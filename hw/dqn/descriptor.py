@@ -11,8 +11,8 @@ from amaranth.lib import data
 
 from nnaccel.hw.dqn.config import DqnConfig
 
-__all__ = ["descriptor_layout", "descriptor_bits", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS", "GEOMETRY_BITS",
-           "POSITION_BITS", "STRIDE_BITS", "START_DELAY_BITS", "tap_columns"]
+__all__ = ["descriptor_layout", "descriptor_bits", "group_layout", "encode_descriptor", "DESCRIPTOR_FIELDS",
+           "GEOMETRY_BITS", "POSITION_BITS", "STRIDE_BITS", "START_DELAY_BITS", "tap_columns"]
 
 GEOMETRY_BITS = 12      # an output height, width, row or column; a channel count
 POSITION_BITS = 20      # an output position (oy * out_width + ox)

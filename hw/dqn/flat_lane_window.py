@@ -25,11 +25,11 @@ class FlatLaneWindow(DqnBlock):
     loaded into the back window (two at a time, from the activation RAM's two read ports, which the flat map's steps
     do not use; the slots' words in order, so a pair may end one slot's window and start the next's: 4 slots of
     3-word windows in 6 loads) during this group's steps, and ``swap`` with the group's last step makes it the front
-    window, so the steps of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot ``s`` element
-    ``shifts[s] + i`` of the slot's window where the lane's output position ``(oy, ox)`` lies in the step's bounds
-    (its input element is real), ``+0`` where it does not (padding: above, below, left and right of the map; the
-    element the flat layout puts there belongs to a neighbouring row). Slots serve small maps (several channels per
-    group: a 25 x 5 map in a slot of 128 lanes); one slot a map of a group's lanes or more. The lanes' output
+    window, so the steps of consecutive groups follow one another without a bubble. A step gives lane ``i`` of slot
+    ``s`` element ``shifts[s] + i`` of the slot's window where the lane's output position ``(oy, ox)`` lies in the
+    step's bounds (its input element is real), ``+0`` where it does not (padding: above, below, left and right of the
+    map; the element the flat layout puts there belongs to a neighbouring row). Slots serve small maps (several channels
+    per group: a 25 x 5 map in a slot of 128 lanes); one slot a map of a group's lanes or more. The lanes' output
     coordinates are registers, set for a pass and moved on by a constant per group.
 
     Ports

@@ -33,9 +33,9 @@ class ResultWriter(DqnBlock):
     ``((x - ox0 + r*out_width) << log2 C) | n // lanes``, lane ``n % lanes``, enabled where that is
     one of the group's valid positions.  Two writes per cycle, one on each port of the output RAM (in a
     reduction, which reads the RAM it writes on port 1, only the last group's): a group on two rows writes channel
-    ``n``'s two rows together, a group on one row channels ``n`` and ``n + 1``.  Packed layout (single-position layers): one
-    write per column block ``b`` (port 0): word ``out_base + b``, elements ``0 .. lanes-1`` = module ``b``'s
-    lanes, enabled for outputs ``< out_channels`` (in the last layer also a ``packed`` beat: the output index of
+    ``n``'s two rows together, a group on one row channels ``n`` and ``n + 1``.  Packed layout (single-position
+    layers): one write per column block ``b`` (port 0): word ``out_base + b``, elements ``0 .. lanes-1`` = module
+    ``b``'s lanes, enabled for outputs ``< out_channels`` (in the last layer also a ``packed`` beat: the output index of
     element 0 and the lanes written).  Position-major layout (``packed_output`` and ``position_major``; partial
     sums for a reduction layer): one write per valid position ``q`` and column block ``b`` (port 0): word
     ``out_base + p0 - first_position + q``, elements ``b*lanes .. b*lanes + lanes-1`` = the lanes of module
@@ -83,9 +83,10 @@ class ResultWriter(DqnBlock):
     before, ``models.dqn.timing.staged_stalls``), then one write cycle after another:
     image layout ``out_channels`` cycles for a group on two rows, ``ceil(out_channels / 2)`` on one row (a
     reduction's groups before its last: ``out_channels`` times the rows, one port); a flat group's words
-    (``ceil((flat_element + valid) / row_elements)``, a stride-2 group's row words, at least one; the slots' words together); ``ceil(out_channels / lanes)`` (packed), that times
-    the valid positions (position-major); ``written`` on the cycle after the last (models/dqn/timing.py, ``W_g``); an
-    add's word and ``written`` on the cycle after the beat, the next beat taken on the cycle after that.
+    (``ceil((flat_element + valid) / row_elements)``, a stride-2 group's row words, at least one; the slots' words
+    together); ``ceil(out_channels / lanes)`` (packed), that times the valid positions (position-major); ``written``
+    on the cycle after the last (models/dqn/timing.py, ``W_g``); an add's word and ``written`` on the cycle after the
+    beat, the next beat taken on the cycle after that.
     Handoff (the descriptor's ``handoff``, the pass's last group): the writes go one a cycle (``out_channels`` times
     the rows in image layout) on port 1 alone, port 0 left to the next pass's reads (models/dqn/handoff.py).
     FPGA: a ``modules x lanes x width`` staging register; two crossbars, one per port, each per module a lanes:1

@@ -60,7 +60,8 @@ class WindowFeeder(DqnBlock):
 
     Timing: a product issued on cycle n (``issue``) is a valid ``operands`` beat on cycle n+1, with the scalars
     of ``load``/``shift``/``unit_scalar`` of cycle n (one register stage) and the words read on cycle n (the RAMs'
-    one-cycle reads; the bias row read with a group's first product holds until the next group's).  Throughput: one product per cycle, no stall.
+    one-cycle reads; the bias row read with a group's first product holds until the next group's).  Throughput: one
+    product per cycle, no stall.
 
     FPGA: 2 x (``pad_columns + row_elements``) x width flip-flops (2 x 88 x 32 = 5,632 for the default
     configuration) with a 3:1 input mux each and a zeroing AND per loaded element, per module a 2 x

@@ -1,4 +1,5 @@
-"""One block reaching several RAMs through one port: a selectable 1-to-N demultiplexer of :class:`BufferPortSignature`."""
+"""One block reaching several RAMs through one port: a selectable 1-to-N demultiplexer of
+:class:`BufferPortSignature`."""
 
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
