@@ -141,6 +141,7 @@ def _settings(arguments, seed):
 
 def cases(arguments):
     """The sweep's tasks; each names the evaluator's checkpoints by digest, so a retrained evaluator searches again."""
+    from nnaccel.dse.dance.cosearch import FALLBACK_CANDIDATES
     from nnaccel.dse.dance.training import checkpoint_digest
 
     evaluator = checkpoint_digest(arguments.space, arguments.cost)
@@ -149,7 +150,7 @@ def cases(arguments):
         for method in arguments.methods:
             for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
                 found.append({"space": arguments.space, "cost": arguments.cost, "method": method,
-                              "lambda2": lambda2, "evaluator": evaluator,
+                              "lambda2": lambda2, "evaluator": evaluator, "fitting_answer": FALLBACK_CANDIDATES,
                               "settings": asdict(_settings(arguments, seed))})
     return found
 
@@ -305,9 +306,23 @@ def table_lines(results, cost_function=CostFunction("edap")):
         lines.append(f"{_label(r):<16} {r['lambda2']:>6g} {r.get('seed', 0):>4} {100 * r['accuracy']:>7.2f}% "
                      f"{r['latency_ms']:>11.5f} {r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} "
                      f"{gain:>8}  {r['network']} | {r['hardware']}")
+    lines += replaced_answer_lines(results)
     if len(pareto.by_seed(results)) > 1:
         lines += seed_summary_lines(results, cost_function)
     lines.append(PATENT_TABLE_2)
+    return lines
+
+
+def replaced_answer_lines(results):
+    """A line for each result whose search chose a network that fits no point (``cosearch.fitting_answer``)."""
+    lines = []
+    for r in results:
+        where = f"{_label(r)} l2 {r['lambda2']:g} seed {r.get('seed', 0)}"
+        if r.get("first_choice"):
+            lines.append(f"{where}: the search's choice ({r['first_choice']}) fits no point; the most probable "
+                         f"network that fits taken instead ({r['candidates_checked']} networks checked)")
+        elif not r.get("fits", True) and r.get("candidates_checked", 1) > 1:
+            lines.append(f"{where}: none of the {r['candidates_checked']} most probable networks fits a point")
     return lines
 
 

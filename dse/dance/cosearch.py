@@ -12,6 +12,11 @@ Methods (``METHODS``), all on the same super-network and the same schedule:
   output for the sampled network's encoding (hardware generation forwarded into cost estimation);
   after the search one exact hardware generation (the exhaustive search) for the chosen network.
 
+Every method's answer fits (``fitting_answer``): where the chosen network (each choice's most probable value) fits no
+point of the hardware space (a small board's), the answer is the most probable network under the search's final
+architecture probabilities that fits one, the candidates checked in order of probability by the same exhaustive
+search, at most ``FALLBACK_CANDIDATES`` of them; the result names the first choice it replaced.
+
 l1 ||w|| is the weight decay (4e-5, the patent's) of the weight optimizer. l2 warms up: a tenth of
 its value in the first ``warmup`` epochs. Every architecture found is retrained from scratch on the
 8,000 training digits and tested on the 2,000 test digits; its latency, energy, area and EDAP come
@@ -35,6 +40,8 @@ from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperN
 WEIGHT_DECAY = 4e-5
 LABEL_SMOOTHING = 0.1
 WARMUP_FACTOR = 0.1
+#: networks ``fitting_answer`` checks at most, the first choice included
+FALLBACK_CANDIDATES = 64
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
 
@@ -59,6 +66,8 @@ class SearchResult:
     area_unit: str = "mm2"                                 # of area_mm2: the hardware space's area_unit
     seed: int = 0                                          # of the search and the retraining
     fits: bool = True      # False: the network fits no point of the space (costs and hardware None; a small board's)
+    first_choice: str = ""          # the search's own choice where it fit no point and a fitting network replaced it
+    candidates_checked: int = 1     # networks checked in order of probability until one fit (fitting_answer)
 
     def to_dict(self):
         return asdict(self)
@@ -220,15 +229,48 @@ def accuracy(model, images, labels, batch=1000):
     return correct / len(images)
 
 
+def probable_networks(probabilities, space=NETWORK_SPACE):
+    """The networks of ``space`` (index rows) in decreasing probability under the independent per-choice
+    ``probabilities`` (the architecture parameters' softmax), ties in the space's order."""
+    points = space.all_points()
+    log_probability = sum(np.log(np.maximum(np.asarray(row, dtype=np.float64), 1e-300))[points[:, axis]]
+                          for axis, row in enumerate(probabilities))
+    return points[np.argsort(-log_probability, kind="stable")]
+
+
+def fitting_answer(indices, probabilities, hardware_space, cost_function, *, fixed=None, space=NETWORK_SPACE,
+                   limit=FALLBACK_CANDIDATES):
+    """The answer of a search that chose ``indices``: ``(indices, hardware points (1, parameters), costs (1, 3),
+    networks checked)``. ``indices`` if its network fits a point of ``hardware_space`` (among those matching
+    ``fixed``); else the first network of ``probable_networks`` that does, at most ``limit`` networks checked in
+    all; if none does, ``indices`` with its (infinite) costs."""
+    first = hardware_space.best_hardware([space.network(indices)], cost_function, fixed=fixed)
+    if np.isfinite(first[1]).all():
+        return list(indices), *first, 1
+    checked = 1
+    for candidate in probable_networks(probabilities, space):
+        if checked >= limit:
+            break
+        if list(candidate) == list(indices):
+            continue
+        checked += 1
+        points, costs = hardware_space.best_hardware([space.network(candidate)], cost_function, fixed=fixed)
+        if np.isfinite(costs).all():
+            return [int(i) for i in candidate], points, costs, checked
+    return list(indices), *first, checked
+
+
 def run_method(method, data, test, settings, hardware_space, evaluator, cost_function, *, lambda2=1.0,
                progress=None, space=NETWORK_SPACE):
-    """Search, one exact hardware generation, retraining; a ``SearchResult``."""
-    indices, probabilities, extra, search_s = search(method, data, settings, lambda2=lambda2,
-                                                     hardware_space=hardware_space, evaluator=evaluator,
-                                                     progress=progress, space=space)
-    network = space.network(indices)
+    """Search, one exact hardware generation (of a network that fits, ``fitting_answer``), retraining; a
+    ``SearchResult``."""
+    chosen, probabilities, extra, search_s = search(method, data, settings, lambda2=lambda2,
+                                                    hardware_space=hardware_space, evaluator=evaluator,
+                                                    progress=progress, space=space)
     fixed = dict(zip(hardware_space.compute_parameters, extra)) if extra is not None else None
-    points, costs = hardware_space.best_hardware([network], cost_function, fixed=fixed)
+    indices, points, costs, checked = fitting_answer(chosen, probabilities, hardware_space, cost_function,
+                                                     fixed=fixed, space=space)
+    network = space.network(indices)
     test_accuracy, _, retrain_s = retrain(network, data, test, settings, progress=progress)
     fits = bool(np.isfinite(costs[0]).all())
     latency, energy, area = (float(v) for v in costs[0]) if fits else (None, None, None)
@@ -240,4 +282,6 @@ def run_method(method, data, test, settings, hardware_space, evaluator, cost_fun
                         retrain_s=retrain_s,
                         architecture_probabilities=[[float(p) for p in row] for row in probabilities],
                         hardware_point=[int(i) for i in points[0]] if fits else [], area_unit=hardware_space.area_unit,
-                        seed=settings.seed, fits=fits)
+                        seed=settings.seed, fits=fits,
+                        first_choice=space.network(chosen).describe() if list(indices) != list(chosen) else "",
+                        candidates_checked=checked)
