@@ -10,7 +10,9 @@ Methods (``METHODS``), all on the same super-network and the same schedule:
   then the exhaustive search over the other parameters with the searched compute parameters fixed;
 - ``dance``: CE + l2 * Cost_HW / Cost_ref, Cost_HW the cost function of the frozen evaluator's
   output for the sampled network's encoding (hardware generation forwarded into cost estimation);
-  after the search one exact hardware generation (the exhaustive search) for the chosen network.
+  after the search one exact hardware generation (the exhaustive search) for the chosen network. On a space with a
+  fit head (``dse.dance.fit_head``: a small board's, where some networks fit no point) DANCE's loss adds
+  ``fit_weight`` times the head's probability that the sampled network fits no point (warmed up like l2).
 
 Every method's answer fits (``fitting_answer``): where the chosen network (each choice's most probable value) fits no
 point of the hardware space (a small board's), the answer is the most probable network under the search's final
@@ -96,8 +98,9 @@ def _contract(tensor, one_hots):
 class _HardwareTerm:
     """The differentiable hardware term of one method: ``(ce, one_hots) -> loss``."""
 
-    def __init__(self, method, lambda2, space, hardware_space, evaluator):
+    def __init__(self, method, lambda2, space, hardware_space, evaluator, fit_head=None, fit_weight=0.0):
         self.method, self.lambda2 = method, lambda2
+        self.fit_head, self.fit_weight = (fit_head, fit_weight) if method == "dance" else (None, 0.0)
         self.space, self.hardware_space, self.evaluator = space, hardware_space, evaluator
         self.macs = _mac_tensor(space)
         self.macs_ref = float(self.macs.median())
@@ -128,7 +131,10 @@ class _HardwareTerm:
         encoding = torch.cat(one_hots)[None]
         _, costs = self.frozen(encoding)
         function = self.evaluator.cost_function
-        return ce + scale * function(costs[0, 0], costs[0, 1], costs[0, 2]) / self.cost_ref
+        loss = ce + scale * function(costs[0, 0], costs[0, 1], costs[0, 2]) / self.cost_ref
+        if self.fit_head is not None and self.fit_weight:
+            loss = loss + self.fit_weight * factor * torch.sigmoid(-self.fit_head(encoding))[0]
+        return loss
 
 
 def _batches(count, batch, generator):
@@ -143,9 +149,10 @@ def _weight_optimizer(parameters, settings, steps):
 
 
 def search(method, data, settings, *, lambda2=1.0, hardware_space=None, evaluator=None, progress=None,
-           space=NETWORK_SPACE):
+           space=NETWORK_SPACE, fit_head=None, fit_weight=0.0):
     """Run one method's search; returns (chosen indices, architecture probabilities, extra compute
-    indices for EDD or None, seconds). ``data``: (train images tensor, train labels tensor)."""
+    indices for EDD or None, seconds). ``data``: (train images tensor, train labels tensor); ``fit_head`` and
+    ``fit_weight``: DANCE's fit term (``dse.dance.fit_head``; other methods ignore them)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     torch.manual_seed(settings.seed)
@@ -155,7 +162,7 @@ def search(method, data, settings, *, lambda2=1.0, hardware_space=None, evaluato
     arch_images, arch_labels = images[:arch_count], labels[:arch_count]
     supernet = SuperNet(space)
     arch = ArchitectureParameters(space.sizes)
-    term = _HardwareTerm(method, lambda2, space, hardware_space, evaluator)
+    term = _HardwareTerm(method, lambda2, space, hardware_space, evaluator, fit_head, fit_weight)
     arch_parameters = list(arch.parameters()) + (list(term.extra.parameters()) if term.extra else [])
     steps_per_epoch = -(-len(weight_images) // settings.batch)
     optimizer, schedule = _weight_optimizer(supernet.parameters(), settings, settings.search_epochs * steps_per_epoch)
@@ -261,12 +268,13 @@ def fitting_answer(indices, probabilities, hardware_space, cost_function, *, fix
 
 
 def run_method(method, data, test, settings, hardware_space, evaluator, cost_function, *, lambda2=1.0,
-               progress=None, space=NETWORK_SPACE):
+               progress=None, space=NETWORK_SPACE, fit_head=None, fit_weight=0.0):
     """Search, one exact hardware generation (of a network that fits, ``fitting_answer``), retraining; a
     ``SearchResult``."""
     chosen, probabilities, extra, search_s = search(method, data, settings, lambda2=lambda2,
                                                     hardware_space=hardware_space, evaluator=evaluator,
-                                                    progress=progress, space=space)
+                                                    progress=progress, space=space, fit_head=fit_head,
+                                                    fit_weight=fit_weight)
     fixed = dict(zip(hardware_space.compute_parameters, extra)) if extra is not None else None
     indices, points, costs, checked = fitting_answer(chosen, probabilities, hardware_space, cost_function,
                                                      fixed=fixed, space=space)
