@@ -30,7 +30,7 @@ from nnaccel.dse.dance.evaluator import freeze
 from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 
-__all__ = ["FitHead", "fit_labels", "train_fit_head", "fit_checkpoint", "fit_digest", "save", "load"]
+__all__ = ["FitHead", "fit_labels", "train_fit_head", "fit_checkpoint", "fit_digest", "save", "load", "report_line"]
 
 HIDDEN = 64
 
