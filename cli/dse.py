@@ -150,7 +150,7 @@ def run_cosearch(arguments):
     if arguments.json:
         write_json(arguments.json, {"cost": arguments.cost, "space": arguments.space, "seconds": seconds,
                                     "results": results, "pareto": dance_command.pareto_report(results, cost_function),
-                                    "rtl_check": rtl}, schema="nnaccel.dse.cosearch/3")
+                                    "rtl_check": rtl}, schema="nnaccel.dse.cosearch/4")
     if rtl is not None and not (rtl["all_bit_exact"] and rtl["cycles_equal"]):
         return 1
     return 0

@@ -24,6 +24,7 @@ from nnaccel.dse.shared.sweep import scheduler_address
 from nnaccel.models.shared.cache import cache_root
 
 DEFAULT_LAMBDAS = (0.5,)
+DEFAULT_FIT_WEIGHT = 1.0
 PATENT_TABLE_2 = ("ImageNet (patent Table 2): baseline 71.12% EDAP 3014.0; FLOPs penalty 70.56% 2709.0; "
                   "EDD + proposed loss 70.34% 5642.5; DANCE EDAP 69.82% 912.4 (3.3x lower than the baseline)")
 
@@ -68,6 +69,10 @@ def add_arguments(parser, *, option_types):
     parser.add_argument("--lambdas", type=_lambdas, default=DEFAULT_LAMBDAS,
                         help="l2 values for dance and flops, comma-separated; several give several points per "
                              "method on the plot (default 0.5)")
+    parser.add_argument("--fit-weight", type=float, default=DEFAULT_FIT_WEIGHT,
+                        help="weight of DANCE's fit term on a space with a fit head (rtl-stream-1k): the head's "
+                             f"probability that the sampled network fits no point (default {DEFAULT_FIT_WEIGHT:g}; 0 "
+                             "leaves it out)")
     parser.add_argument("--search-epochs", type=positive_int, default=defaults.search_epochs,
                         help=f"epochs of each search (default {defaults.search_epochs})")
     parser.add_argument("--warmup-epochs", type=non_negative_int, default=defaults.warmup_epochs,
@@ -121,6 +126,7 @@ def cosearch_task(case):
     """Sweep task: one method at one l2 (JSON in, JSON out)."""
     import torch
 
+    from nnaccel.dse.dance import fit_head as fit_head_module
     from nnaccel.dse.dance import training
     from nnaccel.dse.dance.cosearch import run_method
 
@@ -129,8 +135,9 @@ def cosearch_task(case):
     data, test = _mnist(settings)
     evaluator = training.load(case["space"], case["cost"])
     hardware_space = make_hardware_space(case["space"])
+    fit_head = fit_head_module.load(case["space"])[0] if case.get("fit_weight") else None
     result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
-                        lambda2=case["lambda2"])
+                        lambda2=case["lambda2"], fit_head=fit_head, fit_weight=case.get("fit_weight", 0.0))
     return result.to_dict()
 
 
@@ -140,17 +147,23 @@ def _settings(arguments, seed):
 
 
 def cases(arguments):
-    """The sweep's tasks; each names the evaluator's checkpoints by digest, so a retrained evaluator searches again."""
+    """The sweep's tasks; each names the evaluator's checkpoints by digest, so a retrained evaluator searches again;
+    DANCE's on a space with a fit head also the head's digest and ``--fit-weight``."""
+    from nnaccel.dse.dance.cosearch import FALLBACK_CANDIDATES
+    from nnaccel.dse.dance.fit_head import fit_digest
     from nnaccel.dse.dance.training import checkpoint_digest
 
     evaluator = checkpoint_digest(arguments.space, arguments.cost)
+    fit_head = fit_digest(arguments.space)
+    fit_term = {"fit_head": fit_head, "fit_weight": getattr(arguments, "fit_weight", DEFAULT_FIT_WEIGHT)}
     found = []
     for seed in arguments.seeds:
         for method in arguments.methods:
             for lambda2 in (arguments.lambdas if method in ("dance", "flops") else (1.0,)):
                 found.append({"space": arguments.space, "cost": arguments.cost, "method": method,
-                              "lambda2": lambda2, "evaluator": evaluator,
-                              "settings": asdict(_settings(arguments, seed))})
+                              "lambda2": lambda2, "evaluator": evaluator, "fitting_answer": FALLBACK_CANDIDATES,
+                              "settings": asdict(_settings(arguments, seed)),
+                              **(fit_term if method == "dance" and fit_head else {})})
     return found
 
 
@@ -166,6 +179,8 @@ def check_arguments(arguments):
     if getattr(arguments, "onnx", None) and "dance" not in arguments.methods:
         raise ValueError(f"--onnx writes DANCE's winning network: --methods must include dance, not "
                          f"{','.join(arguments.methods)}")
+    if getattr(arguments, "fit_weight", 0.0) < 0:
+        raise ValueError(f"--fit-weight must be non-negative, not {arguments.fit_weight:g}")
     if not 0 <= arguments.warmup_epochs <= arguments.search_epochs:
         raise ValueError(f"--warmup-epochs must be in 0..{arguments.search_epochs}, not {arguments.warmup_epochs}")
 
@@ -305,9 +320,23 @@ def table_lines(results, cost_function=CostFunction("edap")):
         lines.append(f"{_label(r):<16} {r['lambda2']:>6g} {r.get('seed', 0):>4} {100 * r['accuracy']:>7.2f}% "
                      f"{r['latency_ms']:>11.5f} {r['energy_mj']:>10.5f} {r['area_mm2']:>12.3f} {r['edap']:>11.3e} "
                      f"{gain:>8}  {r['network']} | {r['hardware']}")
+    lines += replaced_answer_lines(results)
     if len(pareto.by_seed(results)) > 1:
         lines += seed_summary_lines(results, cost_function)
     lines.append(PATENT_TABLE_2)
+    return lines
+
+
+def replaced_answer_lines(results):
+    """A line for each result whose search chose a network that fits no point (``cosearch.fitting_answer``)."""
+    lines = []
+    for r in results:
+        where = f"{_label(r)} l2 {r['lambda2']:g} seed {r.get('seed', 0)}"
+        if r.get("first_choice"):
+            lines.append(f"{where}: the search's choice ({r['first_choice']}) fits no point; the most probable "
+                         f"network that fits taken instead ({r['candidates_checked']} networks checked)")
+        elif not r.get("fits", True) and r.get("candidates_checked", 1) > 1:
+            lines.append(f"{where}: none of the {r['candidates_checked']} most probable networks fits a point")
     return lines
 
 

@@ -10,7 +10,14 @@ Methods (``METHODS``), all on the same super-network and the same schedule:
   then the exhaustive search over the other parameters with the searched compute parameters fixed;
 - ``dance``: CE + l2 * Cost_HW / Cost_ref, Cost_HW the cost function of the frozen evaluator's
   output for the sampled network's encoding (hardware generation forwarded into cost estimation);
-  after the search one exact hardware generation (the exhaustive search) for the chosen network.
+  after the search one exact hardware generation (the exhaustive search) for the chosen network. On a space with a
+  fit head (``dse.dance.fit_head``: a small board's, where some networks fit no point) DANCE's loss adds
+  ``fit_weight`` times the head's probability that the sampled network fits no point (warmed up like l2).
+
+Every method's answer fits (``fitting_answer``): where the chosen network (each choice's most probable value) fits no
+point of the hardware space (a small board's), the answer is the most probable network under the search's final
+architecture probabilities that fits one, the candidates checked in order of probability by the same exhaustive
+search, at most ``FALLBACK_CANDIDATES`` of them; the result names the first choice it replaced.
 
 l1 ||w|| is the weight decay (4e-5, the patent's) of the weight optimizer. l2 warms up: a tenth of
 its value in the first ``warmup`` epochs. Every architecture found is retrained from scratch on the
@@ -35,6 +42,8 @@ from nnaccel.dse.dance.supernet import ArchitectureParameters, Candidate, SuperN
 WEIGHT_DECAY = 4e-5
 LABEL_SMOOTHING = 0.1
 WARMUP_FACTOR = 0.1
+#: networks ``fitting_answer`` checks at most, the first choice included
+FALLBACK_CANDIDATES = 64
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
 
@@ -59,6 +68,8 @@ class SearchResult:
     area_unit: str = "mm2"                                 # of area_mm2: the hardware space's area_unit
     seed: int = 0                                          # of the search and the retraining
     fits: bool = True      # False: the network fits no point of the space (costs and hardware None; a small board's)
+    first_choice: str = ""          # the search's own choice where it fit no point and a fitting network replaced it
+    candidates_checked: int = 1     # networks checked in order of probability until one fit (fitting_answer)
 
     def to_dict(self):
         return asdict(self)
@@ -87,8 +98,9 @@ def _contract(tensor, one_hots):
 class _HardwareTerm:
     """The differentiable hardware term of one method: ``(ce, one_hots) -> loss``."""
 
-    def __init__(self, method, lambda2, space, hardware_space, evaluator):
+    def __init__(self, method, lambda2, space, hardware_space, evaluator, fit_head=None, fit_weight=0.0):
         self.method, self.lambda2 = method, lambda2
+        self.fit_head, self.fit_weight = (fit_head, fit_weight) if method == "dance" else (None, 0.0)
         self.space, self.hardware_space, self.evaluator = space, hardware_space, evaluator
         self.macs = _mac_tensor(space)
         self.macs_ref = float(self.macs.median())
@@ -119,7 +131,10 @@ class _HardwareTerm:
         encoding = torch.cat(one_hots)[None]
         _, costs = self.frozen(encoding)
         function = self.evaluator.cost_function
-        return ce + scale * function(costs[0, 0], costs[0, 1], costs[0, 2]) / self.cost_ref
+        loss = ce + scale * function(costs[0, 0], costs[0, 1], costs[0, 2]) / self.cost_ref
+        if self.fit_head is not None and self.fit_weight:
+            loss = loss + self.fit_weight * factor * torch.sigmoid(-self.fit_head(encoding))[0]
+        return loss
 
 
 def _batches(count, batch, generator):
@@ -134,9 +149,10 @@ def _weight_optimizer(parameters, settings, steps):
 
 
 def search(method, data, settings, *, lambda2=1.0, hardware_space=None, evaluator=None, progress=None,
-           space=NETWORK_SPACE):
+           space=NETWORK_SPACE, fit_head=None, fit_weight=0.0):
     """Run one method's search; returns (chosen indices, architecture probabilities, extra compute
-    indices for EDD or None, seconds). ``data``: (train images tensor, train labels tensor)."""
+    indices for EDD or None, seconds). ``data``: (train images tensor, train labels tensor); ``fit_head`` and
+    ``fit_weight``: DANCE's fit term (``dse.dance.fit_head``; other methods ignore them)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     torch.manual_seed(settings.seed)
@@ -146,7 +162,7 @@ def search(method, data, settings, *, lambda2=1.0, hardware_space=None, evaluato
     arch_images, arch_labels = images[:arch_count], labels[:arch_count]
     supernet = SuperNet(space)
     arch = ArchitectureParameters(space.sizes)
-    term = _HardwareTerm(method, lambda2, space, hardware_space, evaluator)
+    term = _HardwareTerm(method, lambda2, space, hardware_space, evaluator, fit_head, fit_weight)
     arch_parameters = list(arch.parameters()) + (list(term.extra.parameters()) if term.extra else [])
     steps_per_epoch = -(-len(weight_images) // settings.batch)
     optimizer, schedule = _weight_optimizer(supernet.parameters(), settings, settings.search_epochs * steps_per_epoch)
@@ -220,15 +236,49 @@ def accuracy(model, images, labels, batch=1000):
     return correct / len(images)
 
 
+def probable_networks(probabilities, space=NETWORK_SPACE):
+    """The networks of ``space`` (index rows) in decreasing probability under the independent per-choice
+    ``probabilities`` (the architecture parameters' softmax), ties in the space's order."""
+    points = space.all_points()
+    log_probability = sum(np.log(np.maximum(np.asarray(row, dtype=np.float64), 1e-300))[points[:, axis]]
+                          for axis, row in enumerate(probabilities))
+    return points[np.argsort(-log_probability, kind="stable")]
+
+
+def fitting_answer(indices, probabilities, hardware_space, cost_function, *, fixed=None, space=NETWORK_SPACE,
+                   limit=FALLBACK_CANDIDATES):
+    """The answer of a search that chose ``indices``: ``(indices, hardware points (1, parameters), costs (1, 3),
+    networks checked)``. ``indices`` if its network fits a point of ``hardware_space`` (among those matching
+    ``fixed``); else the first network of ``probable_networks`` that does, at most ``limit`` networks checked in
+    all; if none does, ``indices`` with its (infinite) costs."""
+    first = hardware_space.best_hardware([space.network(indices)], cost_function, fixed=fixed)
+    if np.isfinite(first[1]).all():
+        return list(indices), *first, 1
+    checked = 1
+    for candidate in probable_networks(probabilities, space):
+        if checked >= limit:
+            break
+        if list(candidate) == list(indices):
+            continue
+        checked += 1
+        points, costs = hardware_space.best_hardware([space.network(candidate)], cost_function, fixed=fixed)
+        if np.isfinite(costs).all():
+            return [int(i) for i in candidate], points, costs, checked
+    return list(indices), *first, checked
+
+
 def run_method(method, data, test, settings, hardware_space, evaluator, cost_function, *, lambda2=1.0,
-               progress=None, space=NETWORK_SPACE):
-    """Search, one exact hardware generation, retraining; a ``SearchResult``."""
-    indices, probabilities, extra, search_s = search(method, data, settings, lambda2=lambda2,
-                                                     hardware_space=hardware_space, evaluator=evaluator,
-                                                     progress=progress, space=space)
-    network = space.network(indices)
+               progress=None, space=NETWORK_SPACE, fit_head=None, fit_weight=0.0):
+    """Search, one exact hardware generation (of a network that fits, ``fitting_answer``), retraining; a
+    ``SearchResult``."""
+    chosen, probabilities, extra, search_s = search(method, data, settings, lambda2=lambda2,
+                                                    hardware_space=hardware_space, evaluator=evaluator,
+                                                    progress=progress, space=space, fit_head=fit_head,
+                                                    fit_weight=fit_weight)
     fixed = dict(zip(hardware_space.compute_parameters, extra)) if extra is not None else None
-    points, costs = hardware_space.best_hardware([network], cost_function, fixed=fixed)
+    indices, points, costs, checked = fitting_answer(chosen, probabilities, hardware_space, cost_function,
+                                                     fixed=fixed, space=space)
+    network = space.network(indices)
     test_accuracy, _, retrain_s = retrain(network, data, test, settings, progress=progress)
     fits = bool(np.isfinite(costs[0]).all())
     latency, energy, area = (float(v) for v in costs[0]) if fits else (None, None, None)
@@ -240,4 +290,6 @@ def run_method(method, data, test, settings, hardware_space, evaluator, cost_fun
                         retrain_s=retrain_s,
                         architecture_probabilities=[[float(p) for p in row] for row in probabilities],
                         hardware_point=[int(i) for i in points[0]] if fits else [], area_unit=hardware_space.area_unit,
-                        seed=settings.seed, fits=fits)
+                        seed=settings.seed, fits=fits,
+                        first_choice=space.network(chosen).describe() if list(indices) != list(chosen) else "",
+                        candidates_checked=checked)

@@ -66,6 +66,7 @@ def test_a_network_that_fits_no_point_is_reported_without_hardware(digits):
                                  CostFunction("edap"), space=one_network)
     assert not result.fits and result.edap is None and result.latency_ms is None and result.hardware_point == []
     assert result.hardware == "fits no point of the space" and 0 <= result.accuracy <= 1
+    assert result.first_choice == "" and result.candidates_checked == 1    # the space holds no other network
     assert '"fits":false' in canonical_json(result.to_dict())
 
 
@@ -93,3 +94,37 @@ def test_a_task_names_the_evaluator_it_searches_with_so_a_retrained_one_searches
     again = command.cases(arguments)
     assert all(old["evaluator"] != new["evaluator"] for old, new in zip(shipped, again))
     assert [{**case, "evaluator": ""} for case in shipped] == [{**case, "evaluator": ""} for case in again]
+
+
+SMALL_BOARD_CHOICES = (("c1", (24,)), ("k1", (3,)), ("s1", (2,)), ("c2", (40, 8)), ("k2", (5,)), ("s2", (2,)),
+                       ("d1", (128,)))
+
+
+def test_probable_networks_are_in_decreasing_probability():
+    from nnaccel.dse.dance.network_space import NetworkSpace
+
+    probabilities = [np.array([0.2, 0.8]), np.array([0.6, 0.3, 0.1])]
+    space = NetworkSpace((("c1", (24, 32)), ("k1", (3, 5, 7))))
+    order = cosearch.probable_networks(probabilities, space)
+    assert [list(row) for row in order] == [[1, 0], [1, 1], [0, 0], [1, 2], [0, 1], [0, 2]]   # .48 .24 .12 .08 .06
+
+
+def test_an_answer_that_fits_no_point_gives_way_to_the_most_probable_that_fits():
+    """On the small board conv 24x3x3/2, conv 40x5x5/2 fits no point and conv 24x3x3/2, conv 8x5x5/2 does: a search
+    that chose the first answers with the second, one more network checked; with room for one check, none fits."""
+    from nnaccel.dse.dance.hardware_space import make_hardware_space
+    from nnaccel.dse.dance.network_space import NetworkSpace
+
+    space = NetworkSpace(SMALL_BOARD_CHOICES)
+    board = make_hardware_space("rtl-stream-1k")
+    chosen = [0, 0, 0, 0, 0, 0, 0]
+    probabilities = [np.ones(size) / size for size in space.sizes]
+    probabilities[3] = np.array([0.7, 0.3])
+    edap = CostFunction("edap")
+    assert not np.isfinite(board.best_hardware([space.network(chosen)], edap)[1]).all()
+    indices, points, costs, checked = cosearch.fitting_answer(chosen, probabilities, board, edap, space=space)
+    assert indices == [0, 0, 0, 1, 0, 0, 0] and checked == 2 and np.isfinite(costs).all()
+    expected_points, expected_costs = board.best_hardware([space.network(indices)], edap)
+    assert (points == expected_points).all() and (costs == expected_costs).all()
+    unfit = cosearch.fitting_answer(chosen, probabilities, board, edap, space=space, limit=1)
+    assert unfit[0] == chosen and unfit[3] == 1 and not np.isfinite(unfit[2]).all()
