@@ -17,8 +17,9 @@ def test_the_fit_column_is_the_spaces_own_feasibility():
     """On the small board conv 24x3x3/2, conv 40x5x5/2 fits no point and conv 24x3x3/2, conv 8x5x5/2 does."""
     from nnaccel.dse.dance.hardware_space import make_hardware_space
 
-    space = NetworkSpace((("c1", (24,)), ("k1", (3,)), ("s1", (2,)), ("c2", (40, 8)), ("k2", (5,)), ("s2", (2,)),
-                          ("d1", (128,))))
+    from tests.dse.dance.test_cosearch import SMALL_BOARD_CHOICES
+
+    space = NetworkSpace(SMALL_BOARD_CHOICES)
     assert list(fit_head.fit_labels(make_hardware_space("rtl-stream-1k"), space)) == [False, True]
 
 
