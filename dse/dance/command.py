@@ -73,6 +73,9 @@ def add_arguments(parser, *, option_types):
                         help="weight of DANCE's fit term on a space with a fit head (rtl-stream-1k): the head's "
                              "probability that the sampled network fits no point (default 0: left out; every "
                              "method's answer fits anyway, the most probable network that does)")
+    parser.add_argument("--generator", choices=("mlp", "argmin"), default="mlp",
+                        help="DANCE's hardware generation: the trained generator network (mlp, default) or the "
+                             "search over the cost network's prediction on every point (argmin; slower a step)")
     parser.add_argument("--search-epochs", type=positive_int, default=defaults.search_epochs,
                         help=f"epochs of each search (default {defaults.search_epochs})")
     parser.add_argument("--warmup-epochs", type=non_negative_int, default=defaults.warmup_epochs,
@@ -133,7 +136,7 @@ def cosearch_task(case):
     torch.set_num_threads(1)
     settings = SearchSettings(**case["settings"])
     data, test = _mnist(settings)
-    evaluator = training.load(case["space"], case["cost"])
+    evaluator = training.load(case["space"], case["cost"], generator=case.get("generator", "mlp"))
     hardware_space = make_hardware_space(case["space"])
     fit_head = fit_head_module.load(case["space"])[0] if case.get("fit_weight") else None
     result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
@@ -148,7 +151,8 @@ def _settings(arguments, seed):
 
 def cases(arguments):
     """The sweep's tasks; each names the evaluator's checkpoints by digest, so a retrained evaluator searches again;
-    DANCE's on a space with a fit head also the head's digest and ``--fit-weight``."""
+    DANCE's on a space with a fit head also the head's digest and ``--fit-weight``, and with ``--generator argmin``
+    the generator."""
     from nnaccel.dse.dance.cosearch import FALLBACK_CANDIDATES
     from nnaccel.dse.dance.fit_head import fit_digest
     from nnaccel.dse.dance.training import checkpoint_digest
@@ -156,6 +160,8 @@ def cases(arguments):
     evaluator = checkpoint_digest(arguments.space, arguments.cost)
     fit_head = fit_digest(arguments.space)
     fit_term = {"fit_head": fit_head, "fit_weight": getattr(arguments, "fit_weight", DEFAULT_FIT_WEIGHT)}
+    generator = getattr(arguments, "generator", "mlp")
+    dance_terms = {**(fit_term if fit_head else {}), **({"generator": generator} if generator != "mlp" else {})}
     found = []
     for seed in arguments.seeds:
         for method in arguments.methods:
@@ -163,7 +169,7 @@ def cases(arguments):
                 found.append({"space": arguments.space, "cost": arguments.cost, "method": method,
                               "lambda2": lambda2, "evaluator": evaluator, "fitting_answer": FALLBACK_CANDIDATES,
                               "settings": asdict(_settings(arguments, seed)),
-                              **(fit_term if method == "dance" and fit_head else {})})
+                              **(dance_terms if method == "dance" else {})})
     return found
 
 

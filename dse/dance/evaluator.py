@@ -46,7 +46,7 @@ class ResidualLayer(nn.Module):
         return x + functional.relu(self.norm(self.linear(x)))
 
 
-class _OneHotGenerator(nn.Module):
+class OneHotGenerator(nn.Module):
     """What a generator's user reads: ``forward`` (N, inputs) -> per-parameter logits, and ``one_hot``."""
 
     def one_hot(self, encoding, *, tau=1.0, noise=False):
@@ -63,7 +63,7 @@ class _OneHotGenerator(nn.Module):
         return torch.cat(parts, dim=1)
 
 
-class HardwareGenerator(_OneHotGenerator):
+class HardwareGenerator(OneHotGenerator):
     """Network encoding (N, inputs) -> per-parameter logits; ``sizes`` the parameters' choice counts."""
 
     def __init__(self, inputs, sizes, width=GENERATOR_WIDTH):
@@ -79,7 +79,7 @@ class HardwareGenerator(_OneHotGenerator):
         return [head(features) for head in self.heads]
 
 
-class GeneratorEnsemble(_OneHotGenerator):
+class GeneratorEnsemble(OneHotGenerator):
     """``members`` (``HardwareGenerator`` of the same sizes) as one generator: per parameter the mean of the
     members' log-probabilities, the logits of a generator that agrees with them all."""
 

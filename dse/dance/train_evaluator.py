@@ -3,13 +3,14 @@ the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl|rtl-stream|rtl-stream-1k] [--costs edap,...]
         [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
-        [--generator-members M] [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR]
-        [--measure | --generators-only]
+        [--generator-members M] [--cost-targets units|networks] [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR]
+        [--measure [--generator mlp|argmin] | --generators-only]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
 cluster (e.g. one that dask-jobqueue started on Slurm); the training itself runs here, one thread.
-``--measure`` trains nothing: it prints the shipped checkpoints' Table 1 on the labels as they are now.
+``--measure`` trains nothing: it prints the shipped checkpoints' (or ``--out``'s) Table 1 on the labels as they are
+now, with the trained generator or (``--generator argmin``) the search over the cost network.
 ``--checkpoint-dir DIR`` keeps the cost network's training state in DIR after every epoch: a long run killed or
 stopped at a deadline resumes where it was when the same command runs again. ``--generators-only`` keeps the
 shipped cost network (give the settings it was trained with) and trains the generators and the networks without
@@ -69,6 +70,9 @@ def main(argv=None):
     parser.add_argument("--near-optimal-points", type=int, default=defaults.near_optimal_points,
                         help="cost cases per training network and cost function on its best points (default "
                              f"{defaults.near_optimal_points})")
+    parser.add_argument("--cost-targets", choices=("units", "networks"),
+                        help="train the cost network on what each cost unit adds on every point, or on network "
+                             "totals (default: units where the space's costs add up over its units, else networks)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--generator-members", type=_positive, default=defaults.generator_members,
                         help="generators per cost function, trained from consecutive seeds and read as one "
@@ -80,6 +84,9 @@ def main(argv=None):
     parser.add_argument("--checkpoint-dir",
                         help="keep the cost network's training state there after every epoch; the same command "
                              "again resumes it (default: no checkpoints)")
+    parser.add_argument("--generator", choices=training.GENERATORS, default="mlp",
+                        help="with --measure: the trained generator (mlp, default) or the search over the cost "
+                             "network (argmin)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--measure", action="store_true",
                       help="train nothing: Table 1 of the shipped evaluators on the labels as they are now")
@@ -88,13 +95,18 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    table, sweep, label_seconds = label(make_hardware_space(arguments.space), scheduler=arguments.scheduler,
-                                       workers=arguments.workers)
+    space = make_hardware_space(arguments.space)
+    cost_targets = arguments.cost_targets or ("units" if space.costs_add_up_over_units else "networks")
+    if cost_targets == "units" and not space.costs_add_up_over_units:
+        parser.error(f"--cost-targets units: the {arguments.space} space's costs do not add up over its units")
+    table, sweep, label_seconds = label(space, scheduler=arguments.scheduler, workers=arguments.workers)
     print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.unit_ids.max() + 1} cost units x "
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
     if arguments.measure:
-        reports = {name: training.remeasure(table, training.load(arguments.space, name)) for name in arguments.costs}
+        reports = {name: training.remeasure(table, training.load(arguments.space, name, directory=arguments.out,
+                                                                 generator=arguments.generator))
+                   for name in arguments.costs}
         _print_reports(reports)
         _write_json(arguments.json, reports)
         return
@@ -102,7 +114,7 @@ def main(argv=None):
                                           cost_epochs=arguments.cost_epochs,
                                           generator_epochs=arguments.generator_epochs,
                                           near_optimal_points=arguments.near_optimal_points, seed=arguments.seed,
-                                          generator_members=arguments.generator_members)
+                                          generator_members=arguments.generator_members, cost_targets=cost_targets)
     start = time.perf_counter()
     epochs = [0]
 

@@ -6,7 +6,8 @@
 - cost cases: random (network, point) pairs of the training networks (``cost_cases``), plus the
   training networks on their ``near_optimal_points`` best points for every cost function (where the co-search
   uses the cost network: the generator's answer is the optimum or a near-tie of it); held-out: random pairs of
-  the held-out networks;
+  the held-out networks; with ``cost_targets="units"`` the cost network learns instead what each unit of the
+  training networks adds on every point (``unit_cost.train_on_units``);
 - generator cases: every training network with, per hardware parameter, the share of each value among its
   near-optimal points under ``cost`` (``near_optimal_shares``: the exhaustive search's costs, soft labels);
   held-out: every held-out network, against the exhaustive search's best point;
@@ -40,10 +41,11 @@ import numpy as np
 import torch
 
 from nnaccel.dse.dance import evaluator as ev
+from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
-from nnaccel.dse.dance.hardware_space import METRICS
+from nnaccel.dse.dance.hardware_space import METRICS, make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
-from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, unit_structure
+from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, train_on_units, unit_structure
 
 WITHIN = 0.01       # "within 1 %" of the optimum's cost, or of the true cost
 # The generator's targets weigh a point by exp(-excess / GENERATOR_TEMPERATURE), excess its cost over the optimum's:
@@ -67,6 +69,9 @@ class EvaluatorSettings:
     near_optimal_points: int = 16      # per training network and cost function, among the cost cases
     seed: int = 0
     generator_members: int = 3         # generators (and networks without forwarding) per cost function, seeds seed..
+    # what the cost network learns from: "networks", the (network, point) cases' totals (the patent's), or "units",
+    # what each unit of the training networks adds on every point (``unit_cost.train_on_units``)
+    cost_targets: str = "networks"
 
 
 @dataclass
@@ -121,9 +126,13 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     if cost is None:
         cost = UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width,
                                     *unit_structure(table.unit_ids, network_space), np.log(targets).mean(axis=0))
-        ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
-                      seed=settings.seed, progress=progress,
-                      checkpoint=checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings))
+        checkpoint = checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings)
+        if settings.cost_targets == "units":
+            train_on_units(cost, table, train, epochs=settings.cost_epochs, seed=settings.seed, progress=progress,
+                           checkpoint=checkpoint)
+        else:
+            ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
+                          seed=settings.seed, progress=progress, checkpoint=checkpoint)
     ev.freeze(cost)
     sizes = {"cost_cases_train": int(len(pair_networks)), "cost_cases_validation": int(settings.validation_cases),
              "generator_cases_train": int(len(train)), "generator_cases_validation": int(len(held_out)),
@@ -440,12 +449,23 @@ def load_cost(space_name, *, directory=None):
     return ev.freeze(cost_network)
 
 
-def load(space_name, cost, *, directory=None):
-    """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints."""
+GENERATORS = ("mlp", "argmin")
+
+
+def load(space_name, cost, *, directory=None, generator="mlp"):
+    """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints; its generator the trained one (``mlp``) or
+    the search over the cost network (``argmin``, ``cost_argmin.CostArgminGenerator``; the cost function and the
+    report still come from the generator's checkpoint)."""
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}")
     cost_network = load_cost(space_name, directory=directory)
     data = _required(generator_checkpoint(space_name, cost, directory), space_name)
-    members = [ev.HardwareGenerator(data["inputs"], data["sizes"]) for _ in data["members"]]
-    for member, state in zip(members, data["members"]):
-        member.load_state_dict(state)
     function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
-    return TrainedEvaluator(ev.freeze(ev.GeneratorEnsemble(members)), cost_network, function, data["report"])
+    if generator == "argmin":
+        chosen = CostArgminGenerator(cost_network, make_hardware_space(space_name), function)
+    else:
+        members = [ev.HardwareGenerator(data["inputs"], data["sizes"]) for _ in data["members"]]
+        for member, state in zip(members, data["members"]):
+            member.load_state_dict(state)
+        chosen = ev.GeneratorEnsemble(members)
+    return TrainedEvaluator(ev.freeze(chosen), cost_network, function, data["report"])

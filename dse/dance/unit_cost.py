@@ -18,16 +18,23 @@ returns (N, 3) latency ms, energy mJ, area:
 shapes a position's unit if two networks that differ only in that choice have different units there (the network
 space is a full grid of choices, so the unit is then a function of the masked choices alone).
 Forwarding as in the patent: the generator's one-hots go in as the hardware one-hots.
+
+Two ways to train it (``training.EvaluatorSettings.cost_targets``): on network totals, the patent's cases
+(``evaluator.train_cost``), or, on a space whose costs add up over its units (``costs_add_up_over_units``), on
+*unit targets* (``train_on_units``): the unit network on what each distinct unit of the training networks adds on
+every point (``unit_cases``, the space's ``unit_latency_energy``), the area network on every point's area. The
+unit targets are the labels the totals are summed from, so nothing a held-out network has is read.
 """
 
 import numpy as np
 import torch
 from torch import nn
 
-from nnaccel.dse.dance.evaluator import ResidualLayer
+from nnaccel.dse.dance.evaluator import ResidualLayer, fit
 
 WIDTH = 128
 RESIDUAL_LAYERS = 2
+AREA_EPOCHS = 6000      # the area network's epochs on the space's points (4,335 or 5,832 cases: 3-5 minutes in all)
 
 
 def _mlp(inputs, outputs, width):
@@ -93,3 +100,60 @@ def unit_structure(unit_ids, network_space):
         if not np.array_equal(encodings @ absent[position] > 0, ~present):
             raise ValueError(f"unit position {position}: which networks lack it is not a set of choice values")
     return masks, absent
+
+
+def unit_cases(table, networks, unit_masks):
+    """The distinct cost units of ``networks`` (flat indices of ``table``, a ``labels.LabelTable``) as the unit
+    network reads them: (inputs (R, positions + network one-hot width): the position's one-hot and the network
+    one-hots of the choices that shape it; unit ids (R,) into ``table``'s columns; last (R,): whether the unit is
+    its network's last)."""
+    encodings = table.network_space.encode(table.network_space.all_points()[networks])
+    ids = table.unit_ids[networks]
+    present = ids >= 0
+    last_position = present.shape[1] - 1 - np.argmax(present[:, ::-1], axis=1)
+    positions = np.eye(present.shape[1])
+    cases = {}
+    for row, position in zip(*np.nonzero(present)):
+        masked = encodings[row] * unit_masks[position]
+        entry = (int(ids[row, position]), bool(position == last_position[row]))
+        if cases.setdefault((position, masked.tobytes()), (entry, masked))[0] != entry:
+            raise ValueError(f"unit position {position}: networks with the same shaping choices have different "
+                             "units there")
+    inputs = np.array([np.concatenate([positions[position], masked]) for (position, _), (_, masked) in cases.items()])
+    entries = np.array([entry for entry, _ in cases.values()])
+    return inputs, entries[:, 0], entries[:, 1].astype(bool)
+
+
+def train_on_units(cost, table, networks, *, epochs, area_epochs=AREA_EPOCHS, batch=1024, lr=2e-3, seed=0,
+                   progress=None, checkpoint=None):
+    """Train ``cost`` (a ``UnitSumCostEstimator``) on unit targets (module docstring): the unit network on every
+    (distinct unit of ``networks``, point) case the unit fits, first epoch squared log error, then MSRE; then the
+    area network on every point's area. ``checkpoint`` as in ``evaluator.fit`` (the unit network's training)."""
+    space = table.hardware_space
+    if not space.costs_add_up_over_units:
+        raise ValueError(f"the {space.name} space's costs do not add up over its units: train on network totals")
+    inputs, unit_ids, last = unit_cases(table, networks, cost.unit_masks.numpy())
+    targets = space.unit_latency_energy({name: column[unit_ids] for name, column in table.columns.items()}, last)
+    rows, points = np.nonzero((targets > 0).all(axis=-1))     # NaN (the unit does not fit) compares False
+    hardware = torch.as_tensor(space.encode(space.all_points()), dtype=torch.float32)
+    inputs = torch.as_tensor(inputs, dtype=torch.float32)
+    log_targets = torch.as_tensor(np.log(targets[rows, points]), dtype=torch.float32)
+    rows, points = torch.as_tensor(rows), torch.as_tensor(points)
+    offset = cost.log_mean[:2] - float(np.log(cost.units))
+
+    def unit_loss(index, epoch):
+        error = cost.unit_network(torch.cat([inputs[rows[index]], hardware[points[index]]], dim=1)) + offset \
+            - log_targets[index]
+        return (error ** 2 if epoch == 0 else (1 - torch.exp(error)) ** 2).sum(dim=1).mean()
+
+    fit(cost.unit_network, len(rows), unit_loss, epochs=epochs, batch=batch, lr=lr, seed=seed, progress=progress,
+        checkpoint=checkpoint)
+    log_area = torch.as_tensor(np.log(space.area()), dtype=torch.float32)
+
+    def area_loss(index, epoch):
+        error = cost.area_network(hardware[index])[:, 0] + cost.log_mean[2] - log_area[index]
+        return (error ** 2 if epoch == 0 else (1 - torch.exp(error)) ** 2).mean()
+
+    fit(cost.area_network, len(hardware), area_loss, epochs=area_epochs, batch=256, lr=lr, seed=seed)
+    cost.eval()
+    return cost

@@ -272,6 +272,7 @@ class RtlHardwareSpace(HardwareGrid):
     name = "rtl"
     area_unit = "kALMeq"
     compute_parameters = ("modules", "lanes")
+    costs_add_up_over_units = True
 
     def __init__(self, *, parameters=PARAMETERS):
         super().__init__()
@@ -354,6 +355,14 @@ class RtlHardwareSpace(HardwareGrid):
         latency = cycles / (CLOCK_MHZ * 1e3)
         energy = rows["energy_pj"].sum(axis=-2) * 1e-9
         return self.stacked_costs(latency, energy, points, feasible)
+
+    def unit_latency_energy(self, columns, last):
+        """(units, points, 2) the latency ms and energy mJ each context of ``columns`` ({column: (units, points)})
+        adds to a network, as ``combine`` adds them: its cycles, and its layer's drain where it is the network's
+        ``last`` (units,) context; NaN where the context itself does not fit the point."""
+        cycles = columns["cycles"] + np.where(np.asarray(last)[:, None], columns["end_drain_cycles"], 0)
+        costs = np.stack([cycles / (CLOCK_MHZ * 1e3), columns["energy_pj"] * 1e-9], axis=-1)
+        return np.where(columns["feasible"].astype(bool)[..., None], costs, np.nan)
 
     # ---- the labelling sweep: one Dask task per (modules, lanes, row_elements, split), TASK_KEYS ---------------
 

@@ -48,6 +48,8 @@ class HardwareGrid(OneHotGrid):
     area_unit = "mm2"
     #: the parameters whose values multiply to the number of multipliers (EDD's "resources")
     compute_parameters = ()
+    #: whether a network's latency and energy are sums of what each cost unit adds (``unit_latency_energy``)
+    costs_add_up_over_units = False
 
     def __init__(self):
         self._unit_costs = {}

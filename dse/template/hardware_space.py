@@ -193,6 +193,7 @@ class TemplateHardwareSpace(HardwareGrid):
 
     name = "template"
     compute_parameters = ("pe_x", "pe_y")
+    costs_add_up_over_units = True
 
     def __init__(self, *, number_format=NUMBER_FORMAT):
         super().__init__()
@@ -280,6 +281,11 @@ class TemplateHardwareSpace(HardwareGrid):
         """A network's latency and energy are its layers' sums; the area is the point's (every point fits)."""
         latency, energy = rows["latency_ms"].sum(axis=-2), rows["energy_mj"].sum(axis=-2)
         return np.stack(np.broadcast_arrays(latency, energy, self.area()[points]), axis=-1)
+
+    def unit_latency_energy(self, columns, last):
+        """(units, points, 2) the latency ms and energy mJ each unit of ``columns`` ({column: (units, points)})
+        adds to a network: its layer's, wherever it stands (``last`` is not read)."""
+        return np.stack([columns["latency_ms"], columns["energy_mj"]], axis=-1)
 
     def area(self):
         """Area of every point (mm^2): PEs x (MAC + RF) + GB, as the cost model composes it."""

@@ -1,5 +1,6 @@
 """The cost network shaped like the cost: which choices shape each unit position, units absent from a network
-gated off, area from the hardware alone, and a sum of per-unit costs learned from network totals."""
+gated off, area from the hardware alone, a sum of per-unit costs learned from network totals or from unit
+targets."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import torch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.labels import distinct_units
 from nnaccel.dse.dance.network_space import NETWORK_SPACE, NetworkSpace
-from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, unit_structure
+from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, train_on_units, unit_cases, unit_structure
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 torch.set_num_threads(1)
@@ -90,3 +91,76 @@ def test_a_sum_of_unit_costs_is_learned_from_network_totals():
         predicted = ev.predict_costs(cost, features[held_out])
         accuracy[name] = ev.cost_accuracy(predicted[:, :2], targets[held_out, :2])["accuracy"]
     assert np.all(accuracy["shaped"] > 0.95) and np.all(accuracy["shaped"] > accuracy["plain"]), accuracy
+
+
+def _small_template_table():
+    from nnaccel.dse.dance.labels import LabelTable
+
+    space = TemplateHardwareSpace()
+    network_space = NetworkSpace((("c1", (24, 32)), ("k1", (5,)), ("s1", (2, 3)), ("c2", (48,)), ("k2", (3,)),
+                                  ("s2", (2,)), ("d1", (0, 32, 64))))
+    units, ids = distinct_units(space, network_space)
+    cases = space.label_cases(units)
+    return LabelTable(space, network_space, ids,
+                      space.label_columns(units, cases, [space.label_task(case) for case in cases]))
+
+
+def test_unit_cases_are_the_distinct_units_as_the_unit_network_reads_them():
+    table = _small_template_table()
+    masks, _ = unit_structure(table.unit_ids, table.network_space)
+    networks = np.arange(len(table.unit_ids))
+    inputs, ids, last = unit_cases(table, networks, masks)
+    positions = inputs[:, :4].argmax(axis=1)
+    present = table.unit_ids >= 0
+    assert len(set(zip(positions, ids))) == len(ids)      # each (position, unit) once
+    for network in networks:
+        encoding = table.network_space.encode(table.network_space.all_points()[network:network + 1])[0]
+        for position in np.flatnonzero(present[network]):
+            row = np.flatnonzero((inputs == np.concatenate([np.eye(4)[position], encoding * masks[position]])).all(1))
+            assert len(row) == 1 and ids[row[0]] == table.unit_ids[network, position]
+            assert last[row[0]] == (position == np.flatnonzero(present[network]).max())
+    assert last[positions == 3].all() and not last[positions < 2].any()
+
+
+def test_unit_targets_teach_held_out_networks_costs_that_their_totals_add_up_to():
+    """Trained on what each unit of 8 networks adds on every point, the other 4 networks' latency and energy (whose
+    units the 8 have) are the predicted units' sums, within a few percent after a short training."""
+    table = _small_template_table()
+    networks = np.arange(len(table.unit_ids))
+    held_out = np.array([1, 6, 8, 11])
+    train = np.setdiff1d(networks, held_out)
+    masks, absent = unit_structure(table.unit_ids, table.network_space)
+    log_mean = np.log(table.costs(np.repeat(train, 5), np.arange(5 * len(train)) * 97 % len(table.area))).mean(0)
+    cost = UnitSumCostEstimator(table.network_space.encoding_width, table.hardware_space.encoding_width, masks,
+                                absent, log_mean, width=32)
+    torch.manual_seed(0)
+    train_on_units(cost, table, train, epochs=24, area_epochs=100, batch=256)
+    ev.freeze(cost)
+    points = np.arange(0, len(table.area), 7)
+    pairs = np.array([(n, p) for n in held_out for p in points])
+    features = np.concatenate([table.network_space.encode(table.network_space.all_points()[pairs[:, 0]]),
+                               table.hardware_space.encode(table.hardware_space.all_points()[pairs[:, 1]])], axis=1)
+    accuracy = ev.cost_accuracy(ev.predict_costs(cost, features), table.costs(pairs[:, 0], pairs[:, 1]))["accuracy"]
+    assert np.all(accuracy > 0.95), accuracy
+
+
+def test_rtl_unit_targets_add_the_drain_to_the_last_context_alone_and_leave_unfit_points_out():
+    from nnaccel.dse.rtl.hardware_space import CLOCK_MHZ, RtlHardwareSpace
+
+    columns = {"cycles": np.array([[100.0, 200.0], [300.0, 400.0]]),
+               "end_drain_cycles": np.array([[10.0, 20.0], [30.0, 40.0]]),
+               "energy_pj": np.array([[1e6, 2e6], [3e6, 4e6]]), "feasible": np.array([[1, 1], [1, 0]])}
+    targets = RtlHardwareSpace().unit_latency_energy(columns, np.array([False, True]))
+    clock = CLOCK_MHZ * 1e3
+    assert np.array_equal(targets[0], [[100 / clock, 1e-3], [200 / clock, 2e-3]])
+    assert np.array_equal(targets[1, 0], [330 / clock, 3e-3]) and np.isnan(targets[1, 1]).all()
+
+
+def test_unit_targets_are_refused_where_costs_do_not_add_up_over_units():
+    from types import SimpleNamespace
+
+    from nnaccel.dse.rtl.stream_hardware_space import RtlStreamHardwareSpace
+
+    table = SimpleNamespace(hardware_space=RtlStreamHardwareSpace())
+    with pytest.raises(ValueError, match="rtl-stream space's costs do not add up over its units"):
+        train_on_units(None, table, np.arange(3), epochs=1)

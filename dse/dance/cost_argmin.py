@@ -1,0 +1,59 @@
+"""DANCE's hardware generation by search over the cost network: ``CostArgminGenerator``.
+
+The patent's generator is a classifier (``evaluator.HardwareGenerator``) that learns each training network's best
+point. This one learns nothing of its own: it reads the frozen cost network with forwarding
+(``unit_cost.UnitSumCostEstimator``) on every point of the hardware space and takes the point of least predicted
+cost under the cost function, the exhaustive search run on the evaluator's costs instead of the ground truth. Where
+the cost network is exact on a network's units, so is the answer; where two points cost within the cost network's
+error of each other it may pick either.
+
+It reads and returns what a generator does (``evaluator.OneHotGenerator``): per hardware parameter, logits over
+its values, the value's best predicted cost ``-log(cost) / temperature`` (the cost of the cheapest point with that
+value), so each head's argmax is the argmin point's value, and ``one_hot`` gives the straight-through one-hots the
+co-search forwards. The gradient reaches the network encoding through the cost network (the envelope of the
+minimum); the argmin itself is piecewise constant.
+
+It does not know whether a network fits a point: on a space where some points do not fit (the RTL family's RAMs
+and descriptor table) the cheapest predicted point may be one the network does not fit.
+"""
+
+import numpy as np
+import torch
+
+from nnaccel.dse.dance.evaluator import OneHotGenerator
+
+TEMPERATURE = 0.01          # logits in units of 1 % of the cost
+NETWORKS_PER_CHUNK = 8      # networks costed on every point at once (memory: chunk x points x units rows)
+
+
+class CostArgminGenerator(OneHotGenerator):
+    """Network encoding (N, network one-hot width) -> per-parameter logits (module docstring). ``cost``: the frozen
+    cost network; ``hardware_space``: its grid (``encode``, ``all_points``, ``sizes``); ``cost_function``: what the
+    least cost is of."""
+
+    def __init__(self, cost, hardware_space, cost_function, temperature=TEMPERATURE):
+        super().__init__()
+        self.cost, self.cost_function, self.temperature = cost, cost_function, temperature
+        self.sizes, self.inputs = tuple(hardware_space.sizes), cost.network_width
+        points = hardware_space.all_points()
+        self.register_buffer("hardware", torch.as_tensor(hardware_space.encode(points), dtype=torch.float32))
+        # per parameter, (values, points): 1 where a point has the value
+        self.value_masks = [torch.as_tensor(np.eye(size, dtype=bool)[:, points[:, column]])
+                            for column, size in enumerate(self.sizes)]
+
+    def log_costs(self, encoding):
+        """(N, points) the log of the cost function on every point, as the cost network predicts it."""
+        rows = []
+        for start in range(0, len(encoding), NETWORKS_PER_CHUNK):
+            chunk = encoding[start:start + NETWORKS_PER_CHUNK]
+            count, points = len(chunk), len(self.hardware)
+            features = torch.cat([chunk[:, None, :].expand(-1, points, -1),
+                                  self.hardware[None].expand(count, -1, -1)], dim=2).reshape(count * points, -1)
+            costs = self.cost(features)
+            rows.append(torch.log(self.cost_function(costs[:, 0], costs[:, 1], costs[:, 2])).reshape(count, points))
+        return torch.cat(rows)
+
+    def forward(self, encoding):
+        log_costs = self.log_costs(encoding)
+        return [-torch.stack([log_costs[:, mask].min(dim=1).values for mask in masks], dim=1) / self.temperature
+                for masks in self.value_masks]
