@@ -3,7 +3,8 @@ the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl|rtl-stream|rtl-stream-1k] [--costs edap,...]
         [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
-        [--generator-members M] [--cost-targets units|networks] [--workers W] [--out DIR] [--json F] [--checkpoint-dir DIR]
+        [--generator-members M] [--cost-targets units|networks] [--workers W] [--out DIR] [--json F]
+        [--checkpoint-dir DIR]
         [--measure [--generator mlp|argmin] | --generators-only]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
