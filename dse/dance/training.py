@@ -123,18 +123,20 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     targets = table.costs(pair_networks, pair_points)
     fits = np.isfinite(targets).all(axis=1)      # a network may fit fewer than ``count`` points
     pair_networks, pair_points, targets = pair_networks[fits], pair_points[fits], targets[fits]
+    trained_cases = len(pair_networks)      # what the cost network learned from: these, or unit cases
     if cost is None:
         cost = UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width,
                                     *unit_structure(table.unit_ids, network_space), np.log(targets).mean(axis=0))
         checkpoint = checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings)
         if settings.cost_targets == "units":
-            train_on_units(cost, table, train, epochs=settings.cost_epochs, seed=settings.seed, progress=progress,
-                           checkpoint=checkpoint)
+            trained_cases = train_on_units(cost, table, train, epochs=settings.cost_epochs, seed=settings.seed,
+                                           progress=progress, checkpoint=checkpoint)
         else:
             ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
                           seed=settings.seed, progress=progress, checkpoint=checkpoint)
     ev.freeze(cost)
-    sizes = {"cost_cases_train": int(len(pair_networks)), "cost_cases_validation": int(settings.validation_cases),
+    sizes = {"cost_cases_train": int(trained_cases), "cost_targets": settings.cost_targets,
+             "cost_cases_validation": int(settings.validation_cases),
              "generator_cases_train": int(len(train)), "generator_cases_validation": int(len(held_out)),
              "labelled_cost_cases": int(table.cost_cases), "networks_fitting_no_point": unfit}
 

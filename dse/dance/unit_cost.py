@@ -124,11 +124,18 @@ def unit_cases(table, networks, unit_masks):
     return inputs, entries[:, 0], entries[:, 1].astype(bool)
 
 
+def _log_then_relative(log_error, epoch):
+    """Per case, the squared log error in the first epoch, the squared relative error (MSRE's terms) after it,
+    summed over the outputs (``log_error``: (N, outputs) predicted minus true logarithms)."""
+    return (log_error ** 2 if epoch == 0 else (1 - torch.exp(log_error)) ** 2).sum(dim=1)
+
+
 def train_on_units(cost, table, networks, *, epochs, area_epochs=AREA_EPOCHS, batch=1024, lr=2e-3, seed=0,
                    progress=None, checkpoint=None):
     """Train ``cost`` (a ``UnitSumCostEstimator``) on unit targets (module docstring): the unit network on every
     (distinct unit of ``networks``, point) case the unit fits, first epoch squared log error, then MSRE; then the
-    area network on every point's area. ``checkpoint`` as in ``evaluator.fit`` (the unit network's training)."""
+    area network on every point's area. ``checkpoint`` as in ``evaluator.fit`` (the unit network's training).
+    Returns how many (unit, point) cases the unit network learned."""
     space = table.hardware_space
     if not space.costs_add_up_over_units:
         raise ValueError(f"the {space.name} space's costs do not add up over its units: train on network totals")
@@ -142,18 +149,17 @@ def train_on_units(cost, table, networks, *, epochs, area_epochs=AREA_EPOCHS, ba
     offset = cost.log_mean[:2] - float(np.log(cost.units))
 
     def unit_loss(index, epoch):
-        error = cost.unit_network(torch.cat([inputs[rows[index]], hardware[points[index]]], dim=1)) + offset \
-            - log_targets[index]
-        return (error ** 2 if epoch == 0 else (1 - torch.exp(error)) ** 2).sum(dim=1).mean()
+        logs = cost.unit_network(torch.cat([inputs[rows[index]], hardware[points[index]]], dim=1)) + offset
+        return _log_then_relative(logs - log_targets[index], epoch).mean()
 
     fit(cost.unit_network, len(rows), unit_loss, epochs=epochs, batch=batch, lr=lr, seed=seed, progress=progress,
         checkpoint=checkpoint)
-    log_area = torch.as_tensor(np.log(space.area()), dtype=torch.float32)
+    log_area = torch.as_tensor(np.log(space.area()), dtype=torch.float32)[:, None]
 
     def area_loss(index, epoch):
-        error = cost.area_network(hardware[index])[:, 0] + cost.log_mean[2] - log_area[index]
-        return (error ** 2 if epoch == 0 else (1 - torch.exp(error)) ** 2).mean()
+        return _log_then_relative(cost.area_network(hardware[index]) + cost.log_mean[2] - log_area[index],
+                                  epoch).mean()
 
     fit(cost.area_network, len(hardware), area_loss, epochs=area_epochs, batch=256, lr=lr, seed=seed)
     cost.eval()
-    return cost
+    return len(rows)

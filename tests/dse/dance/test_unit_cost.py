@@ -134,7 +134,8 @@ def test_unit_targets_teach_held_out_networks_costs_that_their_totals_add_up_to(
     cost = UnitSumCostEstimator(table.network_space.encoding_width, table.hardware_space.encoding_width, masks,
                                 absent, log_mean, width=32)
     torch.manual_seed(0)
-    train_on_units(cost, table, train, epochs=24, area_epochs=100, batch=256)
+    cases = train_on_units(cost, table, train, epochs=24, area_epochs=100, batch=256)
+    assert cases == len(unit_cases(table, train, masks)[1]) * len(table.area)      # every template unit fits
     ev.freeze(cost)
     points = np.arange(0, len(table.area), 7)
     pairs = np.array([(n, p) for n in held_out for p in points])
