@@ -17,7 +17,7 @@ from dataclasses import asdict
 import numpy as np
 
 from nnaccel.dse.dance import pareto
-from nnaccel.dse.dance.settings import METHODS, SearchSettings
+from nnaccel.dse.dance.settings import GENERATORS, METHODS, SearchSettings
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, LINEAR_WEIGHTS, CostFunction
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
 from nnaccel.dse.shared.sweep import scheduler_address
@@ -73,7 +73,7 @@ def add_arguments(parser, *, option_types):
                         help="weight of DANCE's fit term on a space with a fit head (rtl-stream-1k): the head's "
                              "probability that the sampled network fits no point (default 0: left out; every "
                              "method's answer fits anyway, the most probable network that does)")
-    parser.add_argument("--generator", choices=("mlp", "argmin"), default="mlp",
+    parser.add_argument("--generator", choices=GENERATORS, default="mlp",
                         help="DANCE's hardware generation: the trained generator network (mlp, default) or the "
                              "search over the cost network's prediction on every point (argmin; slower a step)")
     parser.add_argument("--search-epochs", type=positive_int, default=defaults.search_epochs,

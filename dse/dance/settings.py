@@ -4,9 +4,11 @@ installed."""
 
 from dataclasses import dataclass
 
-__all__ = ["METHODS", "SearchSettings"]
+__all__ = ["GENERATORS", "METHODS", "SearchSettings"]
 
 METHODS = ("baseline", "flops", "edd", "dance")
+#: DANCE's hardware generation: the trained generator network, or the search over the cost network
+GENERATORS = ("mlp", "argmin")
 
 
 @dataclass

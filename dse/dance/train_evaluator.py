@@ -28,6 +28,7 @@ from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
 from nnaccel.dse.dance.labels import label
+from nnaccel.dse.dance.settings import GENERATORS
 
 
 def exhaustive_search_seconds(table, cost_function, network_index=0):
@@ -85,7 +86,7 @@ def main(argv=None):
     parser.add_argument("--checkpoint-dir",
                         help="keep the cost network's training state there after every epoch; the same command "
                              "again resumes it (default: no checkpoints)")
-    parser.add_argument("--generator", choices=training.GENERATORS, default="mlp",
+    parser.add_argument("--generator", choices=GENERATORS, default="mlp",
                         help="with --measure: the trained generator (mlp, default) or the search over the cost "
                              "network (argmin)")
     mode = parser.add_mutually_exclusive_group()

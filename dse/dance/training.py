@@ -45,6 +45,7 @@ from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
 from nnaccel.dse.dance.hardware_space import METRICS, make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
+from nnaccel.dse.dance.settings import GENERATORS
 from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, train_on_units, unit_structure
 
 WITHIN = 0.01       # "within 1 %" of the optimum's cost, or of the true cost
@@ -449,9 +450,6 @@ def load_cost(space_name, *, directory=None):
                                         np.zeros(3), width=cost_data["width"])
     cost_network.load_state_dict(cost_data["state"])
     return ev.freeze(cost_network)
-
-
-GENERATORS = ("mlp", "argmin")
 
 
 def load(space_name, cost, *, directory=None, generator="mlp"):
