@@ -136,8 +136,9 @@ def cosearch_task(case):
     torch.set_num_threads(1)
     settings = SearchSettings(**case["settings"])
     data, test = _mnist(settings)
-    evaluator = training.load(case["space"], case["cost"], generator=case.get("generator", "mlp"))
     hardware_space = make_hardware_space(case["space"])
+    evaluator = training.load(case["space"], case["cost"], generator=case.get("generator", "mlp"),
+                              hardware_space=hardware_space)
     fit_head = fit_head_module.load(case["space"])[0] if case.get("fit_weight") else None
     result = run_method(case["method"], data, test, settings, hardware_space, evaluator, evaluator.cost_function,
                         lambda2=case["lambda2"], fit_head=fit_head, fit_weight=case.get("fit_weight", 0.0))
@@ -161,7 +162,9 @@ def cases(arguments):
     fit_head = fit_digest(arguments.space)
     fit_term = {"fit_head": fit_head, "fit_weight": getattr(arguments, "fit_weight", DEFAULT_FIT_WEIGHT)}
     generator = getattr(arguments, "generator", "mlp")
-    dance_terms = {**(fit_term if fit_head else {}), **({"generator": generator} if generator != "mlp" else {})}
+    # the search over the cost network runs over the points a network fits (the key says so: before, it did not)
+    searched = {"generator": generator, "searched_points": "fitting"} if generator != "mlp" else {}
+    dance_terms = {**(fit_term if fit_head else {}), **searched}
     found = []
     for seed in arguments.seeds:
         for method in arguments.methods:

@@ -107,7 +107,7 @@ def main(argv=None):
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
     if arguments.measure:
         reports = {name: training.remeasure(table, training.load(arguments.space, name, directory=arguments.out,
-                                                                 generator=arguments.generator))
+                                                                 generator=arguments.generator, hardware_space=space))
                    for name in arguments.costs}
         _print_reports(reports)
         _write_json(arguments.json, reports)

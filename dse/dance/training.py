@@ -45,6 +45,7 @@ from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
 from nnaccel.dse.dance.hardware_space import METRICS, make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
+from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.dance.settings import GENERATORS
 from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, train_on_units, unit_structure
 
@@ -452,17 +453,19 @@ def load_cost(space_name, *, directory=None):
     return ev.freeze(cost_network)
 
 
-def load(space_name, cost, *, directory=None, generator="mlp"):
+def load(space_name, cost, *, directory=None, generator="mlp", hardware_space=None):
     """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints; its generator the trained one (``mlp``) or
     the search over the cost network (``argmin``, ``cost_argmin.CostArgminGenerator``; the cost function and the
-    report still come from the generator's checkpoint)."""
+    report still come from the generator's checkpoint) on ``hardware_space`` (default a new one of ``space_name``;
+    pass one that has its units' costs, labelled or computed, to check fits without computing them again)."""
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}")
     cost_network = load_cost(space_name, directory=directory)
     data = _required(generator_checkpoint(space_name, cost, directory), space_name)
     function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
     if generator == "argmin":
-        chosen = CostArgminGenerator(cost_network, make_hardware_space(space_name), function)
+        chosen = CostArgminGenerator(cost_network, hardware_space or make_hardware_space(space_name), function,
+                                     NETWORK_SPACE)
     else:
         members = [ev.HardwareGenerator(data["inputs"], data["sizes"]) for _ in data["members"]]
         for member, state in zip(members, data["members"]):

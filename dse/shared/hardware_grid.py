@@ -97,6 +97,10 @@ class HardwareGrid(OneHotGrid):
                                 for units in keys]) for name in known}
         return self.combine(rows, slice(None))
 
+    def network_fits(self, networks):
+        """(len(networks), len(self)) bool: where each network fits a point (its costs are finite)."""
+        return np.isfinite(self.network_costs(networks)).all(axis=-1)
+
     def best_hardware(self, networks, cost_function, *, fixed=None):
         """For each network, the point minimising ``cost_function`` (exhaustive search), among the
         points whose parameters match ``fixed`` ({name: value index}) if given.

@@ -10,6 +10,7 @@ import torch
 from nnaccel.dse.dance import command, training
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
+from nnaccel.dse.dance.hardware_space import make_hardware_space
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
@@ -30,6 +31,22 @@ def test_the_generated_point_is_the_cost_networks_cheapest(cost_name):
     for encoding, point in zip(encodings, points):
         brute_force = _brute_force(shipped.cost, shipped.cost_function, encoding, TemplateHardwareSpace())
         assert np.array_equal(point, brute_force)
+
+
+def test_on_the_rtl_family_it_searches_the_points_the_network_fits():
+    space = make_hardware_space("rtl")
+    shipped = training.load("rtl", "edap", generator="argmin", hardware_space=space)
+    networks = NETWORK_SPACE.all_points()[[0, 1234, 3000]]
+    encodings = NETWORK_SPACE.encode(networks)
+    points = space.point_index(ev.predict_points(shipped.generator, encodings))
+    fits = space.network_fits([NETWORK_SPACE.network(indices) for indices in networks])
+    unmasked = [space.point_index(_brute_force(shipped.cost, shipped.cost_function, encoding, space)[None])[0]
+                for encoding in encodings]
+    assert not all(row[point] for row, point in zip(fits, unmasked))     # the cheapest predicted point may not fit
+    log_costs = shipped.generator.log_costs(torch.as_tensor(encodings)).numpy()
+    for row, point, costs in zip(fits, points, log_costs):
+        assert row[point] and point == np.argmin(np.where(row, costs, np.inf))
+        assert np.isinf(costs[~row]).all() and np.isfinite(costs[row]).all()
 
 
 def test_its_one_hots_go_through_the_cost_network_with_a_gradient_to_the_network():
@@ -55,5 +72,6 @@ def test_the_argmin_generator_is_part_of_a_dance_task_and_of_no_other():
                                    train_images=0, generator="argmin")
     cases = command.cases(arguments)
     assert [case.get("generator") for case in cases] == ["argmin", None]
+    assert cases[0]["searched_points"] == "fitting"
     arguments.generator = "mlp"                  # the trained generator's tasks are keyed as before the option
     assert all("generator" not in case for case in command.cases(arguments))
