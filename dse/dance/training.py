@@ -464,8 +464,9 @@ def load(space_name, cost, *, directory=None, generator="mlp", hardware_space=No
     data = _required(generator_checkpoint(space_name, cost, directory), space_name)
     function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
     if generator == "argmin":
-        chosen = CostArgminGenerator(cost_network, hardware_space or make_hardware_space(space_name), function,
-                                     NETWORK_SPACE)
+        if hardware_space is None:
+            hardware_space = make_hardware_space(space_name)
+        chosen = CostArgminGenerator(cost_network, hardware_space, function, NETWORK_SPACE)
     else:
         members = [ev.HardwareGenerator(data["inputs"], data["sizes"]) for _ in data["members"]]
         for member, state in zip(members, data["members"]):
