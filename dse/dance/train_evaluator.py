@@ -79,6 +79,9 @@ def main(argv=None):
     parser.add_argument("--generator-members", type=_positive, default=defaults.generator_members,
                         help="generators per cost function, trained from consecutive seeds and read as one "
                              f"(default {defaults.generator_members})")
+    parser.add_argument("--cost-members", type=_positive, default=defaults.cost_members,
+                        help="cost networks with forwarding, trained from consecutive seeds and read as one (their "
+                             f"geometric mean; default {defaults.cost_members})")
     parser.add_argument("--scheduler", help="a running Dask scheduler for the labelling sweep")
     parser.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
     parser.add_argument("--out", help="checkpoint directory (default: the package's data/)")
@@ -116,7 +119,8 @@ def main(argv=None):
                                           cost_epochs=arguments.cost_epochs,
                                           generator_epochs=arguments.generator_epochs,
                                           near_optimal_points=arguments.near_optimal_points, seed=arguments.seed,
-                                          generator_members=arguments.generator_members, cost_targets=cost_targets)
+                                          generator_members=arguments.generator_members,
+                                          cost_members=arguments.cost_members, cost_targets=cost_targets)
     start = time.perf_counter()
     epochs = [0]
 

@@ -11,7 +11,8 @@
 - generator cases: every training network with, per hardware parameter, the share of each value among its
   near-optimal points under ``cost`` (``near_optimal_shares``: the exhaustive search's costs, soft labels);
   held-out: every held-out network, against the exhaustive search's best point;
-- trains the cost network (with forwarding), the one without forwarding, and the generator (each of the last two
+- trains the cost network (with forwarding: ``cost_members`` networks from consecutive seeds, read as one,
+  ``unit_cost.CostEnsemble``), the one without forwarding, and the generator (each of the last two
   ``generator_members`` networks from consecutive seeds, read as one), and
   measures Table 1 on the held-out networks: per-parameter generator accuracy, the cost network's
   accuracy with the true best point as input (with forwarding) and without it, and end to end
@@ -27,7 +28,7 @@ per parameter) and *within 1 %*: the optimum with that one parameter set to the 
 (two values of a parameter costing within a fraction of a percent) count against exact match, not against
 within 1 %. A cost metric's accuracy is 1 - mean |y_hat / y - 1|; also the share of cases within 1 %.
 
-Checkpoints (``save`` / ``load``): ``data/cost_<space>.pt`` holds the shared cost network (``load_cost``),
+Checkpoints (``save`` / ``load``): ``data/cost_<space>.pt`` holds the shared cost network's members (``load_cost``),
 ``data/generator_<space>_<cost>.pt`` the members of one cost function's generator, their sizes, the cost function
 and the training run's report (Table 1 and the settings).
 """
@@ -47,7 +48,7 @@ from nnaccel.dse.dance.hardware_space import METRICS, make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.dance.settings import GENERATORS
-from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator, train_on_units, unit_structure
+from nnaccel.dse.dance.unit_cost import CostEnsemble, UnitSumCostEstimator, train_on_units, unit_structure
 
 WITHIN = 0.01       # "within 1 %" of the optimum's cost, or of the true cost
 # The generator's targets weigh a point by exp(-excess / GENERATOR_TEMPERATURE), excess its cost over the optimum's:
@@ -71,6 +72,7 @@ class EvaluatorSettings:
     near_optimal_points: int = 16      # per training network and cost function, among the cost cases
     seed: int = 0
     generator_members: int = 3         # generators (and networks without forwarding) per cost function, seeds seed..
+    cost_members: int = 1              # cost networks with forwarding, seeds seed.., read as one (their geometric mean)
     # what the cost network learns from: "networks", the (network, point) cases' totals (the patent's), or "units",
     # what each unit of the training networks adds on every point (``unit_cost.train_on_units``)
     cost_targets: str = "networks"
@@ -127,15 +129,18 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     pair_networks, pair_points, targets = pair_networks[fits], pair_points[fits], targets[fits]
     trained_cases = len(pair_networks)      # what the cost network learned from: these, or unit cases
     if cost is None:
-        cost = UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width,
-                                    *unit_structure(table.unit_ids, network_space), np.log(targets).mean(axis=0))
-        checkpoint = checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings)
-        if settings.cost_targets == "units":
-            trained_cases = train_on_units(cost, table, train, epochs=settings.cost_epochs, seed=settings.seed,
-                                           progress=progress, checkpoint=checkpoint)
-        else:
-            ev.train_cost(cost, _features(table, pair_networks, pair_points), targets, epochs=settings.cost_epochs,
-                          seed=settings.seed, progress=progress, checkpoint=checkpoint)
+        structure = unit_structure(table.unit_ids, network_space)
+        members = [UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width, *structure,
+                                        np.log(targets).mean(axis=0)) for _ in range(settings.cost_members)]
+        for member, seed in enumerate(range(settings.seed, settings.seed + settings.cost_members)):
+            checkpoint = checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings, member)
+            if settings.cost_targets == "units":
+                trained_cases = train_on_units(members[member], table, train, epochs=settings.cost_epochs,
+                                               seed=seed, progress=progress, checkpoint=checkpoint)
+            else:
+                ev.train_cost(members[member], _features(table, pair_networks, pair_points), targets,
+                              epochs=settings.cost_epochs, seed=seed, progress=progress, checkpoint=checkpoint)
+        cost = members[0] if len(members) == 1 else CostEnsemble(members)
     ev.freeze(cost)
     sizes = {"cost_cases_train": int(trained_cases), "cost_targets": settings.cost_targets,
              "cost_cases_validation": int(settings.validation_cases),
@@ -191,11 +196,14 @@ def near_optimal_shares(table, networks, cost_function, temperature=GENERATOR_TE
     return [weights @ np.eye(size)[points[:, column]] for column, size in enumerate(table.hardware_space.sizes)]
 
 
-def training_state_path(directory, space_name, settings):
-    """The cost network's training state in ``directory`` for ``space_name`` and ``settings`` (their digest in the
-    name, so a run with other settings starts afresh instead of resuming a different training)."""
+def training_state_path(directory, space_name, settings, member=0):
+    """The training state of the cost network's ``member`` in ``directory`` for ``space_name`` and ``settings``
+    (their digest in the name, with a later member's seed and without the member count: a run with other settings
+    starts afresh instead of resuming a different training, and a run with more members resumes the first ones)."""
+    shaping = dict(vars(settings), **({"member_seed": settings.seed + member} if member else {}))
+    del shaping["cost_members"]
     digest = hashlib.sha256(repr((space_name, UnitSumCostEstimator.__name__,
-                                  sorted(vars(settings).items()))).encode()).hexdigest()[:12]
+                                  sorted(shaping.items()))).encode()).hexdigest()[:12]
     return Path(directory) / f"cost_{space_name}_training_{digest}.pt"
 
 
@@ -420,13 +428,14 @@ def checkpoint_digest(space_name, cost):
 
 
 def save(trained, space_name, *, directory=None):
-    """Write the shared cost network and every cost function's generator (and its report)."""
-    first = next(iter(trained.values()))
+    """Write the shared cost network's members and every cost function's generator (and its report)."""
+    cost = next(iter(trained.values())).cost
+    members = cost.members if isinstance(cost, CostEnsemble) else [cost]
     cost_path = cost_checkpoint(space_name, directory)
     cost_path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"space": space_name, "network_width": first.cost.network_width,
-                "hardware_width": first.cost.hardware_width, "units": first.cost.units, "width": first.cost.width,
-                "state": first.cost.state_dict()}, cost_path)
+    torch.save({"space": space_name, "network_width": cost.network_width, "hardware_width": cost.hardware_width,
+                "units": cost.units, "width": cost.width, "members": [member.state_dict() for member in members]},
+               cost_path)
     for name, evaluator in trained.items():
         path = generator_checkpoint(space_name, name, directory)
         torch.save({"space": space_name, "inputs": evaluator.generator.inputs,
@@ -444,13 +453,16 @@ def _required(path, space_name):
 
 
 def load_cost(space_name, *, directory=None):
-    """The frozen shared cost network of ``space_name`` from its checkpoint."""
+    """The frozen shared cost network of ``space_name`` from its checkpoint: its one member, or a ``CostEnsemble``
+    of them (a checkpoint written before members has its one network's ``state``)."""
     cost_data = _required(cost_checkpoint(space_name, directory), space_name)
     masks = np.zeros((cost_data["units"], cost_data["network_width"]))
-    cost_network = UnitSumCostEstimator(cost_data["network_width"], cost_data["hardware_width"], masks, masks,
-                                        np.zeros(3), width=cost_data["width"])
-    cost_network.load_state_dict(cost_data["state"])
-    return ev.freeze(cost_network)
+    members = []
+    for state in cost_data.get("members", [cost_data.get("state")]):
+        members.append(UnitSumCostEstimator(cost_data["network_width"], cost_data["hardware_width"], masks, masks,
+                                            np.zeros(3), width=cost_data["width"]))
+        members[-1].load_state_dict(state)
+    return ev.freeze(members[0] if len(members) == 1 else CostEnsemble(members))
 
 
 def load(space_name, cost, *, directory=None, generator="mlp", hardware_space=None):

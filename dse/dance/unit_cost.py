@@ -24,6 +24,11 @@ Two ways to train it (``training.EvaluatorSettings.cost_targets``): on network t
 *unit targets* (``train_on_units``): the unit network on what each distinct unit of the training networks adds on
 every point (``unit_cases``, the space's ``unit_latency_energy``), the area network on every point's area. The
 unit targets are the labels the totals are summed from, so nothing a held-out network has is read.
+
+``CostEnsemble``: several such networks trained alike from consecutive seeds (``training.EvaluatorSettings.
+cost_members``), read as one: the geometric mean of their costs. Where one network is off by its own error on a
+point, the others mostly are not, so the mean's error is smaller; the search over the cost network
+(``cost_argmin``) then tells near-optima apart more often.
 """
 
 import numpy as np
@@ -77,6 +82,24 @@ class UnitSumCostEstimator(nn.Module):
 
     def log_costs(self, features):
         return torch.log(self(features))
+
+
+class CostEnsemble(nn.Module):
+    """``members`` (``UnitSumCostEstimator`` of the same widths) as one cost network: (N, inputs) -> (N, 3), the
+    geometric mean of the members' latency, energy and area."""
+
+    def __init__(self, members):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        first = members[0]
+        self.network_width, self.hardware_width, self.units, self.width = (first.network_width, first.hardware_width,
+                                                                           first.units, first.width)
+
+    def forward(self, features):
+        return torch.exp(self.log_costs(features))
+
+    def log_costs(self, features):
+        return torch.stack([member.log_costs(features) for member in self.members]).mean(dim=0)
 
 
 def unit_structure(unit_ids, network_space):

@@ -1,6 +1,8 @@
 """The evaluator networks learn small synthetic tasks, the accuracy measures are the stated ones,
 and checkpoints load back to the same predictions."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ from nnaccel.dse.dance import train_evaluator, training
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.labels import LabelTable, distinct_units
 from nnaccel.dse.dance.network_space import NetworkSpace
-from nnaccel.dse.dance.unit_cost import UnitSumCostEstimator
+from nnaccel.dse.dance.unit_cost import CostEnsemble, UnitSumCostEstimator
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 torch.set_num_threads(1)
@@ -94,6 +96,12 @@ def test_the_training_state_is_named_by_space_and_settings(tmp_path):
     assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings()) == path
     assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings(cost_epochs=40)) != path
     assert training.training_state_path(tmp_path, "rtl", settings) != path
+    # a cost network's members: the first keeps the one-member name (a run with more members resumes it)
+    pair = training.EvaluatorSettings(cost_members=2)
+    assert training.training_state_path(tmp_path, "template", pair) == path
+    assert training.training_state_path(tmp_path, "template", pair, 1) not in (
+        path, training.training_state_path(tmp_path, "template", training.EvaluatorSettings(seed=1)))
+
 
 def test_a_generator_ensemble_averages_its_members_log_probabilities():
     """One member reads as that generator (the same argmax and straight-through one-hots); two members pick the value
@@ -134,6 +142,25 @@ def test_checkpoints_round_trip(tmp_path):
         training.load("toy", "energy", directory=tmp_path)
 
 
+def test_a_cost_ensemble_is_its_members_geometric_mean_and_round_trips(tmp_path):
+    torch.manual_seed(0)
+    masks = np.ones((4, 5))
+    members = [ev.freeze(UnitSumCostEstimator(5, 5, masks, np.zeros((4, 5)), np.zeros(3), width=16)) for _ in range(2)]
+    for member in members:      # move the outputs apart from their initial ones
+        for parameter in member.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+    ensemble = ev.freeze(CostEnsemble(members))
+    features = torch.rand(6, 10)
+    first, second = (member(features) for member in members)
+    assert not torch.allclose(first, second)
+    assert torch.allclose(ensemble(features), torch.sqrt(first * second))
+    generator = ev.freeze(ev.GeneratorEnsemble([ev.HardwareGenerator(5, (2, 3))]))
+    training.save({"edap": training.TrainedEvaluator(generator, ensemble, CostFunction("edap"))}, "toy",
+                  directory=tmp_path)
+    loaded = training.load_cost("toy", directory=tmp_path)
+    assert isinstance(loaded, CostEnsemble) and torch.equal(loaded(features), ensemble(features))
+
+
 def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     """A tiny training on 12 networks: every parameter within 1 % at least as often as exact, the report's parts,
     and a loaded checkpoint measured again gives the same generator figures."""
@@ -161,6 +188,16 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     again = training.train_evaluators(table, settings, ("edap",), cost=trained.cost)["edap"]
     for first, second in zip(kept.generator.state_dict().values(), again.generator.state_dict().values()):
         assert torch.equal(first, second)
+    # two cost networks from consecutive seeds, read as one: the first is the one-member run's
+    torch.manual_seed(3)
+    single = training.train_evaluators(table, settings, ("edap",))["edap"]
+    torch.manual_seed(3)
+    pair = training.train_evaluators(table, dataclasses.replace(settings, cost_members=2), ("edap",))["edap"]
+    assert isinstance(pair.cost, CostEnsemble) and len(pair.cost.members) == 2
+    for name, value in single.cost.state_dict().items():
+        assert torch.equal(pair.cost.members[0].state_dict()[name], value), name
+        assert not torch.equal(pair.cost.members[1].state_dict()[name], value) or "mask" in name or "absent" in name \
+            or "log_mean" in name or "num_batches" in name, name
 
 
 def test_the_generators_targets_are_the_near_optimal_points_shares():
