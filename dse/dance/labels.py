@@ -13,6 +13,7 @@ validation set; cost cases and generator cases of the validation networks are ne
 """
 
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -63,6 +64,24 @@ def label(hardware_space, *, network_space=NETWORK_SPACE, store_path=None, sched
     columns = hardware_space.label_columns(units, cases, results)
     hardware_space.adopt_unit_costs(units, columns)
     return LabelTable(hardware_space, network_space, ids, columns), report, seconds
+
+
+def adopt_stored_labels(hardware_space, *, network_space=NETWORK_SPACE, store_path=None):
+    """Give ``hardware_space`` the unit costs of its labelling sweep if the store holds all of them (as ``label``
+    does, without running a task or writing a file); returns whether it did. Its ``network_costs`` and
+    ``network_fits`` then read the labels instead of running the cost model (on the RTL family about 1.5 s for each
+    network with new contexts)."""
+    path = Path(store_path or default_store_path(hardware_space.name))
+    if not path.exists():
+        return False
+    units, _ = distinct_units(hardware_space, network_space)
+    cases = hardware_space.label_cases(units)
+    with ResultStore(path) as store:
+        results = [store.get(case) for case in cases]
+    if any(result is None for result in results):
+        return False
+    hardware_space.adopt_unit_costs(units, hardware_space.label_columns(units, cases, results))
+    return True
 
 
 class LabelTable:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from nnaccel.dse.dance.cost_functions import CostFunction
-from nnaccel.dse.dance.labels import label, split_networks
+from nnaccel.dse.dance.labels import adopt_stored_labels, label, split_networks
 from nnaccel.dse.dance.network_space import NetworkSpace
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
@@ -39,6 +39,15 @@ def test_the_sweep_labels_every_network_on_every_point(tmp_path):
     _, again, _ = label(TemplateHardwareSpace(), store_path=store, workers=1, progress=False,
                                  network_space=SMALL_SPACE)
     assert again.new == 0 and again.skipped == report.new
+
+    adopted = TemplateHardwareSpace()
+    assert adopt_stored_labels(adopted, network_space=SMALL_SPACE, store_path=store)
+    adopted.unit_table = None       # the costs come from the store, not the cost model
+    assert np.allclose(adopted.network_costs([SMALL_SPACE.network(i) for i in SMALL_SPACE.all_points()]), reference)
+    larger = NetworkSpace(SMALL_SPACE.choices[:-1] + (("d1", (0, 32, 64)),))
+    assert not adopt_stored_labels(TemplateHardwareSpace(), network_space=larger, store_path=store)
+    assert not adopt_stored_labels(TemplateHardwareSpace(), store_path=tmp_path / "none.sqlite")
+    assert not (tmp_path / "none.sqlite").exists()
 
 
 def test_held_out_networks_are_disjoint_from_the_training_ones():
