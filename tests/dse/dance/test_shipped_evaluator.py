@@ -24,6 +24,8 @@ def test_checkpoints_load_with_their_table_1(space_name, cost):
     trained = training.load(space_name, cost)
     assert set(trained.report["generator_accuracy"]) == set(make_hardware_space(space_name).names) | {"all"}
     assert trained.report["sizes"]["generator_cases_validation"] == 768
+    # the cost network has the members its training run's settings say
+    assert len(getattr(trained.cost, "members", [trained.cost])) == trained.report["settings"].get("cost_members", 1)
 
 
 @pytest.mark.parametrize("space_name", ("rtl-stream", "rtl-stream-1k"))
