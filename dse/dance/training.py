@@ -132,13 +132,14 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
         structure = unit_structure(table.unit_ids, network_space)
         members = [UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width, *structure,
                                         np.log(targets).mean(axis=0)) for _ in range(settings.cost_members)]
-        for member, seed in enumerate(range(settings.seed, settings.seed + settings.cost_members)):
+        for member, network in enumerate(members):
+            seed = settings.seed + member
             checkpoint = checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings, member)
             if settings.cost_targets == "units":
-                trained_cases = train_on_units(members[member], table, train, epochs=settings.cost_epochs,
-                                               seed=seed, progress=progress, checkpoint=checkpoint)
+                trained_cases = train_on_units(network, table, train, epochs=settings.cost_epochs, seed=seed,
+                                               progress=progress, checkpoint=checkpoint)
             else:
-                ev.train_cost(members[member], _features(table, pair_networks, pair_points), targets,
+                ev.train_cost(network, _features(table, pair_networks, pair_points), targets,
                               epochs=settings.cost_epochs, seed=seed, progress=progress, checkpoint=checkpoint)
         cost = members[0] if len(members) == 1 else CostEnsemble(members)
     ev.freeze(cost)
@@ -458,7 +459,7 @@ def load_cost(space_name, *, directory=None):
     cost_data = _required(cost_checkpoint(space_name, directory), space_name)
     masks = np.zeros((cost_data["units"], cost_data["network_width"]))
     members = []
-    for state in cost_data.get("members", [cost_data.get("state")]):
+    for state in cost_data["members"] if "members" in cost_data else [cost_data["state"]]:
         members.append(UnitSumCostEstimator(cost_data["network_width"], cost_data["hardware_width"], masks, masks,
                                             np.zeros(3), width=cost_data["width"]))
         members[-1].load_state_dict(state)

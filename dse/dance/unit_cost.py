@@ -92,8 +92,8 @@ class CostEnsemble(nn.Module):
         super().__init__()
         self.members = nn.ModuleList(members)
         first = members[0]
-        self.network_width, self.hardware_width, self.units, self.width = (first.network_width, first.hardware_width,
-                                                                           first.units, first.width)
+        self.network_width, self.hardware_width = first.network_width, first.hardware_width
+        self.units, self.width = first.units, first.width
 
     def forward(self, features):
         return torch.exp(self.log_costs(features))
