@@ -123,5 +123,29 @@ class NetworkSpace(OneHotGrid):
     def sample(self, rng, count):
         return np.stack([rng.integers(size, size=count) for size in self.sizes], axis=1)
 
+    def layer_sizes(self, points):
+        """(N, 15) for N candidates: per layer slot (``LAYER_SLOTS``) the logarithm of its MACs, weights and
+        outputs (zeros for the hidden dense slot a network leaves empty), of the two convolutions' output sides and
+        of the whole network's MACs. The one-hots imply these only through products of several choices; the cost
+        network without forwarding (``training.train_without_forwarding``) reads them beside the one-hots."""
+        rows = []
+        for indices in points:
+            network = self.network(indices)
+            layers = {layer.name: layer for layer in network.dqn_layers()}
+            row = []
+            for slot in LAYER_SLOTS:
+                layer = layers.get(slot)
+                row += ([0.0] * 3 if layer is None else
+                        [np.log(layer.macs), np.log(np.prod(layer.weight_shape)), np.log(_outputs(layer))])
+            rows.append(row + [np.log(network.conv1_size), np.log(network.conv2_size), np.log(network.macs)])
+        return np.asarray(rows)
+
+
+LAYER_SLOTS = ("conv1", "conv2", "dense1", "dense2")
+
+
+def _outputs(layer):
+    return layer.outputs if isinstance(layer, DenseLayer) else layer.out_channels * layer.out_height * layer.out_width
+
 
 NETWORK_SPACE = NetworkSpace()

@@ -158,17 +158,29 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
                                               hardware_space.sizes),
                                       train_encodings, shares, epochs=settings.generator_epochs, seed=seed,
                                       progress=progress) for seed in seeds]
-        best_costs = table.costs(train, best[train])
-        without = [ev.freeze(ev.train_cost(_seeded(seed, ev.CostEstimator, network_space.encoding_width,
-                                                   np.log(best_costs).mean(axis=0)),
-                                           train_encodings, best_costs, batch=256, epochs=settings.generator_epochs,
-                                           seed=seed, progress=progress)) for seed in seeds]
+        without = train_without_forwarding(network_space, train, held_out, table.costs(train, best[train]), seeds,
+                                           epochs=settings.generator_epochs, progress=progress)
         evaluator = TrainedEvaluator(ev.freeze(ev.GeneratorEnsemble(members)), cost, functions[name])
         evaluator.report = measure(table, evaluator, without, held_out, best, rng, settings)
         evaluator.report["sizes"] = sizes
         evaluator.report["settings"] = vars(settings)
         trained[name] = evaluator
     return trained
+
+
+def train_without_forwarding(network_space, train, held_out, train_costs, seeds, *, epochs, progress=None):
+    """The cost network without forwarding (``ev.CostEstimator``): from each training network (flat indices) to
+    ``train_costs``, its costs on its best point, reading the network's one-hots and its layer sizes
+    (``NetworkSpace.layer_sizes``, each standardised over the training networks); one member per seed, read as one.
+    Returns its costs on the ``held_out`` networks, the geometric mean of its members'."""
+    sizes = network_space.layer_sizes(network_space.all_points())
+    sizes = (sizes - sizes[train].mean(axis=0)) / np.maximum(sizes[train].std(axis=0), 1e-9)
+    inputs = np.concatenate([network_space.encode(network_space.all_points()), sizes], axis=1)
+    log_mean = np.log(train_costs).mean(axis=0)
+    members = [ev.freeze(ev.train_cost(_seeded(seed, ev.CostEstimator, inputs.shape[1], log_mean), inputs[train],
+                                       train_costs, batch=256, epochs=epochs, seed=seed, progress=progress))
+               for seed in seeds]
+    return np.exp(np.mean([np.log(ev.predict_costs(member, inputs[held_out])) for member in members], axis=0))
 
 
 def fitting_split(table, seed):
@@ -222,8 +234,8 @@ def feasible_pairs(table, networks, count, rng):
 
 
 def measure(table, trained, without, held_out, best, rng, settings):
-    """Table 1 on the held-out networks (see the module docstring); ``without``: the members of the cost network
-    without forwarding (their costs' geometric mean), or None."""
+    """Table 1 on the held-out networks (see the module docstring); ``without``: the costs the network without
+    forwarding gives them (``train_without_forwarding``), or None."""
     network_space, hardware_space = table.network_space, table.hardware_space
     encodings = network_space.encode(network_space.all_points()[held_out])
     true_points = hardware_space.all_points()[best[held_out]]
@@ -278,8 +290,7 @@ def measure(table, trained, without, held_out, best, rng, settings):
               "optimum_rank_correlation": ranking, "generator_inference_s": seconds_generator,
               "held_out_unit_coverage": coverage}
     if without is not None:
-        predicted_without = np.exp(np.mean([np.log(ev.predict_costs(member, encodings)) for member in without], axis=0))
-        report["cost_without_forwarding"] = _lists(ev.cost_accuracy(predicted_without, true_costs))
+        report["cost_without_forwarding"] = _lists(ev.cost_accuracy(without, true_costs))
     return report
 
 

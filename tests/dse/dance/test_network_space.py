@@ -67,6 +67,19 @@ def test_a_candidate_and_its_layers():
     assert NETWORK_SPACE.indices(network) == (1, 2, 0, 2, 1, 1, 0)
 
 
+def test_layer_sizes_are_the_logs_of_the_layers_work_and_memory():
+    """conv 32x7x7/2 (11 x 11 out), conv 64x3x3/3 (3 x 3 out), no hidden dense, dense 10; then with dense 128."""
+    without_hidden, with_hidden = NETWORK_SPACE.layer_sizes([(1, 2, 0, 2, 1, 1, 0), (1, 2, 0, 2, 1, 1, 3)])
+    conv1 = [32 * 11 * 11 * 7 * 7, 7 * 7 * 32, 32 * 11 * 11]
+    conv2 = [64 * 3 * 3 * 32 * 3 * 3, 32 * 3 * 3 * 64, 64 * 3 * 3]
+    dense2 = [576 * 10, 576 * 10, 10]
+    sides_and_macs = [11, 3, conv1[0] + conv2[0] + dense2[0]]
+    assert np.exp(without_hidden) == pytest.approx(conv1 + conv2 + [1, 1, 1] + dense2 + sides_and_macs)
+    dense1, dense2 = [576 * 128, 576 * 128, 128], [128 * 10, 128 * 10, 10]
+    assert np.exp(with_hidden) == pytest.approx(conv1 + conv2 + dense1 + dense2 +
+                                                [11, 3, conv1[0] + conv2[0] + dense1[0] + dense2[0]])
+
+
 def test_bad_indices_are_named():
     with pytest.raises(ValueError, match="choice k1 index must be in 0..2, not 3"):
         NETWORK_SPACE.network((0, 3, 0, 0, 0, 0, 0))
