@@ -130,8 +130,9 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     trained_cases = len(pair_networks)      # what the cost network learned from: these, or unit cases
     if cost is None:
         structure = unit_structure(table.unit_ids, network_space)
-        members = [UnitSumCostEstimator(network_space.encoding_width, hardware_space.encoding_width, *structure,
-                                        np.log(targets).mean(axis=0)) for _ in range(settings.cost_members)]
+        members = [_seeded(settings.seed + member, UnitSumCostEstimator, network_space.encoding_width,
+                           hardware_space.encoding_width, *structure, np.log(targets).mean(axis=0))
+                   for member in range(settings.cost_members)]
         for member, network in enumerate(members):
             seed = settings.seed + member
             checkpoint = checkpoint_dir and training_state_path(checkpoint_dir, hardware_space.name, settings, member)
