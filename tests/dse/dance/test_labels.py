@@ -44,6 +44,11 @@ def test_the_sweep_labels_every_network_on_every_point(tmp_path):
     assert adopt_stored_labels(adopted, network_space=SMALL_SPACE, store_path=store)
     adopted.unit_table = None       # the costs come from the store, not the cost model
     assert np.allclose(adopted.network_costs([SMALL_SPACE.network(i) for i in SMALL_SPACE.all_points()]), reference)
+    again = TemplateHardwareSpace()     # a second adoption in the process reuses the columns decoded once
+    again.label_columns = lambda *arguments: pytest.fail("the stored columns were decoded again")
+    assert adopt_stored_labels(again, network_space=SMALL_SPACE, store_path=store)
+    again.unit_table = None
+    assert np.allclose(again.network_costs([SMALL_SPACE.network(i) for i in SMALL_SPACE.all_points()]), reference)
     larger = NetworkSpace(SMALL_SPACE.choices[:-1] + (("d1", (0, 32, 64)),))
     assert not adopt_stored_labels(TemplateHardwareSpace(), network_space=larger, store_path=store)
     assert not adopt_stored_labels(TemplateHardwareSpace(), store_path=tmp_path / "none.sqlite")
