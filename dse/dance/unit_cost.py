@@ -184,5 +184,23 @@ def train_on_units(cost, table, networks, *, epochs, area_epochs=AREA_EPOCHS, ba
                                   epoch).mean()
 
     fit(cost.area_network, len(hardware), area_loss, epochs=area_epochs, batch=256, lr=lr, seed=seed)
+    _batch_norm_over(cost.area_network, hardware)
     cost.eval()
     return len(rows)
+
+
+def _batch_norm_over(network, inputs):
+    """Set ``network``'s batch-norm statistics to those of all ``inputs`` (one pass, no step): the area network
+    fits a fixed set of points, and the running statistics of its last batches, which it would keep otherwise,
+    double its error (RTL family: mean |relative error| 0.08-0.13 % with them, 0.05 % with the whole set's)."""
+    layers = [module for module in network.modules() if isinstance(module, nn.BatchNorm1d)]
+    momenta = [layer.momentum for layer in layers]
+    for layer in layers:
+        layer.reset_running_stats()
+        layer.momentum = None       # a cumulative average: one pass gives the whole set's statistics
+    network.train()
+    with torch.no_grad():
+        network(inputs)
+    for layer, momentum in zip(layers, momenta):
+        layer.momentum = momentum
+    network.eval()

@@ -136,6 +136,13 @@ def test_unit_targets_teach_held_out_networks_costs_that_their_totals_add_up_to(
     torch.manual_seed(0)
     cases = train_on_units(cost, table, train, epochs=24, area_epochs=100, batch=256)
     assert cases == len(unit_cases(table, train, masks)[1]) * len(table.area)      # every template unit fits
+    # the area network keeps the batch-norm statistics of every point, not those of its last batches
+    hardware = torch.as_tensor(table.hardware_space.encode(table.hardware_space.all_points()), dtype=torch.float32)
+    first_norm = cost.area_network[1]
+    with torch.no_grad():
+        first_layer = cost.area_network[0](hardware)
+    assert torch.allclose(first_norm.running_mean, first_layer.mean(dim=0), atol=1e-5)
+    assert first_norm.momentum == 0.1 and not cost.training
     ev.freeze(cost)
     points = np.arange(0, len(table.area), 7)
     pairs = np.array([(n, p) for n in held_out for p in points])
