@@ -8,9 +8,9 @@ trained on the ground truth of ``dse.dance.labels``, then frozen for the co-sear
   Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
 - ``GeneratorEnsemble``: several generators trained alike from different seeds (``EvaluatorSettings.
   generator_members``), read as one: per parameter the mean of their log-probabilities.
-- ``CostEstimator``: network encoding (with the training's, the one-hots and the layer sizes,
-  ``training.train_without_forwarding``) -> latency, energy, area on the network's best hardware: the patent's
-  variant without feature forwarding (Table 1's first cost row). A 5-layer MLP (input layer, three residual
+- ``CostEstimator``: a network's features (as ``training.train_without_forwarding`` gives them: its one-hots and
+  its layer sizes) -> latency, energy, area on the network's best hardware: the patent's variant without feature
+  forwarding (Table 1's first cost row). A 5-layer MLP (input layer, three residual
   layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU. It predicts the logarithm
   relative to the training set's geometric mean; outputs are ``exp``'d so they stay positive. Trained with the
   mean squared relative error ``sum_i (1 - y_hat_i / y_i)^2`` (patent equation 2), after one epoch on the
@@ -96,7 +96,8 @@ class GeneratorEnsemble(OneHotGenerator):
 
 
 class CostEstimator(nn.Module):
-    """(network encoding [, hardware one-hots]) -> (N, 3) latency ms, energy mJ, area mm^2."""
+    """(N, inputs) features -> (N, 3) latency ms, energy mJ, area mm^2 (DANCE's: a network's, on its best
+    hardware)."""
 
     def __init__(self, inputs, log_mean, width=COST_WIDTH):
         super().__init__()
