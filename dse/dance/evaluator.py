@@ -8,7 +8,7 @@ trained on the ground truth of ``dse.dance.labels``, then frozen for the co-sear
   Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
 - ``GeneratorEnsemble``: several generators trained alike from different seeds (``EvaluatorSettings.
   generator_members``), read as one: per parameter the mean of their log-probabilities.
-- ``CostEstimator``: a network's features (as ``training.train_without_forwarding`` gives them: its one-hots and
+- ``CostEstimator``: a network's features (as ``training.without_forwarding_inputs`` gives them: its one-hots and
   its layer sizes) -> latency, energy, area on the network's best hardware: the patent's variant without feature
   forwarding (Table 1's first cost row). A 5-layer MLP (input layer, three residual
   layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU. It predicts the logarithm

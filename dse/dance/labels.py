@@ -76,12 +76,12 @@ def adopt_stored_labels(hardware_space, *, network_space=NETWORK_SPACE, store_pa
     if not path.exists():
         return False
     units, _ = distinct_units(hardware_space, network_space)
-    cases = hardware_space.label_cases(units)
     # The sweep's cases follow from the units and what the cases of one unit say of the space (its grid, its
     # number format): that pair names them without serialising every case.
     key = (str(path.resolve()), path.stat().st_mtime_ns, json.dumps(hardware_space.label_cases(units[:1])),
            tuple(units))
     if key not in _STORED_COLUMNS:
+        cases = hardware_space.label_cases(units)
         with ResultStore(path) as store:
             results = [store.get(case) for case in cases]
         if any(result is None for result in results):

@@ -127,7 +127,7 @@ class NetworkSpace(OneHotGrid):
         """(N, 15) for N candidates: per layer slot (``LAYER_SLOTS``) the logarithm of its MACs, weights and
         outputs (zeros for the hidden dense slot a network leaves empty), of the two convolutions' output sides and
         of the whole network's MACs. The one-hots imply these only through products of several choices; the cost
-        network without forwarding (``training.train_without_forwarding``) reads them beside the one-hots."""
+        network without forwarding (``training.without_forwarding_inputs``) reads them beside the one-hots."""
         rows = []
         for indices in points:
             network = self.network(indices)

@@ -151,6 +151,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
 
     trained = {}
     train_encodings = network_space.encode(all_networks[train])
+    without_inputs = without_forwarding_inputs(network_space, train)
     seeds = range(settings.seed, settings.seed + settings.generator_members)
     for name in costs:
         best = best_points[name]
@@ -159,7 +160,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
                                               hardware_space.sizes),
                                       train_encodings, shares, epochs=settings.generator_epochs, seed=seed,
                                       progress=progress) for seed in seeds]
-        without = train_without_forwarding(network_space, train, held_out, table.costs(train, best[train]), seeds,
+        without = train_without_forwarding(without_inputs, train, held_out, table.costs(train, best[train]), seeds,
                                            epochs=settings.generator_epochs, progress=progress)
         evaluator = TrainedEvaluator(ev.freeze(ev.GeneratorEnsemble(members)), cost, functions[name])
         evaluator.report = measure(table, evaluator, without, held_out, best, rng, settings)
@@ -169,14 +170,20 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     return trained
 
 
-def train_without_forwarding(network_space, train, held_out, train_costs, seeds, *, epochs, progress=None):
-    """The cost network without forwarding (``ev.CostEstimator``): from each training network (flat indices) to
-    ``train_costs``, its costs on its best point, reading the network's one-hots and its layer sizes
-    (``NetworkSpace.layer_sizes``, each standardised over the training networks); one member per seed, read as one.
-    Returns its costs on the ``held_out`` networks, the geometric mean of its members'."""
-    sizes = network_space.layer_sizes(network_space.all_points())
+def without_forwarding_inputs(network_space, train):
+    """What the cost network without forwarding reads of every network of the space (rows of ``all_points()``):
+    its one-hots and its layer sizes (``NetworkSpace.layer_sizes``), each size standardised over the ``train``
+    networks (flat indices)."""
+    points = network_space.all_points()
+    sizes = network_space.layer_sizes(points)
     sizes = (sizes - sizes[train].mean(axis=0)) / np.maximum(sizes[train].std(axis=0), 1e-9)
-    inputs = np.concatenate([network_space.encode(network_space.all_points()), sizes], axis=1)
+    return np.concatenate([network_space.encode(points), sizes], axis=1)
+
+
+def train_without_forwarding(inputs, train, held_out, train_costs, seeds, *, epochs, progress=None):
+    """The cost network without forwarding (``ev.CostEstimator``): from each training network (flat indices) to
+    ``train_costs``, its costs on its best point, reading ``inputs`` (``without_forwarding_inputs``); one member per
+    seed, read as one. Returns its costs on the ``held_out`` networks, the geometric mean of its members'."""
     log_mean = np.log(train_costs).mean(axis=0)
     members = [ev.freeze(ev.train_cost(_seeded(seed, ev.CostEstimator, inputs.shape[1], log_mean), inputs[train],
                                        train_costs, batch=256, epochs=epochs, seed=seed, progress=progress))
