@@ -48,7 +48,8 @@ from nnaccel.dse.dance.hardware_space import METRICS, make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.dance.settings import GENERATORS
-from nnaccel.dse.dance.unit_cost import CostEnsemble, UnitSumCostEstimator, train_on_units, unit_structure
+from nnaccel.dse.dance.unit_cost import (CostEnsemble, UnitSumCostEstimator, train_on_units, unit_structure,
+                                        unit_training_cases)
 
 WITHIN = 0.01       # "within 1 %" of the optimum's cost, or of the true cost
 # The generator's targets weigh a point by exp(-excess / GENERATOR_TEMPERATURE), excess its cost over the optimum's:
@@ -128,8 +129,10 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     fits = np.isfinite(targets).all(axis=1)      # a network may fit fewer than ``count`` points
     pair_networks, pair_points, targets = pair_networks[fits], pair_points[fits], targets[fits]
     trained_cases = len(pair_networks)      # what the cost network learned from: these, or unit cases
+    structure = unit_structure(table.unit_ids, network_space)
+    if cost is not None and settings.cost_targets == "units":
+        trained_cases = len(unit_training_cases(table, train, structure[0])[1])
     if cost is None:
-        structure = unit_structure(table.unit_ids, network_space)
         members = [_seeded(settings.seed + member, UnitSumCostEstimator, network_space.encoding_width,
                            hardware_space.encoding_width, *structure, np.log(targets).mean(axis=0))
                    for member in range(settings.cost_members)]

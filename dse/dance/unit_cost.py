@@ -147,6 +147,17 @@ def unit_cases(table, networks, unit_masks):
     return inputs, entries[:, 0], entries[:, 1].astype(bool)
 
 
+def unit_training_cases(table, networks, unit_masks):
+    """What ``train_on_units`` teaches the unit network: the distinct units of ``networks`` as it reads them
+    (``unit_cases``' inputs), and the cases, each a unit's row of those inputs and a point (flat index) the unit
+    fits, with the unit's log latency and log energy there: (inputs, rows, points, (cases, 2) log targets)."""
+    inputs, unit_ids, last = unit_cases(table, networks, unit_masks)
+    targets = table.hardware_space.unit_latency_energy({name: column[unit_ids]
+                                                        for name, column in table.columns.items()}, last)
+    rows, points = np.nonzero((targets > 0).all(axis=-1))     # NaN (the unit does not fit) compares False
+    return inputs, rows, points, np.log(targets[rows, points])
+
+
 def _log_then_relative(log_error, epoch):
     """Per case, the squared log error in the first epoch, the squared relative error (MSRE's terms) after it,
     summed over the outputs (``log_error``: (N, outputs) predicted minus true logarithms)."""
@@ -162,12 +173,10 @@ def train_on_units(cost, table, networks, *, epochs, area_epochs=AREA_EPOCHS, ba
     space = table.hardware_space
     if not space.costs_add_up_over_units:
         raise ValueError(f"the {space.name} space's costs do not add up over its units: train on network totals")
-    inputs, unit_ids, last = unit_cases(table, networks, cost.unit_masks.numpy())
-    targets = space.unit_latency_energy({name: column[unit_ids] for name, column in table.columns.items()}, last)
-    rows, points = np.nonzero((targets > 0).all(axis=-1))     # NaN (the unit does not fit) compares False
+    inputs, rows, points, log_targets = unit_training_cases(table, networks, cost.unit_masks.numpy())
     hardware = torch.as_tensor(space.encode(space.all_points()), dtype=torch.float32)
     inputs = torch.as_tensor(inputs, dtype=torch.float32)
-    log_targets = torch.as_tensor(np.log(targets[rows, points]), dtype=torch.float32)
+    log_targets = torch.as_tensor(log_targets, dtype=torch.float32)
     rows, points = torch.as_tensor(rows), torch.as_tensor(points)
     offset = cost.log_mean[:2] - float(np.log(cost.units))
 

@@ -12,7 +12,7 @@ from nnaccel.dse.dance import train_evaluator, training
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.labels import LabelTable, distinct_units
 from nnaccel.dse.dance.network_space import NetworkSpace
-from nnaccel.dse.dance.unit_cost import CostEnsemble, UnitSumCostEstimator
+from nnaccel.dse.dance.unit_cost import CostEnsemble, UnitSumCostEstimator, unit_cases, unit_structure
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
 
 torch.set_num_threads(1)
@@ -184,6 +184,12 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     torch.manual_seed(1)
     kept = training.train_evaluators(table, settings, ("edap",), cost=trained.cost)["edap"]
     assert kept.cost is trained.cost and kept.report["cost_with_forwarding"] == report["cost_with_forwarding"]
+    assert kept.report["sizes"] == report["sizes"]
+    on_units = training.train_evaluators(table, dataclasses.replace(settings, cost_targets="units"), ("edap",),
+                                         cost=trained.cost)["edap"]
+    train, _, _ = training.fitting_split(table, settings.seed)
+    masks, _ = unit_structure(ids, SMALL_SPACE)     # a kept network's cases are its units', every unit on every point
+    assert on_units.report["sizes"]["cost_cases_train"] == len(unit_cases(table, train, masks)[0]) * len(table.area)
     torch.manual_seed(2)        # whatever the process drew before, the members start from their own seeds
     again = training.train_evaluators(table, settings, ("edap",), cost=trained.cost)["edap"]
     for first, second in zip(kept.generator.state_dict().values(), again.generator.state_dict().values()):
