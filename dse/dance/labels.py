@@ -118,9 +118,13 @@ class LabelTable:
 
     def fitting_cases(self):
         """How many (network, point) cases have a cost (the network fits the point)."""
-        networks = np.arange(len(self.unit_ids))
-        return int(sum(np.isfinite(self.all_points(networks[start:start + self.best_chunk])[..., 0]).sum()
-                       for start in range(0, len(networks), self.best_chunk)))
+        return int(self.fits(np.arange(len(self.unit_ids))).sum())
+
+    def fits(self, networks):
+        """(N, points) bool: where each network (flat index) fits a point (has a cost there)."""
+        networks = np.asarray(networks)
+        return np.concatenate([np.isfinite(self.all_points(networks[start:start + self.best_chunk])[..., 0])
+                               for start in range(0, len(networks), self.best_chunk)])
 
     def costs(self, networks, points):
         """(N, 3) latency ms, energy mJ, area of networks (flat indices) on points (flat indices)."""

@@ -154,7 +154,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
 
     trained = {}
     train_encodings = network_space.encode(all_networks[train])
-    without_inputs = without_forwarding_inputs(network_space, train)
+    without_inputs = without_forwarding_inputs(table, train)
     seeds = range(settings.seed, settings.seed + settings.generator_members)
     for name in costs:
         best = best_points[name]
@@ -173,23 +173,42 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     return trained
 
 
-def without_forwarding_inputs(network_space, train):
-    """What the cost network without forwarding reads of every network of the space (rows of ``all_points()``):
-    its one-hots and its layer sizes (``NetworkSpace.layer_sizes``), each size standardised over the ``train``
-    networks (flat indices)."""
-    points = network_space.all_points()
-    sizes = network_space.layer_sizes(points)
+def without_forwarding_inputs(table, train):
+    """What the cost network without forwarding reads of every network of ``table``'s network space (rows of
+    ``all_points()``): its one-hots, its layer sizes (``NetworkSpace.layer_sizes``) and, on a space where some
+    network does not fit some point, its fit shares (``fit_shares``); sizes and shares standardised over the
+    ``train`` networks (flat indices). The fit shares say what the network's sizes say only through thresholds (its
+    weights and activations against the space's RAM depths), where the RTL family's best points jump."""
+    points = table.network_space.all_points()
+    fits = table.fits(np.arange(len(points)))
+    sizes = table.network_space.layer_sizes(points)
+    if not fits.all():
+        sizes = np.concatenate([sizes, fit_shares(table.hardware_space, fits)], axis=1)
     sizes = (sizes - sizes[train].mean(axis=0)) / np.maximum(sizes[train].std(axis=0), 1e-9)
-    return np.concatenate([network_space.encode(points), sizes], axis=1)
+    return np.concatenate([table.network_space.encode(points), sizes], axis=1)
+
+
+def fit_shares(hardware_space, fits):
+    """(N, sum of the parameters' value counts): per value of each hardware parameter, the share of the points with
+    that value each network fits (``fits``, (N, points) bool). A property of the network in the space, not of a
+    point: no hardware is forwarded."""
+    points = hardware_space.all_points()
+    shares = []
+    for column, size in enumerate(hardware_space.sizes):
+        has_value = np.eye(size)[points[:, column]]
+        shares.append(fits @ has_value / has_value.sum(axis=0))
+    return np.concatenate(shares, axis=1)
 
 
 def train_without_forwarding(inputs, train, held_out, train_costs, seeds, *, epochs, progress=None):
     """The cost network without forwarding (``ev.CostEstimator``): from each training network (flat indices) to
-    ``train_costs``, its costs on its best point, reading ``inputs`` (``without_forwarding_inputs``); one member per
-    seed, read as one. Returns its costs on the ``held_out`` networks, the geometric mean of its members'."""
+    ``train_costs``, its costs on its best point, reading ``inputs`` (``without_forwarding_inputs``), trained on the
+    mean absolute relative error (``ev.mare``); one member per seed, read as one. Returns its costs on the
+    ``held_out`` networks, the geometric mean of its members'."""
     log_mean = np.log(train_costs).mean(axis=0)
     members = [ev.freeze(ev.train_cost(_seeded(seed, ev.CostEstimator, inputs.shape[1], log_mean), inputs[train],
-                                       train_costs, batch=256, epochs=epochs, seed=seed, progress=progress))
+                                       train_costs, batch=256, epochs=epochs, seed=seed, progress=progress,
+                                       relative_error=ev.mare))
                for seed in seeds]
     return np.exp(np.mean([np.log(ev.predict_costs(member, inputs[held_out])) for member in members], axis=0))
 

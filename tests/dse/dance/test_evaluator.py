@@ -2,6 +2,7 @@
 and checkpoints load back to the same predictions."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -33,6 +34,43 @@ def test_msre_is_the_patents_loss():
     predicted = torch.tensor([[2.0, 1.0, 1.0]])
     target = torch.tensor([[1.0, 2.0, 1.0]])
     assert float(ev.msre(predicted, target)) == pytest.approx(1.0 + 0.25)
+
+
+def test_mare_is_what_the_accuracy_misses_and_leads_a_two_valued_target_to_the_nearer_value():
+    target = torch.tensor([[1.0, 2.0, 4.0], [1.0, 2.0, 4.0]])
+    predicted = torch.tensor([[1.1, 2.0, 3.0], [0.9, 2.0, 5.0]])
+    accuracy = ev.cost_accuracy(predicted.numpy(), target.numpy())["accuracy"]
+    assert float(ev.mare(predicted, target)) == pytest.approx(float((1 - accuracy).sum()))
+    # One prediction for three networks alike but for which side of a near-tie their best point fell: 1, 1, 2.
+    constants = torch.linspace(0.5, 2.5, 201)
+    sides = torch.tensor([[1.0], [1.0], [2.0]])
+    by_mare = constants[np.argmin([float(ev.mare(c.expand(3, 1), sides)) for c in constants])]
+    by_msre = constants[np.argmin([float(ev.msre(c.expand(3, 1), sides)) for c in constants])]
+    assert float(by_mare) == pytest.approx(1.0) and 1.05 < float(by_msre) < 1.2       # MSRE's: 10 / 9
+
+
+def test_fit_shares_are_per_parameter_value_the_share_of_its_points_a_network_fits():
+    space = SimpleNamespace(all_points=lambda: np.array([[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1]]),
+                            sizes=(3, 2))
+    fits = np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=bool)
+    assert training.fit_shares(space, fits) == pytest.approx(np.array([[1, 0.5, 0, 2 / 3, 1 / 3], [1, 1, 1, 1, 1]]))
+
+
+def test_the_network_without_forwarding_reads_fit_shares_only_where_some_network_does_not_fit():
+    count = len(SMALL_SPACE.all_points())
+    space = SimpleNamespace(all_points=lambda: np.array([[0], [1]]), sizes=(2,))
+    everywhere = SimpleNamespace(network_space=SMALL_SPACE, hardware_space=space,
+                                 fits=lambda networks: np.ones((len(networks), 2), dtype=bool))
+    odd_ones_on_one_point = SimpleNamespace(
+        network_space=SMALL_SPACE, hardware_space=space,
+        fits=lambda networks: np.stack([np.ones(len(networks)), np.asarray(networks) % 2], axis=1).astype(bool))
+    train = np.arange(count)
+    plain = training.without_forwarding_inputs(everywhere, train)
+    assert plain.shape[1] == SMALL_SPACE.encoding_width + SMALL_SPACE.layer_sizes(SMALL_SPACE.all_points()).shape[1]
+    with_shares = training.without_forwarding_inputs(odd_ones_on_one_point, train)
+    assert np.array_equal(with_shares[:, :plain.shape[1]], plain) and with_shares.shape[1] == plain.shape[1] + 2
+    assert np.all(with_shares[:, -2] == 0)              # every network fits value 0's point: a constant, zeroed
+    assert np.all((with_shares[:, -1] > 0) == (train % 2 == 1))
 
 
 def test_the_generator_learns_a_lookup_and_emits_one_hots():
