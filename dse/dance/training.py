@@ -130,8 +130,6 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
     pair_networks, pair_points, targets = pair_networks[fits], pair_points[fits], targets[fits]
     trained_cases = len(pair_networks)      # what the cost network learned from: these, or unit cases
     structure = unit_structure(table.unit_ids, network_space)
-    if cost is not None and settings.cost_targets == "units":
-        trained_cases = len(unit_training_cases(table, train, structure[0])[1])
     if cost is None:
         members = [_seeded(settings.seed + member, UnitSumCostEstimator, network_space.encoding_width,
                            hardware_space.encoding_width, *structure, np.log(targets).mean(axis=0))
@@ -146,6 +144,8 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
                 ev.train_cost(network, _features(table, pair_networks, pair_points), targets,
                               epochs=settings.cost_epochs, seed=seed, progress=progress, checkpoint=checkpoint)
         cost = members[0] if len(members) == 1 else CostEnsemble(members)
+    elif settings.cost_targets == "units":     # a kept network: the cases it learned, counted
+        trained_cases = len(unit_training_cases(table, train, structure[0])[1])
     ev.freeze(cost)
     sizes = {"cost_cases_train": int(trained_cases), "cost_targets": settings.cost_targets,
              "cost_cases_validation": int(settings.validation_cases),
