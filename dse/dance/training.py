@@ -181,11 +181,11 @@ def without_forwarding_inputs(table, train):
     weights and activations against the space's RAM depths), where the RTL family's best points jump."""
     points = table.network_space.all_points()
     fits = table.fits(np.arange(len(points)))
-    sizes = table.network_space.layer_sizes(points)
+    measures = table.network_space.layer_sizes(points)
     if not fits.all():
-        sizes = np.concatenate([sizes, fit_shares(table.hardware_space, fits)], axis=1)
-    sizes = (sizes - sizes[train].mean(axis=0)) / np.maximum(sizes[train].std(axis=0), 1e-9)
-    return np.concatenate([table.network_space.encode(points), sizes], axis=1)
+        measures = np.concatenate([measures, fit_shares(table.hardware_space, fits)], axis=1)
+    measures = (measures - measures[train].mean(axis=0)) / np.maximum(measures[train].std(axis=0), 1e-9)
+    return np.concatenate([table.network_space.encode(points), measures], axis=1)
 
 
 def fit_shares(hardware_space, fits):
@@ -217,9 +217,8 @@ def fitting_split(table, seed):
     """``split_networks``' training and held-out networks (flat indices) less those that fit no point of the space,
     and how many fit none: on a small board's space (``rtl-stream-1k``) some do, and such a network has no optimum
     to learn or to be measured against."""
-    networks = np.arange(len(table.unit_ids))
-    fits = np.isfinite(table.costs(networks, table.best(networks, CostFunction("edap"))[0])).all(axis=1)
-    train, held_out = split_networks(len(networks), seed)
+    fits = table.fits(np.arange(len(table.unit_ids))).any(axis=1)
+    train, held_out = split_networks(len(fits), seed)
     return train[fits[train]], held_out[fits[held_out]], int((~fits).sum())
 
 
