@@ -12,6 +12,7 @@ Held-out data are held-out *networks*: ``split_networks`` divides the space's ca
 validation set; cost cases and generator cases of the validation networks are never trained on.
 """
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -118,11 +119,13 @@ class LabelTable:
 
     def fitting_cases(self):
         """How many (network, point) cases have a cost (the network fits the point)."""
-        return int(self.fits(np.arange(len(self.unit_ids))).sum())
+        return int(self.fits.sum())
 
-    def fits(self, networks):
-        """(N, points) bool: where each network (flat index) fits a point (has a cost there)."""
-        networks = np.asarray(networks)
+    @functools.cached_property
+    def fits(self):
+        """(networks, points) bool: where each network (rows of ``unit_ids``) fits a point (has a cost there).
+        Built once per table (2 s on the RTL family's labels), as the training reads it three times."""
+        networks = np.arange(len(self.unit_ids))
         return np.concatenate([np.isfinite(self.all_points(networks[start:start + self.best_chunk])[..., 0])
                                for start in range(0, len(networks), self.best_chunk)])
 

@@ -180,7 +180,7 @@ def without_forwarding_inputs(table, train):
     ``train`` networks (flat indices). The fit shares say what the network's sizes say only through thresholds (its
     weights and activations against the space's RAM depths), where the RTL family's best points jump."""
     points = table.network_space.all_points()
-    fits = table.fits(np.arange(len(points)))
+    fits = table.fits
     measures = table.network_space.layer_sizes(points)
     if not fits.all():
         measures = np.concatenate([measures, fit_shares(table.hardware_space, fits)], axis=1)
@@ -217,7 +217,7 @@ def fitting_split(table, seed):
     """``split_networks``' training and held-out networks (flat indices) less those that fit no point of the space,
     and how many fit none: on a small board's space (``rtl-stream-1k``) some do, and such a network has no optimum
     to learn or to be measured against."""
-    fits = table.fits(np.arange(len(table.unit_ids))).any(axis=1)
+    fits = table.fits.any(axis=1)
     train, held_out = split_networks(len(fits), seed)
     return train[fits[train]], held_out[fits[held_out]], int((~fits).sum())
 

@@ -59,12 +59,10 @@ def test_fit_shares_are_per_parameter_value_the_share_of_its_points_a_network_fi
 def test_the_network_without_forwarding_reads_fit_shares_only_where_some_network_does_not_fit():
     count = len(SMALL_SPACE.all_points())
     space = SimpleNamespace(all_points=lambda: np.array([[0], [1]]), sizes=(2,))
-    everywhere = SimpleNamespace(network_space=SMALL_SPACE, hardware_space=space,
-                                 fits=lambda networks: np.ones((len(networks), 2), dtype=bool))
-    odd_ones_on_one_point = SimpleNamespace(
-        network_space=SMALL_SPACE, hardware_space=space,
-        fits=lambda networks: np.stack([np.ones(len(networks)), np.asarray(networks) % 2], axis=1).astype(bool))
     train = np.arange(count)
+    everywhere = SimpleNamespace(network_space=SMALL_SPACE, hardware_space=space, fits=np.ones((count, 2), dtype=bool))
+    odd_ones_on_one_point = SimpleNamespace(network_space=SMALL_SPACE, hardware_space=space,
+                                            fits=np.stack([np.ones(count), train % 2], axis=1).astype(bool))
     plain = training.without_forwarding_inputs(everywhere, train)
     assert plain.shape[1] == SMALL_SPACE.encoding_width + SMALL_SPACE.layer_sizes(SMALL_SPACE.all_points()).shape[1]
     with_shares = training.without_forwarding_inputs(odd_ones_on_one_point, train)

@@ -114,7 +114,7 @@ def test_the_labelling_sweep_gives_the_space_s_costs_and_exhaustive_search(tmp_p
     points = np.array([0, 5, 77, 127])
     assert np.array_equal(table.costs(np.arange(4), points), reference[np.arange(4), points])
     assert table.fitting_cases() == np.isfinite(reference[..., 0]).sum() < 4 * 128
-    assert np.array_equal(table.fits(np.arange(4)), np.isfinite(reference[..., 0]))
+    assert np.array_equal(table.fits, np.isfinite(reference[..., 0]))
 
     function = CostFunction("edap")
     best, costs = table.best(np.arange(4), function)
