@@ -29,6 +29,7 @@ from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
 from nnaccel.dse.dance.labels import label
 from nnaccel.dse.dance.settings import GENERATORS
+from nnaccel.sim.progress import counting
 
 
 def exhaustive_search_seconds(table, cost_function, network_index=0):
@@ -109,9 +110,13 @@ def main(argv=None):
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
     if arguments.measure:
-        reports = {name: training.remeasure(table, training.load(arguments.space, name, directory=arguments.out,
-                                                                 generator=arguments.generator, hardware_space=space))
-                   for name in arguments.costs}
+        reports = {}
+        with counting("Table 1 measured: cost functions", total=len(arguments.costs)) as shown:
+            for name in arguments.costs:
+                reports[name] = training.remeasure(table, training.load(arguments.space, name, directory=arguments.out,
+                                                                        generator=arguments.generator,
+                                                                        hardware_space=space))
+                shown.update()
         _print_reports(reports)
         _write_json(arguments.json, reports)
         return
