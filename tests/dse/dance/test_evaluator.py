@@ -11,7 +11,7 @@ import torch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance import train_evaluator, training
 from nnaccel.dse.dance.cost_functions import CostFunction
-from nnaccel.dse.dance.labels import LabelTable, distinct_units
+from nnaccel.dse.dance.labels import LabelTable, distinct_units, split_networks
 from nnaccel.dse.dance.network_space import NetworkSpace
 from nnaccel.dse.dance.unit_cost import CostEnsemble, UnitSumCostEstimator, unit_cases, unit_structure
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
@@ -54,6 +54,17 @@ def test_fit_shares_are_per_parameter_value_the_share_of_its_points_a_network_fi
                             sizes=(3, 2))
     fits = np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=bool)
     assert training.fit_shares(space, fits) == pytest.approx(np.array([[1, 0.5, 0, 2 / 3, 1 / 3], [1, 1, 1, 1, 1]]))
+
+
+def test_the_split_leaves_out_the_networks_that_fit_no_point():
+    fits = np.ones((20, 3), dtype=bool)
+    fits[[2, 7, 15]] = False                            # three networks fit no point
+    fits[[4, 9], 1:] = False                            # two fit one point: they stay
+    train, held_out, unfit = training.fitting_split(SimpleNamespace(fits=fits), seed=0)
+    all_train, all_held_out = split_networks(20, 0)
+    kept = np.sort(np.concatenate([train, held_out]))
+    assert unfit == 3 and np.array_equal(kept, np.setdiff1d(np.arange(20), [2, 7, 15]))
+    assert set(train) <= set(all_train) and set(held_out) <= set(all_held_out)
 
 
 def test_the_network_without_forwarding_reads_fit_shares_only_where_some_network_does_not_fit():
