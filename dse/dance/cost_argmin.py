@@ -17,15 +17,22 @@ The search runs over the points the network fits (``FitMask``: the hardware spac
 allocation of RAM words, weight words and descriptors, which reads no cost). On the RTL family the cheapest
 predicted points are those of the smallest RAMs, which most networks do not fit: without the mask the answer was an
 unfit point for 61-80 % of the held-out networks.
+
+Over a refined cost network (``cost_refiner.CostRefiner``) the search is in two steps: the cost network under the
+refiner costs every point, and its ``candidates`` cheapest fitting points are ranked by the refined costs; every other
+point is raised to just above the dearest candidate, so the refiner, which learned only such points, decides among
+them alone and the logits keep their gradient.
 """
 
 import numpy as np
 import torch
 
+from nnaccel.dse.dance.cost_refiner import CostRefiner, cheapest_points
 from nnaccel.dse.dance.evaluator import OneHotGenerator
 
 TEMPERATURE = 0.01          # logits in units of 1 % of the cost
 NETWORKS_PER_CHUNK = 8      # networks costed on every point at once (memory: chunk x points x units rows)
+CANDIDATE_MARGIN = 1e-4     # over a refiner, how far (in log cost) the other points stay above the candidates
 
 
 class FitMask:
@@ -65,16 +72,40 @@ class CostArgminGenerator(OneHotGenerator):
 
     def log_costs(self, encoding):
         """(N, points) the log of the cost function on every point, as the cost network predicts it; ``inf`` where
-        the network does not fit."""
+        the network does not fit. Over a ``CostRefiner`` the cost network's cheapest ``candidates`` fitting points
+        get the refined costs."""
+        fits = self.fits(encoding.detach().numpy())
         rows = []
         for start in range(0, len(encoding), NETWORKS_PER_CHUNK):
             chunk = encoding[start:start + NETWORKS_PER_CHUNK]
             count, points = len(chunk), len(self.hardware)
             features = torch.cat([chunk[:, None, :].expand(-1, points, -1),
                                   self.hardware[None].expand(count, -1, -1)], dim=2).reshape(count * points, -1)
-            costs = self.cost(features)
-            rows.append(torch.log(self.cost_function(costs[:, 0], costs[:, 1], costs[:, 2])).reshape(count, points))
-        return torch.cat(rows).masked_fill(~self.fits(encoding.detach().numpy()), float("inf"))
+            if isinstance(self.cost, CostRefiner):
+                rows.append(self._refined(features.reshape(count, points, -1), fits[start:start + count]))
+            else:
+                costs = self.cost(features)
+                rows.append(torch.log(self.cost_function(costs[:, 0], costs[:, 1], costs[:, 2])).reshape(count, points))
+        return torch.cat(rows).masked_fill(~fits, float("inf"))
+
+    def _log_cost_function(self, log_costs):
+        return torch.log(self.cost_function(*torch.exp(log_costs).unbind(dim=-1)))
+
+    def _refined(self, features, fits):
+        """(count, points) the cost function's log on every point of each network (``features``: (count, points,
+        inputs)): the base cost network's, but on its ``candidates`` cheapest fitting points the refiner's."""
+        count, points, inputs = features.shape
+        base = self.cost.base.log_costs(features.reshape(count * points, inputs)).reshape(count, points, 3)
+        values = self._log_cost_function(base)
+        chosen = cheapest_points(values.detach().masked_fill(~fits, float("inf")), self.cost.candidates)
+        rows = torch.arange(count)[:, None].expand_as(chosen)
+        refined = self.cost.refine(features[rows, chosen].reshape(-1, inputs), base[rows, chosen].reshape(-1, 3))
+        ranked = self._log_cost_function(refined).reshape(chosen.shape)
+        # every other point is raised above the dearest candidate: the refiner decides among the candidates only
+        dearest = ranked.detach().masked_fill(~torch.gather(fits, 1, chosen), -float("inf")).max(dim=1).values
+        others = values.detach().masked_fill(~fits, float("inf")).index_put((rows, chosen), torch.tensor(float("inf")))
+        raise_by = (dearest - others.min(dim=1).values + CANDIDATE_MARGIN).clamp(min=0)
+        return (values + raise_by[:, None]).index_put((rows, chosen), ranked)
 
     def forward(self, encoding):
         log_costs = self.log_costs(encoding)

@@ -5,7 +5,8 @@ the checkpoints that ship in ``dse/dance/data/``:
         [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
         [--generator-members M] [--cost-targets units|networks] [--workers W] [--out DIR] [--json F]
         [--checkpoint-dir DIR]
-        [--measure [--generator mlp|argmin] | --generators-only]
+        [--measure [--generator mlp|argmin] | --generators-only
+         | --refiner [--refiner-candidates K] [--refiner-epochs E] [--generator mlp|argmin]]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
@@ -15,7 +16,9 @@ now, with the trained generator or (``--generator argmin``) the search over the 
 ``--checkpoint-dir DIR`` keeps the cost network's training state in DIR after every epoch: a long run killed or
 stopped at a deadline resumes where it was when the same command runs again. ``--generators-only`` keeps the
 shipped cost network (give the settings it was trained with) and trains the generators and the networks without
-forwarding again.
+forwarding again. ``--refiner`` trains only the cost network's refiner (``cost_refiner``: a learned correction on
+the training networks' cheapest points as the cost network ranks them) over the shipped (or ``--out``'s) cost network,
+writes it beside it, and prints Table 1 measured with it.
 """
 
 import argparse
@@ -24,7 +27,7 @@ import time
 
 import torch
 
-from nnaccel.dse.dance import training
+from nnaccel.dse.dance import cost_refiner, training
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
 from nnaccel.dse.dance.hardware_space import SPACES, make_hardware_space
 from nnaccel.dse.dance.labels import label
@@ -98,6 +101,14 @@ def main(argv=None):
                       help="train nothing: Table 1 of the shipped evaluators on the labels as they are now")
     mode.add_argument("--generators-only", action="store_true",
                       help="keep the shipped cost network (trained with the settings given) and train the rest")
+    mode.add_argument("--refiner", action="store_true",
+                      help="train only the cost network's refiner (on the training networks of --seed), write it "
+                           "beside the cost network and measure Table 1 with it")
+    parser.add_argument("--refiner-candidates", type=_positive, default=cost_refiner.CANDIDATES,
+                        help="with --refiner: cheapest points per network and cost function it learns and ranks "
+                             f"(default {cost_refiner.CANDIDATES})")
+    parser.add_argument("--refiner-epochs", type=_positive, default=cost_refiner.EPOCHS,
+                        help=f"with --refiner: its epochs (default {cost_refiner.EPOCHS})")
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -109,7 +120,9 @@ def main(argv=None):
     print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.unit_ids.max() + 1} cost units x "
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
-    if arguments.measure:
+    if arguments.refiner:
+        _train_refiner(table, arguments)
+    if arguments.measure or arguments.refiner:
         reports = {}
         with counting("Table 1 measured: cost functions", total=len(arguments.costs)) as shown:
             for name in arguments.costs:
@@ -143,6 +156,27 @@ def main(argv=None):
           f"(heuristic mappings + cost model), {1e3 * warm:.3f} ms from the labelled layer table")
     training.save(trained, table.hardware_space.name, directory=arguments.out)
     _write_json(arguments.json, {name: evaluator.report for name, evaluator in trained.items()})
+
+
+def _train_refiner(table, arguments):
+    """``--refiner``: the cost network's refiner on the training networks of ``--seed``, written beside it."""
+    start = time.perf_counter()
+    base = training.load_cost(arguments.space, directory=arguments.out)
+    train, _, _ = training.fitting_split(table, arguments.seed)
+    functions = [training.cost_function_for(table, name, arguments.seed) for name in COST_FUNCTIONS]
+    chunks = -(-len(train) // cost_refiner.NETWORKS_PER_CHUNK)
+    with counting("refiner: training networks costed on every point", total=chunks) as costed:
+        pair_networks, pair_points = cost_refiner.training_points(table, base, train, functions,
+                                                                  arguments.refiner_candidates,
+                                                                  progress=costed.update)
+    with counting("refiner: epochs", total=arguments.refiner_epochs) as epochs:
+        refiner = cost_refiner.train_refiner(table, base, pair_networks, pair_points,
+                                             candidates=arguments.refiner_candidates,
+                                             epochs=arguments.refiner_epochs, seed=arguments.seed,
+                                             progress=epochs.update)
+    training.save_refiner(refiner, arguments.space, directory=arguments.out)
+    print(f"refiner: {len(pair_networks):,} (network, point) cases of {len(train)} training networks, "
+          f"{arguments.refiner_candidates} cheapest points per cost function; {time.perf_counter() - start:.1f} s")
 
 
 def _print_reports(reports):

@@ -30,7 +30,9 @@ within 1 %. A cost metric's accuracy is 1 - mean |y_hat / y - 1|; also the share
 
 Checkpoints (``save`` / ``load``): ``data/cost_<space>.pt`` holds the shared cost network's members (``load_cost``),
 ``data/generator_<space>_<cost>.pt`` the members of one cost function's generator, their sizes, the cost function
-and the training run's report (Table 1 and the settings).
+and the training run's report (Table 1 and the settings); ``data/refiner_<space>.pt``, where there is one, the cost
+network's refiner (``cost_refiner``, trained after the cost network: ``train_evaluator --refiner``), which
+``load`` puts over the cost network.
 """
 
 import hashlib
@@ -43,6 +45,7 @@ import torch
 
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
+from nnaccel.dse.dance.cost_refiner import CostRefiner
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
 from nnaccel.dse.dance.hardware_space import METRICS, make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
@@ -454,17 +457,25 @@ def cost_checkpoint(space_name, directory=None):
     return _checkpoint(f"cost_{space_name}.pt", directory)
 
 
+def refiner_checkpoint(space_name, directory=None):
+    """The cost network's refiner's checkpoint (``cost_refiner``): shipped, or in ``directory``."""
+    return _checkpoint(f"refiner_{space_name}.pt", directory)
+
+
 def generator_checkpoint(space_name, cost, directory=None):
     """``cost``'s generator checkpoint: shipped, or in ``directory``."""
     return _checkpoint(f"generator_{space_name}_{cost}.pt", directory)
 
 
 def checkpoint_digest(space_name, cost):
-    """SHA-256 (16 hex digits) of the shipped cost network and ``cost``'s generator: what a co-search result was
-    searched with (part of its result store key, so that a retrained evaluator does not reuse stale results)."""
+    """SHA-256 (16 hex digits) of the shipped cost network (and its refiner) and ``cost``'s generator: what a
+    co-search result was searched with (part of its result store key, so that a retrained evaluator does not reuse
+    stale results)."""
     digest = hashlib.sha256()
     for path in (cost_checkpoint(space_name), generator_checkpoint(space_name, cost)):
         digest.update(path.read_bytes())
+    if refiner_checkpoint(space_name).exists():
+        digest.update(refiner_checkpoint(space_name).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -506,14 +517,25 @@ def load_cost(space_name, *, directory=None):
     return ev.freeze(members[0] if len(members) == 1 else CostEnsemble(members))
 
 
+def save_refiner(refiner, space_name, *, directory=None):
+    """Write the cost network's refiner (``cost_refiner.CostRefiner``, without its base network)."""
+    path = refiner_checkpoint(space_name, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"space": space_name, **refiner.state()}, path)
+
+
 def load(space_name, cost, *, directory=None, generator="mlp", hardware_space=None):
     """The frozen ``TrainedEvaluator`` of ``cost`` from its checkpoints; its generator the trained one (``mlp``) or
     the search over the cost network (``argmin``, ``cost_argmin.CostArgminGenerator``; the cost function and the
     report still come from the generator's checkpoint) on ``hardware_space`` (default a new one of ``space_name``;
-    pass one that has its units' costs, labelled or computed, to check fits without computing them again)."""
+    pass one that has its units' costs, labelled or computed, to check fits without computing them again). Where
+    the cost network has a refiner (``refiner_checkpoint``), the evaluator's cost network is the refined one."""
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}")
     cost_network = load_cost(space_name, directory=directory)
+    if refiner_checkpoint(space_name, directory).exists():
+        refiner_data = torch.load(refiner_checkpoint(space_name, directory), weights_only=True)
+        cost_network = ev.freeze(CostRefiner.from_state(cost_network, refiner_data))
     data = _required(generator_checkpoint(space_name, cost, directory), space_name)
     function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
     if generator == "argmin":

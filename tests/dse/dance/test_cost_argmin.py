@@ -10,6 +10,7 @@ import torch
 from nnaccel.dse.dance import command, training
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
+from nnaccel.dse.dance.cost_refiner import CostRefiner
 from nnaccel.dse.dance.hardware_space import make_hardware_space
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
 from nnaccel.dse.template.hardware_space import TemplateHardwareSpace
@@ -18,8 +19,13 @@ torch.set_num_threads(1)
 
 
 def _brute_force(cost, cost_function, encoding, space):
+    """The point of least cost as ``cost`` predicts it; over a refiner, of the refined costs among the base cost
+    network's ``candidates`` cheapest points."""
     features = np.concatenate([np.repeat(encoding[None], len(space), 0), space.encode(space.all_points())], axis=1)
-    return space.all_points()[np.argmin(cost_function(*ev.predict_costs(cost, features).T))]
+    if isinstance(cost, CostRefiner):
+        features = features[np.argsort(cost_function(*ev.predict_costs(cost.base, features).T),
+                                       kind="stable")[:cost.candidates]]
+    return space.decode(features[np.argmin(cost_function(*ev.predict_costs(cost, features).T)), len(encoding):])[0]
 
 
 @pytest.mark.parametrize("cost_name", ["edap", "balanced"])

@@ -9,6 +9,7 @@ import torch
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance import training
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS
+from nnaccel.dse.dance.cost_refiner import CostRefiner
 from nnaccel.dse.dance.hardware_space import make_hardware_space
 from nnaccel.dse.dance.labels import split_networks
 from nnaccel.dse.dance.network_space import NETWORK_SPACE
@@ -24,8 +25,9 @@ def test_checkpoints_load_with_their_table_1(space_name, cost):
     trained = training.load(space_name, cost)
     assert set(trained.report["generator_accuracy"]) == set(make_hardware_space(space_name).names) | {"all"}
     assert trained.report["sizes"]["generator_cases_validation"] == 768
-    # the cost network has the members its training run's settings say
-    assert len(getattr(trained.cost, "members", [trained.cost])) == trained.report["settings"].get("cost_members", 1)
+    # the cost network (under its refiner) has the members its training run's settings say
+    assert isinstance(trained.cost, CostRefiner)
+    assert len(trained.cost.base.members) == trained.report["settings"].get("cost_members", 1)
 
 
 @pytest.mark.parametrize("space_name", ("rtl-stream", "rtl-stream-1k"))

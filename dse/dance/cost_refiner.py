@@ -1,0 +1,132 @@
+"""A second look at the cost network's cheapest points: ``CostRefiner``.
+
+The cost network with forwarding (``unit_cost``) is right to 0.1-0.3 % on a network's near-optimal points, and the
+points a search over it has to tell apart are often closer than that: two values of one parameter (the template's
+PE_x, the RTL family's multiplier latency) that cost within 0.01-0.3 % of each other, where one trades latency for
+area. The search then picks either (``cost_argmin``), and the cost it predicts on its pick carries the pick's error.
+
+``CostRefiner`` wraps a trained cost network and adds a learned correction to its log latency, energy and area: an
+MLP (three hidden layers, width ``WIDTH``, ReLU) reads what the cost network reads (network one-hots, hardware
+one-hots) and the cost network's own log costs there (less their mean), and gives the correction in hundredths.
+It is trained (``training_points``, ``train_refiner``) where it is used: on the training networks' ``candidates``
+cheapest fitting points under every cost function, *as the cost network ranks them* (so it learns the cost network's
+errors on the points a search over it lands on), against the labels, mean squared error of the log. The cost network stays
+frozen, so the refiner learns only what it gets wrong there. A held-out network is read only to measure.
+
+Read as a cost network (``forward`` / ``log_costs``, the same inputs and outputs) it is what the evaluator
+forwards into; ``cost_argmin.CostArgminGenerator`` over it searches every point on the cost network and then
+ranks the ``candidates`` cheapest by the refined costs (``candidate_log_costs``): off the near-optimal points the
+refiner has seen nothing, so it decides only among them.
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+from nnaccel.dse.dance import evaluator as ev
+
+WIDTH = 256
+HIDDEN_LAYERS = 3
+SCALE = 100.0           # the correction's output unit: a hundredth of the log (about 1 %)
+CANDIDATES = 8          # cheapest points per network and cost function it is trained on and ranks
+EPOCHS = 80
+NETWORKS_PER_CHUNK = 8  # networks costed on every point at once while the training points are found
+
+
+class CostRefiner(nn.Module):
+    """(network one-hots, hardware one-hots) (N, inputs) -> (N, 3) latency, energy, area: ``base``'s costs times
+    the learned correction's ``exp`` (module docstring). ``base``: the frozen cost network; ``log_mean``: its mean
+    log costs over the training points (the correction reads its log costs less these); ``candidates``: how many
+    of a network's cheapest points the search ranks by the refined costs."""
+
+    def __init__(self, base, log_mean, candidates=CANDIDATES, width=WIDTH):
+        super().__init__()
+        self.base, self.candidates, self.width = base, int(candidates), int(width)
+        self.network_width, self.hardware_width = base.network_width, base.hardware_width
+        self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
+        layers = [nn.Linear(self.network_width + self.hardware_width + 3, width), nn.ReLU()]
+        for _ in range(HIDDEN_LAYERS - 1):
+            layers += [nn.Linear(width, width), nn.ReLU()]
+        self.correction = nn.Sequential(*layers, nn.Linear(width, 3))
+
+    def refine(self, features, base_log_costs):
+        """(N, 3) the refined log costs of ``features`` from ``base``'s log costs there."""
+        inputs = torch.cat([features, base_log_costs - self.log_mean], dim=1)
+        return base_log_costs + self.correction(inputs) / SCALE
+
+    def log_costs(self, features):
+        return self.refine(features, self.base.log_costs(features))
+
+    def forward(self, features):
+        return torch.exp(self.log_costs(features))
+
+    def state(self):
+        """What ``from_state`` needs besides the base network."""
+        return {"candidates": self.candidates, "width": self.width, "state": {
+            name: value for name, value in self.state_dict().items() if not name.startswith("base.")}}
+
+    @classmethod
+    def from_state(cls, base, data):
+        refiner = cls(base, np.zeros(3), data["candidates"], data["width"])
+        missing, unexpected = refiner.load_state_dict(data["state"], strict=False)   # the base is not in it
+        if unexpected or any(not name.startswith("base.") for name in missing):
+            raise ValueError(f"not a refiner of this cost network: missing {missing}, unexpected {unexpected}")
+        return refiner
+
+
+def cheapest_points(log_costs, count):
+    """(N, count) per row of ``log_costs`` (N, points; ``inf`` where a network does not fit) its ``count`` least
+    entries' columns, least first."""
+    nearest = torch.topk(log_costs, min(count, log_costs.shape[1]), dim=1, largest=False, sorted=True)
+    return nearest.indices
+
+
+def training_points(table, base, networks, cost_functions, candidates, *, progress=None):
+    """(networks, points) flat indices: each of ``networks`` on its ``candidates`` cheapest fitting points under
+    each of ``cost_functions`` as ``base`` predicts them, every such pair once; ``progress()`` after each chunk of
+    networks (the cost network on every point of the space: the long part)."""
+    network_space, hardware_space = table.network_space, table.hardware_space
+    hardware = torch.as_tensor(hardware_space.encode(hardware_space.all_points()), dtype=torch.float32)
+    encodings = torch.as_tensor(network_space.encode(network_space.all_points()[networks]), dtype=torch.float32)
+    fits = torch.as_tensor(table.fits[networks])
+    pairs = []
+    for start in range(0, len(networks), NETWORKS_PER_CHUNK):
+        chunk = encodings[start:start + NETWORKS_PER_CHUNK]
+        count, points = len(chunk), len(hardware)
+        features = torch.cat([chunk[:, None, :].expand(-1, points, -1), hardware[None].expand(count, -1, -1)],
+                             dim=2).reshape(count * points, -1)
+        with torch.no_grad():
+            costs = base(features).double().reshape(count, points, 3)
+        unfit = ~fits[start:start + count]
+        for function in cost_functions:
+            values = torch.log(function(costs[..., 0], costs[..., 1], costs[..., 2])).masked_fill(unfit, np.inf)
+            chosen = cheapest_points(values, candidates)
+            chosen_fit = torch.gather(~unfit, 1, chosen)
+            rows = torch.arange(start, start + count)[:, None].expand_as(chosen)
+            pairs.append(torch.stack([rows[chosen_fit], chosen[chosen_fit]], dim=1))
+        if progress:
+            progress()
+    pairs = np.unique(torch.cat(pairs).numpy(), axis=0)
+    return np.asarray(networks)[pairs[:, 0]], pairs[:, 1]
+
+
+def train_refiner(table, base, pair_networks, pair_points, *, candidates=CANDIDATES, epochs=EPOCHS, seed=0,
+                  progress=None):
+    """A frozen ``CostRefiner`` of ``base`` (a frozen cost network) trained on the (network, point) pairs (flat
+    indices; ``training_points``: the training networks' cheapest points), ``progress()`` after each epoch."""
+    features = torch.as_tensor(np.concatenate([
+        table.network_space.encode(table.network_space.all_points()[pair_networks]),
+        table.hardware_space.encode(table.hardware_space.all_points()[pair_points])], axis=1), dtype=torch.float32)
+    with torch.no_grad():
+        base_log = base.log_costs(features)
+    targets = torch.as_tensor(np.log(table.costs(pair_networks, pair_points)), dtype=torch.float32)
+    torch.manual_seed(seed)
+    refiner = CostRefiner(base, base_log.mean(dim=0).numpy(), candidates)
+    inputs = torch.cat([features, base_log - refiner.log_mean], dim=1)
+    residual = (targets - base_log) * SCALE
+
+    def loss(index, epoch):
+        return ((refiner.correction(inputs[index]) - residual[index]) ** 2).sum(dim=1).mean()
+
+    ev.fit(refiner.correction, len(features), loss, epochs=epochs, batch=512, lr=1e-3, seed=seed, progress=progress)
+    return ev.freeze(refiner)
