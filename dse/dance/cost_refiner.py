@@ -19,6 +19,8 @@ ranks the ``candidates`` cheapest by the refined costs (``candidate_log_costs``)
 refiner has seen nothing, so it decides only among them.
 """
 
+import hashlib
+
 import numpy as np
 import torch
 from torch import nn
@@ -61,17 +63,30 @@ class CostRefiner(nn.Module):
         return torch.exp(self.log_costs(features))
 
     def state(self):
-        """What ``from_state`` needs besides the base network."""
-        return {"candidates": self.candidates, "width": self.width, "state": {
+        """What ``from_state`` needs besides the base network, and which base network it was trained over."""
+        return {"candidates": self.candidates, "width": self.width, "base": base_digest(self.base), "state": {
             name: value for name, value in self.state_dict().items() if not name.startswith("base.")}}
 
     @classmethod
     def from_state(cls, base, data):
+        """The refiner ``state()`` gave, over ``base``; a ValueError if it was trained over another cost network
+        (a refiner corrects one network's errors, not another's)."""
+        if data["base"] != base_digest(base):
+            raise ValueError("it was trained over another cost network (train it again: train_evaluator --refiner)")
         refiner = cls(base, np.zeros(3), data["candidates"], data["width"])
-        missing, unexpected = refiner.load_state_dict(data["state"], strict=False)   # the base is not in it
+        missing, unexpected = refiner.load_state_dict(data["state"], strict=False)    # the base is not in it
         if unexpected or any(not name.startswith("base.") for name in missing):
-            raise ValueError(f"not a refiner of this cost network: missing {missing}, unexpected {unexpected}")
+            raise ValueError(f"not a refiner's state: missing {missing}, unexpected {unexpected}")
         return refiner
+
+
+def base_digest(base):
+    """SHA-256 (16 hex digits) of a cost network's weights and buffers: which network a refiner corrects."""
+    digest = hashlib.sha256()
+    for name, value in base.state_dict().items():
+        digest.update(name.encode())
+        digest.update(value.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def cheapest_points(log_costs, count):

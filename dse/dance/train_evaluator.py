@@ -120,16 +120,19 @@ def main(argv=None):
     print(f"labels: {table.cost_cases:,} (network, hardware) cost cases from {table.unit_ids.max() + 1} cost units x "
           f"{len(table.area)} points; {sweep.new} tasks run, {sweep.skipped} stored already, {label_seconds:.1f} s")
     print(f"  of them {table.fitting_cases():,} cases where the network fits the point")
-    if arguments.refiner:
-        _train_refiner(table, arguments)
     if arguments.measure or arguments.refiner:
-        reports = {}
-        with counting("Table 1 measured: cost functions", total=len(arguments.costs)) as shown:
-            for name in arguments.costs:
-                reports[name] = training.remeasure(table, training.load(arguments.space, name, directory=arguments.out,
-                                                                        generator=arguments.generator,
-                                                                        hardware_space=space))
-                shown.update()
+        try:        # a checkpoint missing, or a refiner over another cost network: one line
+            if arguments.refiner:
+                _train_refiner(table, arguments)
+            reports = {}
+            with counting("Table 1 measured: cost functions", total=len(arguments.costs)) as shown:
+                for name in arguments.costs:
+                    reports[name] = training.remeasure(table, training.load(
+                        arguments.space, name, directory=arguments.out, generator=arguments.generator,
+                        hardware_space=space))
+                    shown.update()
+        except (FileNotFoundError, ValueError) as error:
+            parser.exit(1, f"{parser.prog}: {error}\n")
         _print_reports(reports)
         _write_json(arguments.json, reports)
         return

@@ -533,9 +533,12 @@ def load(space_name, cost, *, directory=None, generator="mlp", hardware_space=No
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}")
     cost_network = load_cost(space_name, directory=directory)
-    if refiner_checkpoint(space_name, directory).exists():
-        refiner_data = torch.load(refiner_checkpoint(space_name, directory), weights_only=True)
-        cost_network = ev.freeze(CostRefiner.from_state(cost_network, refiner_data))
+    refiner_path = refiner_checkpoint(space_name, directory)
+    if refiner_path.exists():
+        try:
+            cost_network = ev.freeze(CostRefiner.from_state(cost_network, torch.load(refiner_path, weights_only=True)))
+        except ValueError as fault:
+            raise ValueError(f"{refiner_path}: {fault}") from None
     data = _required(generator_checkpoint(space_name, cost, directory), space_name)
     function = CostFunction(data["cost_function"]["name"], tuple(data["cost_function"]["reference"]))
     if generator == "argmin":

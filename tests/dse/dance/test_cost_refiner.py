@@ -109,5 +109,10 @@ def test_a_refiner_next_to_the_cost_network_is_loaded_over_it(tmp_path):
     assert isinstance(loaded.cost, cost_refiner.CostRefiner) and loaded.cost.candidates == 6
     features = torch.rand(5, base.network_width + base.hardware_width)
     assert torch.equal(loaded.cost(features), refiner(features))
+    stale = torch.load(tmp_path / "refiner_template.pt", weights_only=True)
+    stale["base"] = "0" * 16            # as if the cost network beside it had been trained again since
+    torch.save(stale, tmp_path / "refiner_template.pt")
+    with pytest.raises(ValueError, match=r"refiner_template.pt: it was trained over another cost network"):
+        training.load("template", "edap", directory=tmp_path)
     (tmp_path / "refiner_template.pt").unlink()
     assert not isinstance(training.load("template", "edap", directory=tmp_path).cost, cost_refiner.CostRefiner)
