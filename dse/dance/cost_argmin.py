@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from nnaccel.dse.dance.cost_refiner import CostRefiner, cheapest_points
-from nnaccel.dse.dance.evaluator import OneHotGenerator
+from nnaccel.dse.dance.evaluator import OneHotGenerator, on_every_point
 
 TEMPERATURE = 0.01          # logits in units of 1 % of the cost
 NETWORKS_PER_CHUNK = 8      # networks costed on every point at once (memory: chunk x points x units rows)
@@ -79,8 +79,7 @@ class CostArgminGenerator(OneHotGenerator):
         for start in range(0, len(encoding), NETWORKS_PER_CHUNK):
             chunk = encoding[start:start + NETWORKS_PER_CHUNK]
             count, points = len(chunk), len(self.hardware)
-            features = torch.cat([chunk[:, None, :].expand(-1, points, -1),
-                                  self.hardware[None].expand(count, -1, -1)], dim=2).reshape(count * points, -1)
+            features = on_every_point(chunk, self.hardware)
             if isinstance(self.cost, CostRefiner):
                 rows.append(self._refined(features.reshape(count, points, -1), fits[start:start + count]))
             else:

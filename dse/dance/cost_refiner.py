@@ -108,10 +108,8 @@ def training_points(table, base, networks, cost_functions, candidates, *, progre
     for start in range(0, len(networks), NETWORKS_PER_CHUNK):
         chunk = encodings[start:start + NETWORKS_PER_CHUNK]
         count, points = len(chunk), len(hardware)
-        features = torch.cat([chunk[:, None, :].expand(-1, points, -1), hardware[None].expand(count, -1, -1)],
-                             dim=2).reshape(count * points, -1)
         with torch.no_grad():
-            costs = base(features).double().reshape(count, points, 3)
+            costs = base(ev.on_every_point(chunk, hardware)).double().reshape(count, points, 3)
         unfit = ~fits[start:start + count]
         for function in cost_functions:
             values = torch.log(function(costs[..., 0], costs[..., 1], costs[..., 2])).masked_fill(unfit, np.inf)
@@ -129,9 +127,7 @@ def train_refiner(table, base, pair_networks, pair_points, *, candidates=CANDIDA
                   progress=None):
     """A frozen ``CostRefiner`` of ``base`` (a frozen cost network) trained on the (network, point) pairs (flat
     indices; ``training_points``: the training networks' cheapest points), ``progress()`` after each epoch."""
-    features = torch.as_tensor(np.concatenate([
-        table.network_space.encode(table.network_space.all_points()[pair_networks]),
-        table.hardware_space.encode(table.hardware_space.all_points()[pair_points])], axis=1), dtype=torch.float32)
+    features = torch.as_tensor(table.features(pair_networks, pair_points), dtype=torch.float32)
     with torch.no_grad():
         base_log = base.log_costs(features)
     targets = torch.as_tensor(np.log(table.costs(pair_networks, pair_points)), dtype=torch.float32)

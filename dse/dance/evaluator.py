@@ -247,6 +247,14 @@ def predict_points(generator, encodings):
     return np.stack([head.argmax(dim=1).numpy() for head in logits], axis=1)
 
 
+def on_every_point(encodings, hardware):
+    """(N x points, inputs) the cost network's inputs of each network encoding (N, width) on every point of
+    ``hardware`` (points, one-hot width), a network's points consecutive."""
+    count, points = len(encodings), len(hardware)
+    return torch.cat([encodings[:, None, :].expand(-1, points, -1), hardware[None].expand(count, -1, -1)],
+                     dim=2).reshape(count * points, -1)
+
+
 @torch.no_grad()
 def predict_costs(cost, features, batch=8192):
     features = torch.as_tensor(features, dtype=torch.float32)

@@ -136,6 +136,12 @@ class LabelTable:
         rows = {name: column[ids, points[:, None]][..., None] for name, column in self.columns.items()}
         return self.hardware_space.combine(rows, points[:, None])[:, 0]
 
+    def features(self, networks, points):
+        """(N, inputs) what the cost network with forwarding reads of networks on points (flat indices): the
+        network one-hots, then the hardware one-hots."""
+        return np.concatenate([self.network_space.encode(self.network_space.all_points()[networks]),
+                               self.hardware_space.encode(self.hardware_space.all_points()[points])], axis=1)
+
     def all_points(self, networks):
         """(N, points, 3) costs of networks (flat indices) on every point."""
         ids = self.unit_ids[np.asarray(networks)]

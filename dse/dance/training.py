@@ -99,11 +99,6 @@ def cost_function_for(table, name, seed=0):
     return CostFunction(name, table.reference(np.random.default_rng(seed)))
 
 
-def _features(table, networks, points):
-    return np.concatenate([table.network_space.encode(table.network_space.all_points()[networks]),
-                           table.hardware_space.encode(table.hardware_space.all_points()[points])], axis=1)
-
-
 def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, checkpoint_dir=None, cost=None):
     """Train the cost network once and a generator per cost function on ``table`` (a
     ``labels.LabelTable``); returns {cost name: TrainedEvaluator} with each one's Table 1. With ``checkpoint_dir``
@@ -144,7 +139,7 @@ def train_evaluators(table, settings, costs=COST_FUNCTIONS, *, progress=None, ch
                 trained_cases = train_on_units(network, table, train, epochs=settings.cost_epochs, seed=seed,
                                                progress=progress, checkpoint=checkpoint)
             else:
-                ev.train_cost(network, _features(table, pair_networks, pair_points), targets,
+                ev.train_cost(network, table.features(pair_networks, pair_points), targets,
                               epochs=settings.cost_epochs, seed=seed, progress=progress, checkpoint=checkpoint)
         cost = members[0] if len(members) == 1 else CostEnsemble(members)
     elif settings.cost_targets == "units":     # a kept network: the cases it learned, counted
@@ -291,9 +286,9 @@ def measure(table, trained, without, held_out, best, rng, settings):
     within["all"] = float((regret <= WITHIN).mean())
 
     pair_networks, pair_points = feasible_pairs(table, held_out, settings.validation_cases, rng)
-    random_pairs = ev.cost_accuracy(ev.predict_costs(trained.cost, _features(table, pair_networks, pair_points)),
+    random_pairs = ev.cost_accuracy(ev.predict_costs(trained.cost, table.features(pair_networks, pair_points)),
                                     table.costs(pair_networks, pair_points))
-    predicted_on_optimum = ev.predict_costs(trained.cost, _features(table, held_out, best[held_out]))
+    predicted_on_optimum = ev.predict_costs(trained.cost, table.features(held_out, best[held_out]))
     with_forwarding = ev.cost_accuracy(predicted_on_optimum, true_costs)
     seen = unit_coverage(table, held_out)
     coverage = {"networks": int(len(held_out)), "every_unit_seen": int(seen.sum())}
@@ -301,7 +296,7 @@ def measure(table, trained, without, held_out, best, rng, settings):
         coverage["with_forwarding_some_unit_unseen"] = _lists(ev.cost_accuracy(predicted_on_optimum[~seen],
                                                                                true_costs[~seen]))
     generated_index = hardware_space.point_index(predicted_points)
-    predicted_costs = ev.predict_costs(trained.cost, _features(table, held_out, generated_index))
+    predicted_costs = ev.predict_costs(trained.cost, table.features(held_out, generated_index))
     end_to_end = ev.cost_accuracy(predicted_costs, true_costs)
     macs = np.array([network_space.network(indices).macs for indices in network_space.all_points()[held_out]])
     optimum = function(*true_costs.T)
