@@ -7,7 +7,10 @@ area. The search then picks either (``cost_argmin``), and the cost it predicts o
 
 ``CostRefiner`` wraps a trained cost network and adds a learned correction to its log latency, energy and area: an
 MLP (three hidden layers, width ``WIDTH``, ReLU) reads what the cost network reads (network one-hots, hardware
-one-hots) and the cost network's own log costs there (less their mean), and gives the correction in hundredths.
+one-hots) and the cost network's own log costs there (less their mean), and gives the correction in hundredths;
+``members`` such MLPs, each trained alone from its own seed, read as one by the mean of their corrections (on the
+near-ties the refiner settles, one MLP's error from its seed is as large as the difference it has to find, and the
+mean of three narrows it: docs/dance.md, "Three refiners read as one").
 It is trained (``training_points``, ``train_refiner``) where it is used: on the training networks' ``candidates``
 cheapest fitting points under every cost function, *as the cost network ranks them* (so it learns the cost network's
 errors on the points a search over it lands on), against the labels, mean squared error of the log. The cost network stays
@@ -32,6 +35,7 @@ HIDDEN_LAYERS = 3
 SCALE = 100.0           # the correction's output unit: a hundredth of the log (about 1 %)
 CANDIDATES = 8          # cheapest points per network and cost function it is trained on and ranks
 EPOCHS = 80
+MEMBERS = 3             # MLPs read as one (the mean of their corrections)
 NETWORKS_PER_CHUNK = 8  # networks costed on every point at once while the training points are found
 
 
@@ -39,22 +43,31 @@ class CostRefiner(nn.Module):
     """(network one-hots, hardware one-hots) (N, inputs) -> (N, 3) latency, energy, area: ``base``'s costs times
     the learned correction's ``exp`` (module docstring). ``base``: the frozen cost network; ``log_mean``: its mean
     log costs over the training points (the correction reads its log costs less these); ``candidates``: how many
-    of a network's cheapest points the search ranks by the refined costs."""
+    of a network's cheapest points the search ranks by the refined costs; ``members``: how many MLPs the
+    correction is the mean of (``corrections``)."""
 
-    def __init__(self, base, log_mean, candidates=CANDIDATES, width=WIDTH):
+    def __init__(self, base, log_mean, candidates=CANDIDATES, width=WIDTH, members=MEMBERS):
         super().__init__()
         self.base, self.candidates, self.width = base, int(candidates), int(width)
         self.network_width, self.hardware_width = base.network_width, base.hardware_width
         self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
-        layers = [nn.Linear(self.network_width + self.hardware_width + 3, width), nn.ReLU()]
+        self.corrections = nn.ModuleList(self._mlp() for _ in range(int(members)))
+
+    def _mlp(self):
+        layers = [nn.Linear(self.network_width + self.hardware_width + 3, self.width), nn.ReLU()]
         for _ in range(HIDDEN_LAYERS - 1):
-            layers += [nn.Linear(width, width), nn.ReLU()]
-        self.correction = nn.Sequential(*layers, nn.Linear(width, 3))
+            layers += [nn.Linear(self.width, self.width), nn.ReLU()]
+        return nn.Sequential(*layers, nn.Linear(self.width, 3))
+
+    def inputs(self, features, base_log_costs):
+        """What the correction reads: ``features`` and ``base``'s log costs there less their training mean."""
+        return torch.cat([features, base_log_costs - self.log_mean], dim=1)
 
     def refine(self, features, base_log_costs):
         """(N, 3) the refined log costs of ``features`` from ``base``'s log costs there."""
-        inputs = torch.cat([features, base_log_costs - self.log_mean], dim=1)
-        return base_log_costs + self.correction(inputs) / SCALE
+        inputs = self.inputs(features, base_log_costs)
+        correction = torch.stack([member(inputs) for member in self.corrections]).mean(dim=0)
+        return base_log_costs + correction / SCALE
 
     def log_costs(self, features):
         return self.refine(features, self.base.log_costs(features))
@@ -64,16 +77,20 @@ class CostRefiner(nn.Module):
 
     def state(self):
         """What ``from_state`` needs besides the base network, and which base network it was trained over."""
-        return {"candidates": self.candidates, "width": self.width, "base": base_digest(self.base), "state": {
+        return {"candidates": self.candidates, "width": self.width, "members": len(self.corrections),
+                "base": base_digest(self.base), "state": {
             name: value for name, value in self.state_dict().items() if not name.startswith("base.")}}
 
     @classmethod
     def from_state(cls, base, data):
         """The refiner ``state()`` gave, over ``base``; a ValueError if it was trained over another cost network
         (a refiner corrects one network's errors, not another's)."""
+        absent = {"candidates", "width", "members", "base", "state"} - set(data)
+        if absent:
+            raise ValueError(f"not a refiner's state: no {', '.join(sorted(absent))}")
         if data["base"] != base_digest(base):
             raise ValueError("it was trained over another cost network (train it again: train_evaluator --refiner)")
-        refiner = cls(base, np.zeros(3), data["candidates"], data["width"])
+        refiner = cls(base, np.zeros(3), data["candidates"], data["width"], data["members"])
         missing, unexpected = refiner.load_state_dict(data["state"], strict=False)    # the base is not in it
         if unexpected or any(not name.startswith("base.") for name in missing):
             raise ValueError(f"not a refiner's state: missing {missing}, unexpected {unexpected}")
@@ -123,21 +140,23 @@ def training_points(table, base, networks, cost_functions, candidates, *, progre
     return np.asarray(networks)[pairs[:, 0]], pairs[:, 1]
 
 
-def train_refiner(table, base, pair_networks, pair_points, *, candidates=CANDIDATES, epochs=EPOCHS, seed=0,
-                  progress=None):
+def train_refiner(table, base, pair_networks, pair_points, *, candidates=CANDIDATES, epochs=EPOCHS,
+                  members=MEMBERS, seed=0, progress=None):
     """A frozen ``CostRefiner`` of ``base`` (a frozen cost network) trained on the (network, point) pairs (flat
-    indices; ``training_points``: the training networks' cheapest points), ``progress()`` after each epoch."""
+    indices; ``training_points``: the training networks' cheapest points): its ``members`` MLPs each alone, from
+    seeds ``seed``, ``seed + 1``, ...; ``progress()`` after each epoch of each."""
     features = torch.as_tensor(table.features(pair_networks, pair_points), dtype=torch.float32)
     with torch.no_grad():
         base_log = base.log_costs(features)
     targets = torch.as_tensor(np.log(table.costs(pair_networks, pair_points)), dtype=torch.float32)
     torch.manual_seed(seed)
-    refiner = CostRefiner(base, base_log.mean(dim=0).numpy(), candidates)
-    inputs = torch.cat([features, base_log - refiner.log_mean], dim=1)
+    refiner = CostRefiner(base, base_log.mean(dim=0).numpy(), candidates, members=members)
+    inputs = refiner.inputs(features, base_log)
     residual = (targets - base_log) * SCALE
+    for number, member in enumerate(refiner.corrections):
+        def loss(index, epoch, member=member):
+            return ((member(inputs[index]) - residual[index]) ** 2).sum(dim=1).mean()
 
-    def loss(index, epoch):
-        return ((refiner.correction(inputs[index]) - residual[index]) ** 2).sum(dim=1).mean()
-
-    ev.fit(refiner.correction, len(features), loss, epochs=epochs, batch=512, lr=1e-3, seed=seed, progress=progress)
+        ev.fit(member, len(features), loss, epochs=epochs, batch=512, lr=1e-3, seed=seed + number,
+               progress=progress)
     return ev.freeze(refiner)

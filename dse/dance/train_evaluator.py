@@ -6,7 +6,7 @@ the checkpoints that ship in ``dse/dance/data/``:
         [--generator-members M] [--cost-targets units|networks] [--workers W] [--out DIR] [--json F]
         [--checkpoint-dir DIR]
         [--measure [--generator mlp|argmin] | --generators-only
-         | --refiner [--refiner-candidates K] [--refiner-epochs E] [--generator mlp|argmin]]
+         | --refiner [--refiner-candidates K] [--refiner-epochs E] [--refiner-members M] [--generator mlp|argmin]]
 
 The labelling sweep keeps its results in ``$NNACCEL_CACHE_DIR/dse/dance-<space>-labels.sqlite``
 (a rerun labels only what is missing). ``--scheduler`` sends the labelling tasks to a running Dask
@@ -109,6 +109,9 @@ def main(argv=None):
                              f"(default {cost_refiner.CANDIDATES})")
     parser.add_argument("--refiner-epochs", type=_positive, default=cost_refiner.EPOCHS,
                         help=f"with --refiner: its epochs (default {cost_refiner.EPOCHS})")
+    parser.add_argument("--refiner-members", type=_positive, default=cost_refiner.MEMBERS,
+                        help="with --refiner: MLPs trained alone and read as one, the mean of their corrections "
+                             f"(default {cost_refiner.MEMBERS})")
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -172,14 +175,15 @@ def _train_refiner(table, arguments):
         pair_networks, pair_points = cost_refiner.training_points(table, base, train, functions,
                                                                   arguments.refiner_candidates,
                                                                   progress=costed.update)
-    with counting("refiner: epochs", total=arguments.refiner_epochs) as epochs:
+    with counting("refiner: epochs", total=arguments.refiner_epochs * arguments.refiner_members) as epochs:
         refiner = cost_refiner.train_refiner(table, base, pair_networks, pair_points,
                                              candidates=arguments.refiner_candidates,
-                                             epochs=arguments.refiner_epochs, seed=arguments.seed,
-                                             progress=epochs.update)
+                                             epochs=arguments.refiner_epochs, members=arguments.refiner_members,
+                                             seed=arguments.seed, progress=epochs.update)
     training.save_refiner(refiner, arguments.space, directory=arguments.out)
     print(f"refiner: {len(pair_networks):,} (network, point) cases of {len(train)} training networks, "
-          f"{arguments.refiner_candidates} cheapest points per cost function; {time.perf_counter() - start:.1f} s")
+          f"{arguments.refiner_candidates} cheapest points per cost function, {arguments.refiner_members} "
+          f"members; {time.perf_counter() - start:.1f} s")
 
 
 def _print_reports(reports):

@@ -69,14 +69,29 @@ def test_it_learns_the_cost_networks_error_on_those_points(small):
     assert all(not parameter.requires_grad for parameter in refiner.parameters())
 
 
-def _refiner(base, candidates, scale):
+def _refiner(base, candidates, scale, members=cost_refiner.MEMBERS):
     """A refiner whose correction is its random initial one times ``scale``."""
     torch.manual_seed(7)
-    refiner = cost_refiner.CostRefiner(base, np.zeros(3), candidates)
+    refiner = cost_refiner.CostRefiner(base, np.zeros(3), candidates, members=members)
     with torch.no_grad():
-        refiner.correction[-1].weight.mul_(scale)
-        refiner.correction[-1].bias.mul_(scale)
+        for member in refiner.corrections:
+            member[-1].weight.mul_(scale)
+            member[-1].bias.mul_(scale)
     return ev.freeze(refiner)
+
+
+def test_its_correction_is_the_mean_of_its_members(small):
+    _, base = small
+    refiner = _refiner(base, 4, 30.0, members=3)
+    features = torch.rand(6, base.network_width + base.hardware_width)
+    base_log = base.log_costs(features)
+    alone = []
+    for member in refiner.corrections:
+        single = cost_refiner.CostRefiner(base, refiner.log_mean.numpy(), 4, members=1)
+        single.corrections[0].load_state_dict(member.state_dict())
+        alone.append(single.log_costs(features) - base_log)
+    assert not torch.allclose(alone[0], alone[1])
+    torch.testing.assert_close(refiner.log_costs(features) - base_log, sum(alone) / 3)
 
 
 def test_the_search_ranks_only_the_cost_networks_cheapest_points_by_the_refined_costs(small):
@@ -107,12 +122,17 @@ def test_a_refiner_next_to_the_cost_network_is_loaded_over_it(tmp_path):
     training.save_refiner(refiner, "template", directory=tmp_path)
     loaded = training.load("template", "edap", directory=tmp_path)
     assert isinstance(loaded.cost, cost_refiner.CostRefiner) and loaded.cost.candidates == 6
+    assert len(loaded.cost.corrections) == cost_refiner.MEMBERS
     features = torch.rand(5, base.network_width + base.hardware_width)
     assert torch.equal(loaded.cost(features), refiner(features))
     stale = torch.load(tmp_path / "refiner_template.pt", weights_only=True)
     stale["base"] = "0" * 16            # as if the cost network beside it had been trained again since
     torch.save(stale, tmp_path / "refiner_template.pt")
     with pytest.raises(ValueError, match=r"refiner_template.pt: it was trained over another cost network"):
+        training.load("template", "edap", directory=tmp_path)
+    del stale["members"]                # as if written before refiners had members
+    torch.save(stale, tmp_path / "refiner_template.pt")
+    with pytest.raises(ValueError, match=r"refiner_template.pt: not a refiner's state: no members"):
         training.load("template", "edap", directory=tmp_path)
     (tmp_path / "refiner_template.pt").unlink()
     assert not isinstance(training.load("template", "edap", directory=tmp_path).cost, cost_refiner.CostRefiner)

@@ -281,7 +281,8 @@ def test_the_generators_targets_are_the_near_optimal_points_shares():
 @pytest.mark.parametrize("argv, message", [(["--generator-members", "0"], "must be at least 1, not 0"),
                                            (["--measure", "--generators-only"], "not allowed with argument"),
                                            (["--refiner", "--measure"], "not allowed with argument"),
-                                           (["--refiner-candidates", "0"], "must be at least 1, not 0")])
+                                           (["--refiner-candidates", "0"], "must be at least 1, not 0"),
+                                           (["--refiner-members", "0"], "must be at least 1, not 0")])
 def test_train_evaluator_rejects_bad_options_with_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as stopped:
         train_evaluator.main(argv)
