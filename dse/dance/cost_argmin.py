@@ -96,13 +96,14 @@ class CostArgminGenerator(OneHotGenerator):
         count, points, inputs = features.shape
         base = self.cost.base.log_costs(features.reshape(count * points, inputs)).reshape(count, points, 3)
         values = self._log_cost_function(base)
-        chosen = cheapest_points(values.detach().masked_fill(~fits, float("inf")), self.cost.candidates)
+        fitting = values.detach().masked_fill(~fits, float("inf"))
+        chosen = cheapest_points(fitting, self.cost.candidates)
         rows = torch.arange(count)[:, None].expand_as(chosen)
         refined = self.cost.refine(features[rows, chosen].reshape(-1, inputs), base[rows, chosen].reshape(-1, 3))
         ranked = self._log_cost_function(refined).reshape(chosen.shape)
         # every other point is raised above the dearest candidate: the refiner decides among the candidates only
         dearest = ranked.detach().masked_fill(~torch.gather(fits, 1, chosen), -float("inf")).max(dim=1).values
-        others = values.detach().masked_fill(~fits, float("inf")).index_put((rows, chosen), torch.tensor(float("inf")))
+        others = fitting.index_put((rows, chosen), torch.tensor(float("inf")))
         raise_by = (dearest - others.min(dim=1).values + CANDIDATE_MARGIN).clamp(min=0)
         return (values + raise_by[:, None]).index_put((rows, chosen), ranked)
 
