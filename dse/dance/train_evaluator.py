@@ -2,7 +2,8 @@
 the checkpoints that ship in ``dse/dance/data/``:
 
     python -m nnaccel.dse.dance.train_evaluator [--space template|rtl|rtl-stream|rtl-stream-1k] [--costs edap,...]
-        [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
+        [--cost-cases N] [--cost-epochs E] [--generator-epochs E] [--without-forwarding-epochs E]
+        [--near-optimal-points K] [--scheduler tcp://HOST:PORT]
         [--generator-members M] [--cost-targets units|networks] [--workers W] [--out DIR] [--json F]
         [--checkpoint-dir DIR]
         [--measure [--generator mlp|argmin] | --generators-only
@@ -73,6 +74,9 @@ def main(argv=None):
     parser.add_argument("--validation-cases", type=int, default=defaults.validation_cases)
     parser.add_argument("--cost-epochs", type=int, default=defaults.cost_epochs)
     parser.add_argument("--generator-epochs", type=int, default=defaults.generator_epochs)
+    parser.add_argument("--without-forwarding-epochs", type=_positive, default=defaults.without_forwarding_epochs,
+                        help="epochs of the cost network without forwarding, Table 1's first cost row (default "
+                             f"{defaults.without_forwarding_epochs})")
     parser.add_argument("--near-optimal-points", type=int, default=defaults.near_optimal_points,
                         help="cost cases per training network and cost function on its best points (default "
                              f"{defaults.near_optimal_points})")
@@ -142,6 +146,7 @@ def main(argv=None):
     settings = training.EvaluatorSettings(cost_cases=arguments.cost_cases, validation_cases=arguments.validation_cases,
                                           cost_epochs=arguments.cost_epochs,
                                           generator_epochs=arguments.generator_epochs,
+                                          without_forwarding_epochs=arguments.without_forwarding_epochs,
                                           near_optimal_points=arguments.near_optimal_points, seed=arguments.seed,
                                           generator_members=arguments.generator_members,
                                           cost_members=arguments.cost_members, cost_targets=cost_targets)

@@ -107,6 +107,25 @@ def test_the_cost_network_fits_positive_costs_with_forwarded_inputs():
     assert np.all(after > 0.9) and np.all(after > before)
 
 
+def test_the_network_without_forwarding_learns_its_costs_and_where_the_best_point_lies():
+    rng = np.random.default_rng(3)
+    kinds = rng.integers(8, size=2000)
+    inputs = np.eye(8, dtype=np.float32)[kinds]
+    costs = np.exp(inputs @ rng.uniform(-1, 1, size=(8, 3)))
+    best = np.stack([kinds % 3, kinds // 3], axis=1)                # the best point's two parameter values
+    shares = [np.eye(3)[best[:, 0]], np.eye(3)[best[:, 1]]]
+    members = training.train_without_forwarding(inputs, costs, shares, seeds=(0, 1), epochs=40)
+    accuracy = ev.cost_accuracy(training.without_forwarding_costs(members, inputs), costs)["accuracy"]
+    assert np.all(accuracy > 0.95)
+    for network in members:
+        with torch.no_grad():
+            log_costs, logits = network.log_costs_and_hardware_logits(torch.as_tensor(inputs))
+        assert torch.equal(log_costs, network.log_costs(torch.as_tensor(inputs)))      # the costs never read the head
+        assert [tuple(part.shape) for part in logits] == [(2000, 3), (2000, 3)]
+        assert all((part.argmax(dim=1).numpy() == best[:, column]).mean() > 0.95 for column, part in enumerate(logits))
+    geometric_mean = np.exp(np.mean([np.log(ev.predict_costs(network, inputs)) for network in members], axis=0))
+    assert np.allclose(training.without_forwarding_costs(members, inputs), geometric_mean)
+
 
 class _Stop(Exception):
     pass
@@ -143,6 +162,9 @@ def test_the_training_state_is_named_by_space_and_settings(tmp_path):
     assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings()) == path
     assert training.training_state_path(tmp_path, "template", training.EvaluatorSettings(cost_epochs=40)) != path
     assert training.training_state_path(tmp_path, "rtl", settings) != path
+    # the network without forwarding's epochs do not shape the cost network: its state resumes
+    longer = training.EvaluatorSettings(without_forwarding_epochs=9)
+    assert training.training_state_path(tmp_path, "template", longer) == path
     # a cost network's members: the first keeps the one-member name (a run with more members resumes it)
     pair = training.EvaluatorSettings(cost_members=2)
     assert training.training_state_path(tmp_path, "template", pair) == path
@@ -216,7 +238,7 @@ def test_table_1_on_a_small_space_and_again_from_the_checkpoints(tmp_path):
     cases = space.label_cases(units)
     table = LabelTable(space, SMALL_SPACE, ids, space.label_columns(units, cases, [space.label_task(c) for c in cases]))
     settings = training.EvaluatorSettings(cost_cases=300, validation_cases=50, cost_epochs=2, generator_epochs=2,
-                                          near_optimal_points=3)
+                                          without_forwarding_epochs=2, near_optimal_points=3)
     trained = training.train_evaluators(table, settings, ("edap",))["edap"]
     report = trained.report
     assert len(trained.generator.members) == settings.generator_members
@@ -282,7 +304,8 @@ def test_the_generators_targets_are_the_near_optimal_points_shares():
                                            (["--measure", "--generators-only"], "not allowed with argument"),
                                            (["--refiner", "--measure"], "not allowed with argument"),
                                            (["--refiner-candidates", "0"], "must be at least 1, not 0"),
-                                           (["--refiner-members", "0"], "must be at least 1, not 0")])
+                                           (["--refiner-members", "0"], "must be at least 1, not 0"),
+                                           (["--without-forwarding-epochs", "0"], "must be at least 1, not 0")])
 def test_train_evaluator_rejects_bad_options_with_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as stopped:
         train_evaluator.main(argv)
