@@ -62,7 +62,7 @@ GENERATOR_TEMPERATURE = 0.003
 # The network without forwarding learns its costs and, beside them, where the network's best point lies (its hardware
 # head against the generator's targets, cross entropy summed over the parameters) at this weight: 0 is a network
 # that learns the costs alone; 1 gained 0.3-1.8 points of latency and area on a validation split of both spaces'
-# training networks, 3 and 10 less (docs/dance.md).
+# training networks, 0.1, 0.3, 3 and 10 less on the whole (docs/dance.md).
 HARDWARE_TARGET_WEIGHT = 1.0
 
 PATENT_TABLE_1 = {
