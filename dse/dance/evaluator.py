@@ -191,15 +191,22 @@ def train_cost(cost, features, targets, *, epochs, batch=1024, lr=2e-3, seed=0, 
     ``checkpoint`` as in ``fit``."""
     features = torch.as_tensor(features, dtype=torch.float32)
     targets = torch.as_tensor(targets, dtype=torch.float32)
-    log_targets = torch.log(targets)
 
     def loss(index, epoch):
-        if epoch == 0:
-            return ((cost.log_costs(features[index]) - log_targets[index]) ** 2).sum(dim=1).mean()
-        return relative_error(cost(features[index]), targets[index])
+        return cost_loss(epoch, lambda: cost.log_costs(features[index]), lambda: cost(features[index]),
+                         targets[index], relative_error)
 
     return fit(cost, len(features), loss, epochs=epochs, batch=batch, lr=lr, seed=seed, progress=progress,
                checkpoint=checkpoint)
+
+
+def cost_loss(epoch, log_costs, costs, targets, relative_error):
+    """A cost network's loss in ``epoch``: the first, the squared log error of ``log_costs()`` (the relative error of
+    an untrained exponential output is unbounded); after it, ``relative_error(costs(), targets)``. ``log_costs``
+    and ``costs`` are called only when needed (a network's costs may be its primary output, its log costs derived)."""
+    if epoch == 0:
+        return ((log_costs() - torch.log(targets)) ** 2).sum(dim=1).mean()
+    return relative_error(costs(), targets)
 
 
 def fit(network, count, loss, *, epochs, batch, lr, seed=0, progress=None, checkpoint=None):

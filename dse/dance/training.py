@@ -224,12 +224,9 @@ def train_without_forwarding(inputs, train_costs, train_shares, seeds, *, epochs
 
         def loss(index, epoch):
             log_costs, logits = network.log_costs_and_hardware_logits(features[index])
-            if epoch == 0:      # as ``ev.train_cost``: an untrained exponential output's relative error is unbounded
-                cost_loss = ((log_costs - torch.log(targets[index])) ** 2).sum(dim=1).mean()
-            else:
-                cost_loss = ev.mare(torch.exp(log_costs), targets[index])
-            return cost_loss + HARDWARE_TARGET_WEIGHT * sum(functional.cross_entropy(parameter, share[index])
-                                                            for parameter, share in zip(logits, shares))
+            costs = ev.cost_loss(epoch, lambda: log_costs, lambda: torch.exp(log_costs), targets[index], ev.mare)
+            return costs + HARDWARE_TARGET_WEIGHT * sum(functional.cross_entropy(parameter, share[index])
+                                                        for parameter, share in zip(logits, shares))
 
         return ev.freeze(ev.fit(network, len(features), loss, epochs=epochs, batch=256, lr=2e-3, seed=seed,
                                 progress=progress))
