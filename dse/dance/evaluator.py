@@ -8,19 +8,13 @@ trained on the ground truth of ``dse.dance.labels``, then frozen for the co-sear
   Gumbel-softmax (``one_hot``) so the chosen point is a (straight-through) one-hot vector.
 - ``GeneratorEnsemble``: several generators trained alike from different seeds (``EvaluatorSettings.
   generator_members``), read as one: per parameter the mean of their log-probabilities.
-- ``CostEstimator``: a network's features (as ``training.without_forwarding_inputs`` gives them: its one-hots, its
-  layer sizes and, where it does not fit every point, which points it fits) -> latency, energy, area on the
-  network's best hardware: the patent's variant without feature forwarding (Table 1's first cost row). A 5-layer
-  MLP (input layer, three residual layers ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU.
-  It predicts the logarithm relative to the training set's geometric mean; outputs are ``exp``'d so they stay
-  positive. With ``hardware_sizes`` it has a second head, per hardware parameter logits over its values. Trained
-  (``training.train_without_forwarding``) with the mean absolute relative error ``sum_i |1 - y_hat_i / y_i|``
-  (``mare``, what Table 1 measures), after one epoch on the squared log error (the relative error of an untrained
-  exponential output is unbounded), and the second head beside it towards the network's near-optimal points (the
-  generator's targets): the layers learn where a network's best point lies, which decides its costs there; the
-  costs never read the head, and no point is forwarded. The cost network with forwarding, (network encoding,
-  hardware one-hots) -> costs, is ``unit_cost.UnitSumCostEstimator`` (trained by ``train_cost`` on network totals,
-  with the mean squared relative error ``sum_i (1 - y_hat_i / y_i)^2``, ``msre``, patent equation 2).
+- ``CostEstimator``: features -> latency, energy, area. A 5-layer MLP (input layer, three residual layers
+  ``x + ReLU(BN(W x))``, the output layer), width 256, batch norm, ReLU. It predicts the logarithm relative to the
+  training set's geometric mean; outputs are ``exp``'d so they stay positive. ``train_cost`` trains it with the mean
+  squared relative error ``sum_i (1 - y_hat_i / y_i)^2`` (``msre``, patent equation 2) or another relative error
+  (``mare``, ``sum_i |1 - y_hat_i / y_i|``, what Table 1 measures). The cost network with forwarding, (network
+  encoding, hardware one-hots) -> costs, is ``unit_cost.UnitSumCostEstimator``; the one without,
+  network -> costs on its best point (Table 1's first cost row), ``best_point_cost.BestPointCostEstimator``.
 - ``Evaluator``: the generator's one-hots forwarded into the cost network.
 
 Accuracy as the patent reports it (Table 1; the patent does not define it): for a hardware
@@ -100,26 +94,18 @@ class GeneratorEnsemble(OneHotGenerator):
 
 
 class CostEstimator(nn.Module):
-    """(N, inputs) features -> (N, 3) latency ms, energy mJ, area mm^2 (DANCE's: a network's, on its best
-    hardware); with ``hardware_sizes`` (a value count per hardware parameter) also per parameter (N, values)
-    logits of its best point's value (``log_costs_and_hardware_logits``), a training target only."""
+    """(N, inputs) features -> (N, 3) latency ms, energy mJ, area mm^2."""
 
-    def __init__(self, inputs, log_mean, width=COST_WIDTH, hardware_sizes=()):
+    def __init__(self, inputs, log_mean, width=COST_WIDTH):
         super().__init__()
         self.inputs = inputs
         self.stem = nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU())
         self.body = nn.Sequential(*(ResidualLayer(width, True) for _ in range(RESIDUAL_LAYERS)))
         self.out = nn.Linear(width, 3)
-        self.hardware_sizes = tuple(hardware_sizes)
-        self.hardware = nn.Linear(width, sum(self.hardware_sizes)) if self.hardware_sizes else None
         self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
 
     def log_costs(self, features):
         return self.out(self.body(self.stem(features))) + self.log_mean
-
-    def log_costs_and_hardware_logits(self, features):
-        hidden = self.body(self.stem(features))
-        return self.out(hidden) + self.log_mean, torch.split(self.hardware(hidden), self.hardware_sizes, dim=1)
 
     def forward(self, features):
         return torch.exp(self.log_costs(features))

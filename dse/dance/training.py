@@ -45,6 +45,7 @@ import torch
 from torch.nn import functional
 
 from nnaccel.dse.dance import evaluator as ev
+from nnaccel.dse.dance.best_point_cost import BestPointCostEstimator, LogBins, ensemble_costs
 from nnaccel.dse.dance.cost_argmin import CostArgminGenerator
 from nnaccel.dse.dance.cost_refiner import CostRefiner
 from nnaccel.dse.dance.cost_functions import COST_FUNCTIONS, CostFunction
@@ -208,25 +209,31 @@ def fit_shares(hardware_space, fits):
 
 
 def train_without_forwarding(inputs, train_costs, train_shares, seeds, *, epochs, progress=None):
-    """The cost network without forwarding (``ev.CostEstimator``), one member per seed, frozen: from each training
-    network's ``inputs`` (rows of ``without_forwarding_inputs``) to ``train_costs``, its costs on its best point,
-    trained on the mean absolute relative error (``ev.mare``) plus, ``HARDWARE_TARGET_WEIGHT`` times, the cross
-    entropy of its hardware head against ``train_shares`` (per hardware parameter (networks, values): the
-    generator's targets, ``near_optimal_shares``). ``without_forwarding_costs`` reads the members as one."""
-    log_mean = np.log(train_costs).mean(axis=0)
+    """The cost network without forwarding (``best_point_cost.BestPointCostEstimator``), one member per seed,
+    frozen: from each training network's ``inputs`` (rows of ``without_forwarding_inputs``) to ``train_costs``, its
+    costs on its best point. Latency and energy are trained on the mean absolute relative error (``ev.mare``), the
+    area on the cross entropy of its bins against the true area's (``LogBins.targets``), and, at
+    ``HARDWARE_TARGET_WEIGHT``, the hardware head on the cross entropy against ``train_shares`` (per hardware
+    parameter (networks, values): the generator's targets, ``near_optimal_shares``). ``without_forwarding_costs``
+    reads the members as one."""
+    log_costs = np.log(train_costs)
+    area_bins = LogBins.around(log_costs[:, 2])
     features = torch.as_tensor(inputs, dtype=torch.float32)
-    targets = torch.as_tensor(train_costs, dtype=torch.float32)
+    targets = torch.as_tensor(train_costs[:, :2], dtype=torch.float32)
+    area_targets = area_bins.targets(log_costs[:, 2])
     shares = [torch.as_tensor(share, dtype=torch.float32) for share in train_shares]
 
     def member(seed):
-        network = _seeded(seed, ev.CostEstimator, inputs.shape[1], log_mean, ev.COST_WIDTH,
+        network = _seeded(seed, BestPointCostEstimator, inputs.shape[1], log_costs.mean(axis=0), area_bins,
                           [share.shape[1] for share in shares])
 
         def loss(index, epoch):
-            log_costs, logits = network.log_costs_and_hardware_logits(features[index])
-            costs = ev.cost_loss(epoch, lambda: log_costs, lambda: torch.exp(log_costs), targets[index], ev.mare)
-            return costs + HARDWARE_TARGET_WEIGHT * sum(functional.cross_entropy(parameter, share[index])
-                                                        for parameter, share in zip(logits, shares))
+            log_latency_energy, area_logits, hardware_logits = network.outputs(features[index])
+            latency_energy = ev.cost_loss(epoch, lambda: log_latency_energy, lambda: torch.exp(log_latency_energy),
+                                          targets[index], ev.mare)
+            area = functional.cross_entropy(area_logits, area_targets[index])
+            return latency_energy + area + HARDWARE_TARGET_WEIGHT * sum(
+                functional.cross_entropy(parameter, share[index]) for parameter, share in zip(hardware_logits, shares))
 
         return ev.freeze(ev.fit(network, len(features), loss, epochs=epochs, batch=256, lr=2e-3, seed=seed,
                                 progress=progress))
@@ -236,8 +243,8 @@ def train_without_forwarding(inputs, train_costs, train_shares, seeds, *, epochs
 
 def without_forwarding_costs(members, inputs):
     """The costs the network without forwarding (``train_without_forwarding``'s members) gives networks of
-    ``inputs``: the geometric mean of its members'."""
-    return np.exp(np.mean([np.log(ev.predict_costs(network, inputs)) for network in members], axis=0))
+    ``inputs``, its members read as one (``best_point_cost.ensemble_costs``)."""
+    return ev.predict_costs(lambda features: ensemble_costs(members, features), inputs)
 
 
 def fitting_split(table, seed):

@@ -10,6 +10,7 @@ import torch
 
 from nnaccel.dse.dance import evaluator as ev
 from nnaccel.dse.dance import train_evaluator, training
+from nnaccel.dse.dance.best_point_cost import LogBins
 from nnaccel.dse.dance.cost_functions import CostFunction
 from nnaccel.dse.dance.labels import LabelTable, distinct_units, split_networks
 from nnaccel.dse.dance.network_space import NetworkSpace
@@ -116,15 +117,31 @@ def test_the_network_without_forwarding_learns_its_costs_and_where_the_best_poin
     shares = [np.eye(3)[best[:, 0]], np.eye(3)[best[:, 1]]]
     members = training.train_without_forwarding(inputs, costs, shares, seeds=(0, 1), epochs=40)
     accuracy = ev.cost_accuracy(training.without_forwarding_costs(members, inputs), costs)["accuracy"]
-    assert np.all(accuracy > 0.95)
+    assert np.all(accuracy > 0.95), accuracy
     for network in members:
         with torch.no_grad():
-            log_costs, logits = network.log_costs_and_hardware_logits(torch.as_tensor(inputs))
-        assert torch.equal(log_costs, network.log_costs(torch.as_tensor(inputs)))      # the costs never read the head
-        assert [tuple(part.shape) for part in logits] == [(2000, 3), (2000, 3)]
-        assert all((part.argmax(dim=1).numpy() == best[:, column]).mean() > 0.95 for column, part in enumerate(logits))
-    geometric_mean = np.exp(np.mean([np.log(ev.predict_costs(network, inputs)) for network in members], axis=0))
-    assert np.allclose(training.without_forwarding_costs(members, inputs), geometric_mean)
+            log_latency_energy, area_logits, hardware_logits = network.outputs(torch.as_tensor(inputs))
+            costs_read = network(torch.as_tensor(inputs))
+        assert torch.equal(costs_read[:, :2], torch.exp(log_latency_energy))     # the costs never read the head
+        assert area_logits.shape == (2000, len(network.area_bins.centres))
+        assert [tuple(part.shape) for part in hardware_logits] == [(2000, 3), (2000, 3)]
+        assert all((part.argmax(dim=1).numpy() == best[:, column]).mean() > 0.95
+                   for column, part in enumerate(hardware_logits))
+
+
+def test_log_bins_spread_a_value_around_its_bin_and_read_the_value_of_least_relative_error():
+    bins = LogBins(0.0, np.log(4.0), count=201, spread=2.0)
+    targets = bins.targets(torch.tensor([np.log(2.0)], dtype=torch.float64))
+    assert targets.shape == (1, 201) and targets.sum().item() == pytest.approx(1.0)
+    assert targets.argmax().item() == 100 and targets[0, 98].item() == pytest.approx(targets[0, 102].item())
+    # two modes, 1 and 3, equally likely: guessing 1 errs by 2/3 if it is 3; guessing 3 errs by 2 if it is 1
+    one, three = int(torch.argmin((bins.centres - 0.0).abs())), int(torch.argmin((bins.centres - np.log(3)).abs()))
+    both = torch.zeros(2, 201, dtype=torch.float64)
+    both[0, [one, three]] = 0.5
+    both[1, [one, three]] = torch.tensor([0.2, 0.8], dtype=torch.float64)     # 0.2 x 2 < 0.8 x 2/3: now 3
+    assert torch.equal(bins.least_relative_error(both), bins.centres[[one, three]])
+    with pytest.raises(ValueError, match="high > low"):
+        LogBins(1.0, 1.0)
 
 
 class _Stop(Exception):
