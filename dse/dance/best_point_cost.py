@@ -34,7 +34,6 @@ from nnaccel.dse.dance.evaluator import COST_WIDTH, RESIDUAL_LAYERS, ResidualLay
 AREA_BINS = 512
 AREA_BIN_SPREAD = 6.0       # the target Gaussian's standard deviation, in bins
 BIN_MARGIN = 0.2            # in log area, below the least and above the largest training area
-READOUT_CHUNK = 64          # networks whose expected errors are computed at once (chunk x bins x bins values)
 
 
 class LogBins:
@@ -66,9 +65,8 @@ class LogBins:
         ``sum_k p_k |exp(c - c_k) - 1|``. The expectation is convex and piecewise linear in ``exp(c)`` with its
         kinks at the centres, so its least over the centres is its least over every value."""
         relative = (torch.exp(self.centres[:, None] - self.centres[None, :]) - 1).abs()      # (candidate, bin)
-        probabilities = torch.as_tensor(probabilities, dtype=torch.float64)
-        best = [(chunk @ relative.T).argmin(dim=1) for chunk in probabilities.split(READOUT_CHUNK)]
-        return self.centres[torch.cat(best)]
+        expected = torch.as_tensor(probabilities, dtype=torch.float64) @ relative.T          # (N, candidate)
+        return self.centres[expected.argmin(dim=1)]
 
 
 class BestPointCostEstimator(nn.Module):
