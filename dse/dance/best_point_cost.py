@@ -29,7 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from nnaccel.dse.dance.evaluator import COST_WIDTH, RESIDUAL_LAYERS, ResidualLayer
+from nnaccel.dse.dance.evaluator import COST_WIDTH, cost_layers
 
 AREA_BINS = 512
 AREA_BIN_SPREAD = 6.0       # the target Gaussian's standard deviation, in bins
@@ -71,19 +71,18 @@ class LogBins:
 
 class BestPointCostEstimator(nn.Module):
     """(N, inputs) a network's features -> (N, 3) latency ms, energy mJ, area on its best point (module docstring).
-    ``log_mean``: the training targets' mean log latency, energy (and area, unused); ``area_bins``: ``LogBins``
+    ``log_mean``: the training targets' mean log latency and energy; ``area_bins``: ``LogBins``
     over the training areas; ``hardware_sizes``: a value count per hardware parameter."""
 
     def __init__(self, inputs, log_mean, area_bins, hardware_sizes, width=COST_WIDTH):
         super().__init__()
-        self.stem = nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU())
-        self.body = nn.Sequential(*(ResidualLayer(width, True) for _ in range(RESIDUAL_LAYERS)))
+        self.stem, self.body = cost_layers(inputs, width)
         self.latency_energy = nn.Linear(width, 2)
         self.area = nn.Linear(width, len(area_bins.centres))
         self.hardware_sizes = tuple(hardware_sizes)
         self.hardware = nn.Linear(width, sum(self.hardware_sizes))
         self.area_bins = area_bins
-        self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean)[:2], dtype=torch.float32))
+        self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
 
     def outputs(self, features):
         """(log latency and energy (N, 2), area logits (N, bins), per hardware parameter logits (N, values))."""

@@ -93,14 +93,20 @@ class GeneratorEnsemble(OneHotGenerator):
                 for head in range(len(self.sizes))]
 
 
+def cost_layers(inputs, width):
+    """A cost network's input layer and three residual layers ``x + ReLU(BN(W x))`` (``CostEstimator`` and
+    ``best_point_cost.BestPointCostEstimator`` put their heads on them)."""
+    return (nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU()),
+            nn.Sequential(*(ResidualLayer(width, True) for _ in range(RESIDUAL_LAYERS))))
+
+
 class CostEstimator(nn.Module):
     """(N, inputs) features -> (N, 3) latency ms, energy mJ, area mm^2."""
 
     def __init__(self, inputs, log_mean, width=COST_WIDTH):
         super().__init__()
         self.inputs = inputs
-        self.stem = nn.Sequential(nn.Linear(inputs, width), nn.BatchNorm1d(width), nn.ReLU())
-        self.body = nn.Sequential(*(ResidualLayer(width, True) for _ in range(RESIDUAL_LAYERS)))
+        self.stem, self.body = cost_layers(inputs, width)
         self.out = nn.Linear(width, 3)
         self.register_buffer("log_mean", torch.as_tensor(np.asarray(log_mean), dtype=torch.float32))
 

@@ -224,7 +224,7 @@ def train_without_forwarding(inputs, train_costs, train_shares, seeds, *, epochs
     shares = [torch.as_tensor(share, dtype=torch.float32) for share in train_shares]
 
     def member(seed):
-        network = _seeded(seed, BestPointCostEstimator, inputs.shape[1], log_costs.mean(axis=0), area_bins,
+        network = _seeded(seed, BestPointCostEstimator, inputs.shape[1], log_costs[:, :2].mean(axis=0), area_bins,
                           [share.shape[1] for share in shares])
 
         def loss(index, epoch):

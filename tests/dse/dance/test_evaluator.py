@@ -1,6 +1,7 @@
 """The evaluator networks learn small synthetic tasks, the accuracy measures are the stated ones,
 and checkpoints load back to the same predictions."""
 
+import copy
 import dataclasses
 from types import SimpleNamespace
 
@@ -122,7 +123,11 @@ def test_the_network_without_forwarding_learns_its_costs_and_where_the_best_poin
         with torch.no_grad():
             log_latency_energy, area_logits, hardware_logits = network.outputs(torch.as_tensor(inputs))
             costs_read = network(torch.as_tensor(inputs))
-        assert torch.equal(costs_read[:, :2], torch.exp(log_latency_energy))     # the costs never read the head
+        assert torch.equal(costs_read[:, :2], torch.exp(log_latency_energy))
+        silenced = copy.deepcopy(network)                                       # the costs never read the head
+        torch.nn.init.normal_(silenced.hardware.weight)
+        with torch.no_grad():
+            assert torch.equal(silenced(torch.as_tensor(inputs)), costs_read)
         assert area_logits.shape == (2000, len(network.area_bins.centres))
         assert [tuple(part.shape) for part in hardware_logits] == [(2000, 3), (2000, 3)]
         assert all((part.argmax(dim=1).numpy() == best[:, column]).mean() > 0.95
