@@ -211,24 +211,25 @@ def fit_shares(hardware_space, fits):
 def train_without_forwarding(inputs, train_costs, train_shares, seeds, *, epochs, progress=None):
     """The cost network without forwarding (``best_point_cost.BestPointCostEstimator``), one member per seed,
     frozen: from each training network's ``inputs`` (rows of ``without_forwarding_inputs``) to ``train_costs``, its
-    costs on its best point. Latency and energy are trained on the mean absolute relative error (``ev.mare``), the
-    area on the cross entropy of its bins against the true area's (``LogBins.targets``), and, at
-    ``HARDWARE_TARGET_WEIGHT``, the hardware head on the cross entropy against ``train_shares`` (per hardware
-    parameter (networks, values): the generator's targets, ``near_optimal_shares``). ``without_forwarding_costs``
-    reads the members as one."""
+    costs on its best point. Latency (given the true area) and energy are trained on the mean absolute relative
+    error (``ev.mare``), the area on the cross entropy of its bins against the true area's (``LogBins.targets``),
+    and, at ``HARDWARE_TARGET_WEIGHT``, the hardware head on the cross entropy against ``train_shares`` (per
+    hardware parameter (networks, values): the generator's targets, ``near_optimal_shares``).
+    ``without_forwarding_costs`` reads the members as one."""
     log_costs = np.log(train_costs)
     area_bins = LogBins.around(log_costs[:, 2])
     features = torch.as_tensor(inputs, dtype=torch.float32)
     targets = torch.as_tensor(train_costs[:, :2], dtype=torch.float32)
+    log_areas = torch.as_tensor(log_costs[:, 2], dtype=torch.float32)
     area_targets = area_bins.targets(log_costs[:, 2])
     shares = [torch.as_tensor(share, dtype=torch.float32) for share in train_shares]
 
     def member(seed):
-        network = _seeded(seed, BestPointCostEstimator, inputs.shape[1], log_costs[:, :2].mean(axis=0), area_bins,
+        network = _seeded(seed, BestPointCostEstimator, inputs.shape[1], log_costs.mean(axis=0), area_bins,
                           [share.shape[1] for share in shares])
 
         def loss(index, epoch):
-            log_latency_energy, area_logits, hardware_logits = network.outputs(features[index])
+            log_latency_energy, area_logits, hardware_logits = network.outputs(features[index], log_areas[index])
             latency_energy = ev.cost_loss(epoch, lambda: log_latency_energy, lambda: torch.exp(log_latency_energy),
                                           targets[index], ev.mare)
             area = functional.cross_entropy(area_logits, area_targets[index])

@@ -119,11 +119,19 @@ def test_the_network_without_forwarding_learns_its_costs_and_where_the_best_poin
     members = training.train_without_forwarding(inputs, costs, shares, seeds=(0, 1), epochs=40)
     accuracy = ev.cost_accuracy(training.without_forwarding_costs(members, inputs), costs)["accuracy"]
     assert np.all(accuracy > 0.95), accuracy
+    features = torch.as_tensor(inputs)
     for network in members:
         with torch.no_grad():
-            log_latency_energy, area_logits, hardware_logits = network.outputs(torch.as_tensor(inputs))
-            costs_read = network(torch.as_tensor(inputs))
-        assert torch.equal(costs_read[:, :2], torch.exp(log_latency_energy))
+            _, area_logits, hardware_logits = network.outputs(features, torch.log(torch.as_tensor(costs[:, 2])))
+            costs_read = network(features)
+            hidden = network.hidden(features)       # at use the latency reads the network's own area readout
+            own_area = network.area_bins.least_relative_error(torch.softmax(area_logits, dim=1))
+            given_own = network.latency_energy(hidden, own_area)
+            given_more = network.latency_energy(hidden, own_area + 1.0)
+        assert torch.equal(costs_read[:, :2], torch.exp(given_own))
+        assert torch.equal(costs_read[:, 2], torch.exp(own_area).float())
+        assert not torch.allclose(given_more[:, 0], given_own[:, 0])     # the latency follows the area it is given
+        assert torch.equal(given_more[:, 1], given_own[:, 1])            # the energy does not read it
         silenced = copy.deepcopy(network)                                       # the costs never read the head
         torch.nn.init.normal_(silenced.hardware.weight)
         with torch.no_grad():
