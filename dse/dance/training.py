@@ -92,10 +92,12 @@ class EvaluatorSettings:
 
 @dataclass
 class TrainedEvaluator:
-    """One cost function's frozen evaluator: its generator and the shared cost network."""
+    """One cost function's frozen evaluator: its generator (the trained ``ev.GeneratorEnsemble`` or the search over
+    the cost network, ``CostArgminGenerator``) and the shared cost network (a ``UnitSumCostEstimator``, a
+    ``CostEnsemble`` of them, or a ``CostRefiner`` over either)."""
 
-    generator: ev.GeneratorEnsemble
-    cost: ev.CostEstimator
+    generator: ev.OneHotGenerator
+    cost: torch.nn.Module
     cost_function: CostFunction
     report: dict = field(default_factory=dict)
 
