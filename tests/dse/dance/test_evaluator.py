@@ -135,11 +135,24 @@ def test_the_network_without_forwarding_learns_its_costs_and_where_the_best_poin
         silenced = copy.deepcopy(network)                                       # the costs never read the head
         torch.nn.init.normal_(silenced.hardware.weight)
         with torch.no_grad():
-            assert torch.equal(silenced(torch.as_tensor(inputs)), costs_read)
+            assert torch.equal(silenced(features), costs_read)
         assert area_logits.shape == (2000, len(network.area_bins.centres))
         assert [tuple(part.shape) for part in hardware_logits] == [(2000, 3), (2000, 3)]
         assert all((part.argmax(dim=1).numpy() == best[:, column]).mean() > 0.95
                    for column, part in enumerate(hardware_logits))
+    disagreeing = copy.deepcopy(members[1])         # members read as one: the area of their mean distribution,
+    torch.nn.init.normal_(disagreeing.area.bias)     # each latency given it (a second member whose area differs)
+    pair = [members[0], disagreeing]
+    with torch.no_grad():
+        hidden = [network.hidden(features) for network in pair]
+        distributions = [torch.softmax(network.area(layer), dim=1) for network, layer in zip(pair, hidden)]
+        area = members[0].area_bins.least_relative_error(sum(distributions) / 2)
+        log_latency_energy = [network.latency_energy(layer, area) for network, layer in zip(pair, hidden)]
+        alone = members[0].area_bins.least_relative_error(distributions[0])
+    together = training.without_forwarding_costs(pair, inputs)
+    assert not torch.equal(area, alone)
+    assert np.allclose(together[:, :2], torch.exp(sum(log_latency_energy) / 2).numpy())
+    assert np.array_equal(together[:, 2], torch.exp(area).float().numpy())
 
 
 def test_log_bins_spread_a_value_around_its_bin_and_read_the_value_of_least_relative_error():
